@@ -1,0 +1,34 @@
+"""Repository-wide pytest setup.
+
+The suite drives the plugin through ``pytester`` (enabled in pyproject's addopts),
+so nothing here may configure groove options: a test that wants the plugin active
+passes ``--groove-kb`` to its own inner pytest run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent
+KB_EVAL = REPO_ROOT / "tests" / "corpora" / "kb-eval"
+KB_EVAL_GOLDEN = REPO_ROOT / "tests" / "corpora" / "kb-eval-golden.yml"
+EXAMPLE_KB = REPO_ROOT / "examples" / "kb"
+
+
+@pytest.fixture
+def kb_eval_copy(tmp_path: Path) -> Path:
+    """A writable copy of the bilingual kb-eval corpus."""
+    target = tmp_path / "kb-eval"
+    shutil.copytree(KB_EVAL, target)
+    return target
+
+
+@pytest.fixture
+def example_kb_copy(tmp_path: Path) -> Path:
+    """A writable copy of the example KB shipped in examples/kb."""
+    target = tmp_path / "example-kb"
+    shutil.copytree(EXAMPLE_KB, target)
+    return target

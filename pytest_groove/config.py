@@ -1,0 +1,429 @@
+"""Settings: built-in defaults < ``groove.toml`` < command line / pytest options.
+
+Everything is validated once, here, into frozen dataclasses; the rest of the code
+never re-checks a value.  A bad value raises :class:`GrooveError` naming the file,
+the key and the accepted range.
+
+``groove.toml`` is looked for at ``--config FILE`` (CLI) / ``groove_config`` (ini),
+else at ``<kb>/groove.toml``.  A relative ``[eval].golden`` is resolved against the
+directory of the config file that names it.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_groove.errors import GrooveError, UsageError
+
+DEFAULT_MODEL = "e5-small"
+DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
+    ".obsidian",
+    ".git",
+    "node_modules",
+    "target",
+    ".vscode",
+    ".idea",
+)
+KNOWN_PARSERS: tuple[str, ...] = ("md", "txt")
+CONFIG_FILE_NAME = "groove.toml"
+#: search results per query are capped here, whatever --limit asks for
+SEARCH_LIMIT_MAX = 1000
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """Reciprocal-rank-fusion constant and the bm25 column weights."""
+
+    rrf_k: float = 60.0
+    bm25_heading_weight: float = 2.0
+    bm25_context_weight: float = 1.0
+    bm25_content_weight: float = 1.0
+
+    @property
+    def weights(self) -> tuple[float, float, float]:
+        return (self.bm25_heading_weight, self.bm25_context_weight, self.bm25_content_weight)
+
+    @property
+    def is_default(self) -> bool:
+        return self == FusionParams()
+
+
+@dataclass(frozen=True)
+class MmrSettings:
+    enabled: bool = False
+    lambda_: float = 0.7
+    same_doc_penalty: float = 0.0
+
+
+@dataclass(frozen=True)
+class ParentRetrieverSettings:
+    enabled: bool = False
+    whole_doc_threshold_tokens: int = 100
+    max_expanded_tokens: int = 2000
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    fusion: FusionParams = field(default_factory=FusionParams)
+    mmr: MmrSettings = field(default_factory=MmrSettings)
+    parent_retriever: ParentRetrieverSettings = field(default_factory=ParentRetrieverSettings)
+    #: name of the reranker ("none" = no reranking stage)
+    reranker: str = "none"
+    min_confidence_ratio: float = 1.5
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    model: str = DEFAULT_MODEL
+    contextual: bool = False
+    exclude_dirs: tuple[str, ...] = DEFAULT_EXCLUDE_DIRS
+    exclude_headings: tuple[str, ...] = ()
+    parsers: tuple[str, ...] = ("md",)
+    #: where the index lives; None = ``<kb>/.groove/<model-slug>/``
+    index_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    #: golden file; None = ``<kb>/.groove-eval.yml``
+    golden: Path | None = None
+    history_size: int = 10
+    k_values: tuple[int, ...] = (1, 5, 10)
+    regression_threshold: float = 0.05
+
+
+@dataclass(frozen=True)
+class Settings:
+    index: IndexSettings = field(default_factory=IndexSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+    #: the config file these settings came from (None = defaults only)
+    source: Path | None = None
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class _Section:
+    """One TOML table being consumed key by key; leftovers are unknown keys."""
+
+    def __init__(self, data: dict[str, Any], where: str, source: Path) -> None:
+        self._data = dict(data)
+        self.where = where
+        self.source = source
+
+    def _fail(self, key: str, expected: str) -> GrooveError:
+        return GrooveError(
+            f"invalid config {self.source}: {self.where}{key} must be {expected} "
+            f"(got {self._data.get(key)!r})"
+        )
+
+    def pop_section(self, key: str) -> _Section | None:
+        if key not in self._data:
+            return None
+        value = self._data.pop(key)
+        if not isinstance(value, dict):
+            raise GrooveError(f"invalid config {self.source}: [{self.where}{key}] must be a table")
+        return _Section(value, f"{self.where}{key}.", self.source)
+
+    def pop_bool(self, key: str, default: bool) -> bool:
+        if key not in self._data:
+            return default
+        value = self._data[key]
+        if not isinstance(value, bool):
+            raise self._fail(key, "true or false")
+        del self._data[key]
+        return value
+
+    def pop_float(self, key: str, default: float, lo: float, hi: float) -> float:
+        if key not in self._data:
+            return default
+        value = self._data[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._fail(key, f"a number in [{lo:g}, {hi:g}]")
+        number = float(value)
+        if not math.isfinite(number) or not lo <= number <= hi:
+            raise self._fail(key, f"a finite number in [{lo:g}, {hi:g}]")
+        del self._data[key]
+        return number
+
+    def pop_int(self, key: str, default: int, lo: int, hi: int) -> int:
+        if key not in self._data:
+            return default
+        value = self._data[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise self._fail(key, f"a whole number in [{lo}, {hi}]")
+        del self._data[key]
+        return value
+
+    def pop_str(self, key: str, default: str) -> str:
+        if key not in self._data:
+            return default
+        value = self._data[key]
+        if not isinstance(value, str) or not value:
+            raise self._fail(key, "a non-empty string")
+        del self._data[key]
+        return value
+
+    def pop_str_list(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        if key not in self._data:
+            return default
+        value = self._data[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._fail(key, "a list of strings")
+        del self._data[key]
+        return tuple(value)
+
+    def pop_int_list(self, key: str, default: tuple[int, ...]) -> tuple[int, ...]:
+        if key not in self._data:
+            return default
+        value = self._data[key]
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self._fail(key, "a list of whole numbers")
+        del self._data[key]
+        return tuple(value)
+
+    def finish(self) -> None:
+        if self._data:
+            unknown = ", ".join(sorted(self._data))
+            table = self.where.rstrip(".") or "top level"
+            raise GrooveError(
+                f"invalid config {self.source}: unknown key(s) in [{table}]: {unknown} "
+                "(see docs/configuration.md for the accepted keys)"
+            )
+
+
+def _parse_fusion(sec: _Section | None) -> FusionParams:
+    if sec is None:
+        return FusionParams()
+    fusion = FusionParams(
+        rrf_k=sec.pop_float("rrf_k", 60.0, 1.0, 1e6),
+        bm25_heading_weight=sec.pop_float("bm25_heading_weight", 2.0, 0.0, 1e6),
+        bm25_context_weight=sec.pop_float("bm25_context_weight", 1.0, 0.0, 1e6),
+        bm25_content_weight=sec.pop_float("bm25_content_weight", 1.0, 0.0, 1e6),
+    )
+    sec.finish()
+    if fusion.weights == (0.0, 0.0, 0.0):
+        raise GrooveError(
+            f"invalid config {sec.source}: the three bm25 weights in [search.fusion] "
+            "cannot all be 0"
+        )
+    return fusion
+
+
+def _parse_mmr(sec: _Section | None) -> MmrSettings:
+    if sec is None:
+        return MmrSettings()
+    mmr = MmrSettings(
+        enabled=sec.pop_bool("enabled", False),
+        lambda_=sec.pop_float("lambda", 0.7, 0.0, 1.0),
+        same_doc_penalty=sec.pop_float("same_doc_penalty", 0.0, 0.0, 1.0),
+    )
+    sec.finish()
+    return mmr
+
+
+def _parse_parent(sec: _Section | None) -> ParentRetrieverSettings:
+    if sec is None:
+        return ParentRetrieverSettings()
+    parent = ParentRetrieverSettings(
+        enabled=sec.pop_bool("enabled", False),
+        whole_doc_threshold_tokens=sec.pop_int("whole_doc_threshold_tokens", 100, 0, 8192),
+        max_expanded_tokens=sec.pop_int("max_expanded_tokens", 2000, 1, 8192),
+    )
+    sec.finish()
+    check_parent_retriever(parent, str(sec.source))
+    return parent
+
+
+def check_parent_retriever(parent: ParentRetrieverSettings, where: str) -> None:
+    if parent.max_expanded_tokens <= parent.whole_doc_threshold_tokens:
+        raise GrooveError(
+            f"invalid config {where}: [search.parent_retriever] max_expanded_tokens "
+            f"({parent.max_expanded_tokens}) must be greater than whole_doc_threshold_tokens "
+            f"({parent.whole_doc_threshold_tokens})"
+        )
+
+
+def check_k_values(k_values: tuple[int, ...], where: str) -> None:
+    if not k_values:
+        raise GrooveError(f"invalid {where}: k_values must hold at least one k (e.g. [1, 5, 10])")
+    bad = [k for k in k_values if k < 1]
+    if bad:
+        raise GrooveError(f"invalid {where}: every k must be at least 1 (got {bad[0]})")
+
+
+def parse_settings(data: dict[str, Any], source: Path) -> Settings:
+    """Validate a parsed ``groove.toml`` document into :class:`Settings`."""
+    top = _Section(data, "", source)
+    model = top.pop_str("model", DEFAULT_MODEL)
+    reranker = top.pop_str("reranker", "none")
+    exclude_dirs = top.pop_str_list("exclude_dirs", DEFAULT_EXCLUDE_DIRS)
+    exclude_headings = top.pop_str_list("exclude_headings", ())
+    index_dir_raw = top._data.pop("index_dir", None)
+
+    parsers: tuple[str, ...] = ("md",)
+    parsers_sec = top.pop_section("parsers")
+    if parsers_sec is not None:
+        parsers = parsers_sec.pop_str_list("enabled", ("md",))
+        parsers_sec.finish()
+        if not parsers:
+            raise GrooveError(f"invalid config {source}: [parsers].enabled cannot be empty")
+        seen: set[str] = set()
+        for pid in parsers:
+            low = pid.lower()
+            if low not in KNOWN_PARSERS:
+                raise GrooveError(
+                    f"invalid config {source}: unknown parser {pid!r} in [parsers].enabled "
+                    f"(known: {', '.join(KNOWN_PARSERS)})"
+                )
+            if low in seen:
+                raise GrooveError(f"invalid config {source}: parser {pid!r} listed twice")
+            seen.add(low)
+        parsers = tuple(p.lower() for p in parsers)
+
+    contextual = False
+    ctx_sec = top.pop_section("contextual")
+    if ctx_sec is not None:
+        contextual = ctx_sec.pop_bool("enabled", False)
+        ctx_sec.finish()
+
+    search = SearchSettings(reranker=reranker)
+    search_sec = top.pop_section("search")
+    if search_sec is not None:
+        ratio = search_sec.pop_float("min_confidence_ratio", 1.5, 0.0, 1e9)
+        search = SearchSettings(
+            fusion=_parse_fusion(search_sec.pop_section("fusion")),
+            mmr=_parse_mmr(search_sec.pop_section("mmr")),
+            parent_retriever=_parse_parent(search_sec.pop_section("parent_retriever")),
+            reranker=reranker,
+            min_confidence_ratio=ratio,
+        )
+        search_sec.finish()
+
+    ev = EvalSettings()
+    eval_sec = top.pop_section("eval")
+    if eval_sec is not None:
+        golden_raw = eval_sec.pop_str("golden", "")
+        golden = (source.parent / golden_raw) if golden_raw else None
+        ev = EvalSettings(
+            golden=golden,
+            history_size=eval_sec.pop_int("history_size", 10, 1, 10_000),
+            k_values=eval_sec.pop_int_list("k_values", (1, 5, 10)),
+            regression_threshold=eval_sec.pop_float("regression_threshold", 0.05, 0.0, 1.0),
+        )
+        eval_sec.finish()
+        check_k_values(ev.k_values, f"config {source}: [eval]")
+
+    top.finish()
+    index_dir: Path | None = None
+    if index_dir_raw is not None:
+        if not isinstance(index_dir_raw, str) or not index_dir_raw:
+            raise GrooveError(f"invalid config {source}: index_dir must be a non-empty string")
+        index_dir = source.parent / index_dir_raw
+    index = IndexSettings(
+        model=model,
+        contextual=contextual,
+        exclude_dirs=exclude_dirs,
+        exclude_headings=exclude_headings,
+        parsers=parsers,
+        index_dir=index_dir,
+    )
+    return Settings(index=index, search=search, eval=ev, source=source)
+
+
+def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
+    """Read ``groove.toml`` (explicit path, else ``<kb>/groove.toml``) or use defaults."""
+    path = config
+    if path is None and kb is not None and (kb / CONFIG_FILE_NAME).is_file():
+        path = kb / CONFIG_FILE_NAME
+    if path is None:
+        return Settings()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise GrooveError(f"config file not found: {path} (check --config)") from None
+    except OSError as exc:
+        raise GrooveError(f"could not read config file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise GrooveError(f"invalid config {path}: not valid TOML ({exc})") from None
+    return parse_settings(data, path.resolve())
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+@dataclass(frozen=True)
+class SearchOverrides:
+    """Per-run pipeline overrides from flags (None = keep the config value)."""
+
+    reranker: str | None = None
+    mmr: bool | None = None
+    mmr_lambda: float | None = None
+    mmr_same_doc_penalty: float | None = None
+    parent_retriever: bool | None = None
+
+
+def _unit_interval(name: str, value: float | None) -> None:
+    if value is not None and (not math.isfinite(value) or not 0.0 <= value <= 1.0):
+        raise UsageError(f"{name} must be a number in [0, 1] (got {value})")
+
+
+def apply_search_overrides(search: SearchSettings, ov: SearchOverrides) -> SearchSettings:
+    """Return the effective search settings after command-line overrides."""
+    _unit_interval("--mmr-lambda", ov.mmr_lambda)
+    _unit_interval("--mmr-same-doc-penalty", ov.mmr_same_doc_penalty)
+    mmr = search.mmr
+    if ov.mmr is not None:
+        mmr = replace(mmr, enabled=ov.mmr)
+    if ov.mmr_lambda is not None:
+        mmr = replace(mmr, lambda_=ov.mmr_lambda)
+    if ov.mmr_same_doc_penalty is not None:
+        mmr = replace(mmr, same_doc_penalty=ov.mmr_same_doc_penalty)
+    parent = search.parent_retriever
+    if ov.parent_retriever is not None:
+        parent = replace(parent, enabled=ov.parent_retriever)
+    reranker = ov.reranker if ov.reranker is not None else search.reranker
+    return replace(search, mmr=mmr, parent_retriever=parent, reranker=reranker)
+
+
+def parse_bool_flag(name: str, text: str) -> bool:
+    """``--mmr true`` style values: true/false/yes/no/1/0/on/off."""
+    low = text.strip().lower()
+    if low in ("true", "yes", "1", "on"):
+        return True
+    if low in ("false", "no", "0", "off"):
+        return False
+    raise UsageError(f"{name} takes true or false (got {text!r})")
+
+
+def parse_k_list(name: str, text: str) -> tuple[int, ...]:
+    """``--k 1,5,10`` → (1, 5, 10); every k must be a whole number >= 1."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise UsageError(f"{name} needs a comma-separated list of whole numbers, e.g. 1,5,10")
+    values: list[int] = []
+    for part in parts:
+        try:
+            k = int(part)
+        except ValueError:
+            raise UsageError(
+                f"{name}: {part!r} is not a whole number (use e.g. {name} 1,5,10)"
+            ) from None
+        if k < 1:
+            raise UsageError(f"{name}: every k must be at least 1 (got {k})")
+        values.append(k)
+    return tuple(values)
+
+
+def normalise_k_values(k_values: tuple[int, ...]) -> tuple[int, ...]:
+    """Cap each k at the retrieval cap, then sort ascending and de-duplicate."""
+    return tuple(sorted({min(k, SEARCH_LIMIT_MAX) for k in k_values}))

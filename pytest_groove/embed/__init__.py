@@ -1,0 +1,1 @@
+"""Embedders: one protocol, backends registered by name (see :mod:`.registry`)."""

@@ -1,0 +1,172 @@
+"""One engine, several doors: the facade the CLI, ``groove eval``/``tune`` and the
+pytest plugin all open to index a KB and search it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_groove.config import Settings, SearchSettings
+from pytest_groove.embed.base import Embedder
+from pytest_groove.embed.registry import get_embedder, model_slug
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
+from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+from pytest_groove.kb.store import Store
+from pytest_groove.kb.vectors import VectorIndex
+from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.pipeline import HybridSearcher, SearchResponse
+from pytest_groove.search.rerank import get_reranker
+
+
+def index_dir_for(kb: Path, settings: Settings, embedder_name: str) -> Path:
+    if settings.index.index_dir is not None:
+        return settings.index.index_dir
+    return default_index_dir(kb, model_slug(embedder_name))
+
+
+def run_indexer(
+    kb: Path,
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    force: bool = False,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+) -> IndexReport:
+    """Bring the KB's index up to date (a no-op when nothing changed)."""
+    kb = kb.resolve()
+    embedder = embedder or get_embedder(settings.index.model)
+    return index_kb(
+        kb,
+        index_dir_for(kb, settings, embedder.name),
+        settings.index,
+        embedder,
+        force=force,
+        progress=progress,
+        log=log,
+    )
+
+
+class Engine:
+    """An open, searchable index of one KB."""
+
+    def __init__(
+        self,
+        kb: Path,
+        settings: Settings,
+        embedder: Embedder,
+        store: Store,
+        index_report: IndexReport | None,
+    ) -> None:
+        self.kb = kb
+        self.settings = settings
+        self.embedder = embedder
+        self.store = store
+        #: what the indexer did when the engine was opened (None with reindex=False)
+        self.index_report = index_report
+        with store.read_snapshot():
+            self.vectors = VectorIndex.load_for(store, store.path.parent)
+            self.context_mode: str = store.get_meta("context_mode") or "off"
+        self.reranker = get_reranker(settings.search.reranker)
+        self._searcher = HybridSearcher(store, self.vectors, embedder, self.reranker)
+
+    @property
+    def model_name(self) -> str:
+        return self.embedder.name
+
+    @property
+    def reranker_id(self) -> str | None:
+        return None if self.reranker is None else self.reranker.name
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self, query: str, limit: int, search: SearchSettings | None = None
+    ) -> list[SearchHit]:
+        return self.search_response(query, limit, search).hits
+
+    def search_response(
+        self, query: str, limit: int, search: SearchSettings | None = None
+    ) -> SearchResponse:
+        return self._searcher.search(query, limit, search or self.settings.search)
+
+    def read_snapshot(self) -> AbstractContextManager[None]:
+        """Searches, corpus snapshot and quote scan inside see one index state."""
+        return self.store.read_snapshot()
+
+    def corpus_snapshot(self) -> CorpusSnapshot:
+        return self.store.corpus_snapshot()
+
+    def iter_chunk_texts(self) -> Iterator[ChunkText]:
+        return self.store.iter_chunk_texts()
+
+    # ------------------------------------------------------------------ tune's low level
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self.embedder.embed_queries(list(texts))
+
+    def vector_candidates(self, query_vector: npt.NDArray[np.float32], n: int) -> list[int]:
+        return self.vectors.search(query_vector, min(n, 4096))
+
+    def fts_candidates(
+        self, match_expr: str, weights: tuple[float, float, float], n: int
+    ) -> list[int]:
+        return self.store.fts_candidates(match_expr, weights, n)
+
+    def fts_match_count(self, match_expr: str) -> int:
+        return self.store.fts_match_count(match_expr)
+
+    def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+        return {cid: (row.path, row.heading) for cid, row in self.store.chunk_rows(ids).items()}
+
+    def chunk_count(self) -> int:
+        return self.store.counts()[1]
+
+    def context_chunk_count(self) -> int:
+        return self.store.context_chunk_count()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_engine(
+    kb: Path,
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    reindex: bool = True,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Engine:
+    """Open the KB's index for searching, first bringing it up to date unless told not to."""
+    kb = kb.resolve()
+    if not kb.is_dir():
+        raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
+    embedder = embedder or get_embedder(settings.index.model)
+    report = None
+    if reindex:
+        report = run_indexer(kb, settings, embedder=embedder, progress=progress, log=log)
+    store = Store.open(index_dir_for(kb, settings, embedder.name), create=False)
+    try:
+        recorded = store.get_meta("embedding_model")
+        if recorded is not None and recorded != embedder.name:
+            raise GrooveError(
+                f"embedding model mismatch: the index at {store.path} was built with "
+                f"{recorded!r} but {embedder.name!r} was asked for; pass --model {recorded} "
+                "or re-index with the new model"
+            )
+        return Engine(kb, settings, embedder, store, report)
+    except BaseException:
+        store.close()
+        raise

@@ -1,0 +1,32 @@
+"""The one exception type users see.
+
+Every problem caused by input (a golden file, a config value, a KB file, a query,
+a history file, a flag) is raised as :class:`GrooveError` carrying a single line
+that names the file or value and the fix.  The CLI prints it as ``Error: ...`` and
+exits with :attr:`GrooveError.exit_code`; the pytest plugin turns it into a usage
+error.  Anything else escaping is a bug.
+"""
+
+from __future__ import annotations
+
+
+class GrooveError(Exception):
+    """A user-facing error: one clear line, no traceback."""
+
+    #: process exit status the CLI uses for this error
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UsageError(GrooveError):
+    """Bad flag or option value (exit status 2, like argparse)."""
+
+    exit_code = 2

@@ -1,0 +1,1 @@
+"""Evaluation: golden files, metrics, run records, history, diff, gate, reports."""

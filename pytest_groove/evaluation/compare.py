@@ -1,0 +1,287 @@
+"""Comparing a run with its baseline: compatibility, deltas, regressions, the gate.
+
+Two runs are *compatible* when their fingerprints are equal; only then are deltas
+shown and the gate applied.  The corpus is deliberately outside that test: a KB
+normally grows, and refusing to compare after every added note would make the gate
+inert exactly when it matters; a change is reported instead (:func:`corpus_change`).
+
+A metric *regressed* when ``previous - now > threshold`` (strictly, computed in that
+order, so 0.80 -> 0.75 is a regression at 0.05 and 0.70 -> 0.65 is not); a pair with
+a non-finite value is never a regression.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TextIO
+
+from pytest_groove.evaluation.metrics import aggregate, is_miss
+from pytest_groove.evaluation.run import QueryResult, RunRecord
+from pytest_groove.kb.records import CorpusSnapshot
+
+GOLDEN_CHANGED = "golden changed since last run"
+CONFIG_CHANGED = "config or metric version changed since last run"
+#: a |delta| below this is shown as unchanged
+UNCHANGED_EPSILON = 1e-9
+#: the k a per-query row uses when a run has no k values (legacy history)
+FALLBACK_K = 10
+
+GREEN = "\x1b[32m"
+RED = "\x1b[31m"
+GRAY = "\x1b[90m"
+RESET = "\x1b[0m"
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class AggregateDiff:
+    """``now - previous`` for every k of the current run (a missing previous k is 0.0)."""
+
+    recall_at_k: dict[int, float]
+    mrr: float
+    ndcg_at_k: dict[int, float]
+
+
+@dataclass(frozen=True)
+class QueryDelta:
+    """One query's row: recall at the largest k, now and in the baseline."""
+
+    id: str
+    k: int
+    now: float
+    #: None when there is no compatible baseline or it has no query with this id
+    previous: float | None
+    #: nothing expected was retrieved within the largest k
+    miss: bool
+    regressed: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a run is compared with and what came of it."""
+
+    run: RunRecord
+    #: the run shown as "previous": the compatible baseline, else the newest stored
+    #: run (incompatible, shown only to say why there is no diff), else None
+    baseline: RunRecord | None
+    compatible: bool
+    #: GOLDEN_CHANGED / CONFIG_CHANGED when a baseline exists but is incompatible
+    reason: str | None
+    diff: AggregateDiff | None
+    #: one row per query of the run, in run order
+    queries: tuple[QueryDelta, ...]
+    #: None = cannot tell (no baseline, or one side recorded no corpus)
+    corpus_changed: bool | None
+    corpus_phrase: str | None
+    #: aggregate metrics that regressed by more than the threshold
+    regressions: tuple[str, ...]
+    threshold: float
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def regressed(previous: float, now: float, threshold: float) -> bool:
+    """``previous - now > threshold``, never true for a non-finite pair."""
+    if not (math.isfinite(previous) and math.isfinite(now)):
+        return False
+    return previous - now > threshold
+
+
+def incompatibility(now: RunRecord, previous: RunRecord) -> str | None:
+    """Why two runs cannot be compared (None = compatible)."""
+    if now.fingerprint == previous.fingerprint:
+        return None
+    if now.fingerprint.golden_hash != previous.fingerprint.golden_hash:
+        return GOLDEN_CHANGED
+    return CONFIG_CHANGED
+
+
+def corpus_change(
+    now: CorpusSnapshot | None, previous: CorpusSnapshot | None
+) -> tuple[bool | None, str | None]:
+    """(changed, phrase): changed is None when either side recorded no corpus."""
+    if now is None or previous is None:
+        return None, None
+    if (now.documents, now.chunks) != (previous.documents, previous.chunks):
+        return True, (
+            f"{previous.documents} -> {now.documents} documents, "
+            f"{previous.chunks} -> {now.chunks} chunks"
+        )
+    if now.digest != previous.digest:
+        return True, "same document and chunk counts, different contents"
+    return False, None
+
+
+def largest_k(k_values: Sequence[int]) -> int:
+    return max(k_values) if k_values else FALLBACK_K
+
+
+def find_query(run: RunRecord, query_id: str) -> QueryResult | None:
+    """The first query with this id (duplicate ids resolve to the first)."""
+    return next((q for q in run.per_query if q.id == query_id), None)
+
+
+def _map_diff(now: Mapping[int, float], previous: Mapping[int, float]) -> dict[int, float]:
+    return {k: value - previous.get(k, 0.0) for k, value in now.items()}
+
+
+def _aggregate_regressions(
+    run: RunRecord, baseline: RunRecord, threshold: float
+) -> tuple[str, ...]:
+    now, prev = run.aggregate, baseline.aggregate
+    names = [
+        f"recall@{k}"
+        for k, value in sorted(now.recall_at_k.items())
+        if regressed(prev.recall_at_k.get(k, 0.0), value, threshold)
+    ]
+    if regressed(prev.mrr, now.mrr, threshold):
+        names.append("MRR")
+    names += [
+        f"nDCG@{k}"
+        for k, value in sorted(now.ndcg_at_k.items())
+        if regressed(prev.ndcg_at_k.get(k, 0.0), value, threshold)
+    ]
+    return tuple(names)
+
+
+def query_regressed(
+    current: QueryResult, previous: QueryResult | None, threshold: float
+) -> list[str]:
+    """Metrics of one query that dropped by more than ``threshold`` since ``previous``.
+
+    Used by the pytest plugin to fail a query's item under
+    ``--groove-fail-on-regression``: every recall@k and nDCG@k of the current run,
+    and the reciprocal rank.  Empty when there is nothing to compare with.
+    """
+    if previous is None:
+        return []
+    now, prev = current.metrics, previous.metrics
+    names = [
+        f"recall@{k}"
+        for k, value in sorted(now.recall_at_k.items())
+        if regressed(prev.recall_at_k.get(k, 0.0), value, threshold)
+    ]
+    if regressed(prev.reciprocal_rank, now.reciprocal_rank, threshold):
+        names.append("reciprocal rank")
+    names += [
+        f"nDCG@{k}"
+        for k, value in sorted(now.ndcg_at_k.items())
+        if regressed(prev.ndcg_at_k.get(k, 0.0), value, threshold)
+    ]
+    return names
+
+
+def _query_rows(
+    run: RunRecord, baseline: RunRecord | None, threshold: float
+) -> tuple[QueryDelta, ...]:
+    k_values = run.fingerprint.k_values
+    k = largest_k(k_values)
+    rows = []
+    for result in run.per_query:
+        now = result.metrics.recall_at_k.get(k, 0.0)
+        before = None if baseline is None else find_query(baseline, result.id)
+        previous = None if before is None else before.metrics.recall_at_k.get(k, 0.0)
+        rows.append(
+            QueryDelta(
+                id=result.id,
+                k=k,
+                now=now,
+                previous=previous,
+                miss=not result.expected or not k_values or is_miss(result.metrics, k_values),
+                regressed=previous is not None and regressed(previous, now, threshold),
+            )
+        )
+    return tuple(rows)
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def project_baseline(baseline: RunRecord, query_ids: Sequence[str]) -> RunRecord:
+    """The baseline restricted to these queries (first match per id), re-aggregated.
+
+    A run of a subset of the golden set is compared with what the same queries
+    scored in the baseline, not with the whole baseline's averages.
+    """
+    picked = [q for q in (find_query(baseline, i) for i in query_ids) if q is not None]
+    return replace(
+        baseline,
+        per_query=tuple(picked),
+        aggregate=aggregate([q.metrics for q in picked]),
+    )
+
+
+def compare(run: RunRecord, baseline: RunRecord | None, threshold: float) -> Comparison:
+    """Compare ``run`` with ``baseline`` (the chosen previous run, compatible or not)."""
+    changed, phrase = corpus_change(run.corpus, None if baseline is None else baseline.corpus)
+    reason = None if baseline is None else incompatibility(run, baseline)
+    compatible = baseline is not None and reason is None
+    diff = None
+    regressions: tuple[str, ...] = ()
+    if compatible and baseline is not None:
+        diff = AggregateDiff(
+            recall_at_k=_map_diff(run.aggregate.recall_at_k, baseline.aggregate.recall_at_k),
+            mrr=run.aggregate.mrr - baseline.aggregate.mrr,
+            ndcg_at_k=_map_diff(run.aggregate.ndcg_at_k, baseline.aggregate.ndcg_at_k),
+        )
+        regressions = _aggregate_regressions(run, baseline, threshold)
+    return Comparison(
+        run=run,
+        baseline=baseline,
+        compatible=compatible,
+        reason=reason,
+        diff=diff,
+        queries=_query_rows(run, baseline if compatible else None, threshold),
+        corpus_changed=changed,
+        corpus_phrase=phrase,
+        regressions=regressions,
+        threshold=threshold,
+    )
+
+
+def gate_failures(comparison: Comparison, threshold: float) -> list[str]:
+    """Aggregate metrics that regressed by more than ``threshold`` (the CI gate).
+
+    Empty when there is no compatible baseline: the gate is a no-op then.
+    """
+    if not comparison.compatible or comparison.baseline is None:
+        return []
+    return list(_aggregate_regressions(comparison.run, comparison.baseline, threshold))
+
+
+# --------------------------------------------------------------------------- display
+
+
+def color_enabled(no_color: bool, stream: TextIO | None) -> bool:
+    """ANSI colour only on a terminal, and never with --no-color or NO_COLOR set."""
+    if no_color or os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False
+
+
+def format_delta(delta: float, threshold: float, color: bool) -> str:
+    """The suffix after a metric value: ``  (↑ 0.200)``, ``  (↓ 0.010)``, ``  (—       )``."""
+    if not math.isfinite(delta):
+        return "  (n/a    )"
+    if abs(delta) < UNCHANGED_EPSILON:
+        return "  (—       )"
+    body = f"{'↑' if delta > 0 else '↓'} {abs(delta):.3f}"
+    if color:
+        if delta > threshold:
+            code = GREEN
+        elif delta < -threshold:
+            code = RED
+        else:
+            code = GRAY
+        body = f"{code}{body}{RESET}"
+    return f"  ({body})"

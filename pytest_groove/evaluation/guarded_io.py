@@ -1,0 +1,160 @@
+"""Reading the files eval keeps inside the knowledge base, defensively.
+
+The golden file and the history file both default to living inside the KB, which
+may be writable by people other than the one running the evaluation.  So neither
+is read by simply opening its name.  The procedure:
+
+1. ``lstat`` the name.  "No such file" means *absent* (``None``); any other failure
+   to look is an error, never "absent".  A dangling symlink exists as a name, so it
+   is not absent: it goes on to be refused (for the history, "absent" would lead to
+   a fresh file being renamed over the link).
+2. Open the name once -- on Unix with ``O_NOFOLLOW`` (a symlink in the last
+   component fails the open) and ``O_NONBLOCK`` (a named pipe cannot hang us) -- and
+   decide everything from one ``fstat`` of that handle, never from the name again:
+   not a regular file, more than one hard link, or larger than the cap are refusals.
+3. Read at most ``cap + 1`` bytes from the same handle, so a file that grows after
+   the ``fstat`` is still caught and never read past the cap.
+
+Symlinks are refused on Unix only.  On Windows creating one needs a privilege the
+attacker in this threat model does not have, and refusing reparse points there would
+refuse every OneDrive/Dropbox placeholder.
+
+Caps are inclusive: a file of exactly ``cap`` bytes is read, ``cap + 1`` is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import Literal
+
+from pytest_groove.errors import GrooveError
+
+#: the golden file may hold at most this many bytes (a 25-query golden set is ~5.5 KB)
+GOLDEN_CAP = 1 * 1024 * 1024
+#: the history file may hold at most this many bytes; a history of 10 runs x 25
+#: queries x 20 hits already passes 1 MiB, so it needs a much larger cap
+HISTORY_CAP = 64 * 1024 * 1024
+
+RefusalKind = Literal["not_regular", "hard_link", "too_large"]
+
+# Errors an O_NOFOLLOW open reports for a symlink in the last component: ELOOP on
+# Linux and macOS, EMLINK on FreeBSD, EFTYPE on NetBSD.
+_SYMLINK_OPEN_ERRNOS = frozenset(
+    code for code in (errno.ELOOP, errno.EMLINK, getattr(errno, "EFTYPE", None)) if code is not None
+)
+
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+_READ_CHUNK = 1024 * 1024
+
+
+class ReadRefused(GrooveError):
+    """The file exists but is not something groove will read (see the module doc).
+
+    Callers that must tell "refused" from other failures (the history loader does
+    not) can catch this subclass; its message is already the complete user line.
+    """
+
+    def __init__(self, message: str, kind: RefusalKind) -> None:
+        super().__init__(message)
+        self.kind: RefusalKind = kind
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _refuse(what: str, kind: RefusalKind, reason: str) -> ReadRefused:
+    return ReadRefused(f"refusing to read the {what}: {reason}", kind)
+
+
+def _not_regular(path: Path, what: str) -> ReadRefused:
+    return _refuse(
+        what,
+        "not_regular",
+        f"{path} is not a regular file (a symlink, directory, device or named pipe is in "
+        f"its place); only a plain file is read here, so replace it with one.",
+    )
+
+
+def _hard_link(path: Path, what: str) -> ReadRefused:
+    return _refuse(
+        what,
+        "hard_link",
+        f"{path} has more than one name (hard link); another name may sit outside the "
+        f"knowledge base, and a hard link would let a file you cannot read be read on "
+        f"your behalf. Replace it with a plain copy.",
+    )
+
+
+def _too_large(path: Path, what: str, size: int, cap: int) -> ReadRefused:
+    return _refuse(
+        what,
+        "too_large",
+        f"{path} is {size} bytes, over the {cap} byte limit (size taken from the opened file)",
+    )
+
+
+def read_guarded(path: Path, what: str, cap: int) -> bytes | None:
+    """Return the bytes of ``path``, or ``None`` when no such name exists.
+
+    ``what`` names the file in messages ("golden file", "eval history").  Raises
+    :class:`ReadRefused` for a symlink (Unix), a non-regular file, a hard link or a
+    file over ``cap`` bytes, and :class:`GrooveError` when the file cannot be looked
+    at or read.  Every message is one line naming ``path``.
+    """
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GrooveError(f"could not look at {path} ({_os_reason(exc)})") from exc
+
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if os.name != "nt" and exc.errno in _SYMLINK_OPEN_ERRNOS:
+            raise _not_regular(path, what) from exc
+        raise GrooveError(f"failed to read the {what}: {path} ({_os_reason(exc)})") from exc
+
+    try:
+        info = os.fstat(fd)
+        # Order matters only for which reason is shown; it follows the reference.
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(path, what)
+        if info.st_nlink > 1:
+            raise _hard_link(path, what)
+        if info.st_size > cap:
+            raise _too_large(path, what, info.st_size, cap)
+        data = _read_at_most(fd, cap + 1)
+    except OSError as exc:
+        raise GrooveError(f"failed to read the {what}: {path} ({_os_reason(exc)})") from exc
+    finally:
+        os.close(fd)
+
+    if len(data) > cap:
+        # The file grew between the fstat and the read.
+        raise _too_large(path, what, len(data), cap)
+    return data
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """Read from ``fd`` until EOF or ``limit`` bytes, whichever comes first."""
+    parts: list[bytes] = []
+    remaining = limit
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, _READ_CHUNK))
+        if not chunk:
+            break
+        parts.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(parts)

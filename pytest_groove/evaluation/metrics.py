@@ -1,0 +1,257 @@
+"""Per-query retrieval metrics and their aggregation (``metric_version`` 2).
+
+One small function per metric, each docstring stating its formula, in the manner of
+ranx.  Relevance is binary: an expected entry is either satisfied by a hit or not
+(see :func:`entry_satisfied`).
+
+Notation used in the docstrings: ``E`` is the query's expected list (length ``n``,
+duplicates kept), ``T`` the ranked hit list, ``T[:k]`` its first ``k`` hits by
+position.  Ranks are 1-based and contiguous, as search produces them.
+
+For numbers that match the reference bit for bit, sums run left to right with plain
+float addition (not ``math.fsum``) and discounts are ``1 / math.log2(rank + 1)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pytest_groove.evaluation.records import ExpectedEntry
+
+#: bumped whenever a formula changes; part of the run fingerprint, so runs computed
+#: by different formulas are never compared.  2 = one-to-one nDCG (see ndcg_at_k).
+METRIC_VERSION = 2
+
+#: k used by :func:`is_miss` when the k list is empty
+FALLBACK_K = 10
+
+# Unicode White_Space, which is what the heading rule trims (Python's str.strip()
+# with no argument also strips U+001C..U+001F, which are not White_Space).
+_WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+class RankedHit(Protocol):
+    """What the metrics need from a search result (SearchHit satisfies it)."""
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def heading(self) -> str | None: ...
+
+
+def normalise_heading(heading: str) -> str:
+    """Trim leading/trailing Unicode White_Space, then lowercase.
+
+    Internal whitespace is significant: ``"Data  flow"`` differs from ``"Data flow"``.
+    """
+    return heading.strip(_WHITE_SPACE).lower()
+
+
+def heading_matches(expected: str | None, hit: str | None) -> bool:
+    """Heading half of the hit rule.
+
+    No expected heading → any hit heading (including none) matches.  An expected
+    heading never matches a hit without a heading.  Otherwise both sides are
+    compared after :func:`normalise_heading`.
+    """
+    if expected is None:
+        return True
+    if hit is None:
+        return False
+    return normalise_heading(expected) == normalise_heading(hit)
+
+
+def entry_satisfied(entry: ExpectedEntry, path: str, heading: str | None) -> bool:
+    """The hit rule: same path (exact, byte for byte) and a matching heading."""
+    return entry.path == path and heading_matches(entry.heading, heading)
+
+
+def _satisfies_any(expected: Sequence[ExpectedEntry], hit: RankedHit) -> bool:
+    return any(entry_satisfied(entry, hit.path, hit.heading) for entry in expected)
+
+
+def recall_at_k(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit], k: int) -> float:
+    """recall@k = |{e in E : some hit in T[:k] satisfies e}| / n.
+
+    0.0 when ``E`` or ``T`` is empty or ``k <= 0``.  No one-to-one consumption: one
+    hit may satisfy several entries (duplicates, or a path-only and a heading entry
+    for the same file).  Order inside the window is irrelevant.
+    """
+    if not expected or not hits or k <= 0:
+        return 0.0
+    window = hits[:k]
+    found = sum(
+        1
+        for entry in expected
+        if any(entry_satisfied(entry, hit.path, hit.heading) for hit in window)
+    )
+    return found / len(expected)
+
+
+def reciprocal_rank(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit]) -> float:
+    """RR = 1 / rank of the first hit (over the whole list) satisfying any entry.
+
+    0.0 when ``E`` or ``T`` is empty or nothing matches.  Not cut at any k.  A
+    matching hit that claims rank 0 (or less) gives 0.0 rather than infinity.
+    """
+    if not expected or not hits:
+        return 0.0
+    for hit in hits:
+        if _satisfies_any(expected, hit):
+            return 1.0 / hit.rank if hit.rank > 0 else 0.0
+    return 0.0
+
+
+def _discount(position: int) -> float:
+    """Gain of a relevant hit at 1-based ``position``: 1 / log2(position + 1)."""
+    return 1.0 / math.log2(position + 1)
+
+
+def _claim(expected: Sequence[ExpectedEntry], consumed: list[bool], hit: RankedHit) -> int | None:
+    """Index of the entry ``hit`` is credited to, or None.
+
+    Among unconsumed entries the hit satisfies, a heading entry is preferred over a
+    path-only one (the more specific claim), then golden order decides.
+    """
+    path_only: int | None = None
+    for index, entry in enumerate(expected):
+        if consumed[index] or not entry_satisfied(entry, hit.path, hit.heading):
+            continue
+        if entry.heading is not None:
+            return index
+        if path_only is None:
+            path_only = index
+    return path_only
+
+
+def ndcg_at_k(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit], k: int) -> float:
+    """nDCG@k = DCG@k / IDCG@k with binary gains and one-to-one matching.
+
+    DCG@k: walk ``T[:k]`` in order; each hit is credited to at most one still
+    unconsumed entry it satisfies (heading entries first, then golden order), which
+    it consumes, adding ``1 / log2(p + 1)`` for its 1-based position ``p``.
+    IDCG@k = sum of ``1 / log2(i + 1)`` for ``i = 1 .. min(n, k)``.
+
+    0.0 when ``E`` or ``T`` is empty or ``k <= 0``.  Because every entry is credited
+    at most once and positions are distinct, the value is always within [0, 1]:
+    several chunks of one file satisfy a path-only entry once, and duplicate entries
+    need a distinct hit each.
+
+    The position equals the hit's rank when ranks are 1-based and contiguous (as
+    search returns them); using the position keeps the bound even for malformed ranks.
+    """
+    if not expected or not hits or k <= 0:
+        return 0.0
+    consumed = [False] * len(expected)
+    dcg = 0.0
+    for position, hit in enumerate(hits[:k], start=1):
+        index = _claim(expected, consumed, hit)
+        if index is not None:
+            consumed[index] = True
+            dcg += _discount(position)
+    idcg = 0.0
+    for position in range(1, min(len(expected), k) + 1):
+        idcg += _discount(position)
+    return dcg / idcg if idcg > 0.0 else 0.0
+
+
+def expected_ranks(
+    expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit]
+) -> list[int | None]:
+    """For each entry, the rank of the first hit that satisfies it (None if none).
+
+    Used by failure texts ("expected docs/a.md: rank 7" / "not retrieved").
+    """
+    ranks: list[int | None] = []
+    for entry in expected:
+        rank: int | None = None
+        for hit in hits:
+            if entry_satisfied(entry, hit.path, hit.heading):
+                rank = hit.rank
+                break
+        ranks.append(rank)
+    return ranks
+
+
+@dataclass(frozen=True)
+class QueryMetrics:
+    """One query's numbers; maps are keyed by k."""
+
+    recall_at_k: dict[int, float]
+    reciprocal_rank: float
+    ndcg_at_k: dict[int, float]
+
+
+@dataclass(frozen=True)
+class AggregateMetrics:
+    """Means over every golden query (``query_count`` of them)."""
+
+    recall_at_k: dict[int, float]
+    mrr: float
+    ndcg_at_k: dict[int, float]
+    query_count: int
+
+
+def query_metrics(
+    expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit], k_values: Sequence[int]
+) -> QueryMetrics:
+    """recall@k and nDCG@k for each k in ``k_values``, plus the reciprocal rank."""
+    return QueryMetrics(
+        recall_at_k={k: recall_at_k(expected, hits, k) for k in k_values},
+        reciprocal_rank=reciprocal_rank(expected, hits),
+        ndcg_at_k={k: ndcg_at_k(expected, hits, k) for k in k_values},
+    )
+
+
+def _mean_by_k(maps: Sequence[dict[int, float]]) -> dict[int, float]:
+    keys = sorted({k for mapping in maps for k in mapping})
+    means: dict[int, float] = {}
+    for k in keys:
+        total = 0.0
+        for mapping in maps:
+            # A k absent from one query's map counts as 0.0 for that query.
+            total += mapping.get(k, 0.0)
+        means[k] = total / len(maps)
+    return means
+
+
+def aggregate(metrics: Sequence[QueryMetrics]) -> AggregateMetrics:
+    """Arithmetic mean of each metric over all queries, in golden order.
+
+    mean = (m_1 + m_2 + ... + m_N) / N, summed left to right.  Every query counts
+    equally (no weighting by number of expected entries); the loader refuses a
+    query with no expected entries, so nothing is left out.  No queries → empty
+    maps, MRR 0.0, count 0.
+    """
+    if not metrics:
+        return AggregateMetrics(recall_at_k={}, mrr=0.0, ndcg_at_k={}, query_count=0)
+    rr_total = 0.0
+    for item in metrics:
+        rr_total += item.reciprocal_rank
+    return AggregateMetrics(
+        recall_at_k=_mean_by_k([item.recall_at_k for item in metrics]),
+        mrr=rr_total / len(metrics),
+        ndcg_at_k=_mean_by_k([item.ndcg_at_k for item in metrics]),
+        query_count=len(metrics),
+    )
+
+
+def is_miss(metrics: QueryMetrics, k_values: Sequence[int]) -> bool:
+    """A query misses when recall at the largest k is 0 (nothing expected retrieved).
+
+    With an empty k list the fallback k of 10 is used, and a k missing from the map
+    counts as 0, so such a query is a miss.
+    """
+    k = max(k_values) if k_values else FALLBACK_K
+    return metrics.recall_at_k.get(k, 0.0) == 0.0

@@ -1,0 +1,35 @@
+"""Records shared by the golden loader, the metrics and the reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ExpectedEntry:
+    """One ground-truth answer: a KB-relative path, optionally pinned to a heading."""
+
+    path: str
+    heading: str | None = None
+
+
+@dataclass(frozen=True)
+class GoldenQuery:
+    #: row key for diffs and reports: the explicit ``id`` or the first 32 code points
+    id: str
+    #: the query text exactly as written
+    query: str
+    expected: tuple[ExpectedEntry, ...]
+    tags: tuple[str, ...] = ()
+    #: 1-based line of this query in the YAML file (for reportinfo), 0 if unknown
+    line: int = 0
+    #: True when ``id`` was written in the file, False when derived from the text
+    explicit_id: bool = False
+
+
+@dataclass(frozen=True)
+class GoldenSet:
+    path: str
+    #: SHA-256 hex of the exact file bytes
+    hash: str
+    queries: tuple[GoldenQuery, ...] = field(default_factory=tuple)

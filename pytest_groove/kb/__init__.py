@@ -1,0 +1,1 @@
+"""Knowledge-base side: walking, parsing, storing and indexing."""

@@ -1,0 +1,300 @@
+"""Incremental indexing: bring an index up to date with the KB folder.
+
+Per file: SHA-256 of the raw bytes decides.  Unchanged files are not even parsed;
+renamed files (same bytes, new path) keep their rows; a file whose chunks did not
+change (a frontmatter-only edit) only updates its document row; everything else is
+re-chunked, re-embedded and written in one transaction.  Files that vanished are
+pruned; files that failed to read or parse keep their old rows (a transient error
+must not delete data).  Concurrent indexers of one index serialise on a file lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from pytest_groove.config import IndexSettings
+from pytest_groove.embed.base import Embedder
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.parse import ParseFailure, parse_document
+from pytest_groove.kb.quality import quality_score, token_count
+from pytest_groove.kb.records import ParsedDocument
+from pytest_groove.kb.store import Store
+from pytest_groove.kb.walk import collect_files
+
+#: a KB file larger than this is skipped with a warning
+FILE_SIZE_CAP = 50 * 1024 * 1024
+LOCK_FILE_NAME = "index.lock"
+LOCK_TIMEOUT_S = 600.0
+GROOVE_DIR_NAME = ".groove"
+
+
+def default_index_dir(kb: Path, model_slug: str) -> Path:
+    return kb / GROOVE_DIR_NAME / model_slug
+
+
+@dataclass
+class IndexReport:
+    added: int = 0
+    changed: int = 0
+    renamed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    chunks_embedded: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"indexed: {self.added} added, {self.changed} changed, {self.renamed} renamed, "
+            f"{self.removed} removed, {self.unchanged} unchanged, {self.skipped} skipped; "
+            f"{self.chunks_embedded} chunks embedded in {self.seconds:.2f}s"
+        )
+
+
+@dataclass(frozen=True)
+class _ScannedFile:
+    path: str
+    data: bytes
+    digest: str
+
+
+def _embedding_input(context: str | None, content: str, contextual: bool) -> str:
+    if contextual and context and context.strip():
+        return f"{context}\n\n{content}"
+    return content
+
+
+def _read_capped(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > FILE_SIZE_CAP:
+            raise OSError(f"{size} bytes, over the {FILE_SIZE_CAP} byte limit")
+        data = handle.read(FILE_SIZE_CAP + 1)
+    if len(data) > FILE_SIZE_CAP:
+        raise OSError(f"grew past the {FILE_SIZE_CAP} byte limit while being read")
+    return data
+
+
+class _Progress:
+    """A tqdm bar on a terminal; nothing in CI logs (not a TTY)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self._bar = None
+        self._started = time.monotonic()
+        if enabled and total:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit="file", desc="groove index", leave=False)
+
+    def step(self, embedded: int) -> None:
+        if self._bar is not None:
+            rate = embedded / max(time.monotonic() - self._started, 1e-9)
+            self._bar.set_postfix(chunks=embedded, chunks_per_s=f"{rate:.1f}", refresh=False)
+            self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def resolve_context_mode(store: Store, wanted: bool, force: bool, report: IndexReport) -> str:
+    """The index's recorded context mode wins; switching needs ``--force``."""
+    desired = "static" if wanted else "off"
+    recorded = store.get_meta("context_mode")
+    _docs, chunks = store.counts()
+    if force or recorded is None or chunks == 0:
+        mode = desired
+    else:
+        mode = recorded
+        if recorded != desired:
+            report.warnings.append(
+                f"the index was built with contextual mode {recorded!r} but the config asks "
+                f"for {desired!r}; keeping {recorded!r} - run `groove index --force` to switch"
+            )
+    if recorded != mode:
+        with store.transaction():
+            store.set_meta("context_mode", mode)
+    return mode
+
+
+def check_model(store: Store, embedder: Embedder, force: bool) -> None:
+    """An index answers only queries embedded by the model that built it."""
+    model = store.get_meta("embedding_model")
+    dim = store.get_meta("embedding_dim")
+    if model is not None and not force and (model != embedder.name or dim != str(embedder.dimension)):
+        raise GrooveError(
+            f"embedding model mismatch: the index at {store.path} was built with {model!r} "
+            f"(dim {dim}) but {embedder.name!r} (dim {embedder.dimension}) was asked for; "
+            f"pass --model {model} or rebuild with --force"
+        )
+    if model != embedder.name or dim != str(embedder.dimension):
+        with store.transaction():
+            store.set_meta("embedding_model", embedder.name)
+            store.set_meta("embedding_dim", str(embedder.dimension))
+
+
+def index_kb(
+    kb: Path,
+    index_dir: Path,
+    settings: IndexSettings,
+    embedder: Embedder,
+    *,
+    force: bool = False,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+) -> IndexReport:
+    """Bring ``index_dir`` up to date with ``kb``; see the module docstring."""
+    started = time.monotonic()
+    if not kb.is_dir():
+        raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
+    index_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(index_dir / LOCK_FILE_NAME), timeout=LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise GrooveError(
+            f"another indexer has held {index_dir / LOCK_FILE_NAME} for {LOCK_TIMEOUT_S:.0f}s; "
+            "wait for it or remove a stale lock file"
+        ) from None
+    try:
+        store = Store.open(index_dir, create=True)
+        try:
+            report = _index_locked(kb, store, settings, embedder, force, progress)
+        finally:
+            store.close()
+    finally:
+        lock.release()
+    report.seconds = time.monotonic() - started
+    if log is not None:
+        for warning in report.warnings:
+            log(f"warning: {warning}")
+    return report
+
+
+def _index_locked(
+    kb: Path,
+    store: Store,
+    settings: IndexSettings,
+    embedder: Embedder,
+    force: bool,
+    progress: bool | None,
+) -> IndexReport:
+    report = IndexReport()
+    check_model(store, embedder, force)
+    if force:
+        store.wipe()
+    contextual = resolve_context_mode(store, settings.contextual, force, report) == "static"
+
+    collected = collect_files(kb, settings)
+    report.warnings.extend(collected.warnings)
+
+    scanned: list[_ScannedFile] = []
+    skipped: set[str] = set()
+    for rel in collected.files:
+        try:
+            data = _read_capped(kb / rel)
+        except OSError as exc:
+            skipped.add(rel)
+            report.skipped += 1
+            report.warnings.append(f"skipped {rel}: {exc.strerror or exc}")
+            continue
+        scanned.append(_ScannedFile(rel, data, hashlib.sha256(data).hexdigest()))
+
+    stored = store.document_hashes()
+    on_disk = {f.path for f in scanned}
+
+    # rename detection: a vanished path whose bytes reappear under a new path
+    renames: list[tuple[str, str]] = []
+    if not force:
+        orphans = sorted(p for p in stored if p not in on_disk and p not in skipped)
+        fresh = sorted((f for f in scanned if f.path not in stored), key=lambda f: f.path)
+        used: set[str] = set()
+        for old in orphans:
+            for candidate in fresh:
+                if candidate.path not in used and candidate.digest == stored[old]:
+                    renames.append((old, candidate.path))
+                    used.add(candidate.path)
+                    break
+        store.rename_documents(renames)
+        report.renamed = len(renames)
+        for old, new in renames:
+            stored[new] = stored.pop(old)
+
+    renamed_to = {new for _, new in renames}
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = _Progress(len(scanned), show)
+    try:
+        for item in scanned:
+            known = item.path in stored
+            # in static mode a renamed file may get a new breadcrumb (from its name)
+            forced = force or (contextual and item.path in renamed_to)
+            if known and not forced and stored[item.path] == item.digest:
+                if item.path not in renamed_to:
+                    report.unchanged += 1
+                bar.step(report.chunks_embedded)
+                continue
+            try:
+                doc = parse_document(item.path, item.data, settings)
+            except ParseFailure as exc:
+                report.skipped += 1
+                skipped.add(item.path)
+                report.warnings.append(f"skipped {item.path}: {exc}")
+                bar.step(report.chunks_embedded)
+                continue
+            if not doc.chunks:
+                report.skipped += 1
+                skipped.add(item.path)
+                report.warnings.append(f"skipped {item.path}: no embeddable chunks")
+                bar.step(report.chunks_embedded)
+                continue
+            if known and not forced and _same_chunks(store, item.path, doc, contextual):
+                store.update_document_meta(item.path, item.digest, len(item.data), doc)
+                report.changed += 1
+                bar.step(report.chunks_embedded)
+                continue
+            texts = [_embedding_input(c.context, c.content, contextual) for c in doc.chunks]
+            vectors = embedder.embed_passages(texts)
+            store.write_document(
+                item.path,
+                item.digest,
+                len(item.data),
+                doc,
+                vectors,
+                store_context=contextual,
+                token_counts=[token_count(c.content) for c in doc.chunks],
+                quality_scores=[quality_score(c.content) for c in doc.chunks],
+            )
+            report.chunks_embedded += len(doc.chunks)
+            if known:
+                report.changed += 1
+            else:
+                report.added += 1
+            bar.step(report.chunks_embedded)
+    finally:
+        bar.close()
+
+    vanished = [p for p in stored if p not in on_disk and p not in skipped]
+    store.delete_documents(vanished)
+    report.removed = len(vanished)
+    return report
+
+
+def _same_chunks(store: Store, path: str, doc: ParsedDocument, contextual: bool) -> bool:
+    old = store.stored_chunks(path)
+    if not old or len(old) != len(doc.chunks):
+        return False
+    for before, now in zip(old, doc.chunks, strict=True):
+        if before.heading != now.heading or before.content != now.content:
+            return False
+        if contextual and before.context != now.context:
+            return False
+    return True

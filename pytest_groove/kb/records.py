@@ -1,0 +1,53 @@
+"""Records produced by the parsers and consumed by the store and the indexer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One searchable section of a document."""
+
+    #: 0-based position in the document
+    index: int
+    #: heading text without the ``##`` marker; None for a preamble / .txt chunk
+    heading: str | None
+    #: 2 or 3 for Markdown headings, None otherwise
+    level: int | None
+    content: str
+    #: breadcrumb ("Title > Section > Sub"), None when empty
+    context: str | None
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """A parsed KB file: frontmatter fields plus its chunks."""
+
+    title: str | None
+    topic: str | None = None
+    date: str | None = None
+    depth: str | None = None
+    tags: tuple[str, ...] = ()
+    chunks: tuple[Chunk, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class CorpusSnapshot:
+    """What an eval run measured: counts plus a digest over every indexed chunk."""
+
+    documents: int
+    chunks: int
+    #: SHA-256 hex over (path, chunk index, heading, content, context) of every chunk
+    digest: str
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    """The full-text-indexed fields of one stored chunk (for the quote scan)."""
+
+    path: str
+    chunk_index: int
+    heading: str | None
+    context: str | None
+    content: str

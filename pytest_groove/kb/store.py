@@ -1,0 +1,463 @@
+"""The SQLite side of an index: documents, chunks, vectors and the FTS5 table.
+
+One database per (KB, model), opened with apsw.  Text and vectors live in the same
+database so a single transaction keeps them consistent: a reader (WAL mode) sees a
+document either entirely before or entirely after a re-index, never half of it.
+The faiss index (:mod:`pytest_groove.kb.vectors`) is derived from the ``embedding``
+column, never the other way round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.records import ChunkText, CorpusSnapshot, ParsedDocument
+
+#: bump when the table layout changes; an index with another version is rebuilt
+SCHEMA_VERSION = 1
+DB_FILE_NAME = "index.db"
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    path TEXT UNIQUE NOT NULL,
+    title TEXT, topic TEXT, category TEXT, depth TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',
+    date TEXT,
+    content_hash TEXT NOT NULL,
+    size_bytes INTEGER,
+    last_indexed TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    chunk_index INTEGER NOT NULL,
+    heading TEXT,
+    level INTEGER,
+    content TEXT NOT NULL,
+    token_count INTEGER,
+    quality_score REAL NOT NULL DEFAULT 1.0,
+    context_text TEXT,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
+    heading, context, content,
+    content='', contentless_delete=1,
+    tokenize='trigram remove_diacritics 1 case_sensitive 0'
+);
+"""
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A stored chunk joined with its document's path and title."""
+
+    id: int
+    document_id: int
+    path: str
+    title: str | None
+    chunk_index: int
+    heading: str | None
+    level: int | None
+    content: str
+    context: str | None
+    token_count: int | None
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """What the frontmatter-only fast path compares."""
+
+    heading: str | None
+    content: str
+    context: str | None
+
+
+def _category_from_path(path: str) -> str | None:
+    parts = path.split("/")
+    return parts[0] if len(parts) >= 2 else None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Store:
+    """An open index database."""
+
+    def __init__(self, conn: apsw.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, directory: Path, *, create: bool) -> Store:
+        """Open ``<directory>/index.db``; with ``create`` make it if missing."""
+        db_path = directory / DB_FILE_NAME
+        if not create and not db_path.is_file():
+            raise GrooveError(
+                f"No index found at {db_path}. Run `groove index --kb-path <kb>` first "
+                "(or drop --no-reindex so the index is built)."
+            )
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        try:
+            conn = apsw.Connection(str(db_path), flags=flags)
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            store = cls(conn, db_path)
+            version = store._schema_version()
+            if version is None:
+                with store.transaction():
+                    conn.execute(_SCHEMA)
+                    store.set_meta("schema_version", str(SCHEMA_VERSION))
+                    store.set_meta("generation", "0")
+            elif version != SCHEMA_VERSION:
+                raise GrooveError(
+                    f"index at {db_path} has schema version {version}, this pytest-groove "
+                    f"uses {SCHEMA_VERSION}: rebuild it with `groove index --force`"
+                )
+        except apsw.Error as exc:
+            raise GrooveError(f"cannot open index {db_path}: {exc}") from None
+        return store
+
+    def _schema_version(self) -> int | None:
+        row = self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name='index_meta'"
+        ).fetchone()
+        if row is None:
+            return None
+        value = self.get_meta("schema_version")
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            return -1
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (BEGIN IMMEDIATE so writers queue up early)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Every read inside sees the same committed state (WAL snapshot)."""
+        if not self.conn.getautocommit():
+            yield  # already inside a transaction: that one is the snapshot
+            return
+        self.conn.execute("BEGIN")
+        # a deferred transaction takes its snapshot at the first read
+        self.conn.execute("SELECT count(*) FROM index_meta").fetchone()
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ metadata
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM index_meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO index_meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+    @property
+    def generation(self) -> int:
+        """Bumped by every write transaction; keys the cached faiss file."""
+        return int(self.get_meta("generation") or "0")
+
+    def _bump_generation(self) -> None:
+        self.set_meta("generation", str(self.generation + 1))
+
+    # ------------------------------------------------------------------ writing
+
+    def wipe(self) -> None:
+        """Delete every document, chunk and FTS row (``--force``)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM fts_chunks")
+            self.conn.execute("DELETE FROM chunks")
+            self.conn.execute("DELETE FROM documents")
+            self._bump_generation()
+
+    def document_hashes(self) -> dict[str, str]:
+        return {
+            str(path): str(digest)
+            for path, digest in self.conn.execute("SELECT path, content_hash FROM documents")
+        }
+
+    def stored_chunks(self, path: str) -> list[StoredChunk]:
+        rows = self.conn.execute(
+            "SELECT c.heading, c.content, c.context_text FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE d.path=? ORDER BY c.chunk_index",
+            (path,),
+        )
+        return [StoredChunk(h, c, x) for h, c, x in rows]
+
+    def _delete_document_rows(self, doc_id: int) -> None:
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE document_id=?", (doc_id,))]
+        for cid in ids:
+            self.conn.execute("DELETE FROM fts_chunks WHERE rowid=?", (cid,))
+        self.conn.execute("DELETE FROM chunks WHERE document_id=?", (doc_id,))
+
+    def write_document(
+        self,
+        path: str,
+        content_hash: str,
+        size_bytes: int,
+        doc: ParsedDocument,
+        vectors: npt.NDArray[np.float32],
+        *,
+        store_context: bool,
+        token_counts: Sequence[int],
+        quality_scores: Sequence[float],
+    ) -> None:
+        """Replace ``path``'s document and chunks atomically (one transaction)."""
+        if len(vectors) != len(doc.chunks):
+            raise ValueError("one vector per chunk expected")
+        meta = self._doc_meta(path, content_hash, size_bytes, doc)
+        with self.transaction():
+            row = self.conn.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()
+            if row is not None:
+                doc_id = int(row[0])
+                self._delete_document_rows(doc_id)
+                self.conn.execute(
+                    "UPDATE documents SET title=:title, topic=:topic, category=:category, "
+                    "depth=:depth, tags=:tags, date=:date, content_hash=:hash, "
+                    "size_bytes=:size, last_indexed=:now WHERE id=:id",
+                    {**meta, "id": doc_id},
+                )
+            else:
+                self.conn.execute(
+                    "INSERT INTO documents(path, title, topic, category, depth, tags, date, "
+                    "content_hash, size_bytes, last_indexed) VALUES (:path, :title, :topic, "
+                    ":category, :depth, :tags, :date, :hash, :size, :now)",
+                    meta,
+                )
+                doc_id = self.conn.last_insert_rowid()
+            for chunk, vector, tokens, quality in zip(
+                doc.chunks, vectors, token_counts, quality_scores, strict=True
+            ):
+                context = chunk.context if store_context else None
+                self.conn.execute(
+                    "INSERT INTO chunks(document_id, chunk_index, heading, level, content, "
+                    "token_count, quality_score, context_text, embedding) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        doc_id,
+                        chunk.index,
+                        chunk.heading,
+                        chunk.level,
+                        chunk.content,
+                        tokens,
+                        quality,
+                        context,
+                        np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+                    ),
+                )
+                cid = self.conn.last_insert_rowid()
+                self.conn.execute(
+                    "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                    (cid, chunk.heading, context, chunk.content),
+                )
+            self._bump_generation()
+
+    def update_document_meta(
+        self, path: str, content_hash: str, size_bytes: int, doc: ParsedDocument
+    ) -> None:
+        """Frontmatter-only edit: chunks unchanged, refresh the document row."""
+        meta = self._doc_meta(path, content_hash, size_bytes, doc)
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE documents SET title=:title, topic=:topic, category=:category, "
+                "depth=:depth, tags=:tags, date=:date, content_hash=:hash, size_bytes=:size, "
+                "last_indexed=:now WHERE path=:path",
+                meta,
+            )
+
+    def rename_documents(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Move documents whose bytes did not change (rename detection)."""
+        if not pairs:
+            return
+        with self.transaction():
+            for old, new in pairs:
+                self.conn.execute(
+                    "UPDATE documents SET path=?, category=? WHERE path=?",
+                    (new, _category_from_path(new), old),
+                )
+            self._bump_generation()
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        with self.transaction():
+            for path in paths:
+                row = self.conn.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()
+                if row is None:
+                    continue
+                self._delete_document_rows(int(row[0]))
+                self.conn.execute("DELETE FROM documents WHERE id=?", (int(row[0]),))
+            self._bump_generation()
+
+    @staticmethod
+    def _doc_meta(path: str, content_hash: str, size: int, doc: ParsedDocument) -> dict[str, Any]:
+        return {
+            "path": path,
+            "title": doc.title,
+            "topic": doc.topic,
+            "category": _category_from_path(path),
+            "depth": doc.depth,
+            "tags": json.dumps(list(doc.tags), ensure_ascii=False),
+            "date": doc.date,
+            "hash": content_hash,
+            "size": size,
+            "now": _now(),
+        }
+
+    # ------------------------------------------------------------------ reading
+
+    def counts(self) -> tuple[int, int]:
+        docs = self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        chunks = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return int(docs), int(chunks)
+
+    def context_chunk_count(self) -> int:
+        row = self.conn.execute(
+            "SELECT count(*) FROM chunks WHERE context_text IS NOT NULL AND context_text != ''"
+        ).fetchone()
+        return int(row[0])
+
+    def all_vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every chunk id with its stored embedding, in id order."""
+        ids: list[int] = []
+        blobs: list[bytes] = []
+        for cid, blob in self.conn.execute("SELECT id, embedding FROM chunks ORDER BY id"):
+            ids.append(int(cid))
+            blobs.append(bytes(blob))
+        dim = int(self.get_meta("embedding_dim") or "0")
+        if not ids:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+        return np.asarray(ids, dtype=np.int64), matrix.copy()
+
+    def vectors_for(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for cid, blob in self.conn.execute(
+                f"SELECT id, embedding FROM chunks WHERE id IN ({marks})", batch
+            ):
+                out[int(cid)] = np.frombuffer(bytes(blob), dtype=np.float32)
+        return out
+
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for row in self.conn.execute(
+                "SELECT c.id, c.document_id, d.path, d.title, c.chunk_index, c.heading, c.level, "
+                "c.content, c.context_text, c.token_count FROM chunks c "
+                f"JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})",
+                batch,
+            ):
+                out[int(row[0])] = ChunkRow(*row)
+        return out
+
+    def document_chunk_rows(
+        self, document_id: int, lo: int | None = None, hi: int | None = None, limit: int = -1
+    ) -> list[ChunkRow]:
+        """Chunks of one document in order, optionally only indices lo..hi."""
+        sql = (
+            "SELECT c.id, c.document_id, d.path, d.title, c.chunk_index, c.heading, c.level, "
+            "c.content, c.context_text, c.token_count FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE c.document_id = ?"
+        )
+        params: list[Any] = [document_id]
+        if lo is not None and hi is not None:
+            sql += " AND c.chunk_index BETWEEN ? AND ?"
+            params += [lo, hi]
+        sql += " ORDER BY c.chunk_index LIMIT ?"
+        params.append(limit)
+        return [ChunkRow(*row) for row in self.conn.execute(sql, params)]
+
+    def fts_candidates(
+        self, match_expr: str, weights: tuple[float, float, float], limit: int
+    ) -> list[int]:
+        """Chunk ids matching ``match_expr``, best bm25 first (ties: lower id first)."""
+        if limit <= 0:
+            return []
+        try:
+            rows = self.conn.execute(
+                "SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? "
+                "ORDER BY bm25(fts_chunks, ?, ?, ?), rowid LIMIT ?",
+                (match_expr, *weights, limit),
+            )
+            return [int(r[0]) for r in rows]
+        except apsw.SQLError as exc:
+            raise GrooveError(f"full-text query {match_expr!r} was refused by SQLite: {exc}") from None
+
+    def fts_match_count(self, match_expr: str) -> int:
+        row = self.conn.execute(
+            "SELECT count(*) FROM fts_chunks WHERE fts_chunks MATCH ?", (match_expr,)
+        ).fetchone()
+        return int(row[0])
+
+    def iter_chunk_texts(self) -> Iterator[ChunkText]:
+        for path, index, heading, context, content in self.conn.execute(
+            "SELECT d.path, c.chunk_index, c.heading, c.context_text, c.content FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id ORDER BY d.path, c.chunk_index"
+        ):
+            yield ChunkText(str(path), int(index), heading, context, str(content))
+
+    def corpus_snapshot(self) -> CorpusSnapshot:
+        """Counts and a digest over every indexed chunk (see docs/eval.md)."""
+        digest = hashlib.sha256()
+        chunks = 0
+        # Python's str ordering is code-point order, the order the digest is defined in;
+        # SQLite's default BINARY collation on UTF-8 gives the same order.
+        for chunk in self.iter_chunk_texts():
+            chunks += 1
+            for field in (chunk.path, str(chunk.chunk_index), chunk.heading, chunk.content,
+                          chunk.context):
+                if field is None:
+                    digest.update(b"\x00")
+                else:
+                    data = field.encode("utf-8")
+                    digest.update(b"\x01" + struct.pack("<Q", len(data)) + data)
+        documents = int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+        return CorpusSnapshot(documents=documents, chunks=chunks, digest=digest.hexdigest())

@@ -1,0 +1,229 @@
+"""Find the files of a knowledge base that should be indexed.
+
+One exclusion predicate (:meth:`ExclusionRules.is_excluded`) serves the walk
+and any later "is this path indexed?" question.  It is the union of three
+layers:
+
+1. fail-safe directory names that are never indexed, whatever the config says:
+   ``.git``, ``.svn``, ``node_modules`` and our own index folder ``.groove``
+   (ASCII-case-insensitive);
+2. ``exclude_dirs`` from the settings: directory basenames, compared with
+   Unicode lower-casing (plus final-sigma folding);
+3. ``<kb>/.grooveignore`` patterns (:mod:`pytest_groove.kb.ignore`).
+
+A path is excluded when it, or any directory above it, is excluded by any
+layer; so ``!`` in ``.grooveignore`` cannot re-include anything below an
+excluded directory, nor undo layers 1 and 2.
+
+The walk never follows symbolic links (a linked file is skipped, a linked
+directory is not entered), skips office lock files, and refuses hard-linked
+files with a warning: a hard link could pull content from outside the KB into
+the index.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_groove.config import IndexSettings
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.ignore import IgnoreRules, load_ignore_rules
+
+#: directory names excluded in every configuration (compared ASCII-case-insensitively)
+FAILSAFE_DIRS = frozenset({".git", ".svn", "node_modules", ".groove"})
+
+
+def _ascii_lower(text: str) -> str:
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+def fold_dir_name(name: str) -> str:
+    """Case key for ``exclude_dirs``: Unicode lower-case with final sigma as sigma.
+
+    Not full case folding (``straße`` and ``STRASSE`` stay different).
+    """
+    return name.lower().replace("\u03c2", "\u03c3")
+
+
+def file_extension(path: str) -> str | None:
+    """ASCII-lower-cased extension of the last path segment, or None.
+
+    A leading dot does not start an extension: ``.md`` has none, while
+    ``.notes.md`` has ``md``.
+    """
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    if dot <= 0:
+        return None
+    return _ascii_lower(name[dot + 1 :])
+
+
+def is_office_lock_file(name: str) -> bool:
+    """Lock files editors leave beside open documents (``~$x.md``, ``.~lock.x.md#``)."""
+    return name.startswith("~$") or (name.startswith(".~lock.") and name.endswith("#"))
+
+
+@dataclass(frozen=True)
+class ExclusionRules:
+    """The three exclusion layers, ready to test KB-relative paths."""
+
+    #: ``exclude_dirs`` entries, already passed through :func:`fold_dir_name`
+    exclude_dirs: frozenset[str] = frozenset()
+    ignore: IgnoreRules = field(default_factory=IgnoreRules)
+    #: exact KB-relative directories never indexed (an index dir placed inside the KB)
+    excluded_paths: frozenset[str] = frozenset()
+
+    @classmethod
+    def build(
+        cls,
+        exclude_dirs: Iterable[str],
+        ignore: IgnoreRules | None = None,
+        excluded_paths: Iterable[str] = (),
+    ) -> ExclusionRules:
+        return cls(
+            exclude_dirs=frozenset(fold_dir_name(d) for d in exclude_dirs),
+            ignore=ignore if ignore is not None else IgnoreRules(),
+            excluded_paths=frozenset(excluded_paths),
+        )
+
+    def excludes_entry(self, rel: str, is_dir: bool) -> bool:
+        """Whether this path itself is excluded by a layer (ancestors not checked)."""
+        if is_dir:
+            name = rel.rsplit("/", 1)[-1]
+            if _ascii_lower(name) in FAILSAFE_DIRS:
+                return True
+            if fold_dir_name(name) in self.exclude_dirs:
+                return True
+            if rel in self.excluded_paths:
+                return True
+        return self.ignore.ignores(rel, is_dir)
+
+    def is_excluded(self, rel: str, is_dir: bool) -> bool:
+        """Whether a KB-relative, forward-slash path is left out of the index.
+
+        Every proper ancestor is tested as a directory first; the KB root itself
+        (empty path) is never excluded.
+        """
+        rel = rel.strip("/")
+        if not rel:
+            return False
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            if self.excludes_entry("/".join(parts[:depth]), True):
+                return True
+        return self.excludes_entry(rel, is_dir)
+
+
+def is_excluded(rel: str, is_dir: bool, rules: ExclusionRules) -> bool:
+    """Function form of :meth:`ExclusionRules.is_excluded`."""
+    return rules.is_excluded(rel, is_dir)
+
+
+def _index_dir_rel(kb_root: Path, index_dir: Path | None) -> list[str]:
+    """The index directory's KB-relative path when it lies inside the KB."""
+    if index_dir is None:
+        return []
+    try:
+        rel = index_dir.resolve().relative_to(kb_root)
+    except (OSError, ValueError):
+        return []
+    text = rel.as_posix()
+    return [] if text in ("", ".") else [text]
+
+
+def load_exclusion_rules(
+    kb_root: Path, settings: IndexSettings
+) -> tuple[ExclusionRules, tuple[str, ...]]:
+    """All three layers for ``kb_root`` (re-reads ``.grooveignore``), plus warnings."""
+    ignore, warnings = load_ignore_rules(kb_root)
+    rules = ExclusionRules.build(
+        settings.exclude_dirs, ignore, _index_dir_rel(kb_root.resolve(), settings.index_dir)
+    )
+    return rules, warnings
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    #: KB-relative forward-slash paths, sorted component by component
+    files: tuple[str, ...]
+    #: one line per refused file or unreadable directory / ignore file
+    warnings: tuple[str, ...]
+
+
+def _path_key(rel: str) -> tuple[str, ...]:
+    # component-wise order: "a/b" sorts before "a-b/c", as path comparison does
+    return tuple(rel.split("/"))
+
+
+def _has_undecodable_name(name: str) -> bool:
+    # os.scandir smuggles non-UTF-8 bytes in as lone surrogates
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
+    """Every indexable file under ``kb_root``, sorted, plus warnings.
+
+    Raises :class:`GrooveError` only when ``kb_root`` is not a directory;
+    problems with single entries become warnings.
+    """
+    try:
+        root = kb_root.resolve(strict=True)
+    except OSError:
+        raise GrooveError(
+            f"knowledge base folder not found: {kb_root} (check the path you gave)"
+        ) from None
+    if not root.is_dir():
+        raise GrooveError(f"knowledge base path is not a folder: {kb_root}")
+    rules, ignore_warnings = load_exclusion_rules(root, settings)
+    wanted = {_ascii_lower(p) for p in settings.parsers}
+    warnings: list[str] = list(ignore_warnings)
+    files: list[str] = []
+    pending: list[tuple[Path, str]] = [(root, "")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listing = list(entries)
+        except OSError as exc:
+            warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
+            continue
+        for entry in listing:
+            rel = prefix + entry.name
+            if _has_undecodable_name(entry.name):
+                warnings.append(f"skipped {folder / entry.name!s}: its name is not valid UTF-8")
+                continue
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if not rules.excludes_entry(rel, True):
+                        pending.append((Path(entry.path), rel + "/"))
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue  # sockets, FIFOs, devices
+            except OSError:
+                continue  # vanished or unreadable while we looked
+            if is_office_lock_file(entry.name) or file_extension(entry.name) not in wanted:
+                continue
+            if rules.excludes_entry(rel, False):
+                continue
+            try:
+                links = entry.stat(follow_symlinks=False).st_nlink
+            except OSError:
+                links = 1  # cannot tell: allow, reading it will report any real problem
+            if links > 1:
+                warnings.append(
+                    f"skipped {rel}: it is a hard link ({links} names for one file); "
+                    "copy it instead"
+                )
+                continue
+            files.append(rel)
+    files.sort(key=_path_key)
+    return CollectResult(tuple(files), tuple(warnings))

@@ -1,0 +1,1 @@
+"""Query side: FTS5 query compilation, fusion, reranking, MMR, parent retriever."""

@@ -1,0 +1,229 @@
+"""Compile a search query into an FTS5 ``MATCH`` expression (spec-search §4 + exclusion).
+
+The index uses the trigram tokenizer, so a phrase matches as a case-insensitive
+substring of one column and a phrase shorter than three characters matches nothing.
+The compiler therefore cuts the query into pieces of at least three characters that
+are each likely to occur verbatim in a chunk, and ORs them:
+
+1. quote segmentation (:func:`~pytest_groove.search.querytext.split_quotes`): a closed
+   ``"..."`` region is one phrase as typed;
+2. plain text is cut at separator characters into *groups*;
+3. each group is cut into *runs* of one script class (kanji, hiragana, katakana,
+   other word characters), so ``再ランキングの評価`` yields units a Japanese reader
+   would recognise even though nothing separates them;
+4. short runs are glued to their neighbours until they reach three characters
+   (:func:`_emit_group`);
+5. duplicates are dropped, then at most :data:`MAX_PHRASES` are kept;
+6. the phrases are quoted and joined with ``OR``; when none survives, the whole
+   trimmed query becomes one phrase, or the FTS leg is skipped if even that is too
+   short.
+
+On top of that, ``-term`` exclusion (see :mod:`pytest_groove.search.exclusion`) turns
+``rust -async`` into ``("rust") NOT ("async")``.  A query without exclusions compiles
+byte for byte like the reference implementation.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.search.exclusion import is_excluded, split_exclusions
+from pytest_groove.search.querytext import CharClass, char_class, split_quotes, trim
+
+__all__ = [
+    "FTS_QUERY_VERSION",
+    "MAX_PHRASES",
+    "MIN_PHRASE_CHARS",
+    "ParsedQuery",
+    "build_fts_query",
+    "is_excluded",
+    "parse_query",
+    "query_phrases",
+]
+
+#: Bumped whenever the MATCH text produced for some query changes; it is part of the eval
+#: fingerprint (1 → 2: per-token phrases; 2 → 3: ``-term`` exclusion).
+FTS_QUERY_VERSION = 3
+
+#: shortest phrase the trigram tokenizer can match
+MIN_PHRASE_CHARS = 3
+#: most phrases sent to FTS5 in one MATCH (per side: positive phrases, excluded terms)
+MAX_PHRASES = 32
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A query split for the two retrieval legs."""
+
+    #: the query without its exclusion tokens: what the vector leg embeds
+    positive: str
+    #: excluded terms (no ``-``, no quotes), used to post-filter both legs
+    exclusions: tuple[str, ...]
+    #: the FTS5 MATCH expression, or None to skip the FTS leg (vector only)
+    fts: str | None
+
+
+def _groups(text: str) -> list[str]:
+    """Stage 2: maximal non-empty stretches between separator characters."""
+    groups: list[str] = []
+    current: list[str] = []
+    for char in text:
+        if char_class(char) is CharClass.SEPARATOR:
+            if current:
+                groups.append("".join(current))
+                current = []
+        else:
+            current.append(char)
+    if current:
+        groups.append("".join(current))
+    return groups
+
+
+def _runs(group: str) -> list[str]:
+    """Stage 3: maximal stretches of one character class within a group."""
+    runs: list[str] = []
+    previous: CharClass | None = None
+    for char in group:
+        klass = char_class(char)
+        if klass is previous:
+            runs[-1] += char
+        else:
+            runs.append(char)
+            previous = klass
+    return runs
+
+
+def _emit_group(runs: list[str]) -> list[str]:
+    """Stage 4: turn one group's runs into phrases of at least three characters.
+
+    A long run stands alone.  Short runs are concatenated with the following runs
+    until the total reaches three; if the last run taken was long by itself it is
+    also emitted alone, so ``の再ランキング`` can still match plain ``ランキング``.
+    A short tail that never reaches three is glued onto the previous unit instead,
+    keeping that unit's old phrase as well.  A group with no unit yields nothing.
+    """
+    out: list[str] = []
+    # (index in ``out`` of the latest unit's phrase, index of that unit's first run)
+    last_unit: tuple[int, int] | None = None
+    count = len(runs)
+    i = 0
+    while i < count:
+        if len(runs[i]) >= MIN_PHRASE_CHARS:
+            out.append(runs[i])
+            last_unit = (len(out) - 1, i)
+            i += 1
+            continue
+        taken = 0
+        j = i
+        while j < count and taken < MIN_PHRASE_CHARS:
+            taken += len(runs[j])
+            j += 1
+        if taken >= MIN_PHRASE_CHARS:
+            position = len(out)
+            out.append("".join(runs[i:j]))
+            if j - i > 1 and len(runs[j - 1]) >= MIN_PHRASE_CHARS:
+                out.append(runs[j - 1])
+            last_unit = (position, i)
+            i = j
+            continue
+        if last_unit is not None:
+            position, first_run = last_unit
+            previous_phrase = out[position]
+            out[position] = "".join(runs[first_run:])
+            out.insert(position + 1, previous_phrase)
+        break
+    return out
+
+
+def _phrases_and_overflow(text: str) -> tuple[list[str], int]:
+    """Stages 1-5: the distinct phrases kept, and how many distinct ones the cap cut."""
+    candidates: list[str] = []
+    for segment in split_quotes(text):
+        if segment.kind == "quoted":
+            # FTS5 cannot take a NUL inside a phrase; a short quote can never match.
+            if "\0" not in segment.text and len(segment.text) >= MIN_PHRASE_CHARS:
+                candidates.append(segment.text)
+        else:
+            for group in _groups(segment.text):
+                candidates.extend(_emit_group(_runs(group)))
+    return _dedupe_and_cap(candidates)
+
+
+def _dedupe_and_cap(candidates: list[str]) -> tuple[list[str], int]:
+    """Stage 5: first occurrences only, then the cap, so repeats never use a slot."""
+    distinct = list(dict.fromkeys(candidates))
+    return distinct[:MAX_PHRASES], max(0, len(distinct) - MAX_PHRASES)
+
+
+def query_phrases(text: str) -> list[str]:
+    """The phrases ``text`` compiles to (stages 1-5), unquoted; no fallback, no warning.
+
+    ``text`` is taken literally: a ``-term`` in it is an ordinary word, so callers pass
+    the positive part of a query (:attr:`ParsedQuery.positive`).
+    """
+    return _phrases_and_overflow(text)[0]
+
+
+def _quote(phrase: str) -> str:
+    return '"' + phrase.replace('"', '""') + '"'
+
+
+def _positive_expression(text: str) -> str | None:
+    phrases, overflow = _phrases_and_overflow(text)
+    if overflow:
+        _log.warning(
+            "query has %d more distinct phrases than the %d the full-text search uses; "
+            "the extra ones are ignored",
+            overflow,
+            MAX_PHRASES,
+        )
+    if phrases:
+        return " OR ".join(_quote(phrase) for phrase in phrases)
+    # Nothing reached three characters: search the whole query verbatim instead, unless
+    # it is itself too short for the trigram index (then only the vector leg runs).
+    whole = trim(text)
+    if len(whole) < MIN_PHRASE_CHARS or "\0" in whole:
+        return None
+    return _quote(whole)
+
+
+def _exclusion_expression(exclusions: tuple[str, ...]) -> str | None:
+    # Terms under three characters cannot be matched by the trigram index and NUL
+    # cannot be sent; both are still enforced by the post-filter on every candidate.
+    usable = [term for term in exclusions if len(term) >= MIN_PHRASE_CHARS and "\0" not in term]
+    if not usable:
+        return None
+    return " OR ".join(_quote(term) for term in usable[:MAX_PHRASES])
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Split ``text`` into positive part and exclusions and compile the MATCH expression.
+
+    Raises :class:`GrooveError` when the query excludes terms but has nothing left to
+    search for (only whitespace or quote marks remain).
+    """
+    split = split_exclusions(text)
+    if split.exclusions and not trim(split.positive.replace('"', "")):
+        raise GrooveError(
+            f"query {text!r} only excludes terms (-term) and has nothing to search for; "
+            "add at least one positive term, e.g. 'rust -async'"
+        )
+    positive = _positive_expression(split.positive)
+    negative = _exclusion_expression(split.exclusions)
+    if positive is not None and negative is not None:
+        fts: str | None = f"({positive}) NOT ({negative})"
+    else:
+        fts = positive
+    return ParsedQuery(positive=split.positive, exclusions=split.exclusions, fts=fts)
+
+
+def build_fts_query(text: str) -> str | None:
+    """The FTS5 MATCH expression for ``text``, or None to skip the FTS leg.
+
+    Raises :class:`GrooveError` for a query whose positive part is empty.
+    """
+    return parse_query(text).fts

@@ -1,0 +1,40 @@
+"""What a search returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SearchHit:
+    """One ranked result.  ``rank`` is 1-based and contiguous."""
+
+    rank: int
+    path: str
+    heading: str | None
+    score: float
+    content: str = ""
+    title: str | None = None
+    #: database id of the chunk (None for hits from a custom retriever)
+    chunk_id: int | None = None
+    #: set by the parent retriever: {"kind": "adjacent", "from_index", "to_index"} or
+    #: {"kind": "whole_document", "total_chunks"}
+    expanded_from: dict[str, Any] | None = None
+    #: byte offsets of query terms in ``content`` (None = not computed)
+    match_spans: list[tuple[int, int]] | None = field(default=None)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rank": self.rank,
+            "path": self.path,
+            "heading": self.heading,
+            "score": self.score,
+            "title": self.title,
+            "content": self.content,
+        }
+        if self.match_spans is not None:
+            out["match_spans"] = [list(span) for span in self.match_spans]
+        if self.expanded_from is not None:
+            out["expanded_from"] = self.expanded_from
+        return out

@@ -1,0 +1,181 @@
+"""The hybrid search every door runs: the CLI, ``groove eval`` and the pytest items.
+
+Order is fixed: vector leg + full-text leg → reciprocal rank fusion → optional
+cross-encoder rerank → optional MMR → parent-retriever expansion → match spans.
+Every stage after fusion is off by default, in which case the output is exactly
+the bounded RRF list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_groove.config import SEARCH_LIMIT_MAX, SearchSettings
+from pytest_groove.embed.base import Embedder
+from pytest_groove.kb.store import ChunkRow, Store
+from pytest_groove.kb.vectors import VectorIndex
+from pytest_groove.search.confidence import low_confidence
+from pytest_groove.search.fts_query import ParsedQuery, is_excluded, parse_query
+from pytest_groove.search.fusion import fuse_rrf, pool_sizes
+from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.mmr import mmr_select
+from pytest_groove.search.parent import ParentChunk, expand_parent
+from pytest_groove.search.rerank import Reranker
+from pytest_groove.search.spans import match_spans
+
+#: the vector leg never asks faiss for more than this many neighbours
+VECTOR_FETCH_MAX = 4096
+#: post-filtering (``-term`` exclusion) over-fetches this many times, like a filter
+FILTER_OVERFETCH = 10
+FTS_FETCH_MAX = 10_000
+
+
+@dataclass
+class SearchResponse:
+    hits: list[SearchHit]
+    low_confidence: bool
+
+
+def _parent_chunk(row: ChunkRow) -> ParentChunk:
+    return ParentChunk(
+        document_id=row.document_id,
+        chunk_index=row.chunk_index,
+        content=row.content,
+        token_count=row.token_count,
+    )
+
+
+class HybridSearcher:
+    """Runs queries against one open store + vector index."""
+
+    def __init__(
+        self,
+        store: Store,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.store = store
+        self.vectors = vectors
+        self.embedder = embedder
+        self.reranker = reranker
+
+    # ------------------------------------------------------------------ legs
+
+    def vector_leg(
+        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
+    ) -> list[int]:
+        if not parsed.exclusions:
+            return self.vectors.search(query_vector, min(n, VECTOR_FETCH_MAX))
+        fetch = min(n * FILTER_OVERFETCH, VECTOR_FETCH_MAX)
+        return self._drop_excluded(self.vectors.search(query_vector, fetch), parsed)[:n]
+
+    def fts_leg(
+        self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
+    ) -> list[int]:
+        if parsed.fts is None:
+            return []
+        if not parsed.exclusions:
+            return self.store.fts_candidates(parsed.fts, weights, n)
+        fetch = min(n * FILTER_OVERFETCH, FTS_FETCH_MAX)
+        ids = self.store.fts_candidates(parsed.fts, weights, fetch)
+        return self._drop_excluded(ids, parsed)[:n]
+
+    def _drop_excluded(self, ids: Sequence[int], parsed: ParsedQuery) -> list[int]:
+        rows = self.store.chunk_rows(ids)
+        return [
+            cid
+            for cid in ids
+            if cid in rows
+            and not is_excluded(
+                parsed.exclusions, rows[cid].heading, rows[cid].context, rows[cid].content
+            )
+        ]
+
+    # ------------------------------------------------------------------ pipeline
+
+    def search(self, query: str, limit: int, settings: SearchSettings) -> SearchResponse:
+        """Run the whole pipeline; ``limit`` is clamped to the retrieval cap."""
+        parsed = parse_query(query)
+        limit = max(0, min(limit, SEARCH_LIMIT_MAX))
+        use_reranker = self.reranker is not None
+        plan = pool_sizes(limit, settings.mmr.enabled, use_reranker)
+        query_vector = self.embedder.embed_queries([parsed.positive])[0]
+
+        vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed)
+        fts_ids = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n)
+        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, plan.fused_limit)
+        rows = self.store.chunk_rows([cid for cid, _ in fused])
+        pool: list[tuple[int, float]] = [(cid, float(score)) for cid, score in fused if cid in rows]
+
+        if use_reranker and self.reranker is not None and pool:
+            docs = [
+                _rerank_text(rows[cid]) for cid, _ in pool
+            ]
+            scores = self.reranker.score(parsed.positive, docs)
+            order = sorted(range(len(pool)), key=lambda i: -scores[i])
+            keep = plan.rerank_keep if plan.rerank_keep is not None else len(order)
+            pool = [(pool[i][0], float(scores[i])) for i in order[:keep]]
+
+        if settings.mmr.enabled and pool:
+            embeddings = self.store.vectors_for([cid for cid, _ in pool])
+            pool = [(cid, s) for cid, s in pool if cid in embeddings]
+            if pool:
+                matrix = np.stack([embeddings[cid] for cid, _ in pool])
+                picks = mmr_select(
+                    [s for _, s in pool],
+                    matrix,
+                    [rows[cid].document_id for cid, _ in pool],
+                    limit,
+                    settings.mmr.lambda_,
+                    settings.mmr.same_doc_penalty,
+                )
+                pool = [pool[i] for i in picks]
+        pool = pool[:limit]
+
+        flag = low_confidence([s for _, s in pool], settings.min_confidence_ratio)
+        hits: list[SearchHit] = []
+        for rank, (cid, score) in enumerate(pool, start=1):
+            row = rows[cid]
+            content = row.content
+            expanded_from = None
+            if settings.parent_retriever.enabled:
+                expansion = expand_parent(
+                    _parent_chunk(row),
+                    lambda doc_id, cap: [
+                        _parent_chunk(r)
+                        for r in self.store.document_chunk_rows(doc_id, limit=cap)
+                    ],
+                    lambda doc_id, lo, hi: [
+                        _parent_chunk(r)
+                        for r in self.store.document_chunk_rows(doc_id, lo, hi, limit=16)
+                    ],
+                    settings.parent_retriever,
+                )
+                if expansion is not None:
+                    content = expansion.content
+                    expanded_from = expansion.expanded_from
+            hits.append(
+                SearchHit(
+                    rank=rank,
+                    path=row.path,
+                    heading=row.heading,
+                    score=score,
+                    content=content,
+                    title=row.title,
+                    chunk_id=cid,
+                    expanded_from=expanded_from,
+                    match_spans=match_spans(parsed.positive, content),
+                )
+            )
+        return SearchResponse(hits=hits, low_confidence=flag)
+
+
+def _rerank_text(row: ChunkRow) -> str:
+    if row.context and row.context.strip():
+        return f"{row.context}\n\n{row.content}"
+    return row.content

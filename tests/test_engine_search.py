@@ -1,0 +1,112 @@
+"""The hybrid search pipeline end to end through the engine facade."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_groove.config import (
+    IndexSettings,
+    MmrSettings,
+    ParentRetrieverSettings,
+    SearchSettings,
+    Settings,
+)
+from pytest_groove.engine import Engine, open_engine
+from pytest_groove.errors import GrooveError
+
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+
+
+@pytest.fixture
+def engine(kb_eval_copy: Path) -> Engine:
+    eng = open_engine(kb_eval_copy, SETTINGS, progress=False)
+    yield eng  # type: ignore[misc]
+    eng.close()
+
+
+def test_ranks_are_contiguous_and_scores_descend(engine: Engine) -> None:
+    hits = engine.search("rate limit headers", 10)
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert len(hits) == 10
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_exact_term_is_found_by_the_fts_leg(engine: Engine) -> None:
+    hits = engine.search("Retry-After", 5)
+    assert hits[0].path == "ref/rate-limiting.md"
+
+
+def test_japanese_query_reaches_japanese_document(engine: Engine) -> None:
+    hits = engine.search("パーセント", 5)
+    assert hits and hits[0].path == "ops/deploy-canary.ja.md"
+
+
+def test_limit_is_respected_and_zero_returns_nothing(engine: Engine) -> None:
+    assert len(engine.search("deploy", 3)) == 3
+    assert engine.search("deploy", 0) == []
+
+
+def test_excluded_term_removes_chunks_from_both_legs(engine: Engine) -> None:
+    plain = engine.search("database snapshot", 20)
+    assert any("snapshot" in h.content.lower() for h in plain)
+    hits = engine.search("database -snapshot", 20)
+    assert hits
+    for hit in hits:
+        text = " ".join(filter(None, [hit.heading, hit.content])).lower()
+        assert "snapshot" not in text
+
+
+def test_query_with_only_exclusions_is_an_error(engine: Engine) -> None:
+    with pytest.raises(GrooveError):
+        engine.search("-snapshot", 5)
+
+
+def test_short_query_falls_back_to_vector_only(engine: Engine) -> None:
+    hits = engine.search("ab", 3)
+    assert len(hits) == 3
+    assert hits[0].score == pytest.approx(1 / 61, rel=1e-6)
+
+
+def test_mmr_changes_nothing_at_lambda_one_except_order_rules(engine: Engine) -> None:
+    base = engine.search("deploy rollback", 5)
+    mmr = SearchSettings(mmr=MmrSettings(enabled=True, lambda_=1.0))
+    with_mmr = engine.search("deploy rollback", 5, mmr)
+    assert [h.path for h in with_mmr][:1] == [h.path for h in base][:1]
+    assert len(with_mmr) == 5
+
+
+def test_mmr_same_doc_penalty_diversifies_documents(engine: Engine) -> None:
+    diverse = SearchSettings(mmr=MmrSettings(enabled=True, lambda_=0.5, same_doc_penalty=1.0))
+    hits = engine.search("database backup restore", 5, diverse)
+    assert len({h.path for h in hits}) == len(hits)
+
+
+def test_parent_retriever_expands_content(engine: Engine) -> None:
+    parent = SearchSettings(parent_retriever=ParentRetrieverSettings(enabled=True))
+    plain = engine.search("Retry-After", 1)
+    expanded = engine.search("Retry-After", 1, parent)
+    assert expanded[0].path == plain[0].path
+    assert expanded[0].expanded_from is not None
+    assert len(expanded[0].content) >= len(plain[0].content)
+
+
+def test_search_is_deterministic_across_engines(kb_eval_copy: Path) -> None:
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as first:
+        a = [(h.path, h.heading, h.score) for h in first.search("how do I rotate keys", 10)]
+    with open_engine(kb_eval_copy, SETTINGS, reindex=False) as second:
+        b = [(h.path, h.heading, h.score) for h in second.search("how do I rotate keys", 10)]
+    assert a == b
+
+
+def test_fusion_weights_reach_the_fts_leg(engine: Engine) -> None:
+    heading_heavy = SearchSettings(
+        fusion=replace(SearchSettings().fusion, bm25_heading_weight=8.0, bm25_content_weight=0.5)
+    )
+    k_small = SearchSettings(fusion=replace(SearchSettings().fusion, rrf_k=5.0))
+    default = engine.search("deploy", 5)
+    assert engine.search("deploy", 5, k_small)[0].score > default[0].score + 1e-3
+    assert engine.search("deploy", 5, heading_heavy)  # accepted and runs

@@ -1,0 +1,229 @@
+"""Incremental indexing through the engine's public functions (hash embedder)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_groove.config import IndexSettings, Settings
+from pytest_groove.embed.base import Matrix
+from pytest_groove.embed.hashing import HashEmbedder
+from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.store import Store
+
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+
+
+class CountingEmbedder:
+    """The hash embedder, counting how many passages it was asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder()
+        self.name = self.inner.name
+        self.dimension = self.inner.dimension
+        self.passages = 0
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        self.passages += len(texts)
+        return self.inner.embed_passages(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_queries(texts)
+
+
+def write(kb: Path, rel: str, text: str) -> None:
+    path = kb / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_second_run_over_unchanged_kb_embeds_nothing(kb_eval_copy: Path) -> None:
+    embedder = CountingEmbedder()
+    first = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
+    assert first.added == 20
+    assert embedder.passages == first.chunks_embedded > 0
+    before = embedder.passages
+    second = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
+    assert embedder.passages == before
+    assert second.unchanged == 20
+    assert (second.added, second.changed, second.removed) == (0, 0, 0)
+
+
+def test_editing_one_file_re_embeds_only_its_chunks(kb_eval_copy: Path) -> None:
+    embedder = CountingEmbedder()
+    run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
+    target = kb_eval_copy / "ref" / "rate-limiting.md"
+    target.write_text(
+        target.read_text(encoding="utf-8") + "\n\n## Burst credits\n\nA new section about "
+        "bursts that is long enough to stay a chunk of its own.\n",
+        encoding="utf-8",
+    )
+    before = embedder.passages
+    report = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
+    assert report.changed == 1 and report.unchanged == 19
+    store = Store.open(index_dir_for(kb_eval_copy.resolve(), SETTINGS, "hash"), create=False)
+    try:
+        n_chunks = len(store.stored_chunks("ref/rate-limiting.md"))
+    finally:
+        store.close()
+    assert embedder.passages - before == n_chunks
+
+
+def test_frontmatter_only_edit_updates_row_without_embedding(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "---\ntitle: One\n---\n## Section\n\n" + "Body text long enough. " * 5)
+    embedder = CountingEmbedder()
+    run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    before = embedder.passages
+    write(kb, "a.md", "---\ntitle: Two\n---\n## Section\n\n" + "Body text long enough. " * 5)
+    report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    assert report.changed == 1
+    assert embedder.passages == before
+
+
+def test_deleted_file_is_pruned_and_rename_keeps_embeddings(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    write(kb, "b.md", "## B\n\n" + "beta words " * 10)
+    embedder = CountingEmbedder()
+    run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    before = embedder.passages
+    (kb / "a.md").rename(kb / "renamed.md")
+    (kb / "b.md").unlink()
+    report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    assert report.renamed == 1 and report.removed == 1
+    assert embedder.passages == before
+    with open_engine(kb, SETTINGS, embedder=embedder, reindex=False) as engine:
+        paths = {c.path for c in engine.iter_chunk_texts()}
+    assert paths == {"renamed.md"}
+
+
+def test_force_rebuilds_everything(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    embedder = CountingEmbedder()
+    run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    report = run_indexer(kb, SETTINGS, embedder=embedder, force=True, progress=False)
+    assert report.added == 1 and report.chunks_embedded == 1
+
+
+def test_groove_dir_is_never_indexed(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    run_indexer(kb, SETTINGS, progress=False)
+    write(kb, ".groove/notes.md", "## Hidden\n\n" + "should never be indexed " * 5)
+    run_indexer(kb, SETTINGS, progress=False)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert {c.path for c in engine.iter_chunk_texts()} == {"a.md"}
+
+
+def test_undecodable_file_is_skipped_and_keeps_old_rows(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    run_indexer(kb, SETTINGS, progress=False)
+    (kb / "a.md").write_bytes(b"## A\n\n\xff\xfe broken bytes")
+    report = run_indexer(kb, SETTINGS, progress=False)
+    assert report.skipped == 1 and report.removed == 0
+    assert any("a.md" in w for w in report.warnings)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert engine.corpus_snapshot().documents == 1
+
+
+def test_model_mismatch_is_one_clear_error(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    shared_dir = tmp_path / "index"
+    settings = replace(SETTINGS, index=replace(SETTINGS.index, index_dir=shared_dir))
+    run_indexer(kb, settings, progress=False)
+
+    class Other(CountingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.name = "other-model"
+
+    with pytest.raises(GrooveError, match="embedding model mismatch.*hash.*other-model"):
+        open_engine(kb, settings, embedder=Other(), reindex=False)
+
+
+def test_missing_index_without_reindex_is_clear(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\nbody")
+    with pytest.raises(GrooveError, match="No index found at"):
+        open_engine(kb, SETTINGS, reindex=False)
+
+
+def test_context_mode_switch_needs_force(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "guide.md", "---\ntitle: Guide\n---\n## Setup\n\n" + "install the tools " * 5)
+    run_indexer(kb, SETTINGS, progress=False)
+    ctx = replace(SETTINGS, index=replace(SETTINGS.index, contextual=True))
+    report = run_indexer(kb, ctx, progress=False)
+    assert any("--force" in w for w in report.warnings)
+    with open_engine(kb, ctx, reindex=False) as engine:
+        assert engine.context_mode == "off"
+        assert engine.context_chunk_count() == 0
+    run_indexer(kb, ctx, force=True, progress=False)
+    with open_engine(kb, ctx, reindex=False) as engine:
+        assert engine.context_mode == "static"
+        texts = list(engine.iter_chunk_texts())
+        assert texts[0].context == "Guide > Setup"
+
+
+def test_concurrent_indexers_serialise(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    for i in range(6):
+        write(kb, f"n{i}.md", f"## Note {i}\n\n" + f"content number {i} " * 10)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            run_indexer(kb, SETTINGS, progress=False)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        snap = engine.corpus_snapshot()
+    assert (snap.documents, snap.chunks) == (6, 6)
+
+
+def test_corpus_digest_moves_with_chunk_text_only(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    run_indexer(kb, SETTINGS, progress=False)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        first = engine.corpus_snapshot()
+    write(kb, "a.md", "## A\n\n" + "alpha wordz " * 10)
+    with open_engine(kb, SETTINGS) as engine:
+        second = engine.corpus_snapshot()
+    assert (first.documents, first.chunks) == (second.documents, second.chunks)
+    assert first.digest != second.digest
+    assert len(first.digest) == 64
+
+
+def test_vector_cache_file_is_reused(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    with open_engine(kb, SETTINGS) as engine:
+        directory = engine.store.path.parent
+        hits = engine.search("alpha", 3)
+    caches = list(directory.glob("vectors-gen*.faiss"))
+    assert len(caches) == 1
+    stamp = os.stat(caches[0]).st_mtime_ns
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        again = engine.search("alpha", 3)
+    assert os.stat(caches[0]).st_mtime_ns == stamp
+    assert [h.path for h in hits] == [h.path for h in again]
+    assert np.isclose(hits[0].score, again[0].score)
