@@ -1,3 +1,59 @@
-"""pytest-groove: retrieval regression testing for Markdown knowledge bases."""
+"""pytest-groove: retrieval regression testing for Markdown knowledge bases.
 
-__all__: list[str] = []
+The public API is the names in ``__all__``; everything else is private.  Names are
+resolved lazily so that importing the package (which pytest does for every session,
+through the plugin entry point) costs nothing until a groove feature is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "GrooveError": "pytest_groove.errors",
+    "UsageError": "pytest_groove.errors",
+    "Settings": "pytest_groove.config",
+    "load_settings": "pytest_groove.config",
+    "Engine": "pytest_groove.engine",
+    "open_engine": "pytest_groove.engine",
+    "run_indexer": "pytest_groove.engine",
+    "Embedder": "pytest_groove.embed.base",
+    "get_embedder": "pytest_groove.embed.registry",
+    "register_embedder": "pytest_groove.embed.registry",
+    "SearchHit": "pytest_groove.search.hits",
+    "build_fts_query": "pytest_groove.search.fts_query",
+    "parse_query": "pytest_groove.search.fts_query",
+    "GoldenSet": "pytest_groove.evaluation.records",
+    "GoldenQuery": "pytest_groove.evaluation.records",
+    "ExpectedEntry": "pytest_groove.evaluation.records",
+    "load_golden": "pytest_groove.evaluation.golden",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+if TYPE_CHECKING:
+    from pytest_groove.config import Settings, load_settings
+    from pytest_groove.embed.base import Embedder
+    from pytest_groove.embed.registry import get_embedder, register_embedder
+    from pytest_groove.engine import Engine, open_engine, run_indexer
+    from pytest_groove.errors import GrooveError, UsageError
+    from pytest_groove.evaluation.golden import load_golden
+    from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
+    from pytest_groove.search.fts_query import build_fts_query, parse_query
+    from pytest_groove.search.hits import SearchHit
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_groove' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

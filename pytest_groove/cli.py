@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_groove.config import Settings
@@ -21,7 +21,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
-def _bool_arg(name: str) -> object:
+def _bool_arg(name: str) -> Callable[[str], bool]:
     def parse(text: str) -> bool:
         from pytest_groove.config import parse_bool_flag
 
@@ -33,7 +33,7 @@ def _bool_arg(name: str) -> object:
     return parse
 
 
-def _unit_float(name: str) -> object:
+def _unit_float(name: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = float(text)

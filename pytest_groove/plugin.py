@@ -1,1 +1,51 @@
-"""pytest plugin (placeholder until the plugin lands)."""
+"""pytest-groove's pytest plugin (entry point ``pytest11: groove``).
+
+This module is loaded by every pytest run in an environment where pytest-groove is
+installed, so it is deliberately thin and import-light: at import time it needs only
+pytest and the standard library.  It registers the options, the ini keys and the hook
+specifications, and -- only when a knowledge base is configured (``--groove-kb`` or
+the ``groove_kb`` ini key) -- creates the per-run :class:`GrooveSession`
+(``_plugin_session``), which imports the engine and the evaluation code and does the
+actual work.  With neither set, nothing else happens: no marker, no collection, no
+files read or written.
+
+How the golden items are collected (documented in docs/pytest-plugin.md):
+
+- ``pytest --groove-kb KB`` with no test paths runs only the golden queries: the
+  golden file replaces the default paths (``testpaths`` / the current directory);
+- ``pytest tests/ --groove-kb KB`` runs ``tests/`` and the golden queries;
+- with ``groove_kb`` set in the ini file, a plain ``pytest`` runs the usual tests and
+  the golden queries (deselect them with ``-m "not groove"``);
+- a path or node id that already names the golden file is left alone, so an IDE can
+  run a single golden query by its node id.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_groove import _plugin_options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the ``groove`` option group and its ini keys."""
+    _plugin_options.add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Register ``pytest_groove_embedder`` and ``pytest_groove_retriever``."""
+    from pytest_groove import _plugin_hooks
+
+    pluginmanager.add_hookspecs(_plugin_hooks)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Switch the plugin on when a knowledge base is configured; else stay inert."""
+    options = _plugin_options.read_options(config)
+    if options is None:
+        return
+    # Heavy imports happen here, and only here.
+    from pytest_groove._plugin_session import activate
+
+    activate(config, options)

@@ -28,8 +28,18 @@ def test_index_then_search_json(kb_eval_copy: Path) -> None:
     assert "0 added" in again.stdout and "20 unchanged" in again.stdout
     assert "0 chunks embedded" in again.stdout
 
-    out = groove("search", "--kb-path", kb, "--model", "hash", "--format", "json",
-                 "--limit", "3", "Retry-After")
+    out = groove(
+        "search",
+        "--kb-path",
+        kb,
+        "--model",
+        "hash",
+        "--format",
+        "json",
+        "--limit",
+        "3",
+        "Retry-After",
+    )
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     results = payload["results"]

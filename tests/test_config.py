@@ -87,15 +87,17 @@ def test_kb_groove_toml_is_found(tmp_path: Path) -> None:
             "cannot all be 0",
         ),
         ("[search.mmr]\nlambda = 2\n", "lambda"),
-        ("[search.parent_retriever]\nwhole_doc_threshold_tokens = 300\nmax_expanded_tokens = 200\n",
-         "max_expanded_tokens"),
+        (
+            "[search.parent_retriever]\nwhole_doc_threshold_tokens = 300\nmax_expanded_tokens = 200\n",
+            "max_expanded_tokens",
+        ),
         ("[eval]\nk_values = [0, 5]\n", "at least 1"),
         ("[eval]\nk_values = []\n", "at least one k"),
         ("[eval]\nunknown = 1\n", "unknown key"),
         ("mystery = 1\n", "unknown key"),
-        ("[parsers]\nenabled = [\"pdf\"]\n", "unknown parser"),
+        ('[parsers]\nenabled = ["pdf"]\n', "unknown parser"),
         ("[parsers]\nenabled = []\n", "cannot be empty"),
-        ("[contextual]\nenabled = \"yes\"\n", "true or false"),
+        ('[contextual]\nenabled = "yes"\n', "true or false"),
         ("this is = = not toml", "not valid TOML"),
     ],
 )
@@ -130,17 +132,24 @@ def test_k_lists() -> None:
             parse_k_list("--k", bad)
 
 
-_scalars = st.one_of(
-    st.integers(), st.floats(allow_nan=False), st.booleans(), st.text(max_size=5)
-)
+_scalars = st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans(), st.text(max_size=5))
 
 
 @settings(max_examples=150, deadline=None)
 @given(
     section=st.sampled_from(["search.fusion", "search.mmr", "search.parent_retriever", "eval"]),
     key=st.sampled_from(
-        ["rrf_k", "bm25_heading_weight", "lambda", "enabled", "history_size", "k_values",
-         "max_expanded_tokens", "regression_threshold", "bogus"]
+        [
+            "rrf_k",
+            "bm25_heading_weight",
+            "lambda",
+            "enabled",
+            "history_size",
+            "k_values",
+            "max_expanded_tokens",
+            "regression_threshold",
+            "bogus",
+        ]
     ),
     value=_scalars,
 )

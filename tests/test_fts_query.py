@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import apsw
 import pytest
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.search import fts_query
+from pytest_groove.search import fts_query, querytext
 from pytest_groove.search.exclusion import split_exclusions
 from pytest_groove.search.fts_query import (
     FTS_QUERY_VERSION,
@@ -32,6 +32,7 @@ from pytest_groove.search.querytext import (
     CharClass,
     Segment,
     char_class,
+    is_word_char,
     split_quotes,
     split_white_space,
     trim,
@@ -136,7 +137,7 @@ PHRASE_EXAMPLES: list[tuple[str, list[str]]] = [
 ]
 
 
-def _ids(cases: list[tuple[str, object]]) -> list[str]:
+def _ids(cases: Sequence[tuple[str, object]]) -> list[str]:
     return [ascii(query)[:40] for query, _ in cases]
 
 
@@ -190,23 +191,47 @@ def test_char_class(chars: str, klass: CharClass) -> None:
 
 
 def test_other_alphabetic_marks_are_word_chars_but_isalnum_misses_them() -> None:
-    # Devanagari vowel sign I: Alphabetic through Other_Alphabetic, not a letter.
+    # Devanagari vowel signs are Alphabetic through Other_Alphabetic, not letters.
     assert not "\u093f".isalnum()
     assert char_class("\u093f") is CharClass.WORD
-    assert query_phrases("कि ताब") == []  # "क"+"ि" is one 2-char group
+    assert query_phrases("कि ता") == []  # two 2-char groups: consonant + vowel sign
     assert query_phrases("किताब") == ["किताब"]
+    # The virama is a mark but not Alphabetic: it separates.
+    assert query_phrases("क्ताब") == ["ताब"]
 
 
-def test_word_class_matches_regex_module_when_available() -> None:
+def _regex_mismatches(codes: Iterable[int]) -> list[str]:
     regex = pytest.importorskip("regex")
     word = regex.compile(r"[\p{Alphabetic}\p{Nd}\p{Nl}\p{No}_\-]")
-    for code in range(0x30000):
-        if 0xD800 <= code <= 0xDFFF:
-            continue
-        char = chr(code)
-        if char_class(char) in (CharClass.WORD, CharClass.SEPARATOR):
-            expected = CharClass.WORD if word.match(char) else CharClass.SEPARATOR
-            assert char_class(char) is expected, hex(code)
+    return [
+        hex(code)
+        for code in codes
+        if not 0xD800 <= code <= 0xDFFF and is_word_char(chr(code)) != bool(word.match(chr(code)))
+    ]
+
+
+def test_word_table_matches_regex_module_at_its_ranges() -> None:
+    """The table in querytext is Unicode 17.0; regex (if installed) is the oracle."""
+    codes = {
+        code
+        for start, end in zip(querytext._OA_STARTS, querytext._OA_ENDS, strict=True)
+        for code in range(start - 1, end + 2)
+    }
+    assert _regex_mismatches(sorted(codes)) == []
+
+
+@pytest.mark.slow
+def test_word_class_matches_regex_module_everywhere() -> None:
+    mismatches = _regex_mismatches(range(0x110000))
+    assert mismatches == [], "regex has another Unicode version: regenerate the word table"
+
+
+def test_word_table_is_sorted_and_disjoint() -> None:
+    ends = [-1, *querytext._OA_ENDS]
+    for start, end, previous_end in zip(
+        querytext._OA_STARTS, querytext._OA_ENDS, ends, strict=False
+    ):
+        assert previous_end < start <= end
 
 
 def test_trim_uses_unicode_white_space_not_str_strip() -> None:
@@ -221,6 +246,20 @@ def test_fallback_trim_keeps_non_white_space_control_chars() -> None:
     # U+001F is a separator (no phrase), but not trimmed: the fallback keeps it.
     assert build_fts_query("\x1fab") == '"\x1fab"'
     assert build_fts_query("\u3000ab\u3000") is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [f'"abc{NUL}"', '"abc\udcff"', f"{NUL}ab", "\udcffab", f"x{NUL}y", "ab\ud800"],
+)
+def test_unsendable_characters_never_reach_fts(query: str) -> None:
+    # NUL and lone surrogates (undecodable argv bytes) are separators in plain text,
+    # drop a quoted phrase and veto the verbatim fallback.
+    assert build_fts_query(query) is None
+
+
+def test_lone_surrogate_in_plain_text_is_a_separator() -> None:
+    assert build_fts_query("abc\udcffdef") == '"abc" OR "def"'
 
 
 # --- stage 1: quote segmentation ------------------------------------------------------
@@ -479,7 +518,19 @@ def test_words_are_or_ed_not_and_ed(fts_db: apsw.Connection) -> None:
 
 
 def test_user_typed_operators_are_literal(fts_db: apsw.Connection) -> None:
-    for query in ("NEAR(a b) * ^x", "foo OR bar", "heading:retry", 'col:"x" AND NOT y*'):
+    fixed = (
+        "NEAR(a b) * ^x",
+        "foo OR bar",
+        "heading:retry",
+        'col:"x" AND NOT y*',
+        "A0¹\0Aa¹",
+        '"a" "b" "" """',
+        "(((",
+        "rust- - --",
+        "{heading content}: rust",
+        "^rust + tokio",
+    )
+    for query in fixed:
         expression = build_fts_query(query)
         assert expression is not None
         run_match(fts_db, expression)

@@ -63,7 +63,8 @@ def test_rank_only_example_at_k60_and_k5() -> None:
 
 
 def test_rank_one_in_both_lists_and_vector_only() -> None:
-    assert fuse_rrf([7], [7])[0][1] == float(np.float32(1 / 61) + np.float32(1 / 61))
+    one_term = np.float32(1) / np.float32(61)
+    assert fuse_rrf([7], [7])[0][1] == float(one_term + one_term)
     assert fuse_rrf([7], [7], rrf_k=5.0)[0][1] == pytest.approx(2 / 6, rel=1e-6)
     only_vector = fuse_rrf([4, 9], [])
     assert [cid for cid, _ in only_vector] == [4, 9]
@@ -162,9 +163,10 @@ def test_property_vectorised_sweep_is_bit_identical(
             assert ranking.pairs() == expected
             # bit-identical, not merely equal as Python floats
             assert ranking.scores.dtype == np.float32
-            assert ranking.scores.tobytes() == np.asarray(
-                [s for _, s in expected], dtype=np.float32
-            ).tobytes()
+            assert (
+                ranking.scores.tobytes()
+                == np.asarray([s for _, s in expected], dtype=np.float32).tobytes()
+            )
 
 
 def test_sweep_over_the_tune_grid_shape() -> None:
@@ -248,9 +250,7 @@ def test_fetch_sizes_respect_the_caps() -> None:
     assert big.fts_fetch(filtered=True) == 10_000
 
 
-@given(
-    limit=st.integers(min_value=0, max_value=5000), mmr=st.booleans(), reranker=st.booleans()
-)
+@given(limit=st.integers(min_value=0, max_value=5000), mmr=st.booleans(), reranker=st.booleans())
 def test_property_pool_covers_the_limit(limit: int, mmr: bool, reranker: bool) -> None:
     plan = pool_sizes(limit, mmr, reranker)
     clamped = min(limit, SEARCH_LIMIT_MAX)

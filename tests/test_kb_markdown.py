@@ -128,6 +128,12 @@ def test_merge_threshold_counts_utf8_bytes() -> None:
     assert doc.chunks[1].content == f"{seventeen_kanji}\n\n## C\n\n{sixteen_kanji}"
 
 
+def test_merge_threshold_boundary_is_fifty_bytes() -> None:
+    doc = md(f"## A\n{LONG}\n## B\n{'b' * 50}\n## C\n{'c' * 49}")
+    assert [c.heading for c in doc.chunks] == ["A", "B"]
+    assert doc.chunks[1].content.endswith("## C\n\n" + "c" * 49)
+
+
 def test_heading_only_file_yields_empty_content_chunk() -> None:
     doc = md("## Lonely heading\n")
     assert doc.chunks == (Chunk(0, "Lonely heading", 2, "", "doc > Lonely heading"),)
@@ -149,12 +155,7 @@ def test_no_size_limit_on_a_section() -> None:
 
 
 def test_context_hierarchy_with_japanese_text() -> None:
-    text = (
-        "---\ntitle: 設計ノート\n---\n## 検索パイプライン\n"
-        + LONG
-        + "\n### RRF の実装\n"
-        + LONG
-    )
+    text = "---\ntitle: 設計ノート\n---\n## 検索パイプライン\n" + LONG + "\n### RRF の実装\n" + LONG
     doc = md(text)
     assert doc.chunks[1].context == "設計ノート > 検索パイプライン > RRF の実装"
 
@@ -245,7 +246,7 @@ def test_exclusion_ends_at_the_next_heading_and_indices_stay_dense() -> None:
     assert [(c.index, c.heading) for c in doc.chunks] == [(0, "A"), (1, "B"), (2, "C")]
 
 
-def test_excluded_preamble_is_impossible_but_excluded_first_heading_drops_only_itself() -> None:
+def test_excluding_the_only_heading_keeps_the_preamble() -> None:
     doc = md(f"{LONG}\n## Skip\n{LONG}", exclude_headings=("Skip",))
     assert [c.heading for c in doc.chunks] == [None]
 
@@ -253,7 +254,8 @@ def test_excluded_preamble_is_impossible_but_excluded_first_heading_drops_only_i
 # --------------------------------------------------------------------------- frontmatter
 
 
-FULL_FRONTMATTER = """---
+FULL_FRONTMATTER = (
+    """---
 title: MCP プロトコル概要
 date: 2026-04-10
 topic: mcp
@@ -262,7 +264,9 @@ tags: [mcp, protocol, overview]
 extra: ignored
 ---
 ## Body
-""" + LONG
+"""
+    + LONG
+)
 
 
 def test_frontmatter_fields() -> None:
@@ -277,7 +281,12 @@ def test_frontmatter_fields() -> None:
 
 def test_crlf_frontmatter_values_have_no_carriage_returns() -> None:
     doc = md(FULL_FRONTMATTER.replace("\n", "\r\n"))
-    assert (doc.title, doc.date, doc.topic, doc.depth) == ("MCP プロトコル概要", "2026-04-10", "mcp", "1")
+    assert (doc.title, doc.date, doc.topic, doc.depth) == (
+        "MCP プロトコル概要",
+        "2026-04-10",
+        "mcp",
+        "1",
+    )
     assert doc.tags == ("mcp", "protocol", "overview")
     assert all("\r" not in c.content for c in doc.chunks)
 
@@ -331,7 +340,6 @@ def test_alias_bomb_under_an_unknown_key_keeps_known_fields() -> None:
 )
 def test_bad_frontmatter_empties_every_field_but_keeps_body(yaml_text: str) -> None:
     warnings: list[str] = []
-    text = f"---\ntitle: Fine\ntopic: t\n---\n{LONG}" if yaml_text is None else None
     text = f"---\n{yaml_text}\ndate: 2026-01-01\n---\n{LONG}"
     doc = parse_document("x.md", text.encode(), IndexSettings(), on_warning=warnings.append)
     assert (doc.title, doc.date, doc.topic, doc.depth, doc.tags) == (None, None, None, None, ())
@@ -379,7 +387,9 @@ def test_unclosed_frontmatter_becomes_body_text() -> None:
 
 
 def test_bom_is_stripped_before_frontmatter() -> None:
-    doc = parse_document("x.md", b"\xef\xbb\xbf---\ntitle: T\n---\n" + LONG.encode(), IndexSettings())
+    doc = parse_document(
+        "x.md", b"\xef\xbb\xbf---\ntitle: T\n---\n" + LONG.encode(), IndexSettings()
+    )
     assert doc.title == "T"
 
 
@@ -431,13 +441,18 @@ def test_parse_failure_is_not_a_groove_error() -> None:
 # --------------------------------------------------------------------------- properties
 
 _line = st.one_of(
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=40),
-    st.sampled_from(["## A", "### B", "## A", "# H1", "#### x", "", "  ", "## Secret", "### Secret x"]),
+    st.text(
+        alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\n\ufeff"),
+        max_size=40,
+    ),
+    st.sampled_from(
+        ["## A", "### B", "## A", "# H1", "#### x", "", "  ", "## Secret", "### Secret x"]
+    ),
     st.builds(lambda s: "## " + s, st.text(alphabet="abcXYZ 日本", min_size=1, max_size=12)),
     st.builds(lambda s: "### " + s, st.text(alphabet="abcXYZ 日本", min_size=1, max_size=12)),
 )
 _body = st.lists(_line, max_size=30).map("\n".join).filter(lambda b: not b.startswith("---"))
-_fast = settings(max_examples=150, deadline=None)
+_fast = settings(max_examples=100, deadline=None)
 
 
 @_fast
@@ -449,7 +464,8 @@ def test_chunk_indices_are_dense_and_contexts_bounded(body: str, excludes: list[
         assert (chunk.heading is None) == (chunk.level is None)
         assert chunk.level in (None, 2, 3)
         assert chunk.context is None or 0 < len(chunk.context) <= CONTEXT_MAX_CHARS
-        assert chunk.content == trim(chunk.content) or "\n\n## " in chunk.content
+        # only a merged-in empty section can leave trailing blank lines
+        assert chunk.content == trim(chunk.content) or "## " in chunk.content
 
 
 @_fast
@@ -457,15 +473,14 @@ def test_chunk_indices_are_dense_and_contexts_bounded(body: str, excludes: list[
 def test_every_body_line_survives_without_exclusions(body: str) -> None:
     doc = md(body)
     everything = "\n".join(c.content for c in doc.chunks)
-    headings = {c.heading for c in doc.chunks} | {
-        h[1] for line in body.split("\n") if (h := heading_of(line))
-    }
+    chunk_headings = {c.heading for c in doc.chunks}
     for line in body.split("\n"):
         found = heading_of(line)
         if found is None:
             assert trim(line.removesuffix("\r")) in everything
         else:
-            assert found[1] in headings
+            # a heading either heads a chunk or was merged in as a "## text" line
+            assert found[1] in chunk_headings or f"## {found[1]}" in everything
 
 
 @_fast
@@ -475,8 +490,11 @@ def test_excluded_heading_text_never_appears_in_chunks(body: str) -> None:
     assert all(c.heading is None or "Secret" not in c.heading for c in doc.chunks)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=300), st.sampled_from(["a.md", "b.txt", "c/d/e.MD"]))
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)),
+    st.sampled_from(["a.md", "b.txt", "c/d/e.MD"]),
+)
 def test_arbitrary_bytes_only_ever_raise_parse_failure(data: bytes, path: str) -> None:
     try:
         doc = parse_document(path, data, IndexSettings(exclude_headings=("x",)))

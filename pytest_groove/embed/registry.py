@@ -147,8 +147,10 @@ def model_slug(name: str) -> str:
     if sep and _is_plain(prefix) and _is_plain(rest) and len(text) <= _SLUG_MAX:
         return f"{prefix}_{rest}"
     url = _http_url(text)
-    base = _http_base(url) if url is not None else _UNSAFE_RUN.sub("_", text)
-    return _hashed(base, text)
+    if url is not None:
+        # hash the URL itself, so ``http:http://h`` and ``http://h`` share an index
+        return _hashed(_http_base(url), url)
+    return _hashed(_UNSAFE_RUN.sub("_", text), text)
 
 
 def _is_plain(text: str) -> bool:
@@ -189,6 +191,8 @@ def _hashed(base: str, full_name: str) -> str:
     suffix = "__" + digest.hexdigest()[:_HASH_HEX]
     # Leading dots or underscores would make hidden or odd-looking directories.
     stem = base.strip("._-")[: _SLUG_MAX - len(suffix)].rstrip(".")
+    if stem.split(".", 1)[0].lower() in _WINDOWS_RESERVED:
+        stem = stem.replace(".", "_", 1)  # Windows reserves ``nul.anything`` too
     return f"{stem or 'model'}{suffix}"
 
 
@@ -237,4 +241,3 @@ def _register_builtins() -> None:
 
 
 _register_builtins()
-

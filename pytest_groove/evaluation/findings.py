@@ -114,7 +114,8 @@ def scan_golden_quotes(
         # one quotation of a long query must not also count as one of a shorter
         # query it contains (texts of distinct needles are distinct)
         kept = [
-            i for i in sorted(matched)
+            i
+            for i in sorted(matched)
             if not any(j != i and needles[i].text in needles[j].text for j in matched)
         ]
         quoted: list[QuotedQuery] = []

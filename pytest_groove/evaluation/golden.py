@@ -537,10 +537,10 @@ def _check_query_text(text: str, where: str, line: int) -> None:
         _fail(where, "the query text is empty", line)
     # Deliberate addition (the seed's v1.1.0 rule): a query that only excludes
     # terms has nothing positive to search for.  The query compiler says why.
-    try:  # TEMPORARY while search/fts_query.py is being written; import directly later
-        from pytest_groove.search.fts_query import parse_query
-    except ImportError:
-        return
+    # The query compiler is the authority on what a query means; it is imported on
+    # use so that importing this module (ids, hashing) stays cheap.
+    from pytest_groove.search.fts_query import parse_query
+
     try:
         parse_query(text)
     except GrooveError as exc:
@@ -622,8 +622,9 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
         raise GrooveError(
-            f"{prefix}: not valid UTF-8 (first bad byte at offset {exc.start}); "
+            f"{prefix}: not valid UTF-8 (first bad byte at offset {exc.start}, line {line}); "
             "save the file as UTF-8"
         ) from None
     try:

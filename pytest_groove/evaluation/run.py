@@ -145,7 +145,11 @@ def now_utc() -> datetime:
 def format_timestamp(moment: datetime, *, zulu: bool = True) -> str:
     """RFC 3339 in UTC with 0, 3 or 6 fractional digits; ``Z`` or ``+00:00`` suffix."""
     moment = moment.astimezone(UTC)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    # not strftime: %Y does not zero-pad years below 1000 on every platform
+    text = (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
     micro = moment.microsecond
     if micro:
         text += f".{micro // 1000:03d}" if micro % 1000 == 0 else f".{micro:06d}"
@@ -166,12 +170,18 @@ def parse_timestamp(text: Any, path: str = "timestamp") -> datetime:
             offset = -offset
     try:
         moment = datetime(
-            year, month, day, hour, minute, min(second, 59), int(fraction),
+            year,
+            month,
+            day,
+            hour,
+            minute,
+            min(second, 59),
+            int(fraction),
             tzinfo=timezone(offset),
         )
-    except ValueError as exc:
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
         raise RecordFormatError(f"{path}: {text!r} is not a valid date/time ({exc})") from None
-    return moment.astimezone(UTC)
 
 
 # --------------------------------------------------------------------------- fingerprint
@@ -326,7 +336,7 @@ def _str_fields(obj: Mapping[str, Any], path: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class RankedHit:
+class TopHit:
     """One retrieved chunk as the evaluator keeps it (rank is 1-based, contiguous)."""
 
     rank: int
@@ -335,11 +345,15 @@ class RankedHit:
     score: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "path": self.path, "heading": self.heading,
-                "score": _out(self.score)}
+        return {
+            "rank": self.rank,
+            "path": self.path,
+            "heading": self.heading,
+            "score": _out(self.score),
+        }
 
     @classmethod
-    def from_json(cls, raw: Any, path: str) -> RankedHit:
+    def from_json(cls, raw: Any, path: str) -> TopHit:
         obj = _obj(raw, path)
         return cls(
             rank=_int(_req(obj, "rank", path), _where(path, "rank")),
@@ -361,9 +375,7 @@ def metrics_from_json(raw: Any, path: str) -> QueryMetrics:
     obj = _obj(raw, path)
     return QueryMetrics(
         recall_at_k=_k_map(_req(obj, "recall_at_k", path), _where(path, "recall_at_k")),
-        reciprocal_rank=_float(
-            _req(obj, "reciprocal_rank", path), _where(path, "reciprocal_rank")
-        ),
+        reciprocal_rank=_float(_req(obj, "reciprocal_rank", path), _where(path, "reciprocal_rank")),
         ndcg_at_k=_k_map(_req(obj, "ndcg_at_k", path), _where(path, "ndcg_at_k")),
     )
 
@@ -399,7 +411,7 @@ class QueryResult:
     query: str
     expected: tuple[ExpectedEntry, ...]
     #: the whole retrieved list (it may be longer than every k)
-    top_k: tuple[RankedHit, ...]
+    top_k: tuple[TopHit, ...]
     metrics: QueryMetrics
 
     def to_json(self) -> dict[str, Any]:
@@ -430,7 +442,7 @@ class QueryResult:
             query=_str(_req(obj, "query", path), _where(path, "query")),
             expected=tuple(expected),
             top_k=tuple(
-                RankedHit.from_json(hit, _where(top_path, i))
+                TopHit.from_json(hit, _where(top_path, i))
                 for i, hit in enumerate(_list(_req(obj, "top_k", path), top_path))
             ),
             metrics=metrics_from_json(_req(obj, "metrics", path), _where(path, "metrics")),
@@ -454,7 +466,7 @@ def evaluate_query(
         query=q.query,
         expected=tuple(q.expected),
         top_k=tuple(
-            RankedHit(rank=h.rank, path=h.path, heading=h.heading, score=float(h.score))
+            TopHit(rank=h.rank, path=h.path, heading=h.heading, score=float(h.score))
             for h in ranked
         ),
         metrics=query_metrics(q.expected, ranked, tuple(k_values)),
@@ -569,9 +581,9 @@ class RunRecord:
             fingerprint=Fingerprint.from_json(
                 _req(obj, "fingerprint", path), _where(path, "fingerprint")
             ),
-            corpus=None if corpus_raw is None else corpus_from_json(
-                corpus_raw, _where(path, "corpus")
-            ),
+            corpus=None
+            if corpus_raw is None
+            else corpus_from_json(corpus_raw, _where(path, "corpus")),
             per_query=tuple(
                 QueryResult.from_json(item, _where(pq_path, i))
                 for i, item in enumerate(_list(_req(obj, "per_query", path), pq_path))

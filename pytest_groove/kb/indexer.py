@@ -243,7 +243,9 @@ def _index_locked(
                 bar.step(report.chunks_embedded)
                 continue
             try:
-                doc = parse_document(item.path, item.data, settings)
+                doc = parse_document(
+                    item.path, item.data, settings, on_warning=_prefixed(report, item.path)
+                )
             except ParseFailure as exc:
                 report.skipped += 1
                 skipped.add(item.path)
@@ -286,6 +288,13 @@ def _index_locked(
     store.delete_documents(vanished)
     report.removed = len(vanished)
     return report
+
+
+def _prefixed(report: IndexReport, rel: str) -> Callable[[str], None]:
+    def warn(message: str) -> None:
+        report.warnings.append(f"{rel}: {message}")
+
+    return warn
 
 
 def _same_chunks(store: Store, path: str, doc: ParsedDocument, contextual: bool) -> bool:

@@ -349,16 +349,20 @@ class Store:
 
     # ------------------------------------------------------------------ reading
 
+    def _scalar(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        row = self.conn.execute(sql, params).fetchone()
+        return 0 if row is None else int(row[0])
+
     def counts(self) -> tuple[int, int]:
-        docs = self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-        chunks = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        return int(docs), int(chunks)
+        return (
+            self._scalar("SELECT count(*) FROM documents"),
+            self._scalar("SELECT count(*) FROM chunks"),
+        )
 
     def context_chunk_count(self) -> int:
-        row = self.conn.execute(
+        return self._scalar(
             "SELECT count(*) FROM chunks WHERE context_text IS NOT NULL AND context_text != ''"
-        ).fetchone()
-        return int(row[0])
+        )
 
     def all_vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Every chunk id with its stored embedding, in id order."""
@@ -432,10 +436,9 @@ class Store:
             raise GrooveError(f"full-text query {match_expr!r} was refused by SQLite: {exc}") from None
 
     def fts_match_count(self, match_expr: str) -> int:
-        row = self.conn.execute(
+        return self._scalar(
             "SELECT count(*) FROM fts_chunks WHERE fts_chunks MATCH ?", (match_expr,)
-        ).fetchone()
-        return int(row[0])
+        )
 
     def iter_chunk_texts(self) -> Iterator[ChunkText]:
         for path, index, heading, context, content in self.conn.execute(
@@ -459,5 +462,5 @@ class Store:
                 else:
                     data = field.encode("utf-8")
                     digest.update(b"\x01" + struct.pack("<Q", len(data)) + data)
-        documents = int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+        documents = self._scalar("SELECT count(*) FROM documents")
         return CorpusSnapshot(documents=documents, chunks=chunks, digest=digest.hexdigest())

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.search.exclusion import is_excluded, split_exclusions
-from pytest_groove.search.querytext import CharClass, char_class, split_quotes, trim
+from pytest_groove.search.querytext import (
+    CharClass,
+    char_class,
+    fts_sendable,
+    split_quotes,
+    trim,
+)
 
 __all__ = [
     "FTS_QUERY_VERSION",
@@ -144,8 +150,8 @@ def _phrases_and_overflow(text: str) -> tuple[list[str], int]:
     candidates: list[str] = []
     for segment in split_quotes(text):
         if segment.kind == "quoted":
-            # FTS5 cannot take a NUL inside a phrase; a short quote can never match.
-            if "\0" not in segment.text and len(segment.text) >= MIN_PHRASE_CHARS:
+            # A short quote can never match; NUL or a lone surrogate cannot be sent.
+            if len(segment.text) >= MIN_PHRASE_CHARS and fts_sendable(segment.text):
                 candidates.append(segment.text)
         else:
             for group in _groups(segment.text):
@@ -186,15 +192,15 @@ def _positive_expression(text: str) -> str | None:
     # Nothing reached three characters: search the whole query verbatim instead, unless
     # it is itself too short for the trigram index (then only the vector leg runs).
     whole = trim(text)
-    if len(whole) < MIN_PHRASE_CHARS or "\0" in whole:
+    if len(whole) < MIN_PHRASE_CHARS or not fts_sendable(whole):
         return None
     return _quote(whole)
 
 
 def _exclusion_expression(exclusions: tuple[str, ...]) -> str | None:
-    # Terms under three characters cannot be matched by the trigram index and NUL
-    # cannot be sent; both are still enforced by the post-filter on every candidate.
-    usable = [term for term in exclusions if len(term) >= MIN_PHRASE_CHARS and "\0" not in term]
+    # Terms under three characters cannot be matched by the trigram index and some
+    # characters cannot be sent; the post-filter still applies those terms.
+    usable = [term for term in exclusions if len(term) >= MIN_PHRASE_CHARS and fts_sendable(term)]
     if not usable:
         return None
     return " OR ".join(_quote(term) for term in usable[:MAX_PHRASES])

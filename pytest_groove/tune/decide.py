@@ -320,6 +320,16 @@ class SecondaryCheck:
     violations: tuple[str, ...]
 
 
+def _exact_mean(column: FloatArray) -> float:
+    """Mean with an exactly rounded sum: equal multisets of values give equal means.
+
+    Criterion 5 has no tolerance, so a summation-order ulp must not read as a
+    degradation when the refit merely moves the same values between queries.
+    """
+    n = len(column)
+    return math.fsum(float(v) for v in column) / n if n else 0.0
+
+
 def check_secondary(secondary: Mapping[str, FloatArray], refit: int) -> SecondaryCheck:
     """Compare refit and default column means over *all* rows; strict, no tolerance."""
     values: dict[str, tuple[float, float]] = {}
@@ -327,11 +337,8 @@ def check_secondary(secondary: Mapping[str, FloatArray], refit: int) -> Secondar
     for name in _metric_order(secondary):
         table = np.asarray(secondary[name], dtype=np.float64)
         _check_table(table)
-        if table.shape[0] == 0:
-            base = cand = 0.0
-        else:
-            base = float(table[:, DEFAULT_INDEX].mean())
-            cand = float(table[:, refit].mean())
+        base = _exact_mean(table[:, DEFAULT_INDEX])
+        cand = _exact_mean(table[:, refit])
         values[name] = (base, cand)
         if cand < base:
             violations.append(f"{_display_name(name)} {cand:.4f} < baseline {base:.4f}")

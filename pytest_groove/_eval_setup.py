@@ -1,0 +1,110 @@
+"""From what a user asked for to the effective settings of one evaluation.
+
+Both doors into evaluation -- the pytest plugin and ``groove eval`` -- take the same
+inputs (a KB, maybe a golden path, a config file, k values, a limit, a model, a
+reranker, pipeline overrides, an index directory) and must turn them into the same
+effective settings.  That translation lives here so it is written once.
+
+Order of precedence: explicit request > ``groove.toml`` > built-in defaults.
+Normalisation of ``limit`` and the k list follows spec-eval §3.2: k values are capped
+at the retrieval cap, sorted and de-duplicated; an omitted limit defaults to the
+largest *requested* k; a limit over the cap is lowered with a note; the fetch depth is
+``max(largest k, limit)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pytest_groove.config import (
+    SEARCH_LIMIT_MAX,
+    SearchOverrides,
+    Settings,
+    apply_search_overrides,
+    check_k_values,
+    load_settings,
+    normalise_k_values,
+)
+from pytest_groove.evaluation.golden import resolve_golden_path
+
+#: the note printed (after a ``prog: `` prefix) when the limit is lowered to the cap
+LIMIT_CAP_NOTE = "note: limit {requested} exceeds the retrieval cap; using {cap}"
+MMR_IGNORED_NOTE = "MMR override values were provided but effective MMR is off; values ignored"
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What was asked for; None means "not given, use the config or the default"."""
+
+    kb: Path
+    golden: Path | None = None
+    config_file: Path | None = None
+    k_values: tuple[int, ...] | None = None
+    limit: int | None = None
+    model: str | None = None
+    reranker: str | None = None
+    overrides: SearchOverrides = field(default_factory=SearchOverrides)
+    index_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class EvalSetup:
+    """The effective, validated settings of one evaluation."""
+
+    kb: Path
+    #: config + request: model, index_dir and search overrides already applied
+    settings: Settings
+    golden_path: Path
+    #: normalised: capped at the retrieval cap, sorted, de-duplicated
+    k_values: tuple[int, ...]
+    #: normalised limit (recorded in the fingerprint)
+    limit: int
+    #: how many hits each query fetches: max(largest k, limit)
+    depth: int
+    #: notes for stderr, without a program prefix (e.g. the limit-cap note)
+    notes: tuple[str, ...] = ()
+
+
+def resolve_eval_setup(request: EvalRequest) -> EvalSetup:
+    """Read ``groove.toml`` and apply the request on top of it.
+
+    Raises :class:`~pytest_groove.errors.GrooveError` for a bad config file or an
+    invalid k list, :class:`~pytest_groove.errors.UsageError` for bad override values.
+    """
+    kb = request.kb
+    settings = load_settings(kb, request.config_file)
+    index = settings.index
+    if request.model is not None:
+        index = replace(index, model=request.model)
+    if request.index_dir is not None:
+        index = replace(index, index_dir=request.index_dir)
+    overrides = replace(request.overrides, reranker=request.reranker)
+    search = apply_search_overrides(settings.search, overrides)
+    settings = replace(settings, index=index, search=search)
+
+    raw_k = request.k_values if request.k_values is not None else settings.eval.k_values
+    check_k_values(tuple(raw_k), "--k" if request.k_values is not None else "[eval].k_values")
+    k_values = normalise_k_values(tuple(raw_k))
+
+    notes: list[str] = []
+    requested_limit = request.limit if request.limit is not None else max(raw_k)
+    limit = min(requested_limit, SEARCH_LIMIT_MAX)
+    if limit < requested_limit:
+        notes.append(LIMIT_CAP_NOTE.format(requested=requested_limit, cap=SEARCH_LIMIT_MAX))
+    ov = request.overrides
+    if (ov.mmr_lambda is not None or ov.mmr_same_doc_penalty is not None) and not (
+        search.mmr.enabled
+    ):
+        notes.append(MMR_IGNORED_NOTE)
+
+    golden_path = resolve_golden_path(kb, request.golden, settings.eval.golden)
+    return EvalSetup(
+        kb=kb,
+        settings=settings,
+        golden_path=golden_path,
+        k_values=k_values,
+        limit=limit,
+        depth=max(max(k_values), limit),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,154 @@
+"""The pytest nodes: a collector for the golden file and one item per golden query.
+
+An item searches its query, scores the hits, and keeps the :class:`QueryResult` so the
+plugin can put it on the test report (that is how results reach the pytest-xdist
+controller).  It fails when the query misses -- nothing expected within the largest
+k -- and, under ``--groove-fail-on-regression``, when the query's own metrics dropped
+against the baseline run.  Failure texts are plain data, not tracebacks: the query,
+what was expected, where each expected entry ranked, and the top hits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.golden import node_ids
+from pytest_groove.evaluation.metrics import expected_ranks, is_miss
+from pytest_groove.evaluation.records import GoldenQuery
+from pytest_groove.evaluation.run import QueryResult
+
+if TYPE_CHECKING:
+    from pytest_groove._plugin_session import GrooveSession
+
+#: the marker every golden item carries (``-m groove`` / ``-m "not groove"``)
+GROOVE_MARKER = "groove"
+#: hits listed in a failure text
+SHOWN_HITS = 10
+
+_NOT_MARKER_CHAR = re.compile(r"\W+")
+
+
+def tag_marker(tag: str) -> str | None:
+    """The marker name for a golden ``tags`` entry (None when nothing usable is left).
+
+    Markers must be usable in ``-m`` expressions, so runs of characters other than
+    letters, digits and ``_`` become ``_`` ("needs review" -> ``needs_review``); a
+    leading ``_`` or digit is not allowed by pytest's mark generator and is dropped.
+    """
+    name = _NOT_MARKER_CHAR.sub("_", tag.strip()).strip("_")
+    name = name.lstrip("0123456789_")
+    return name or None
+
+
+class QueryFailed(Exception):
+    """An item's verdict: the text is the whole failure report (no traceback)."""
+
+
+def _label(path: str, heading: str | None) -> str:
+    return path if heading is None else f"{path} # {heading}"
+
+
+def _rank_text(rank: int | None, max_k: int, fetched: int) -> str:
+    if rank is None:
+        return f"not retrieved (searched {fetched})"
+    if rank > max_k:
+        return f"rank {rank} (outside the top {max_k})"
+    return f"rank {rank}"
+
+
+def describe_result(result: QueryResult, k_values: Sequence[int], headline: str) -> str:
+    """The failure text: query, expected entries with their ranks, top hits."""
+    max_k = max(k_values)
+    ranks = expected_ranks(result.expected, result.top_k)
+    width = max(len(_label(e.path, e.heading)) for e in result.expected)
+    lines = [headline, f"  query:    {result.query}", "  expected:"]
+    for entry, rank in zip(result.expected, ranks, strict=True):
+        label = _label(entry.path, entry.heading)
+        lines.append(f"    {label:<{width}}  {_rank_text(rank, max_k, len(result.top_k))}")
+    if result.top_k:
+        shown = result.top_k[:SHOWN_HITS]
+        lines.append(f"  top {len(shown)} of {len(result.top_k)} hits:")
+        for hit in shown:
+            lines.append(f"    {hit.rank:>3}. {_label(hit.path, hit.heading)}  ({hit.score:.4f})")
+    else:
+        lines.append("  the search returned no hits")
+    metrics = result.metrics
+    recall = "  ".join(f"recall@{k} {metrics.recall_at_k.get(k, 0.0):.2f}" for k in k_values)
+    lines.append(
+        f"  metrics:  {recall}  RR {metrics.reciprocal_rank:.2f}  "
+        f"nDCG@{max_k} {metrics.ndcg_at_k.get(max_k, 0.0):.2f}"
+    )
+    return "\n".join(lines)
+
+
+class GrooveGoldenFile(pytest.File):
+    """The golden YAML file; collects one :class:`GrooveQueryItem` per query."""
+
+    def collect(self) -> Iterator[GrooveQueryItem]:
+        session = groove_session(self.config)
+        queries = session.golden.queries
+        for query, name in zip(queries, node_ids(queries), strict=True):
+            item = GrooveQueryItem.from_parent(self, name=name, query=query)
+            item.add_marker(GROOVE_MARKER)
+            for tag in query.tags:
+                marker = tag_marker(tag)
+                if marker is not None:
+                    item.add_marker(marker)
+            yield item
+
+
+class GrooveQueryItem(pytest.Item):
+    """One golden query as a test."""
+
+    def __init__(self, *, query: GoldenQuery, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.query = query
+        #: set by runtest; read by the plugin's makereport hook
+        self.groove_result: QueryResult | None = None
+
+    def runtest(self) -> None:
+        session = groove_session(self.config)
+        result = session.run_query(self.query)
+        self.groove_result = result
+        if session.options.junit_properties:
+            self.user_properties.extend(session.junit_properties(result))
+        k_values = session.setup.k_values
+        if is_miss(result.metrics, k_values):
+            raise QueryFailed(
+                describe_result(
+                    result,
+                    k_values,
+                    f"golden query {self.name!r} missed: nothing expected in the top "
+                    f"{max(k_values)}",
+                )
+            )
+        regression = session.query_regression(self.name, result)
+        if regression is not None:
+            raise QueryFailed(describe_result(result, k_values, regression))
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        if isinstance(excinfo.value, QueryFailed):
+            return str(excinfo.value)
+        if isinstance(excinfo.value, GrooveError):
+            return f"golden query {self.name!r}: {excinfo.value.message}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        line = self.query.line - 1 if self.query.line > 0 else None
+        return self.path, line, f"golden query {self.name}"
+
+
+def groove_session(config: pytest.Config) -> GrooveSession:
+    """The plugin's per-run state (exists whenever golden items were collected)."""
+    from pytest_groove._plugin_session import SESSION_KEY
+
+    return config.stash[SESSION_KEY]

@@ -1,0 +1,51 @@
+"""The machine report (``groove eval --format json``, ``--groove-json PATH``).
+
+One JSON object; the schema is documented in ``docs/json-report.md``.  Every key is
+always present (``findings`` is ``[]`` when the check found nothing, so a consumer
+can tell "checked, nothing" from a version that never checked); ``corpus_changed``,
+``previous`` and ``diff`` are ``null`` when there is nothing to say.  Keys are
+sorted, non-finite numbers are written as ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from pytest_groove.evaluation.compare import Comparison
+from pytest_groove.evaluation.run import (
+    RunRecord,
+    aggregate_to_json,
+    corpus_to_json,
+    format_timestamp,
+    k_map_to_json,
+)
+
+
+def build_json_report(run: RunRecord, comparison: Comparison, *, recorded: bool) -> dict[str, Any]:
+    """The report object for ``run``; ``recorded`` says whether it went into the history."""
+    diff = comparison.diff
+    return {
+        "timestamp": format_timestamp(run.timestamp),
+        "fingerprint": run.fingerprint.to_json(),
+        "corpus": None if run.corpus is None else corpus_to_json(run.corpus),
+        "corpus_changed": comparison.corpus_changed,
+        "aggregate": aggregate_to_json(run.aggregate),
+        "per_query": [q.to_json() for q in run.per_query],
+        "findings": [f.to_json() for f in run.findings],
+        "previous": None if comparison.baseline is None else comparison.baseline.to_json(),
+        "diff": None
+        if diff is None
+        else {
+            "recall_at_k": k_map_to_json(diff.recall_at_k),
+            "mrr": diff.mrr if math.isfinite(diff.mrr) else None,
+            "ndcg_at_k": k_map_to_json(diff.ndcg_at_k),
+        },
+        "recorded": recorded,
+    }
+
+
+def dumps_json_report(report: dict[str, Any]) -> str:
+    """Pretty-printed (two-space indent, sorted keys), newline-terminated."""
+    return json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,0 +1,278 @@
+"""The session-level end of an evaluation, shared by ``groove eval`` and the pytest plugin.
+
+Both doors search every golden query (each through :func:`~pytest_groove.evaluation.
+run.evaluate_query`) and hand the per-query results to :func:`finish_evaluation`,
+which does everything else exactly once: findings scan, run record, history load,
+baseline choice, comparison, regression gate, history save, and both reports.  It
+prints nothing; the caller decides where the reports and warnings go.
+
+The gate is a no-op when there is no compatible stored run, under ``no_history`` or
+``no_diff``, and for a subset run (``record=False``: some golden queries were
+deselected).  A subset run is reported against the same queries of the baseline but
+never recorded, so it can neither move a baseline nor fail a build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_groove.config import EvalSettings
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.compare import (
+    Comparison,
+    compare,
+    gate_failures,
+    project_baseline,
+)
+from pytest_groove.evaluation.findings import findings_warning, scan_golden_quotes
+from pytest_groove.evaluation.guarded_io import HISTORY_CAP
+from pytest_groove.evaluation.history import (
+    BaselineChoice,
+    choose_baseline,
+    history_path,
+    load_history,
+    save_history,
+)
+from pytest_groove.evaluation.records import GoldenSet
+from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
+from pytest_groove.evaluation.report_text import NEXT_RUN_HINT, render_text
+from pytest_groove.evaluation.run import (
+    Finding,
+    Fingerprint,
+    QueryResult,
+    RunRecord,
+    build_run,
+    format_timestamp,
+)
+from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+
+
+@dataclass(frozen=True)
+class EvalFlags:
+    """Per-invocation switches (command-line flags / pytest options)."""
+
+    #: neither read nor write the history: no diff, no gate
+    no_history: bool = False
+    #: read and write the history but show no previous run: no diff, no gate
+    no_diff: bool = False
+    #: a regression beyond the threshold makes the exit code 1
+    fail_on_regression: bool = False
+    #: record this run as the frozen baseline
+    freeze_baseline: bool = False
+    #: ANSI colour in the text report
+    color: bool = False
+    #: also write the JSON report to this file
+    json_path: Path | None = None
+
+
+@dataclass
+class EvalContext:
+    """Everything :func:`finish_evaluation` needs besides the per-query results."""
+
+    kb: Path
+    golden: GoldenSet
+    fingerprint: Fingerprint
+    #: the corpus the searches ran against (None = unknown)
+    corpus: CorpusSnapshot | None
+    #: history_size and regression_threshold are used from here
+    settings: EvalSettings
+    flags: EvalFlags = field(default_factory=EvalFlags)
+    #: every indexed chunk, for the quote scan; iterate it inside the read snapshot
+    #: that answered the searches
+    chunk_texts: Iterable[ChunkText] | None = None
+    #: findings computed elsewhere (then ``chunk_texts`` is not scanned)
+    findings: Sequence[Finding] | None = None
+    #: None = ``<kb>/.groove-eval-history.json``
+    history_path: Path | None = None
+    #: byte cap of the history file (tests lower it)
+    history_cap: int = HISTORY_CAP
+    #: names the tool in the report banner and stderr messages
+    prog: str = "groove eval"
+    #: the flag named by the regression message
+    fail_flag: str = "--fail-on-regression"
+
+    @property
+    def resolved_history_path(self) -> Path:
+        return self.history_path if self.history_path is not None else history_path(self.kb)
+
+
+@dataclass(frozen=True)
+class EvalOutcome:
+    run: RunRecord
+    comparison: Comparison
+    text_report: str
+    json_report: dict[str, Any]
+    #: the findings block for stderr (None = nothing found)
+    findings_warning: str | None
+    #: aggregate metrics that failed the gate (empty = passed or not applied)
+    gate_failures: list[str]
+    #: history notes for stderr (corrupt file started fresh, trimmed, ...)
+    warnings: list[str]
+    #: 0 = fine, 1 = the gate failed or the history could not be saved
+    exit_code: int
+    #: the stderr line explaining a gate failure
+    gate_message: str | None = None
+    #: a problem that happened after the reports were built (history save failed)
+    error: str | None = None
+    #: the run was written to the history
+    recorded: bool = False
+    #: how the baseline was chosen (None when no history was consulted)
+    choice: BaselineChoice | None = None
+
+
+def order_results(golden: GoldenSet, results: Sequence[QueryResult]) -> list[QueryResult]:
+    """Results in golden order, whatever order they arrived in (xdist workers).
+
+    A result belongs to the first golden query with the same id, text and expected
+    list that has no result yet; results matching no golden query go last.
+    """
+    pending = list(results)
+    ordered: list[QueryResult] = []
+    for q in golden.queries:
+        for i, result in enumerate(pending):
+            if (result.id, result.query, result.expected) == (q.id, q.query, tuple(q.expected)):
+                ordered.append(pending.pop(i))
+                break
+    return ordered + pending
+
+
+def baseline_for(
+    kb: Path, fingerprint: Fingerprint, *, history_file: Path | None = None
+) -> RunRecord | None:
+    """The stored run a run with ``fingerprint`` would be compared with (read-only).
+
+    For the plugin's per-query regression check, which needs the baseline before
+    the session ends.  Raises :class:`GrooveError` when the history is refused.
+    """
+    runs = load_history(history_file or history_path(kb), warnings=[])
+    return choose_baseline(runs, fingerprint).baseline
+
+
+def _regression_message(ctx: EvalContext, comparison: Comparison, failures: list[str]) -> str:
+    baseline = comparison.baseline
+    assert baseline is not None
+    threshold = ctx.settings.regression_threshold
+    note = ""
+    if comparison.corpus_changed:
+        note = (
+            f" The indexed corpus changed since that run as well ({comparison.corpus_phrase}),"
+            " which moves rankings on its own."
+        )
+    return (
+        f"{ctx.prog}: retrieval quality regressed by more than {threshold:.3f} since the run "
+        f"of {format_timestamp(baseline.timestamp)} ({', '.join(failures)}).{note} "
+        f"Exit status 1 because {ctx.fail_flag} was set."
+    )
+
+
+def finish_evaluation(
+    ctx: EvalContext, results: Sequence[QueryResult], *, record: bool
+) -> EvalOutcome:
+    """Turn per-query results into a run: findings, history, diff, gate, reports.
+
+    ``record`` is True when the whole golden set ran; then (unless ``no_history``)
+    the run is saved and the gate applies.  Raises :class:`GrooveError` before
+    anything is built when the history file is refused or unreadable; a failure to
+    *save* is returned in :attr:`EvalOutcome.error` so the reports still reach the
+    user.
+    """
+    flags = ctx.flags
+    warnings: list[str] = []
+    per_query = order_results(ctx.golden, results)
+    golden = ctx.golden.queries
+    complete = len(per_query) == len(golden) and all(
+        r.id == q.id and r.query == q.query for r, q in zip(per_query, golden, strict=True)
+    )
+    if record and not complete:
+        warnings.append(
+            f"only {len(per_query)} of {len(ctx.golden.queries)} golden queries have results; "
+            "this run is reported but not recorded"
+        )
+    subset = not (record and complete)
+    will_record = not subset and not flags.no_history
+    if flags.freeze_baseline and not will_record:
+        warnings.append("--freeze-baseline ignored: this run is not recorded in the history")
+
+    if ctx.findings is not None:
+        findings = list(ctx.findings)
+    elif ctx.chunk_texts is not None:
+        findings = scan_golden_quotes(per_query, ctx.chunk_texts)
+    else:
+        findings = []
+    run = build_run(ctx.fingerprint, per_query, ctx.corpus, findings)
+
+    path = ctx.resolved_history_path
+    runs = [] if flags.no_history else load_history(path, warnings=warnings, cap=ctx.history_cap)
+    choice = None if flags.no_history or flags.no_diff else choose_baseline(runs, ctx.fingerprint)
+    shown = None if choice is None else choice.shown
+    if subset and shown is not None and choice is not None and choice.baseline is not None:
+        shown = project_baseline(shown, [q.id for q in per_query])
+    threshold = ctx.settings.regression_threshold
+    comparison = compare(run, shown, threshold)
+
+    failures: list[str] = []
+    if flags.fail_on_regression and not subset:
+        failures = gate_failures(comparison, threshold)
+
+    if subset:
+        footer: str | None = (
+            f"Subset run ({len(per_query)} of {len(ctx.golden.queries)} golden queries): "
+            "not recorded in the history and not gated."
+        )
+    elif will_record and not comparison.compatible:
+        footer = NEXT_RUN_HINT
+    else:
+        footer = None
+    text = render_text(
+        run, comparison, color=flags.color, choice=choice, footer=footer, title=ctx.prog
+    )
+    report = build_json_report(run, comparison, recorded=will_record)
+
+    error: str | None = None
+    recorded = False
+    if will_record:
+        try:
+            warnings += save_history(
+                path,
+                runs,
+                run,
+                ctx.settings.history_size,
+                ctx.history_cap,
+                freeze_baseline=flags.freeze_baseline,
+            )
+            recorded = True
+        except GrooveError as exc:
+            error = exc.message
+    if not recorded:
+        report["recorded"] = False
+    if flags.json_path is not None and error is None:
+        error = _write_json(flags.json_path, report)
+
+    return EvalOutcome(
+        run=run,
+        comparison=comparison,
+        text_report=text,
+        json_report=report,
+        findings_warning=findings_warning(findings, ctx.prog),
+        gate_failures=failures,
+        warnings=warnings,
+        exit_code=1 if failures or error else 0,
+        gate_message=_regression_message(ctx, comparison, failures) if failures else None,
+        error=error,
+        recorded=recorded,
+        choice=choice,
+    )
+
+
+def _write_json(path: Path, report: dict[str, Any]) -> str | None:
+    try:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dumps_json_report(report), encoding="utf-8")
+    except OSError as exc:
+        return f"could not write the JSON report {path}: {exc.strerror or exc}"
+    return None

@@ -1,0 +1,249 @@
+"""``groove tune``: can the fusion knobs move retrieval quality on this KB?
+
+Order of a run: resolve settings (flags > ``groove.toml`` > defaults) with the same
+code ``groove eval`` uses, load the golden file, open (and by default refresh) the
+index, then inside one read snapshot: pre-flight, the exit-2 gate, warnings, the
+sweep, the decision.  stdout gets the report only; progress, notes and warnings go
+to stderr in ASCII.  Exit status: 0 for a report (whatever the verdict), 2 when no
+golden query can react to the fusion parameters or a flag is bad, 1 for any other
+error.  tune applies nothing and writes no history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from pytest_groove.errors import GrooveError
+
+if TYPE_CHECKING:
+    from pytest_groove.tune.sweep import Preflight
+
+PROG = "groove tune"
+EXIT_OK = 0
+EXIT_NOT_MEASURABLE = 2
+#: below this many effective queries the IR convention calls results suggestive
+SMALL_N_WARN = 50
+
+CONTEXT_NOOP_WARNING = (
+    "groove tune: WARNING: every chunk has an empty context column, so the\n"
+    "bm25_context_weight axis is a no-op on this KB (contextual retrieval is off).\n"
+    'Its rows below mean "not measured", not "has no effect".\n'
+)
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _k_list(text: str) -> tuple[int, ...]:
+    from pytest_groove.config import parse_k_list
+
+    try:
+        return parse_k_list("--k", text)
+    except GrooveError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``tune`` on the ``groove`` command's sub-parsers."""
+    from pytest_groove.cli import _non_negative_int, add_kb_arguments
+
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "tune",
+        help="measure whether the fusion parameters (rrf_k, bm25 weights) can move quality",
+        description=(
+            "Sweep rrf_k x the three bm25 column weights (384 conditions) over the golden "
+            "set, select by leave-one-query-out, and either print a [search.fusion] "
+            "snippet or advise keeping the built-in defaults.  Applies nothing."
+        ),
+    )
+    add_kb_arguments(p)
+    p.add_argument("--golden", type=Path, help="golden file (default: <kb>/.groove-eval.yml)")
+    p.add_argument(
+        "--k",
+        type=_k_list,
+        action="append",
+        metavar="1,5,10",
+        help="k values for recall@k / nDCG@k (5 is always added: nDCG@5 decides)",
+    )
+    p.add_argument(
+        "--limit",
+        type=_non_negative_int,
+        help="length of each fused list (default and minimum: the largest k)",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    p.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR)")
+    p.add_argument(
+        "--plot",
+        type=Path,
+        metavar="PATH.png",
+        help="also draw a heatmap of rrf_k x heading weight (needs the 'plots' extra)",
+    )
+    p.add_argument(
+        "--no-reindex",
+        action="store_true",
+        help="use the index as it is instead of bringing it up to date first",
+    )
+    p.set_defaults(func=run)
+    return p
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def tune_k_values(k_values: Sequence[int]) -> tuple[int, ...]:
+    """The eval normalisation plus k=5, which the primary metric and threshold need."""
+    from pytest_groove.config import normalise_k_values
+    from pytest_groove.tune.decide import PRIMARY_K
+
+    return normalise_k_values((*k_values, PRIMARY_K))
+
+
+def tune_limit(limit: int, k_values: Sequence[int]) -> int:
+    """A fused list is never shorter than the deepest k it is scored at."""
+    return max(limit, max(k_values))
+
+
+def _warn(err: TextIO, line: str) -> None:
+    err.write(f"{PROG}: {line}\n")
+
+
+def not_measurable_message(pre: Preflight) -> str:
+    """The exit-2 diagnosis: why no grid point could differ from another."""
+    q = len(pre.queries)
+    lines = [
+        f"{PROG}: none of the {q} golden queries is sensitive to the fusion parameters "
+        "(every query has fewer than 2 FTS candidates), so the grid was not run.",
+        "  A query reaches the bm25 stage through the phrases it compiles to: its tokens "
+        "are OR'ed over a trigram index, so any token of three or more characters that "
+        "occurs in a chunk is enough, and a query made only of shorter tokens is tried "
+        "verbatim.  Add golden queries with distinctive terms (product and API names, "
+        "commands, error codes) and run tune again.",
+    ]
+    lines += [
+        f"  {q.diagnostics.id}: FTS candidates = {q.diagnostics.fts_candidates}"
+        for q in pre.queries
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Execute ``groove tune`` for parsed ``args``; returns the exit status."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    try:
+        return _tune(args, out, err)
+    except GrooveError as exc:
+        out.flush()
+        err.write(f"Error: {exc.message}\n")
+        return exc.exit_code
+
+
+def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    # heavy imports (numpy tables, the engine) only once a run really starts
+    from pytest_groove._eval_setup import EvalRequest, resolve_eval_setup
+    from pytest_groove.config import SEARCH_LIMIT_MAX
+    from pytest_groove.evaluation.compare import color_enabled
+    from pytest_groove.evaluation.golden import load_golden
+    from pytest_groove.tune.plot import check_plot_target, write_heatmap
+    from pytest_groove.tune.report import analyse, render_json, render_text
+    from pytest_groove.tune.sweep import EngineSource, build_metric_table, run_preflight
+
+    kb: Path = args.kb_path
+    if not kb.is_dir():
+        raise GrooveError(f"knowledge base not found: {kb} is not a directory (check --kb-path)")
+    requested_k = None if not args.k else tuple(k for ks in args.k for k in ks)
+    setup = resolve_eval_setup(
+        EvalRequest(
+            kb=kb,
+            golden=args.golden,
+            config_file=args.config,
+            k_values=requested_k,
+            limit=args.limit or None,  # an explicit 0 means "not set"
+            model=args.model,
+            reranker="none",  # tune measures the fusion stage, before any reranker
+            index_dir=args.index_dir,
+        )
+    )
+    k_values = tune_k_values(setup.k_values)
+    limit = min(tune_limit(setup.limit, k_values), SEARCH_LIMIT_MAX)
+    for note in setup.notes:
+        _warn(err, note)
+    search = setup.settings.search
+    if search.mmr.enabled or search.parent_retriever.enabled:
+        _warn(
+            err,
+            "note: [search.mmr] / [search.parent_retriever] are enabled in the config, but "
+            "tune only measures the plain RRF stage; they play no part here.",
+        )
+    if not search.fusion.is_default:
+        _warn(
+            err,
+            "note: [search.fusion] is customised in the config; every delta below is still "
+            "measured against the BUILT-IN defaults, not against your values.",
+        )
+    if args.plot is not None:
+        check_plot_target(args.plot)
+    golden = load_golden(setup.golden_path, kb)
+
+    from pytest_groove.engine import open_engine
+
+    settings = replace(setup.settings, search=replace(search, reranker="none"))
+    engine = open_engine(
+        kb, settings, reindex=not args.no_reindex, log=lambda line: _warn(err, line)
+    )
+    try:
+        source = EngineSource(engine)
+        # one read snapshot: every candidate list describes the same index state
+        with engine.read_snapshot():
+            pre = run_preflight(
+                source, golden.queries, limit, k_values, log=lambda line: err.write(line + "\n")
+            )
+            effective = pre.effective
+            if not effective:
+                err.write(not_measurable_message(pre))
+                return EXIT_NOT_MEASURABLE
+            if pre.context_axis_noop:
+                err.write(CONTEXT_NOOP_WARNING)
+            _warn(
+                err,
+                f"{len(effective)} of {len(pre.queries)} golden queries are effective "
+                "(FTS candidates >= 2)",
+            )
+            for q in pre.queries:
+                if not q.diagnostics.effective:
+                    err.write(
+                        f"  insensitive: {q.diagnostics.id} (FTS candidates = "
+                        f"{q.diagnostics.fts_candidates}; the fusion parameters cannot move it)\n"
+                    )
+            if len(effective) < SMALL_N_WARN:
+                _warn(
+                    err,
+                    f"WARNING: effective N = {len(effective)} is below {SMALL_N_WARN}, the usual "
+                    "minimum number of topics in IR evaluation; treat the numbers below as "
+                    "suggestive, not conclusive.",
+                )
+            _warn(err, "sweeping 64 bm25 weight conditions x 6 rrf_k values...")
+            table = build_metric_table(source, pre, log=lambda line: err.write(line + "\n"))
+        model = engine.model_name
+    finally:
+        engine.close()
+
+    result = analyse(str(kb), str(setup.golden_path), model, pre, table)
+    if args.format == "json":
+        out.write(render_json(result))
+    else:
+        out.write(render_text(result, color=color_enabled(args.no_color, out)))
+    out.flush()
+    if args.plot is not None:
+        write_heatmap(args.plot, table.primary, effective, result.verdict.refit.index)
+        _warn(err, f"heatmap written to {args.plot}")
+    _warn(err, f"cost split: {pre.timings.summary()}")
+    return EXIT_OK

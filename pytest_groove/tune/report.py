@@ -1,0 +1,337 @@
+"""The ``groove tune`` report: text for people, JSON for tools.
+
+:func:`analyse` turns a finished sweep into a :class:`TuneResult` (the decision
+plus what the report shows next to it); :func:`render_text` and :func:`to_json`
+only format it.  Results go to stdout; progress and warnings never appear here.
+
+JSON keys are written sorted, metric maps are keyed by ``k`` as a string, and a
+non-finite number (the paired SE of a single effective query) is ``null``.  The
+schema is documented in ``docs/tune.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_groove.evaluation.metrics import AggregateMetrics
+from pytest_groove.tune.decide import (
+    PRIMARY_K,
+    STABILITY_MIN,
+    QueryImpact,
+    Verdict,
+    decide,
+    per_query_impact,
+    phase_k_sweep,
+    phase_w_ranking,
+)
+from pytest_groove.tune.grid import (
+    DEFAULT_CONDITION,
+    DEFAULT_INDEX,
+    RRF_K_VALUES,
+    WEIGHT_VALUES,
+    Condition,
+    toml_snippet,
+)
+from pytest_groove.tune.sweep import MetricTable, Preflight
+
+BOLD = "\x1b[1m"
+DIM = "\x1b[90m"
+RESET = "\x1b[0m"
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """Everything one ``groove tune`` run measured and decided."""
+
+    kb_path: str
+    golden_path: str
+    model: str
+    preflight: Preflight
+    table: MetricTable
+    verdict: Verdict
+    impact: QueryImpact
+    #: Phase W's five best weight triples at k=60: (condition, mean nDCG@5)
+    top_weights: list[tuple[int, float]]
+    #: the six k values at the refit's weights: (condition, mean nDCG@5)
+    k_sweep: list[tuple[int, float]]
+
+    @property
+    def baseline(self) -> AggregateMetrics:
+        return self.table.aggregate(DEFAULT_INDEX)
+
+    @property
+    def refit_aggregate(self) -> AggregateMetrics:
+        return self.table.aggregate(self.verdict.refit.index)
+
+
+def analyse(
+    kb_path: str, golden_path: str, model: str, pre: Preflight, table: MetricTable
+) -> TuneResult:
+    """Run the decision on a filled metric table and collect the report's numbers."""
+    effective = pre.effective
+    verdict = decide(table.primary, table.secondary(), effective=effective)
+    refit = verdict.refit.index
+    return TuneResult(
+        kb_path=kb_path,
+        golden_path=golden_path,
+        model=model,
+        preflight=pre,
+        table=table,
+        verdict=verdict,
+        impact=per_query_impact(table.primary, refit),
+        top_weights=phase_w_ranking(table.primary, effective),
+        k_sweep=phase_k_sweep(table.primary, effective, refit),
+    )
+
+
+# --------------------------------------------------------------------------- text
+
+
+class _Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def bold(self, text: str) -> str:
+        return f"{BOLD}{text}{RESET}" if self.color else text
+
+    def dim(self, text: str) -> str:
+        return f"{DIM}{text}{RESET}" if self.color else text
+
+
+def _fixed(value: float, places: int = 4) -> str:
+    return "inf" if math.isinf(value) else f"{value:.{places}f}"
+
+
+_DIAGNOSTICS_LEGEND = (
+    "  (fts: FTS candidates in the pool at the default weights; >= 2 makes a query",
+    "   effective.  docfreq: chunks matching ANY phrase of the query, because queries",
+    "   compile to OR'ed phrases, so it bounds each phrase's document frequency from",
+    "   above.  overlap: chunks in both the vector list and the FTS list; 0 means rrf_k",
+    "   cannot reorder that query.  bm25?: the FTS order moved between the heading-heavy",
+    "   and content-heavy weight extremes.  idf CLMP: the union covers at least half of",
+    "   all chunks, a hint that FTS5 clamps the IDF rather than proof.  ties: adjacent",
+    "   equal float32 RRF scores at the default condition.)",
+)
+
+
+def render_text(result: TuneResult, color: bool = False) -> str:
+    """The human report; always ends in exactly one newline."""
+    s = _Style(color)
+    pre = result.preflight
+    v = result.verdict
+    loo = v.loo
+    q_total = len(pre.queries)
+    e_total = len(pre.effective)
+    out: list[str] = []
+    add = out.append
+
+    add(f"{s.bold('groove tune')} — {result.kb_path}")
+    add(
+        f"  golden: {result.golden_path}   model: {result.model}   "
+        "reranker: none (tune measures the fusion stage, before any reranker)"
+    )
+    add(
+        f"  limit: {pre.limit}   candidate pool: {pre.pool_size} (floor, not a cap)   "
+        f"chunks in index: {pre.chunk_total}"
+    )
+    add(
+        f"  queries: {q_total} total / {e_total} effective (FTS candidates >= 2)   "
+        f"primary metric: nDCG@{PRIMARY_K}"
+    )
+    if pre.context_axis_noop:
+        add(
+            "  WARNING: no chunk has context text, so the bm25_context_weight axis is a "
+            "no-op on this index (contextual retrieval is off): its rows are "
+            '"not measured", not "has no effect".'
+        )
+
+    add("")
+    add(s.bold("## Query diagnostics"))
+    add(
+        f"  {'query':<28} {'fts':>5} {'docfreq':>8} {'overlap':>8} {'bm25?':>6} "
+        f"{'idf':>5} {'ties':>5}"
+    )
+    for q in pre.queries:
+        d = q.diagnostics
+        add(
+            f"  {d.id[:28]:<28} {d.fts_candidates:>5} {d.fts_total_matches:>8} "
+            f"{d.vec_fts_overlap:>8} {'yes' if d.bm25_sensitive else 'no':>6} "
+            f"{'CLMP' if d.idf_clamped else 'ok':>5} {d.rrf_ties:>5}"
+        )
+    for line in _DIAGNOSTICS_LEGEND:
+        add(s.dim(line))
+
+    add("")
+    add(s.bold(f"## Grid (coordinate descent over {e_total} effective queries)"))
+    add("  Phase W — the five best bm25 weight sets at k=60:")
+    for cond, score in result.top_weights:
+        add(f"    {Condition.from_index(cond).label:<34} nDCG@5 {score:.4f}")
+    add("  Phase K — rrf_k at the winning weights:")
+    for cond, score in result.k_sweep:
+        add(f"    {Condition.from_index(cond).label:<34} nDCG@5 {score:.4f}")
+
+    add("")
+    add(s.bold("## Nested leave-one-query-out CV"))
+    add(f"  refit (all {e_total} queries): {v.refit.label}")
+    add(f"  folds: {loo.folds}")
+    add(f"  held-out mean delta vs default: {v.held_out_mean:+.4f}   (threshold {v.min_delta:.4f})")
+    add(
+        f"  paired SE (SD/sqrt(N)): {_fixed(v.paired_se)}   "
+        f"{v.multiplier:.1f} x SE: {_fixed(v.multiplier * v.paired_se)}"
+    )
+    sign = loo.sign_test
+    add(
+        f"  sign test: {sign.improved} improved / {sign.degraded} degraded / {sign.tied} tied   "
+        f"two-sided p = {sign.p_value:.4f}"
+    )
+    add(
+        f"  selection stability: {v.stability:.2f} of folds picked the refit condition "
+        f"(threshold > {STABILITY_MIN:.2f})"
+    )
+
+    add("")
+    add(s.bold(f"## Secondary metrics (all {q_total} golden queries)"))
+    for name, (base, cand) in v.secondary.values.items():
+        label = "MRR" if name == "mrr" else name
+        add(f"  {label:<9} default {base:.4f} -> refit {cand:.4f} ({cand - base:+.4f})")
+    if v.violations:
+        for violation in v.violations:
+            add(f"  DEGRADED: {violation}")
+    else:
+        add("  no secondary metric degraded")
+
+    add("")
+    add(s.bold("## Per-query impact (refit vs default)"))
+    impact = result.impact
+    worst = ""
+    if impact.worst_query is not None:
+        worst = f" ({pre.queries[impact.worst_query].diagnostics.id})"
+    add(
+        f"  improved: {impact.improved}   degraded: {impact.degraded}   "
+        f"worst delta: {impact.worst_delta:+.4f}{worst}"
+    )
+    add(s.dim("  (an average gain from rank fusion often hides losses on single queries"))
+    add(s.dim("   (Benham & Culpepper), so read this line before the average.)"))
+
+    add("")
+    add(s.bold("## Verdict"))
+    add(
+        f"  permutation test (paired sign-flip on the held-out deltas): "
+        f"p = {v.permutation_p:.4f}   (reported only, not an adoption criterion)"
+    )
+    if v.adopt:
+        add(f"  Recommendation: {v.refit.label}")
+        add("  Every adoption criterion passed.  Paste the block below into groove.toml,")
+        add("  then confirm with `groove eval` using your real pipeline (reranker and")
+        add("  [contextual] as in production) before you keep it: tune measured the plain")
+        add("  RRF stage only.")
+        add("")
+        out.extend(toml_snippet(v.refit).rstrip("\n").split("\n"))
+    else:
+        add(f"  Recommendation: keep the built-in defaults ({DEFAULT_CONDITION.label}).")
+        for reason in v.reasons:
+            add(f"    - {reason}")
+        add(s.dim("  This is the usual outcome: RRF is known to need little tuning, and"))
+        add(s.dim("  constants fitted to one golden set rarely carry over to another."))
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _agg_json(agg: AggregateMetrics) -> dict[str, Any]:
+    return {
+        "recall_at_k": {str(k): v for k, v in agg.recall_at_k.items()},
+        "mrr": agg.mrr,
+        "ndcg_at_k": {str(k): v for k, v in agg.ndcg_at_k.items()},
+        "query_count": agg.query_count,
+    }
+
+
+def _rows_json(rows: list[tuple[int, float]]) -> list[dict[str, Any]]:
+    return [{"condition": Condition.from_index(c).to_json(), "ndcg": s} for c, s in rows]
+
+
+def to_json(result: TuneResult) -> dict[str, Any]:
+    """The report as a JSON-ready dict (see docs/tune.md for the schema)."""
+    pre = result.preflight
+    v = result.verdict
+    loo = v.loo
+    sign = loo.sign_test
+    verdict: dict[str, Any]
+    if v.adopt:
+        verdict = {
+            "decision": "adopt",
+            "condition": v.refit.to_json(),
+            "toml_snippet": toml_snippet(v.refit),
+        }
+    else:
+        verdict = {"decision": "keep_default", "reasons": list(v.reasons)}
+    verdict["permutation_p_value"] = v.permutation_p
+    return {
+        "kb_path": result.kb_path,
+        "golden_path": result.golden_path,
+        "model": result.model,
+        "reranker": None,
+        "limit": pre.limit,
+        "candidate_pool": pre.pool_size,
+        "primary_k": PRIMARY_K,
+        "k_values": list(pre.k_values),
+        "chunk_total": pre.chunk_total,
+        "context_axis_noop": pre.context_axis_noop,
+        "query_count": len(pre.queries),
+        "effective_query_count": len(pre.effective),
+        "diagnostics": [q.diagnostics.to_json() for q in pre.queries],
+        "grid": {
+            "rrf_k": list(RRF_K_VALUES),
+            "bm25_weights": list(WEIGHT_VALUES),
+            "top_weight_conditions": _rows_json(result.top_weights),
+            "rrf_k_sweep": _rows_json(result.k_sweep),
+        },
+        "loo": {
+            "refit": v.refit.to_json(),
+            "folds": loo.folds,
+            "held_out_diffs": list(loo.diffs),
+            "mean_delta": v.held_out_mean,
+            "paired_se": _finite_or_none(v.paired_se),
+            "selection_stability": v.stability,
+            "sign_test": {
+                "improved": sign.improved,
+                "degraded": sign.degraded,
+                "tied": sign.tied,
+                "p_value": sign.p_value,
+            },
+        },
+        "secondary_metrics": {
+            "baseline": _agg_json(result.baseline),
+            "refit": _agg_json(result.refit_aggregate),
+            "violations": list(v.violations),
+        },
+        "per_query_impact": {
+            "improved": result.impact.improved,
+            "degraded": result.impact.degraded,
+            "worst_delta": result.impact.worst_delta,
+        },
+        "verdict": verdict,
+    }
+
+
+def render_json(result: TuneResult) -> str:
+    """Pretty JSON (2-space indent, sorted keys), ending in a newline."""
+    return json.dumps(to_json(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+__all__ = [
+    "TuneResult",
+    "analyse",
+    "render_json",
+    "render_text",
+    "to_json",
+]

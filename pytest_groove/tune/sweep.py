@@ -1,0 +1,437 @@
+"""Pre-flight and the metric table: every golden query under all 384 conditions.
+
+Cost structure, cheapest last:
+
+1. the usable queries are embedded in one batch;
+2. the vector list of each query is fetched once (it depends on no fusion knob);
+3. the FTS list of each query is fetched once per weight triple -- 64 lists,
+   because the bm25 weights decide which rows survive the ``LIMIT`` (the
+   pre-flight's default-weight list is reused for the default triple);
+4. everything else happens in memory: each distinct FTS list is fused with the
+   vector list at all six ``rrf_k`` values in one numpy pass
+   (:class:`~pytest_groove.search.fusion.RrfSweep`), and each distinct fused
+   ranking is scored once with :func:`~pytest_groove.evaluation.metrics.query_metrics`
+   -- the same fusion and metric code ``groove search`` and ``groove eval`` run.
+
+The legs come from the search pipeline itself (:class:`CandidateSource`), so a
+golden query with ``-term`` exclusions is filtered exactly as in a search.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_groove.evaluation.metrics import AggregateMetrics, QueryMetrics, query_metrics
+from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.search.fts_query import ParsedQuery, parse_query
+from pytest_groove.search.fusion import FusedRanking, RrfSweep, pool_sizes
+from pytest_groove.tune.decide import PRIMARY_K
+from pytest_groove.tune.grid import (
+    DEFAULT_CONDITION,
+    N_CONDITIONS,
+    N_K,
+    N_WEIGHT_TRIPLES,
+    RRF_K_VALUES,
+    weight_triple_index,
+    weight_triples,
+)
+
+if TYPE_CHECKING:
+    from pytest_groove.engine import Engine
+
+FloatArray = npt.NDArray[np.float64]
+Log = Callable[[str], None]
+
+_log = logging.getLogger(__name__)
+
+#: a query is effective (can react to the fusion knobs) with this many FTS candidates
+MIN_FTS_CANDIDATES = 2
+#: weight triples whose FTS lists decide ``bm25_sensitive``
+HEADING_HEAVY = weight_triple_index(3, 0, 0)  # h=4.0 ctx=0.5 content=0.5
+CONTENT_HEAVY = weight_triple_index(0, 0, 3)  # h=0.5 ctx=0.5 content=4.0
+DEFAULT_TRIPLE = DEFAULT_CONDITION.weight_index
+
+
+class CandidateSource(Protocol):
+    """What the sweep needs from an open index (see :class:`EngineSource`)."""
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+    def vector_leg(
+        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
+    ) -> list[int]: ...
+
+    def fts_leg(
+        self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
+    ) -> list[int]: ...
+
+    def fts_match_count(self, match_expr: str) -> int: ...
+
+    def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]: ...
+
+    def chunk_count(self) -> int: ...
+
+    def context_chunk_count(self) -> int: ...
+
+
+class EngineSource:
+    """:class:`CandidateSource` over an open :class:`~pytest_groove.engine.Engine`.
+
+    The two legs are the search pipeline's own (:class:`HybridSearcher`), so the
+    ``-term`` post-filter and the fetch sizes are those of ``groove search``.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        from pytest_groove.search.pipeline import HybridSearcher
+
+        self._engine = engine
+        self._legs = HybridSearcher(engine.store, engine.vectors, engine.embedder)
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self._engine.embed_queries(texts)
+
+    def vector_leg(
+        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
+    ) -> list[int]:
+        return self._legs.vector_leg(query_vector, n, parsed)
+
+    def fts_leg(
+        self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
+    ) -> list[int]:
+        return self._legs.fts_leg(parsed, weights, n)
+
+    def fts_match_count(self, match_expr: str) -> int:
+        return self._engine.fts_match_count(match_expr)
+
+    def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+        return self._engine.chunk_labels(ids)
+
+    def chunk_count(self) -> int:
+        return self._engine.chunk_count()
+
+    def context_chunk_count(self) -> int:
+        return self._engine.context_chunk_count()
+
+
+# --------------------------------------------------------------------------- pre-flight
+
+
+@dataclass
+class QueryDiagnostics:
+    """Why a query can or cannot react to the fusion parameters."""
+
+    id: str
+    #: length of the FTS list at the default weights (at most the pool size)
+    fts_candidates: int = 0
+    #: chunks matching the compiled expression, no LIMIT: the size of the OR-union
+    #: of the phrases, so only an upper bound on any one phrase's document frequency
+    fts_total_matches: int = 0
+    #: FTS candidates that are also in the vector list; 0 means rrf_k cannot reorder
+    vec_fts_overlap: int = 0
+    #: the FTS order differs between the heading-heavy and content-heavy extremes
+    bm25_sensitive: bool = False
+    #: the union covers at least half of all chunks (FTS5 clamps such IDFs): a hint
+    idf_clamped: bool = False
+    #: adjacent equal float32 scores in the default condition's fused list
+    rrf_ties: int = 0
+
+    @property
+    def effective(self) -> bool:
+        """0 candidates is vector-only, 1 has a fixed rank: neither can move."""
+        return self.fts_candidates >= MIN_FTS_CANDIDATES
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "fts_candidates": self.fts_candidates,
+            "fts_total_matches": self.fts_total_matches,
+            "vec_fts_overlap": self.vec_fts_overlap,
+            "bm25_sensitive": self.bm25_sensitive,
+            "idf_clamped": self.idf_clamped,
+            "rrf_ties": self.rrf_ties,
+            "effective": self.effective,
+        }
+
+
+@dataclass
+class PreparedQuery:
+    golden: GoldenQuery
+    parsed: ParsedQuery
+    vec_ids: list[int]
+    fts_default: list[int]
+    diagnostics: QueryDiagnostics
+
+
+@dataclass
+class Timings:
+    """Wall-clock seconds per stage (reported so the cost split is measured, not guessed)."""
+
+    embed: float = 0.0
+    vector: float = 0.0
+    fts: float = 0.0
+    fts_calls: int = 0
+    count: float = 0.0
+    labels: float = 0.0
+    fuse: float = 0.0
+    metrics: float = 0.0
+    distinct_fts_lists: int = 0
+    distinct_rankings: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"embed {self.embed:.2f}s, vector {self.vector:.2f}s, "
+            f"fts {self.fts:.2f}s ({self.fts_calls} fetches) + counts {self.count:.2f}s, "
+            f"labels {self.labels:.2f}s, fuse {self.fuse:.2f}s "
+            f"({self.distinct_fts_lists} distinct FTS lists), "
+            f"metrics {self.metrics:.2f}s ({self.distinct_rankings} distinct rankings)"
+        )
+
+
+@dataclass
+class Preflight:
+    queries: list[PreparedQuery]
+    #: ids of golden queries dropped because they expect nothing
+    skipped: list[str]
+    limit: int
+    k_values: tuple[int, ...]
+    pool_size: int
+    chunk_total: int
+    context_chunks: int
+    timings: Timings = field(default_factory=Timings)
+
+    @property
+    def effective(self) -> list[int]:
+        """Rows of the queries that can react to the fusion parameters, golden order."""
+        return [i for i, q in enumerate(self.queries) if q.diagnostics.effective]
+
+    @property
+    def context_axis_noop(self) -> bool:
+        """No chunk has context text, so bm25_context_weight multiplies zeros."""
+        return self.context_chunks == 0
+
+
+def candidate_pool(limit: int) -> int:
+    """Per-leg candidates: ``max(5 * limit, 50)`` -- a floor, not a cap."""
+    return pool_sizes(limit, mmr=False, reranker=False).per_leg_n
+
+
+def run_preflight(
+    source: CandidateSource,
+    queries: Sequence[GoldenQuery],
+    limit: int,
+    k_values: Sequence[int],
+    log: Log | None = None,
+) -> Preflight:
+    """Embed the usable queries, fetch their vector lists and default FTS lists.
+
+    A golden query with no expected entries cannot be scored and is skipped with
+    a logged warning (the golden loader normally refuses those already).
+    """
+    timings = Timings()
+    usable: list[GoldenQuery] = []
+    skipped: list[str] = []
+    for query in queries:
+        if query.expected:
+            usable.append(query)
+        else:
+            _log.warning("skipping golden query with no expected hits: %s", query.query)
+            skipped.append(query.id)
+    parsed = [parse_query(q.query) for q in usable]
+    pool = candidate_pool(limit)
+    chunk_total = source.chunk_count()
+    context_chunks = source.context_chunk_count()
+
+    started = time.perf_counter()
+    vectors = source.embed_queries([p.positive for p in parsed]) if parsed else None
+    timings.embed = time.perf_counter() - started
+    if parsed and (vectors is None or len(vectors) != len(parsed)):
+        got = 0 if vectors is None else len(vectors)
+        raise ValueError(f"embedding returned {got} vectors for {len(parsed)} queries")
+
+    if log is not None:
+        log("groove tune: pre-flight (measuring FTS candidates per query)...")
+    prepared: list[PreparedQuery] = []
+    for row, (golden, pq) in enumerate(zip(usable, parsed, strict=True)):
+        assert vectors is not None
+        t0 = time.perf_counter()
+        vec_ids = source.vector_leg(vectors[row], pool, pq)
+        t1 = time.perf_counter()
+        fts_ids: list[int] = []
+        total = 0
+        if pq.fts is not None:
+            fts_ids = source.fts_leg(pq, DEFAULT_CONDITION.params.weights, pool)
+            timings.fts_calls += 1
+        t2 = time.perf_counter()
+        if pq.fts is not None:
+            total = source.fts_match_count(pq.fts)
+        t3 = time.perf_counter()
+        timings.vector += t1 - t0
+        timings.fts += t2 - t1
+        timings.count += t3 - t2
+        vec_set = set(vec_ids)
+        diag = QueryDiagnostics(
+            id=golden.id,
+            fts_candidates=len(fts_ids),
+            fts_total_matches=total,
+            vec_fts_overlap=sum(1 for cid in fts_ids if cid in vec_set),
+            idf_clamped=chunk_total > 0 and 2 * total >= chunk_total,
+        )
+        prepared.append(PreparedQuery(golden, pq, vec_ids, fts_ids, diag))
+    return Preflight(
+        queries=prepared,
+        skipped=skipped,
+        limit=limit,
+        k_values=tuple(k_values),
+        pool_size=pool,
+        chunk_total=chunk_total,
+        context_chunks=context_chunks,
+        timings=timings,
+    )
+
+
+# --------------------------------------------------------------------------- metric table
+
+
+@dataclass(frozen=True)
+class _Hit:
+    rank: int
+    path: str
+    heading: str | None
+
+
+@dataclass
+class MetricTable:
+    """Per-query metrics under every condition: arrays of shape (queries, 384)."""
+
+    k_values: tuple[int, ...]
+    ndcg: dict[int, FloatArray]
+    recall: dict[int, FloatArray]
+    rr: FloatArray
+
+    @classmethod
+    def empty(cls, n_queries: int, k_values: Sequence[int]) -> MetricTable:
+        shape = (n_queries, N_CONDITIONS)
+        ks = tuple(k_values)
+        return cls(
+            k_values=ks,
+            ndcg={k: np.zeros(shape) for k in ks},
+            recall={k: np.zeros(shape) for k in ks},
+            rr=np.zeros(shape),
+        )
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.rr.shape[0])
+
+    @property
+    def primary(self) -> FloatArray:
+        """nDCG@5, the metric the selection and the decision use."""
+        return self.ndcg[PRIMARY_K]
+
+    def secondary(self) -> dict[str, FloatArray]:
+        """recall@k for every k, then MRR: the metrics criterion 5 guards."""
+        out: dict[str, FloatArray] = {f"recall@{k}": self.recall[k] for k in self.k_values}
+        out["mrr"] = self.rr
+        return out
+
+    def set_cell(self, row: int, condition: int, metrics: QueryMetrics) -> None:
+        for k in self.k_values:
+            self.ndcg[k][row, condition] = metrics.ndcg_at_k[k]
+            self.recall[k][row, condition] = metrics.recall_at_k[k]
+        self.rr[row, condition] = metrics.reciprocal_rank
+
+    def aggregate(self, condition: int) -> AggregateMetrics:
+        """Means over every query under one condition (exactly rounded sums)."""
+        n = self.n_queries
+
+        def col_mean(table: FloatArray) -> float:
+            return math.fsum(float(v) for v in table[:, condition]) / n if n else 0.0
+
+        return AggregateMetrics(
+            recall_at_k={k: col_mean(self.recall[k]) for k in self.k_values},
+            mrr=col_mean(self.rr),
+            ndcg_at_k={k: col_mean(self.ndcg[k]) for k in self.k_values},
+            query_count=n,
+        )
+
+
+def _adjacent_ties(ranking: FusedRanking) -> int:
+    scores = ranking.scores
+    return int(np.count_nonzero(scores[1:] == scores[:-1])) if len(scores) > 1 else 0
+
+
+def build_metric_table(
+    source: CandidateSource, pre: Preflight, log: Log | None = None
+) -> MetricTable:
+    """Fill every (query, condition) cell; also completes the sweep diagnostics."""
+    table = MetricTable.empty(len(pre.queries), pre.k_values)
+    timings = pre.timings
+    triples = list(weight_triples())
+    total = len(pre.queries)
+    for row, query in enumerate(pre.queries):
+        if log is not None:
+            log(
+                f"  [{row + 1}/{total}] sweeping {N_WEIGHT_TRIPLES} weight conditions "
+                f"for {query.golden.id}"
+            )
+        # one FTS fetch per weight triple; the default triple reuses the pre-flight list
+        t0 = time.perf_counter()
+        lists: list[list[int]] = []
+        for w, weights in triples:
+            if query.parsed.fts is None:
+                lists.append([])
+            elif w == DEFAULT_TRIPLE:
+                lists.append(query.fts_default)
+            else:
+                lists.append(source.fts_leg(query.parsed, weights, pre.pool_size))
+                timings.fts_calls += 1
+        timings.fts += time.perf_counter() - t0
+        query.diagnostics.bm25_sensitive = lists[HEADING_HEAVY] != lists[CONTENT_HEAVY]
+
+        # fuse each distinct FTS list once, at all six k
+        t0 = time.perf_counter()
+        fuser = RrfSweep(query.vec_ids, RRF_K_VALUES, pre.limit)
+        fused_by_list: dict[tuple[int, ...], list[FusedRanking]] = {}
+        per_triple: list[list[FusedRanking]] = []
+        for fts_ids in lists:
+            key = tuple(fts_ids)
+            if key not in fused_by_list:
+                fused_by_list[key] = fuser.fuse(fts_ids)
+            per_triple.append(fused_by_list[key])
+        timings.fuse += time.perf_counter() - t0
+        timings.distinct_fts_lists += len(fused_by_list)
+        query.diagnostics.rrf_ties = _adjacent_ties(per_triple[DEFAULT_TRIPLE][DEFAULT_CONDITION.k])
+
+        t0 = time.perf_counter()
+        wanted = sorted(
+            {int(c) for rankings in fused_by_list.values() for r in rankings for c in r.ids}
+        )
+        labels = source.chunk_labels(wanted)
+        timings.labels += time.perf_counter() - t0
+
+        # score each distinct ranking once with the shared metric code
+        t0 = time.perf_counter()
+        expected: tuple[ExpectedEntry, ...] = query.golden.expected
+        scored: dict[tuple[int, ...], QueryMetrics] = {}
+        for w in range(N_WEIGHT_TRIPLES):
+            for k_index, ranking in enumerate(per_triple[w]):
+                ids = tuple(int(c) for c in ranking.ids)
+                metrics = scored.get(ids)
+                if metrics is None:
+                    # a chunk deleted under us has no label; search drops it the same way
+                    kept = [labels[c] for c in ids if c in labels]
+                    hits = [_Hit(i, p, h) for i, (p, h) in enumerate(kept, start=1)]
+                    metrics = query_metrics(expected, hits, pre.k_values)
+                    scored[ids] = metrics
+                table.set_cell(row, w * N_K + k_index, metrics)
+        timings.metrics += time.perf_counter() - t0
+        timings.distinct_rankings += len(scored)
+    return table

@@ -1,0 +1,404 @@
+"""pytest-groove plugin: item outcomes, session report, history, diff, gate, xdist.
+
+The golden queries are answered by a conftest-supplied retriever reading
+``answers.json``, so a test can make retrieval better or worse by rewriting that file
+between runs.  Key scenarios run twice: in one process and with ``-n 2``.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Imported here, not only inside the inner runs: pytester's in-process runs drop the
+# modules a run imported, and PyYAML's C loader does not survive being imported twice.
+import pytest_groove._plugin_finish
+import pytest_groove._plugin_session  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+GOLDEN = """\
+queries:
+  - id: ship-days
+    query: "which days do we ship"
+    expected:
+      - path: "ops/deploys.md"
+  - id: rotate-tokens
+    query: "how are tokens rotated"
+    expected:
+      - path: "api/auth.md"
+  - id: pager
+    query: "who carries the pager"
+    expected:
+      - path: "ops/oncall.md"
+  - id: flaky
+    query: "a check that fails then passes"
+    expected:
+      - path: "practices/testing.md"
+        heading: "Flaky tests"
+"""
+
+RETRIEVER_CONFTEST = """\
+import json
+import pathlib
+
+ANSWERS = pathlib.Path(__file__).parent / "answers.json"
+
+
+def retrieve(query, limit):
+    table = json.loads(ANSWERS.read_text(encoding="utf-8"))
+    if query in table.get("__raise__", []):
+        raise RuntimeError("search backend down")
+    return [
+        {"path": path, "heading": heading, "score": round(1.0 / rank, 4)}
+        for rank, (path, heading) in enumerate(table.get(query, []), start=1)
+    ][:limit]
+
+
+retrieve.groove_name = "fake"
+
+
+def pytest_groove_retriever(config):
+    return retrieve
+"""
+
+NOISE = [["misc/other.md", None], ["misc/more.md", "Intro"]]
+
+GOOD: dict[str, Any] = {
+    "which days do we ship": [["ops/deploys.md", "Schedule"], *NOISE],
+    "how are tokens rotated": [["api/auth.md", "Rotation"], *NOISE],
+    "who carries the pager": [["ops/oncall.md", None], *NOISE],
+    "a check that fails then passes": [["practices/testing.md", "Flaky tests"], *NOISE],
+}
+
+#: the pager query's answer drops from rank 1 to rank 3
+WORSE = {**GOOD, "who carries the pager": [*NOISE, ["ops/oncall.md", None]]}
+#: the pager query finds nothing expected
+MISSING = {**GOOD, "who carries the pager": NOISE}
+
+IDS = ["ship-days", "rotate-tokens", "pager", "flaky"]
+XDIST = ["-n", "2", "-p", "no:hypothesispytest"]
+
+
+@pytest.fixture(params=["one-process", "xdist"])
+def dist(request: pytest.FixtureRequest) -> list[str]:
+    """Extra arguments: none, or two xdist workers."""
+    return [] if request.param == "one-process" else list(XDIST)
+
+
+class Project:
+    def __init__(self, pytester: pytest.Pytester) -> None:
+        self.pytester = pytester
+        self.kb = pytester.path / "kb"
+        self.kb.mkdir()
+        (self.kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+        pytester.makeconftest(RETRIEVER_CONFTEST)
+        self.answer(GOOD)
+
+    def answer(self, table: dict[str, Any]) -> None:
+        (self.pytester.path / "answers.json").write_text(json.dumps(table), encoding="utf-8")
+
+    def run(self, *args: str) -> pytest.RunResult:
+        return self.pytester.runpytest("--groove-kb", "kb", *args)
+
+    @property
+    def history_file(self) -> Path:
+        return self.kb / ".groove-eval-history.json"
+
+    def history(self) -> list[dict[str, Any]]:
+        if not self.history_file.exists():
+            return []
+        runs: list[dict[str, Any]] = json.loads(self.history_file.read_text())["runs"]
+        return runs
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> Project:
+    return Project(pytester)
+
+
+# --------------------------------------------------------------------------- items
+
+
+def test_each_query_is_an_item_and_a_miss_fails_with_a_readable_text(
+    project: Project, dist: list[str]
+) -> None:
+    project.answer(MISSING)
+    result = project.run(*dist)
+    result.assert_outcomes(passed=3, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*golden query 'pager' missed: nothing expected in the top 10",
+            "  query:    who carries the pager",
+            "  expected:",
+            "    ops/oncall.md  not retrieved (searched 2)",
+            "  top 2 of 2 hits:",
+            "      1. misc/other.md  (1.0000)",
+            "      2. misc/more.md # Intro  (0.5000)",
+            "  metrics:  recall@1 0.00  recall@5 0.00  recall@10 0.00  RR 0.00  nDCG@10 0.00",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["FAILED kb/.groove-eval.yml::pager - *"])
+
+
+def test_expected_entry_beyond_the_largest_k_shows_its_rank(project: Project) -> None:
+    project.answer(WORSE)
+    result = project.run("--groove-k", "1,2", "--groove-limit", "5")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["    ops/oncall.md  rank 3 (outside the top 2)"])
+
+
+def test_a_retriever_error_fails_the_item_and_the_run_is_not_recorded(
+    project: Project,
+) -> None:
+    project.answer({**GOOD, "__raise__": ["who carries the pager"]})
+    result = project.run()
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: search backend down*"])
+    result.stdout.fnmatch_lines(["*Subset run (3 of 4 golden queries)*"])
+    assert project.history() == []
+
+
+def test_malformed_hits_fail_the_item_with_one_line(project: Project) -> None:
+    project.answer({**GOOD, "who carries the pager": [[None, None]]})
+    result = project.run()
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        ["golden query 'pager': custom retriever fake: hit 1 has no string `path`*"]
+    )
+
+
+# --------------------------------------------------------------------------- session
+
+
+def test_report_history_and_diff_on_the_second_run(project: Project, dist: list[str]) -> None:
+    first = project.run(*dist)
+    assert first.ret == pytest.ExitCode.OK
+    first.stdout.fnmatch_lines(
+        [
+            "*= groove retrieval quality =*",
+            "groove — *",
+            "  model: custom    reranker: none    limit: 10    queries: 4    retriever: fake",
+            "",
+            "Aggregate",
+            "  recall@1   1.000",
+            "  recall@5   1.000",
+            "  recall@10  1.000",
+            "  MRR        1.000",
+            "  nDCG@10    1.000",
+            "",
+            "On the next run it will automatically show a diff against this one.",
+        ]
+    )
+    assert len(project.history()) == 1
+
+    project.answer(WORSE)
+    second = project.run(*dist)
+    assert second.ret == pytest.ExitCode.OK  # no gate asked for, nothing missed
+    second.stdout.fnmatch_lines(
+        [
+            "Aggregate (previous run: *)",
+            "  recall@1   0.750  (↓ 0.250)",
+            "  recall@5   1.000  (—       )",
+            "  recall@10  1.000  (—       )",
+            "  MRR        0.833  (↓ 0.167)",
+            "  nDCG@10    0.875  (↓ 0.125)",
+        ]
+    )
+    runs = project.history()
+    assert len(runs) == 2
+    assert [q["id"] for q in runs[0]["per_query"]] == IDS
+
+
+def test_xdist_gives_the_same_numbers_as_one_process(project: Project) -> None:
+    project.answer(WORSE)
+    one = project.run("--groove-json", "one.json", "--groove-no-history")
+    two = project.run("--groove-json", "two.json", "--groove-no-history", *XDIST)
+    assert one.ret == two.ret == pytest.ExitCode.OK
+    a = json.loads((project.pytester.path / "one.json").read_text())
+    b = json.loads((project.pytester.path / "two.json").read_text())
+    for key in ("aggregate", "per_query", "fingerprint", "findings"):
+        assert a[key] == b[key], key
+    assert a["recorded"] is False
+
+
+def test_regression_gate_fails_the_session_and_names_the_metrics(
+    project: Project, dist: list[str]
+) -> None:
+    assert project.run(*dist).ret == pytest.ExitCode.OK
+
+    project.answer(WORSE)
+    result = project.run("--groove-fail-on-regression", *dist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    # the query whose own numbers dropped fails as an item
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "golden query 'pager' regressed by more than 0.05 against the baseline run: "
+            "recall@1 1.00 -> 0.00, reciprocal rank 1.00 -> 0.33, nDCG@1 1.00 -> 0.00, "
+            "nDCG@5 1.00 -> 0.50, nDCG@10 1.00 -> 0.50",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["groove: regression gate FAILED (recall@1, MRR, nDCG@1, nDCG@5, nDCG@10 dropped*"]
+    )
+    result.stderr.fnmatch_lines(
+        ["groove: retrieval quality regressed by more than 0.050 since the run of * "
+         "(recall@1, MRR, nDCG@1, nDCG@5, nDCG@10).*--groove-fail-on-regression was set."]
+    )
+    assert len(project.history()) == 2  # recorded even though the gate failed
+
+    project.answer(GOOD)
+    restored = project.run("--groove-fail-on-regression", *dist)
+    assert restored.ret == pytest.ExitCode.OK
+    restored.assert_outcomes(passed=4)
+
+
+def test_without_the_flag_a_regression_is_reported_but_passes(project: Project) -> None:
+    project.run()
+    project.answer(WORSE)
+    result = project.run()
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=4)
+    assert "regression gate FAILED" not in result.stdout.str()
+
+
+def test_subset_is_reported_but_neither_recorded_nor_gated(
+    project: Project, dist: list[str]
+) -> None:
+    project.run(*dist)
+    project.answer(WORSE)
+    result = project.run("-k", "pager or flaky", "--groove-fail-on-regression", *dist)
+    result.stdout.fnmatch_lines(
+        [
+            "*queries: 2*",
+            "Aggregate (previous run: *)",
+            "  recall@1   0.500  (↓ 0.500)",
+            "*Subset run (2 of 4 golden queries): not recorded in the history and not gated.",
+        ]
+    )
+    # the regressed query still fails as an item; the session gate does not run
+    result.assert_outcomes(passed=1, failed=1, deselected=2)
+    assert "retrieval quality regressed" not in result.stderr.str()
+    assert "regression gate FAILED" not in result.stdout.str()
+    assert len(project.history()) == 1
+
+
+def test_subset_without_failures_exits_zero_and_keeps_history(project: Project) -> None:
+    project.run()
+    result = project.run("-k", "flaky")
+    assert result.ret == pytest.ExitCode.OK
+    assert len(project.history()) == 1
+
+
+def test_a_run_stopped_early_is_not_recorded(project: Project, dist: list[str]) -> None:
+    project.answer({**GOOD, "which days do we ship": NOISE})
+    result = project.run("-x", *dist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert project.history() == []
+    assert "not recorded" in result.stdout.str()
+
+
+def test_no_history_neither_reads_nor_writes(project: Project) -> None:
+    project.run()
+    before = project.history_file.read_bytes()
+    project.answer(WORSE)
+    result = project.run("--groove-no-history", "--groove-fail-on-regression")
+    # no baseline: neither the items nor the session are gated
+    assert result.ret == pytest.ExitCode.OK
+    assert "previous run" not in result.stdout.str()
+    assert project.history_file.read_bytes() == before
+
+
+def test_no_diff_records_but_does_not_compare(project: Project) -> None:
+    project.run()
+    project.answer(WORSE)
+    result = project.run("--groove-no-diff", "--groove-fail-on-regression")
+    assert result.ret == pytest.ExitCode.OK
+    assert "previous run" not in result.stdout.str()
+    assert len(project.history()) == 2
+
+
+def test_ini_switches_work_like_flags(project: Project) -> None:
+    project.pytester.makeini(
+        "[pytest]\ngroove_kb = kb\ngroove_fail_on_regression = true\ngroove_k = 1,3\n"
+    )
+    assert project.pytester.runpytest().ret == pytest.ExitCode.OK
+    project.answer(WORSE)
+    result = project.pytester.runpytest()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["  recall@3   1.000  (—       )"])
+
+
+def test_frozen_baseline_is_compared_while_compatible(project: Project) -> None:
+    assert project.run("--groove-freeze-baseline").ret == pytest.ExitCode.OK
+    project.answer(WORSE)
+    project.run()
+    result = project.run()  # still compared with the frozen (better) run
+    result.stdout.fnmatch_lines(["Aggregate (previous run: *, frozen baseline*"])
+    result.stdout.fnmatch_lines(["  recall@1   0.750  (↓ 0.250)"])
+
+
+def test_json_report(project: Project, dist: list[str]) -> None:
+    project.answer(MISSING)
+    project.run("--groove-json", "out/report.json", *dist)
+    report = json.loads((project.pytester.path / "out" / "report.json").read_text())
+    assert report["recorded"] is True
+    assert report["aggregate"]["query_count"] == 4
+    assert report["findings"] == []
+    assert [q["id"] for q in report["per_query"]] == IDS
+    assert report["per_query"][2]["metrics"]["reciprocal_rank"] == 0.0
+    assert report["fingerprint"]["retriever"] == "fake"
+
+
+def _junit_properties(path: Path) -> dict[str, dict[str, str]]:
+    tree = ET.parse(path)
+    out: dict[str, dict[str, str]] = {}
+    for case in tree.iter("testcase"):
+        props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        out[case.get("name", "")] = props
+    return out
+
+
+def test_junit_properties_only_when_asked(project: Project, dist: list[str]) -> None:
+    project.answer(WORSE)
+    project.run("--junitxml=plain.xml", "--groove-no-history", *dist)
+    plain = _junit_properties(project.pytester.path / "plain.xml")
+    assert set(plain) == {"ship-days", "rotate-tokens", "pager", "flaky"}
+    assert all(props == {} for props in plain.values())
+
+    project.run(
+        "--junitxml=props.xml", "--groove-no-history", "-o", "groove_junit_properties=true", *dist
+    )
+    props = _junit_properties(project.pytester.path / "props.xml")
+    assert props["pager"]["groove.recall@1"] == "0.0000"
+    assert props["pager"]["groove.reciprocal_rank"] == "0.3333"
+    assert props["ship-days"]["groove.ndcg@10"] == "1.0000"
+
+
+def test_results_travel_on_the_test_reports(project: Project, dist: list[str]) -> None:
+    """A conftest on the controller sees each query's result on its report."""
+    conftest = project.pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + "\n\nSEEN = pathlib.Path(__file__).parent / 'seen.txt'\n\n"
+        "def pytest_runtest_logreport(report):\n"
+        "    result = getattr(report, 'groove_result', None)\n"
+        "    if result is not None:\n"
+        "        with SEEN.open('a') as fh:\n"
+        "            rr = result['metrics']['reciprocal_rank']\n"
+        "            fh.write(f\"{result['id']} {rr}\\n\")\n"
+    )
+    project.answer(WORSE)
+    project.run("--groove-no-history", *dist)
+    seen = sorted((project.pytester.path / "seen.txt").read_text().split("\n")[:-1])
+    # a line per query per process that saw the report (worker and controller under xdist)
+    assert set(seen) == {"flaky 1.0", "pager 0.3333333333333333", "rotate-tokens 1.0",
+                         "ship-days 1.0"}
