@@ -334,6 +334,11 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
     def flag(dest: str) -> bool:
         return bool(_lookup(config, dest))
 
+    if flag("groove_freeze_baseline") and flag("groove_no_history"):
+        raise pytest.UsageError(
+            "--groove-freeze-baseline needs the history: drop --groove-no-history"
+        )
+
     return PluginOptions(
         kb=Path(kb),
         kb_from_cli=kb_cli is not None,

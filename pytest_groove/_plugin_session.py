@@ -273,13 +273,23 @@ class GrooveSession:
         return embedder
 
     def _open_engine(self, *, reindex: bool) -> Engine:
-        from pytest_groove.engine import open_engine
+        from pytest_groove.embed.registry import get_embedder
+        from pytest_groove.engine import index_dir_for, open_engine
+        from pytest_groove.kb.store import DB_FILE_NAME
 
+        embedder = self._embedder() or get_embedder(self.setup.settings.index.model)
+        if not reindex and not self.is_worker:
+            db = index_dir_for(self.kb, self.setup.settings, embedder.name) / DB_FILE_NAME
+            if not db.is_file():
+                raise GrooveError(
+                    f"No index found at {db}. Drop --groove-no-reindex (the plugin then "
+                    f"builds it) or run `groove index --kb-path {self.kb}` first."
+                )
         log = None if self.is_worker else (lambda msg: self._write_line(f"{PROG}: {msg}"))
         engine = open_engine(
             self.kb,
             self.setup.settings,
-            embedder=self._embedder(),
+            embedder=embedder,
             reindex=reindex,
             progress=None if not self.is_worker else False,
             log=log,

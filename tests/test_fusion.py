@@ -121,6 +121,7 @@ limits = st.none() | st.integers(min_value=0, max_value=50)
 ks = st.sampled_from(TUNE_KS) | st.floats(min_value=1.0, max_value=1e6, allow_nan=False)
 
 
+@settings(deadline=None)  # no per-example deadline: CI machines are busy
 @given(vec=unique_ids, fts=unique_ids, k=ks, limit=limits)
 def test_property_order_bound_subset(
     vec: list[int], fts: list[int], k: float, limit: int | None
@@ -137,6 +138,7 @@ def test_property_order_bound_subset(
     assert all(score > 0 for _, score in fused)
 
 
+@settings(deadline=None)
 @given(vec=ids, fts=ids, k=ks, limit=limits)
 def test_property_equals_legacy_loop_even_with_repeated_ids(
     vec: list[int], fts: list[int], k: float, limit: int | None
@@ -144,7 +146,7 @@ def test_property_equals_legacy_loop_even_with_repeated_ids(
     assert fuse_rrf(vec, fts, k, limit) == legacy_fuse(vec, fts, k, limit)
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(
     vec=ids | unique_ids,
     fts_lists=st.lists(ids | unique_ids, min_size=1, max_size=6),
@@ -250,6 +252,7 @@ def test_fetch_sizes_respect_the_caps() -> None:
     assert big.fts_fetch(filtered=True) == 10_000
 
 
+@settings(deadline=None)
 @given(limit=st.integers(min_value=0, max_value=5000), mmr=st.booleans(), reranker=st.booleans())
 def test_property_pool_covers_the_limit(limit: int, mmr: bool, reranker: bool) -> None:
     plan = pool_sizes(limit, mmr, reranker)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -171,6 +171,7 @@ pools = st.integers(min_value=0, max_value=12).flatmap(
 unit = st.floats(0.0, 1.0)
 
 
+@settings(deadline=None)  # no per-example deadline: CI machines are busy
 @given(pool=pools, limit=st.integers(0, 15), lam=unit, penalty=unit)
 def test_property_picks_are_unique_valid_and_bounded(
     pool: tuple[list[float], np.ndarray, list[int]], limit: int, lam: float, penalty: float
@@ -182,6 +183,7 @@ def test_property_picks_are_unique_valid_and_bounded(
     assert all(0 <= i < len(rel) for i in picks)
 
 
+@settings(deadline=None)
 @given(pool=pools, lam=st.floats(0.01, 1.0), penalty=unit)
 def test_property_first_pick_is_the_earliest_most_relevant(
     pool: tuple[list[float], np.ndarray, list[int]], lam: float, penalty: float
@@ -193,6 +195,7 @@ def test_property_first_pick_is_the_earliest_most_relevant(
         assert picks == [int(np.argmax(norm))]
 
 
+@settings(deadline=None)
 @given(pool=pools)
 def test_property_lambda_one_without_penalty_sorts_by_relevance(
     pool: tuple[list[float], np.ndarray, list[int]],
@@ -203,6 +206,7 @@ def test_property_lambda_one_without_penalty_sorts_by_relevance(
     assert mmr_select(rel, emb, docs, len(rel), 1.0, 0.0) == expected
 
 
+@settings(deadline=None)
 @given(n=st.integers(0, 10), lam=unit, penalty=unit)
 def test_property_all_equal_candidates_pick_in_pool_order(
     n: int, lam: float, penalty: float

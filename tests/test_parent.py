@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.config import ParentRetrieverSettings
@@ -294,6 +294,7 @@ def test_estimated_tokens() -> None:
     assert estimated_tokens(ParentChunk(1, 0, "日本", None)) == 1  # 6 bytes // 4
 
 
+@settings(deadline=None)  # no per-example deadline: CI machines are busy
 @given(token_count=st.none() | st.integers(0, 10_000), threshold=st.integers(0, 8192))
 def test_property_small_iff_strictly_below_threshold(
     token_count: int | None, threshold: int
@@ -302,6 +303,7 @@ def test_property_small_iff_strictly_below_threshold(
     assert is_small(token_count, threshold) is expected
 
 
+@settings(deadline=None)
 @given(
     tokens=st.lists(st.none() | st.integers(0, 1500), min_size=1, max_size=8),
     pick=st.integers(0, 7),

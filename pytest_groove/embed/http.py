@@ -39,6 +39,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 import numpy as np
 
 from pytest_groove.embed.base import Matrix, l2_normalise
+from pytest_groove.embed.registry import http_url
 from pytest_groove.errors import GrooveError
 
 __all__ = ["BATCH_SIZE", "DEFAULT_TIMEOUT", "HttpEmbedder", "canonical_url"]
@@ -62,18 +63,10 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 def canonical_url(name: str) -> str:
     """The ``scheme://...`` URL a ``http:``/``https:`` model name denotes."""
-    text = name.strip()
-    lowered = text.lower()
-    for scheme in ("http:", "https:"):
-        rest = text[len(scheme) :]
-        if lowered.startswith(scheme) and rest.lower().startswith(("http://", "https://")):
-            return rest  # doubled form: http:http://host
-    if lowered.startswith(("http://", "https://")):
-        return text
-    for scheme in ("https:", "http:"):
-        if lowered.startswith(scheme):
-            return f"{scheme}//{text[len(scheme) :].lstrip('/')}"
-    raise GrooveError(f"embedding model {name!r} is not an http:// or https:// URL")
+    url = http_url(name)
+    if url is None:
+        raise GrooveError(f"embedding model {name!r} is not an http:// or https:// URL")
+    return url
 
 
 def _is_loopback(host: str) -> bool:
@@ -105,12 +98,12 @@ class HttpEmbedder:
 
     def __init__(self, name: str, *, timeout: float | None = None) -> None:
         url = canonical_url(name)
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
         try:
+            parts = urlsplit(url)
             _ = parts.port  # urllib checks the port only when asked
         except ValueError as exc:
-            raise GrooveError(f"embedding server URL {url!r} has a bad port: {exc}") from exc
+            raise GrooveError(f"embedding server URL {url!r} is malformed: {exc}") from exc
+        scheme = parts.scheme.lower()
         host = parts.hostname
         if scheme not in ("http", "https") or not host:
             raise GrooveError(f"embedding server URL {url!r} needs a host, e.g. http://host:8000")
@@ -170,7 +163,9 @@ class HttpEmbedder:
 
     def _request(self, texts: list[str], *, input_type: str) -> Matrix:
         """POST one batch and return its vectors in input order, L2-normalised."""
-        body: dict[str, Any] = {"input": texts}
+        # Lone surrogates (from surrogateescape-decoded files) are not valid UTF-8.
+        clean = [t if t.isascii() else t.encode("utf-8", "replace").decode("utf-8") for t in texts]
+        body: dict[str, Any] = {"input": clean}
         if self.model is not None:
             body["model"] = self.model
         if self._input_type:
@@ -180,7 +175,7 @@ class HttpEmbedder:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(
             self.endpoint,
-            data=json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass"),
+            data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
             headers=headers,
             method="POST",
         )

@@ -32,6 +32,7 @@ __all__ = [
     "EmbedderFactory",
     "available_models",
     "get_embedder",
+    "http_url",
     "model_slug",
     "register_embedder",
 ]
@@ -143,13 +144,13 @@ def model_slug(name: str) -> str:
         raise UsageError("the embedding model name is empty; cannot derive an index directory")
     if _is_plain(text):
         return text
+    url = http_url(text)
+    if url is not None:
+        # hash the URL itself, so every spelling of one endpoint shares an index
+        return _hashed(_http_base(url), url)
     prefix, sep, rest = text.partition(":")
     if sep and _is_plain(prefix) and _is_plain(rest) and len(text) <= _SLUG_MAX:
         return f"{prefix}_{rest}"
-    url = _http_url(text)
-    if url is not None:
-        # hash the URL itself, so ``http:http://h`` and ``http://h`` share an index
-        return _hashed(_http_base(url), url)
     return _hashed(_UNSAFE_RUN.sub("_", text), text)
 
 
@@ -161,20 +162,33 @@ def _is_plain(text: str) -> bool:
     )
 
 
-def _http_url(name: str) -> str | None:
-    """The URL inside an ``http:``/``https:`` model name, or None."""
-    lowered = name.lower()
-    for doubled in ("http:http://", "http:https://", "https:https://", "https:http://"):
-        if lowered.startswith(doubled):
-            return name[name.index(":") + 1 :]
+def http_url(name: str) -> str | None:
+    """The ``scheme://...`` URL an ``http:``/``https:`` model name denotes, else None.
+
+    Accepts ``http://host``, the doubled ``http:http://host`` and the short
+    ``http:host:port``; shared with the HTTP backend so the slug and the embedder's
+    name agree on every spelling.
+    """
+    text = name.strip()
+    lowered = text.lower()
+    for scheme in ("http:", "https:"):
+        rest = text[len(scheme) :]
+        if lowered.startswith(scheme) and rest.lower().startswith(("http://", "https://")):
+            return rest
     if lowered.startswith(("http://", "https://")):
-        return name
+        return text
+    for scheme in ("https:", "http:"):
+        if lowered.startswith(scheme):
+            return f"{scheme}//{text[len(scheme) :].lstrip('/')}"
     return None
 
 
 def _http_base(url: str) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or "host"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "host"
+    except ValueError:  # e.g. an unclosed IPv6 bracket: the hash still tells it apart
+        return "http"
     try:
         port = parts.port
     except ValueError:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TextIO
 
-from pytest_groove.evaluation.metrics import aggregate, is_miss
+from pytest_groove.evaluation.metrics import FALLBACK_K, aggregate, is_miss
 from pytest_groove.evaluation.run import QueryResult, RunRecord
 from pytest_groove.kb.records import CorpusSnapshot
 
@@ -26,8 +26,6 @@ GOLDEN_CHANGED = "golden changed since last run"
 CONFIG_CHANGED = "config or metric version changed since last run"
 #: a |delta| below this is shown as unchanged
 UNCHANGED_EPSILON = 1e-9
-#: the k a per-query row uses when a run has no k values (legacy history)
-FALLBACK_K = 10
 
 GREEN = "\x1b[32m"
 RED = "\x1b[31m"
@@ -193,7 +191,7 @@ def _query_rows(
                 k=k,
                 now=now,
                 previous=previous,
-                miss=not result.expected or not k_values or is_miss(result.metrics, k_values),
+                miss=is_miss(result.metrics, k_values),
                 regressed=previous is not None and regressed(previous, now, threshold),
             )
         )

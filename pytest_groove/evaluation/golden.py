@@ -220,13 +220,14 @@ def _construct_map(loader: yaml.SafeLoader, node: yaml.nodes.MappingNode) -> Any
     yield data
     _refuse_duplicate_keys(node)
     data.update(loader.construct_mapping(node))
-    # After construct_mapping, merge keys (<<) are flattened into node.value.
+    # construct_mapping flattened merge keys (<<) into node.value, merged pairs first,
+    # so assigning in order leaves the line of the key that took effect.
     for key_node, _value_node in node.value:
         if isinstance(key_node, yaml.nodes.ScalarNode):
             key = loader.construct_object(key_node)
             try:
-                data.key_lines.setdefault(key, key_node.start_mark.line + 1)
-            except TypeError:  # unhashable keys were already refused above
+                data.key_lines[key] = key_node.start_mark.line + 1
+            except TypeError:  # unhashable keys were already refused by construct_mapping
                 continue
 
 

@@ -289,9 +289,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError:
         mode = 0o644
-    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
+    tmp: Path | None = None
     try:
+        # a fresh, exclusively created name: nothing planted beside the history is followed
+        fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(tmp_name)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -299,8 +301,9 @@ def _write_atomic(path: Path, data: bytes) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         raise GrooveError(
             f"could not write the eval history {path}: {exc.strerror or exc} "
             "(check that the directory is writable, or pass --no-history)"

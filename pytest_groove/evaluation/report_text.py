@@ -123,7 +123,7 @@ def render_text(
         lines.append("")
         lines.append(f"Per-query (regressions and misses, {len(rows)} of {len(run.per_query)})")
         for row in rows:
-            mark = "✗" if row.miss or row.now == 0.0 else "↓"
+            mark = "✗" if row.miss else "↓"
             values = (
                 f"{row.now:.2f}"
                 if row.previous is None

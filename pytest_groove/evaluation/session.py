@@ -15,6 +15,7 @@ never recorded, so it can neither move a baseline nor fail a build.
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,26 +131,15 @@ def order_results(golden: GoldenSet, results: Sequence[QueryResult]) -> list[Que
     A result belongs to the first golden query with the same id, text and expected
     list that has no result yet; results matching no golden query go last.
     """
-    pending = list(results)
+    waiting: dict[tuple[object, ...], deque[QueryResult]] = {}
+    for result in results:
+        waiting.setdefault((result.id, result.query, result.expected), deque()).append(result)
     ordered: list[QueryResult] = []
     for q in golden.queries:
-        for i, result in enumerate(pending):
-            if (result.id, result.query, result.expected) == (q.id, q.query, tuple(q.expected)):
-                ordered.append(pending.pop(i))
-                break
-    return ordered + pending
-
-
-def baseline_for(
-    kb: Path, fingerprint: Fingerprint, *, history_file: Path | None = None
-) -> RunRecord | None:
-    """The stored run a run with ``fingerprint`` would be compared with (read-only).
-
-    For the plugin's per-query regression check, which needs the baseline before
-    the session ends.  Raises :class:`GrooveError` when the history is refused.
-    """
-    runs = load_history(history_file or history_path(kb), warnings=[])
-    return choose_baseline(runs, fingerprint).baseline
+        queue = waiting.get((q.id, q.query, tuple(q.expected)))
+        if queue:
+            ordered.append(queue.popleft())
+    return ordered + [result for queue in waiting.values() for result in queue]
 
 
 def _regression_message(ctx: EvalContext, comparison: Comparison, failures: list[str]) -> str:
@@ -175,21 +165,22 @@ def finish_evaluation(
     """Turn per-query results into a run: findings, history, diff, gate, reports.
 
     ``record`` is True when the whole golden set ran; then (unless ``no_history``)
-    the run is saved and the gate applies.  Raises :class:`GrooveError` before
+    the run is saved and the gate applies.  The quote scan looks for the queries
+    that ran (all of them, in a recorded run).  Raises :class:`GrooveError` before
     anything is built when the history file is refused or unreadable; a failure to
     *save* is returned in :attr:`EvalOutcome.error` so the reports still reach the
     user.
     """
     flags = ctx.flags
     warnings: list[str] = []
-    per_query = order_results(ctx.golden, results)
     golden = ctx.golden.queries
+    per_query = order_results(ctx.golden, results)
     complete = len(per_query) == len(golden) and all(
         r.id == q.id and r.query == q.query for r, q in zip(per_query, golden, strict=True)
     )
     if record and not complete:
         warnings.append(
-            f"only {len(per_query)} of {len(ctx.golden.queries)} golden queries have results; "
+            f"only {len(per_query)} of {len(golden)} golden queries have results; "
             "this run is reported but not recorded"
         )
     subset = not (record and complete)
@@ -209,28 +200,14 @@ def finish_evaluation(
     runs = [] if flags.no_history else load_history(path, warnings=warnings, cap=ctx.history_cap)
     choice = None if flags.no_history or flags.no_diff else choose_baseline(runs, ctx.fingerprint)
     shown = None if choice is None else choice.shown
-    if subset and shown is not None and choice is not None and choice.baseline is not None:
-        shown = project_baseline(shown, [q.id for q in per_query])
+    if subset and choice is not None and choice.baseline is not None:
+        # like for like: the same queries of the baseline, re-averaged
+        shown = project_baseline(choice.baseline, [q.id for q in per_query])
     threshold = ctx.settings.regression_threshold
     comparison = compare(run, shown, threshold)
-
-    failures: list[str] = []
-    if flags.fail_on_regression and not subset:
-        failures = gate_failures(comparison, threshold)
-
-    if subset:
-        footer: str | None = (
-            f"Subset run ({len(per_query)} of {len(ctx.golden.queries)} golden queries): "
-            "not recorded in the history and not gated."
-        )
-    elif will_record and not comparison.compatible:
-        footer = NEXT_RUN_HINT
-    else:
-        footer = None
-    text = render_text(
-        run, comparison, color=flags.color, choice=choice, footer=footer, title=ctx.prog
+    failures = (
+        gate_failures(comparison, threshold) if flags.fail_on_regression and not subset else []
     )
-    report = build_json_report(run, comparison, recorded=will_record)
 
     error: str | None = None
     recorded = False
@@ -247,8 +224,19 @@ def finish_evaluation(
             recorded = True
         except GrooveError as exc:
             error = exc.message
-    if not recorded:
-        report["recorded"] = False
+
+    footer: str | None = None
+    if subset:
+        footer = (
+            f"Subset run ({len(per_query)} of {len(golden)} golden queries): "
+            "not recorded in the history and not gated."
+        )
+    elif recorded and not comparison.compatible:
+        footer = NEXT_RUN_HINT
+    text = render_text(
+        run, comparison, color=flags.color, choice=choice, footer=footer, title=ctx.prog
+    )
+    report = build_json_report(run, comparison, recorded=recorded)
     if flags.json_path is not None and error is None:
         error = _write_json(flags.json_path, report)
 

@@ -30,7 +30,6 @@ from pytest_groove.errors import UsageError
 RELEVANCE_SPREAD_EPSILON = float(np.finfo(np.float32).eps)
 
 F32Array = npt.NDArray[np.float32]
-F64Array = npt.NDArray[np.float64]
 
 
 def check_mmr_params(lambda_: float, same_doc_penalty: float) -> None:
@@ -78,10 +77,14 @@ def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     return value if math.isfinite(value) else 0.0
 
 
-def _unit_rows(embeddings: npt.NDArray[np.floating], n: int) -> F64Array:
-    """Rows scaled to length 1; zero, NaN or infinite rows become all-zero (similarity 0)."""
+def _unit_rows(embeddings: npt.NDArray[np.floating], n: int) -> F32Array:
+    """Rows scaled to length 1; zero, NaN or infinite rows become all-zero (similarity 0).
+
+    Norms are taken in float64 (no overflow for large components); the unit rows
+    are float32, the precision of the stored embeddings and of the reference.
+    """
     if n == 0:
-        return np.zeros((0, 0), dtype=np.float64)
+        return np.zeros((0, 0), dtype=np.float32)
     if embeddings.ndim != 2 or embeddings.shape[0] != n:
         raise ValueError(
             f"embeddings must have shape (n, dim) with n = {n} (got {embeddings.shape})"
@@ -92,7 +95,7 @@ def _unit_rows(embeddings: npt.NDArray[np.floating], n: int) -> F64Array:
         usable = np.isfinite(rows).all(axis=1) & np.isfinite(norms) & (norms > 0.0)
         unit = np.zeros_like(rows)
         unit[usable] = rows[usable] / norms[usable, None]
-    return unit
+    return unit.astype(np.float32)
 
 
 def mmr_select(
@@ -139,7 +142,7 @@ def mmr_select(
         pick = int(np.argmax(value))
         picks.append(pick)
         taken[pick] = True
-        similarity = (unit @ unit[pick]).astype(np.float32)
+        similarity = unit @ unit[pick]
         if len(picks) == 1:
             max_similarity = similarity
         else:

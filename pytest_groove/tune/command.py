@@ -199,13 +199,15 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     engine = open_engine(
         kb, settings, reindex=not args.no_reindex, log=lambda line: _warn(err, line)
     )
+
+    def progress(line: str) -> None:
+        err.write(line + "\n")
+
     try:
         source = EngineSource(engine)
         # one read snapshot: every candidate list describes the same index state
         with engine.read_snapshot():
-            pre = run_preflight(
-                source, golden.queries, limit, k_values, log=lambda line: err.write(line + "\n")
-            )
+            pre = run_preflight(source, golden.queries, limit, k_values, log=progress)
             effective = pre.effective
             if not effective:
                 err.write(not_measurable_message(pre))
@@ -231,7 +233,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     "suggestive, not conclusive.",
                 )
             _warn(err, "sweeping 64 bm25 weight conditions x 6 rrf_k values...")
-            table = build_metric_table(source, pre, log=lambda line: err.write(line + "\n"))
+            table = build_metric_table(source, pre, log=progress)
         model = engine.model_name
     finally:
         engine.close()

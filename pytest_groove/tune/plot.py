@@ -73,6 +73,12 @@ def heatmap_grid(ndcg5: FloatArray, effective: Sequence[int], refit: int) -> Flo
     return grid
 
 
+def _cell_text(value: float) -> str:
+    """Three decimals with a sign; a value that rounds to zero is shown unsigned."""
+    text = f"{value:+.3f}"
+    return "0.000" if text in ("+0.000", "-0.000") else text
+
+
 def _load_pyplot() -> Any:
     try:
         import matplotlib
@@ -101,7 +107,7 @@ def write_heatmap(
         ax.set_ylabel("bm25_heading_weight")
         for h in range(N_W):
             for k in range(N_K):
-                ax.text(k, h, f"{grid[h, k]:+.3f}", ha="center", va="center", fontsize=8)
+                ax.text(k, h, _cell_text(grid[h, k]), ha="center", va="center", fontsize=8)
         marks = [(at, "refit", "black")]
         if (at.ctx, at.content) == (DEFAULT_CONDITION.ctx, DEFAULT_CONDITION.content):
             marks.append((DEFAULT_CONDITION, "default", "dimgray"))

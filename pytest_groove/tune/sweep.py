@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.metrics import AggregateMetrics, QueryMetrics, query_metrics
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
 from pytest_groove.search.fts_query import ParsedQuery, parse_query
@@ -253,8 +254,12 @@ def run_preflight(
     vectors = source.embed_queries([p.positive for p in parsed]) if parsed else None
     timings.embed = time.perf_counter() - started
     if parsed and (vectors is None or len(vectors) != len(parsed)):
+        # only a broken (e.g. conftest-supplied) embedder gets here
         got = 0 if vectors is None else len(vectors)
-        raise ValueError(f"embedding returned {got} vectors for {len(parsed)} queries")
+        raise GrooveError(
+            f"the embedding model returned {got} vectors for {len(parsed)} golden queries; "
+            "check the embedder (--model)"
+        )
 
     if log is not None:
         log("groove tune: pre-flight (measuring FTS candidates per query)...")

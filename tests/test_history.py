@@ -1,0 +1,441 @@
+"""The history file: load, save, bounds, refusals, atomicity, locking, baselines."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eval_factories import big_run, corpus, fingerprint, run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.history import (
+    HISTORY_FILE_NAME,
+    HistoryWarning,
+    bound_history,
+    choose_baseline,
+    encode_history,
+    history_path,
+    load_history,
+    parse_history,
+    save_history,
+    select_baseline,
+)
+from pytest_groove.evaluation.run import RecordFormatError, RunRecord
+
+unix_only = pytest.mark.skipif(sys.platform == "win32", reason="symlinks are refused on Unix")
+
+
+@pytest.fixture
+def hist(tmp_path: Path) -> Path:
+    return tmp_path / HISTORY_FILE_NAME
+
+
+def stamps(runs: list[RunRecord]) -> list[int]:
+    """Minutes of each run (the factories' timestamps), newest first."""
+    return [int((r.timestamp - run().timestamp).total_seconds() // 60) for r in runs]
+
+
+def save(path: Path, new: RunRecord, size: int = 10, **kw: Any) -> list[str]:
+    return save_history(path, [], new, size, **kw)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def test_history_lives_in_the_kb(tmp_path: Path) -> None:
+    assert history_path(tmp_path) == tmp_path / ".groove-eval-history.json"
+
+
+def test_missing_history_is_empty(hist: Path) -> None:
+    assert load_history(hist, warnings=[]) == []
+
+
+@pytest.mark.parametrize(
+    "content", [b"{not json", b"", b"{}", b"[]", b'{"runs": {}}', b"\xff\xfe", b'{"runs": [{}]}']
+)
+def test_unparsable_history_starts_fresh_with_a_warning(hist: Path, content: bytes) -> None:
+    hist.write_bytes(content)
+    warnings: list[str] = []
+    assert load_history(hist, warnings=warnings) == []
+    assert len(warnings) == 1
+    assert str(hist) in warnings[0] and "starting fresh" in warnings[0]
+
+
+def test_without_a_warning_list_the_warning_is_issued(hist: Path) -> None:
+    hist.write_bytes(b"{not json")
+    with pytest.warns(HistoryWarning, match="starting fresh"):
+        assert load_history(hist) == []
+
+
+def test_deeply_nested_json_is_unparsable_not_a_crash(hist: Path) -> None:
+    hist.write_bytes(b"[" * 100_000)
+    warnings: list[str] = []
+    assert load_history(hist, warnings=warnings) == []
+    assert warnings
+
+
+def test_save_then_load_round_trips(hist: Path) -> None:
+    new = run(minutes=1, corpus=corpus(), per_query=[big_run(0, 2, 3).per_query[0]])
+    assert save(hist, new) == []
+    assert load_history(hist) == [new]
+    assert json.loads(hist.read_text("utf-8"))["runs"][0]["timestamp"] == "2026-04-24T05:33:01Z"
+
+
+def test_unknown_top_level_keys_are_ignored(hist: Path) -> None:
+    data = json.loads(encode_history([run(minutes=1)]))
+    data["padding"] = "x" * 100
+    hist.write_text(json.dumps(data))
+    assert stamps(load_history(hist)) == [1]
+
+
+def test_legacy_runs_without_corpus_or_findings_load(hist: Path) -> None:
+    data = json.loads(encode_history([run(minutes=1, corpus=corpus())]))
+    del data["runs"][0]["corpus"]
+    del data["runs"][0]["fingerprint"]["metric_version"]
+    hist.write_text(json.dumps(data))
+    (loaded,) = load_history(hist)
+    assert loaded.corpus is None and loaded.findings == ()
+    assert loaded.fingerprint.metric_version == 1
+
+
+def test_encoding_matches_json_dumps(hist: Path) -> None:
+    runs = [run(minutes=2, corpus=corpus()), run(minutes=1)]
+    data = encode_history(runs)
+    doc = json.loads(data)
+    assert data == (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+    assert encode_history([]) == b'{\n  "runs": []\n}\n'
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def test_history_over_the_cap_is_refused_and_left_untouched(hist: Path) -> None:
+    save(hist, run(minutes=1))
+    padded = json.loads(hist.read_text())
+    padded["padding"] = "x" * 4096
+    hist.write_text(json.dumps(padded))
+    before = hist.read_bytes()
+    with pytest.raises(GrooveError, match="refusing to read the eval history"):
+        load_history(hist, cap=4000)
+    with pytest.raises(GrooveError, match="over the"):
+        load_history(hist, cap=4000)
+    assert hist.read_bytes() == before
+
+
+@unix_only
+def test_dangling_symlink_is_refused_not_absent_and_never_replaced(hist: Path) -> None:
+    hist.symlink_to(hist.parent / "nowhere.json")
+    with pytest.raises(GrooveError, match="refusing to read"):
+        load_history(hist)
+    with pytest.raises(GrooveError, match="refusing to read"):
+        save(hist, run())
+    assert hist.is_symlink()
+    assert not (hist.parent / "nowhere.json").exists()
+
+
+@unix_only
+def test_symlink_to_a_real_history_is_refused(hist: Path, tmp_path: Path) -> None:
+    real = tmp_path / "elsewhere.json"
+    real.write_bytes(encode_history([run(minutes=1)]))
+    hist.symlink_to(real)
+    with pytest.raises(GrooveError, match="refusing to read"):
+        load_history(hist)
+    before = real.read_bytes()
+    with pytest.raises(GrooveError):
+        save(hist, run(minutes=2))
+    assert real.read_bytes() == before
+
+
+def test_hard_linked_history_is_refused_and_untouched(hist: Path, tmp_path: Path) -> None:
+    save(hist, run(minutes=1))
+    os.link(hist, tmp_path / "other-name.json")
+    before = hist.read_bytes()
+    with pytest.raises(GrooveError, match="hard link"):
+        load_history(hist)
+    with pytest.raises(GrooveError, match="hard link"):
+        save(hist, run(minutes=2))
+    assert hist.read_bytes() == before
+
+
+def test_a_directory_in_place_of_the_history_is_refused(hist: Path) -> None:
+    hist.mkdir()
+    with pytest.raises(GrooveError, match="not a regular file"):
+        load_history(hist)
+
+
+@unix_only
+def test_symlinked_lock_file_is_refused(hist: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    hist.with_name(hist.name + ".lock").symlink_to(victim)
+    with pytest.raises(GrooveError, match="lock"):
+        save(hist, run())
+    assert victim.read_text() == "keep me"
+    assert not hist.exists()
+
+
+# --------------------------------------------------------------------------- saving
+
+
+def test_newest_first_bounded_by_history_size(hist: Path) -> None:
+    for minute in range(15):
+        save_history(hist, load_history(hist), run(minutes=minute), 10)
+    assert stamps(load_history(hist)) == list(range(14, 4, -1))
+
+
+def test_save_rereads_the_file_so_a_concurrent_run_is_kept(hist: Path) -> None:
+    stale = load_history(hist)  # [] -- then another process saves a run
+    save(hist, run(minutes=1))
+    save_history(hist, stale, run(minutes=2), 10)
+    assert stamps(load_history(hist)) == [2, 1]
+
+
+def test_save_replaces_unparsable_content(hist: Path) -> None:
+    hist.write_bytes(b"garbage")
+    warnings: list[str] = []
+    runs = load_history(hist, warnings=warnings)
+    assert save_history(hist, runs, run(minutes=3), 10) == []
+    assert stamps(load_history(hist)) == [3]
+
+
+def test_save_leaves_no_temporary_file_and_keeps_the_mode(hist: Path) -> None:
+    save(hist, run(minutes=1))
+    os.chmod(hist, 0o640)
+    save(hist, run(minutes=2))
+    leftovers = [p.name for p in hist.parent.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+    if sys.platform != "win32":
+        assert hist.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_failed_replace_keeps_the_old_file(hist: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    save(hist, run(minutes=1))
+    before = hist.read_bytes()
+
+    def broken(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken)
+    with pytest.raises(GrooveError, match="could not write the eval history"):
+        save(hist, run(minutes=2))
+    assert hist.read_bytes() == before
+    assert [p for p in hist.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_history_is_trimmed_oldest_first_to_fit_the_cap(hist: Path) -> None:
+    cap = 600 * 1024
+    stored = [big_run(minute, queries=100, hits=10) for minute in range(8, -1, -1)]
+    hist.write_bytes(encode_history(stored))
+    assert hist.stat().st_size > 3 * cap
+    messages = save_history(hist, load_history(hist), big_run(9, queries=100), 10, cap)
+    kept = load_history(hist)
+    assert 0 < len(kept) < 10
+    assert hist.stat().st_size <= cap
+    assert stamps(kept) == list(range(9, 9 - len(kept), -1))
+    assert messages == [
+        f"eval history trimmed to {len(kept)} run(s) to stay under the {cap}-byte cap; "
+        "[eval].history_size asks for more"
+    ]
+
+
+def test_a_single_run_over_the_cap_is_an_error_naming_no_history(hist: Path) -> None:
+    save(hist, run(minutes=1))
+    before = hist.read_bytes()
+    with pytest.raises(GrooveError, match="--no-history"):
+        save_history(hist, [], big_run(2, queries=5), 10, 1024)
+    assert hist.read_bytes() == before
+
+
+def test_realistic_history_size_is_well_under_the_cap() -> None:
+    size = len(encode_history([big_run(m, queries=25, hits=10) for m in range(10)]))
+    assert 256 * 1024 < size < 8 * 1024 * 1024
+
+
+def _save_many(path: str, base: int) -> None:
+    for i in range(5):
+        save_history(Path(path), [], run(minutes=base + i), 1000)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method")
+def test_concurrent_savers_never_lose_a_run(hist: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    workers = [ctx.Process(target=_save_many, args=(str(hist), 100 * n)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    saved = load_history(hist)
+    assert sorted(stamps(saved)) == sorted(100 * n + i for n in range(4) for i in range(5))
+
+
+# --------------------------------------------------------------------------- frozen baseline
+
+
+def test_freezing_writes_the_baseline_key_and_reloads_frozen(hist: Path) -> None:
+    save(hist, run(minutes=1))
+    save(hist, run(minutes=2), freeze_baseline=True)
+    save(hist, run(minutes=3))
+    doc = json.loads(hist.read_text())
+    assert doc["baseline"] == "2026-04-24T05:34:01Z"
+    assert list(doc) == ["baseline", "runs"]
+    assert [r.frozen for r in load_history(hist)] == [False, True, False]
+
+
+def test_freezing_again_moves_the_marker(hist: Path) -> None:
+    save(hist, run(minutes=1), freeze_baseline=True)
+    save(hist, run(minutes=2), freeze_baseline=True)
+    assert [r.frozen for r in load_history(hist)] == [True, False]
+
+
+def test_frozen_run_is_kept_beyond_history_size(hist: Path) -> None:
+    save(hist, run(minutes=0), size=3, freeze_baseline=True)
+    for minute in range(1, 8):
+        save(hist, run(minutes=minute), size=3)
+    loaded = load_history(hist)
+    assert stamps(loaded) == [7, 6, 5, 0]
+    assert loaded[-1].frozen
+
+
+def test_frozen_run_is_dropped_last_when_the_cap_bites() -> None:
+    frozen = big_run(0, queries=20)
+    ordered = [*(big_run(m, queries=20) for m in (3, 2, 1)), replace(frozen, frozen=True)]
+    one = len(encode_history(ordered[:1]))
+    kept, data, messages = bound_history(ordered, 10, int(one * 2.5))
+    assert stamps(kept) == [3, 0]
+    assert json.loads(data)["baseline"] == "2026-04-24T05:32:01Z"
+    assert "trimmed to 2 run(s)" in messages[0]
+    kept, data, messages = bound_history(ordered, 10, one + 10)
+    assert stamps(kept) == [3]
+    assert "baseline" not in json.loads(data)
+    assert any("frozen baseline" in m and "dropped" in m for m in messages)
+
+
+def test_a_baseline_marker_naming_no_run_is_ignored(hist: Path) -> None:
+    doc = json.loads(encode_history([run(minutes=1)]))
+    for marker in ("2030-01-01T00:00:00Z", "not a time", 42):
+        doc["baseline"] = marker
+        hist.write_text(json.dumps(doc))
+        assert [r.frozen for r in load_history(hist)] == [False]
+
+
+# --------------------------------------------------------------------------- baseline choice
+
+
+def test_newest_compatible_run_is_the_baseline() -> None:
+    runs = [run(minutes=2), run(minutes=1)]
+    choice = choose_baseline(runs, fingerprint())
+    assert choice.baseline is runs[0] and choice.skipped == 0 and not choice.frozen
+
+
+def test_baseline_search_goes_back_past_incompatible_runs() -> None:
+    experiment = run(minutes=3, fp=fingerprint(reranker="bge-reranker-v2-m3"))
+    runs = [experiment, run(minutes=2), run(minutes=1)]
+    choice = choose_baseline(runs, fingerprint())
+    assert choice.baseline is runs[1]
+    assert choice.newest is experiment
+    assert choice.skipped == 1
+    assert select_baseline(runs, fingerprint()) is runs[1]
+
+
+def test_no_compatible_run_gives_no_baseline_but_names_the_newest() -> None:
+    runs = [run(minutes=2, fp=fingerprint(golden_hash="other")), run(minutes=1)]
+    choice = choose_baseline(runs, fingerprint(limit=20))
+    assert choice.baseline is None
+    assert choice.shown is runs[0]
+    assert choose_baseline([], fingerprint()).shown is None
+
+
+def test_frozen_baseline_wins_while_compatible() -> None:
+    frozen = replace(run(minutes=1), frozen=True)
+    runs = [run(minutes=3), run(minutes=2), frozen]
+    choice = choose_baseline(runs, fingerprint())
+    assert choice.baseline is frozen and choice.frozen
+
+
+def test_incompatible_frozen_baseline_falls_back_to_newest_compatible() -> None:
+    frozen = replace(run(minutes=1, fp=fingerprint(metric_version=1)), frozen=True)
+    runs = [run(minutes=3), frozen]
+    choice = choose_baseline(runs, fingerprint())
+    assert choice.baseline is runs[0] and not choice.frozen
+
+
+# --------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.binary(max_size=512))
+def test_arbitrary_bytes_never_crash_and_never_lose_data(hist: Path, content: bytes) -> None:
+    hist.write_bytes(content)
+    warnings: list[str] = []
+    loaded = load_history(hist, warnings=warnings)
+    assert hist.read_bytes() == content  # loading never writes
+    try:
+        expected = parse_history(content)
+    except RecordFormatError:
+        assert loaded == [] and len(warnings) == 1
+        expected = []
+    else:
+        assert loaded == expected and warnings == []
+    save_history(hist, loaded, run(minutes=99), 1000)
+    assert stamps(load_history(hist))[0] == 99
+    assert load_history(hist)[1:] == expected
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+_VALID = json.loads(
+    encode_history(
+        [run(minutes=1, corpus=corpus(), per_query=big_run(0, 1, 2).per_query), run(minutes=0)]
+    )
+)
+_VALID["baseline"] = "2026-04-24T05:33:01Z"
+
+
+@settings(max_examples=200)
+@given(where=st.sampled_from(_paths(_VALID)[1:]), value=_json)
+def test_a_history_damaged_anywhere_parses_or_is_rejected_cleanly(
+    where: tuple[Any, ...], value: Any
+) -> None:
+    doc = json.loads(json.dumps(_VALID))
+    target = doc
+    for step in where[:-1]:
+        target = target[step]
+    target[where[-1]] = value
+    try:
+        runs = parse_history(json.dumps(doc).encode())
+    except RecordFormatError:
+        return
+    assert all(isinstance(r, RunRecord) for r in runs)
+    # whatever parsed can be written back and read again
+    assert parse_history(encode_history(runs)) == runs

@@ -1,0 +1,231 @@
+"""pytest-groove plugin over the real engine: indexing, xdist, the scripted regression.
+
+Most tests use ``--groove-model hash`` (lexical, instant); one slow test runs the
+default multilingual model over the shipped example knowledge base.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Imported here, not only inside the inner runs: pytester's in-process runs drop the
+# modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
+import pytest_groove._plugin_finish
+import pytest_groove._plugin_session
+import pytest_groove.engine  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
+XDIST = ["-n", "2", "-p", "no:hypothesispytest"]
+
+DOCS = {
+    "deploys.md": """\
+---
+title: Deploys
+---
+
+## Release schedule
+
+Releases leave on Tuesday and Thursday mornings; nothing ships on Friday.
+
+## Rollback procedure
+
+Run the rollback command with the previous tag; it takes two minutes.
+""",
+    "oncall.md": """\
+---
+title: On-call
+---
+
+## Pager rotation
+
+Each engineer carries the pager for one week, Monday to Monday.
+
+## Escalation path
+
+Page the secondary after thirty minutes without mitigation.
+""",
+    "tokens.md": """\
+## Token rotation
+
+API tokens expire after ninety days; create the new token before revoking the old.
+""",
+    "caching.md": """\
+## Cache invalidation
+
+The ingest worker deletes the cached parcel status before writing a new event.
+""",
+}
+
+GOLDEN = """\
+queries:
+  - id: schedule
+    query: "release schedule tuesday thursday"
+    expected:
+      - path: "deploys.md"
+  - id: pager
+    query: "pager rotation engineer week"
+    expected:
+      - path: "oncall.md"
+        heading: "Pager rotation"
+  - id: tokens
+    query: "token rotation ninety days"
+    expected:
+      - path: "tokens.md"
+  - id: cache
+    query: "cache invalidation ingest worker"
+    expected:
+      - path: "caching.md"
+"""
+
+
+@pytest.fixture(params=["one-process", "xdist"])
+def dist(request: pytest.FixtureRequest) -> list[str]:
+    return [] if request.param == "one-process" else list(XDIST)
+
+
+@pytest.fixture
+def kb(pytester: pytest.Pytester) -> Path:
+    root = pytester.path / "kb"
+    root.mkdir()
+    for name, text in DOCS.items():
+        (root / name).write_text(text, encoding="utf-8")
+    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    return root
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--groove-kb", "kb", "--groove-model", "hash", *args)
+
+
+def _history(kb: Path) -> list[dict[str, Any]]:
+    path = kb / ".groove-eval-history.json"
+    if not path.exists():
+        return []
+    runs: list[dict[str, Any]] = json.loads(path.read_text())["runs"]
+    return runs
+
+
+def test_fresh_kb_is_indexed_once_then_reused(
+    pytester: pytest.Pytester, kb: Path, dist: list[str]
+) -> None:
+    first = _run(pytester, *dist)
+    assert first.ret == pytest.ExitCode.OK, first.stdout.str()
+    first.assert_outcomes(passed=4)
+    first.stdout.fnmatch_lines(["groove: indexed: 4 added, *"])
+    first.stdout.fnmatch_lines(["  corpus: 4 docs / 6 chunks"])
+    assert (kb / ".groove" / "hash").is_dir()
+
+    second = _run(pytester, *dist)
+    second.assert_outcomes(passed=4)
+    assert "groove: indexed:" not in second.stdout.str()
+    second.stdout.fnmatch_lines(["Aggregate (previous run: *)", "  recall@1   1.000  (—       )"])
+    assert len(_history(kb)) == 2
+
+
+def test_xdist_and_one_process_agree_on_the_engine(pytester: pytest.Pytester, kb: Path) -> None:
+    one = _run(pytester, "--groove-json", "one.json")
+    two = _run(pytester, "--groove-json", "two.json", *XDIST)
+    assert one.ret == two.ret == pytest.ExitCode.OK
+    a = json.loads((pytester.path / "one.json").read_text())
+    b = json.loads((pytester.path / "two.json").read_text())
+    for key in ("aggregate", "per_query", "fingerprint", "corpus"):
+        assert a[key] == b[key], key
+    assert len(_history(kb)) == 2  # one record per session, not one per worker
+
+
+def test_deleting_an_expected_document_trips_the_gate_and_restoring_passes(
+    pytester: pytest.Pytester, kb: Path, dist: list[str]
+) -> None:
+    assert _run(pytester, *dist).ret == pytest.ExitCode.OK
+    removed = (kb / "tokens.md").read_text(encoding="utf-8")
+    (kb / "tokens.md").unlink()
+
+    broken = _run(pytester, "--groove-fail-on-regression", *dist)
+    assert broken.ret == pytest.ExitCode.TESTS_FAILED
+    broken.stdout.fnmatch_lines(["*golden query 'tokens' missed*"])
+    broken.stdout.fnmatch_lines(["    ⚠️ corpus changed since last run (4 -> 3 documents, *"])
+    broken.stderr.fnmatch_lines(
+        ["groove: retrieval quality regressed by more than 0.050 *(recall@1, *"
+         "The indexed corpus changed since that run as well (4 -> 3 documents*"]
+    )
+
+    (kb / "tokens.md").write_text(removed, encoding="utf-8")
+    restored = _run(pytester, "--groove-fail-on-regression", *dist)
+    assert restored.ret == pytest.ExitCode.OK
+    restored.assert_outcomes(passed=4)
+
+
+def test_no_reindex_uses_the_index_as_it_is(pytester: pytest.Pytester, kb: Path) -> None:
+    assert _run(pytester).ret == pytest.ExitCode.OK
+    (kb / "extra.md").write_text("## Extra\n\nSomething new.\n", encoding="utf-8")
+    result = _run(pytester, "--groove-no-reindex")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["  corpus: 4 docs / 6 chunks"])
+    refreshed = _run(pytester)
+    refreshed.stdout.fnmatch_lines(["groove: indexed: 1 added, *", "*corpus: 5 docs / 7 chunks"])
+
+
+def test_index_dir_option_moves_the_index(pytester: pytest.Pytester, kb: Path) -> None:
+    result = _run(pytester, "--groove-index-dir", "ci-cache/index")
+    assert result.ret == pytest.ExitCode.OK
+    assert (pytester.path / "ci-cache" / "index").is_dir()
+    assert not (kb / ".groove").exists()
+
+
+def test_embedder_hook_supplies_the_model(
+    pytester: pytest.Pytester, kb: Path, dist: list[str]
+) -> None:
+    pytester.makeconftest(
+        """
+        from pytest_groove.embed.hashing import HashEmbedder
+
+        class TeamEmbedder(HashEmbedder):
+            name = "team-hash"
+
+        def pytest_groove_embedder(config):
+            return TeamEmbedder()
+        """
+    )
+    result = pytester.runpytest("--groove-kb", "kb", "--groove-json", "r.json", *dist)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["fingerprint"]["model"] == "team-hash"
+    assert (kb / ".groove" / "team-hash").is_dir()
+
+
+def test_notes_quoting_golden_queries_are_reported_on_stderr(
+    pytester: pytest.Pytester, kb: Path
+) -> None:
+    (kb / "eval-notes.md").write_text(
+        "## Our golden set\n\n"
+        "We ask 'pager rotation engineer week' and 'token rotation ninety days'.\n",
+        encoding="utf-8",
+    )
+    result = _run(pytester, "--groove-json", "r.json")
+    result.stderr.fnmatch_lines(
+        ["groove: 1 document(s) quote 2 or more golden queries verbatim "
+         "(golden-queries-quoted).", "  eval-notes.md"]
+    )
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["findings"][0]["path"] == "eval-notes.md"
+
+
+@pytest.mark.slow
+def test_example_kb_with_the_default_model(pytester: pytest.Pytester) -> None:
+    """The shipped example, the real multilingual model: every query passes, twice."""
+    shutil.copytree(EXAMPLE_KB, pytester.path / "kb")
+    first = pytester.runpytest("--groove-kb", "kb")
+    assert first.ret == pytest.ExitCode.OK, first.stdout.str()
+    first.assert_outcomes(passed=14)
+    first.stdout.fnmatch_lines(["  model: e5-small *queries: 14", "  corpus: 11 docs / * chunks"])
+    second = pytester.runpytest("--groove-kb", "kb", *XDIST)
+    assert second.ret == pytest.ExitCode.OK
+    second.stdout.fnmatch_lines(["Aggregate (previous run: *)"])
+    assert len(_history(pytester.path / "kb")) == 2

@@ -1,0 +1,111 @@
+"""The JSON report: keys always present, null rules, diff, findings."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from eval_factories import corpus, finding, fingerprint, query, run
+
+from pytest_groove.evaluation.compare import compare
+from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
+from pytest_groove.evaluation.run import RunRecord
+
+T = 0.05
+KEYS = {
+    "timestamp",
+    "fingerprint",
+    "corpus",
+    "corpus_changed",
+    "aggregate",
+    "per_query",
+    "findings",
+    "previous",
+    "diff",
+    "recorded",
+}
+
+
+def report(now: RunRecord, previous: RunRecord | None = None, recorded: bool = True) -> Any:
+    """The report as a consumer sees it: through the printed text."""
+    built = build_json_report(now, compare(now, previous, T), recorded=recorded)
+    return json.loads(dumps_json_report(built))
+
+
+def test_first_run_has_every_key_with_nulls_where_nothing_compares() -> None:
+    data = report(run(recall={1: 0.25, 5: 0.5, 10: 0.5}, corpus=corpus(), per_query=[query("a")]))
+    assert set(data) == KEYS
+    assert data["previous"] is None and data["diff"] is None
+    assert data["corpus_changed"] is None
+    assert data["findings"] == []
+    assert data["aggregate"]["recall_at_k"]["5"] == 0.5
+    assert data["fingerprint"]["model"] == "bge-m3"
+    assert data["corpus"] == {"chunks": 5, "digest": "d" * 64, "documents": 4}
+    assert data["timestamp"] == "2026-04-24T05:32:01Z"
+    assert data["recorded"] is True
+
+
+def test_compatible_previous_gives_a_raw_diff_for_every_k() -> None:
+    data = report(run(minutes=1, recall=0.8, mrr=0.5), run(minutes=0, recall=0.6, mrr=0.75))
+    assert data["diff"]["recall_at_k"]["5"] == pytest.approx(0.2)
+    assert data["diff"]["mrr"] == -0.25
+    assert set(data["diff"]["ndcg_at_k"]) == {"1", "5", "10"}
+    assert data["previous"]["timestamp"] == "2026-04-24T05:32:01Z"
+
+
+def test_incompatible_previous_is_shown_but_not_diffed() -> None:
+    previous = run(minutes=0, fp=fingerprint(metric_version=1))
+    data = report(run(minutes=1), previous)
+    assert data["diff"] is None
+    assert data["previous"]["fingerprint"]["metric_version"] == 1
+
+
+def test_previous_keeps_record_rules_for_corpus_and_findings() -> None:
+    data = report(run(minutes=1, corpus=corpus()), run(minutes=0))
+    assert "corpus" not in data["previous"] and "findings" not in data["previous"]
+
+
+@pytest.mark.parametrize(
+    ("previous_corpus", "expected"),
+    [(corpus(4, 5, "a" * 64), True), (corpus(), False), (None, None)],
+)
+def test_corpus_changed_is_true_false_or_null(previous_corpus: Any, expected: Any) -> None:
+    data = report(run(minutes=1, corpus=corpus()), run(minutes=0, corpus=previous_corpus))
+    assert data["corpus_changed"] is expected
+
+
+def test_findings_carry_explicit_null_ranks() -> None:
+    now = run(findings=[finding("notes/eval-log.md", ("rrf-basics", 9), ("dedup", None))])
+    assert report(now)["findings"] == [
+        {
+            "check": "golden-queries-quoted",
+            "path": "notes/eval-log.md",
+            "quoted": [
+                {"query_id": "rrf-basics", "rank_in_top_k": 9},
+                {"query_id": "dedup", "rank_in_top_k": None},
+            ],
+        }
+    ]
+
+
+def test_per_query_echoes_expected_and_the_whole_retrieved_list() -> None:
+    now = run(per_query=[query("q", 0.5, expected=("a.md", "b.md"), top=("x.md", "a.md", "y.md"))])
+    (row,) = report(now)["per_query"]
+    assert row["expected"] == [{"heading": None, "path": "a.md"}, {"heading": None, "path": "b.md"}]
+    assert [hit["rank"] for hit in row["top_k"]] == [1, 2, 3]
+    assert set(row["metrics"]) == {"ndcg_at_k", "recall_at_k", "reciprocal_rank"}
+
+
+def test_output_is_sorted_indented_and_strict_json() -> None:
+    now = run(mrr=math.nan, per_query=[query("q", rr=math.inf)])
+    printed = dumps_json_report(build_json_report(now, compare(now, None, T), recorded=False))
+    assert printed.endswith("}\n")
+    assert printed.startswith('{\n  "aggregate": {\n')
+    assert "NaN" not in printed and "Infinity" not in printed
+    data = json.loads(printed)
+    assert data["aggregate"]["mrr"] is None
+    assert data["recorded"] is False
+    keys = list(data)
+    assert keys == sorted(keys)

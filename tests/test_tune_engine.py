@@ -1,0 +1,130 @@
+"""The sweep against a real index (hash embedder, the kb-eval corpus).
+
+The central check: the shared-list sweep gives, cell for cell, the metrics of
+running ``engine.search`` with that condition's ``[search.fusion]`` -- the door
+``groove eval`` uses -- so tune measures exactly what eval would.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_groove.config import IndexSettings, SearchSettings, Settings
+from pytest_groove.engine import Engine, open_engine
+from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.evaluation.metrics import query_metrics
+from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.tune.grid import Condition, all_conditions
+from pytest_groove.tune.sweep import (
+    EngineSource,
+    MetricTable,
+    Preflight,
+    build_metric_table,
+    run_preflight,
+)
+
+CORPORA = Path(__file__).parent / "corpora"
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+K_VALUES = (1, 5, 10)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    kb = tmp_path_factory.mktemp("tune") / "kb"
+    shutil.copytree(CORPORA / "kb-eval", kb)
+    eng = open_engine(kb, SETTINGS, progress=False)
+    yield eng
+    eng.close()
+
+
+def _sweep(engine: Engine, queries: list[GoldenQuery], limit: int) -> tuple[Preflight, MetricTable]:
+    source = EngineSource(engine)
+    with engine.read_snapshot():
+        pre = run_preflight(source, queries, limit, K_VALUES)
+        table = build_metric_table(source, pre)
+    return pre, table
+
+
+def _assert_matches_search(
+    engine: Engine,
+    queries: list[GoldenQuery],
+    table: MetricTable,
+    conditions: list[Condition],
+    limit: int,
+) -> None:
+    for row, query in enumerate(queries):
+        for cond in conditions:
+            search = replace(SearchSettings(), fusion=cond.params)
+            hits = engine.search(query.query, limit, search)
+            want = query_metrics(query.expected, hits, K_VALUES)
+            for k in K_VALUES:
+                assert table.ndcg[k][row, cond.index] == want.ndcg_at_k[k], (query.id, cond.label)
+                assert table.recall[k][row, cond.index] == want.recall_at_k[k]
+            assert table.rr[row, cond.index] == want.reciprocal_rank
+
+
+def _q(ident: str, text: str, *paths: str) -> GoldenQuery:
+    return GoldenQuery(id=ident, query=text, expected=tuple(ExpectedEntry(p) for p in paths))
+
+
+SAMPLE = [
+    _q("en", "how long are database backups kept", "ops/database-backup.md"),
+    _q("excl", "database -snapshot", "ops/database-restore.md"),
+    _q("ja", "本番に出した変更を前のバージョンへ戻したい", "ops/deploy-rollback.ja.md"),
+]
+
+
+def test_sweep_equals_engine_search_for_every_condition(engine: Engine) -> None:
+    pre, table = _sweep(engine, SAMPLE, 10)
+    assert pre.chunk_total == 60
+    assert pre.pool_size == 50
+    # every seventh condition (all six k and all weights get visited) keeps this in
+    # the default run; the slow test below checks every cell of the golden set
+    _assert_matches_search(engine, SAMPLE, table, list(all_conditions())[::7], 10)
+
+
+def test_sweep_equals_engine_search_at_a_longer_limit(engine: Engine) -> None:
+    pre, table = _sweep(engine, SAMPLE[:1], 12)
+    assert pre.pool_size == 60
+    picks = [c for c in all_conditions() if c.index % 37 == 0]
+    _assert_matches_search(engine, SAMPLE[:1], table, picks, 12)
+
+
+def test_exclusion_is_applied_to_both_legs(engine: Engine) -> None:
+    pre, _ = _sweep(engine, SAMPLE[1:2], 10)
+    prepared = pre.queries[0]
+    labels = engine.chunk_labels(prepared.vec_ids + prepared.fts_default)
+    texts = {
+        (t.path, t.heading): " ".join(filter(None, [t.heading, t.context, t.content])).lower()
+        for t in engine.iter_chunk_texts()
+    }
+    for cid in prepared.vec_ids + prepared.fts_default:
+        assert "snapshot" not in texts[labels[cid]]
+
+
+def test_effective_queries_on_the_golden_set(engine: Engine) -> None:
+    golden = load_golden(CORPORA / "kb-eval-golden.yml", engine.kb)
+    source = EngineSource(engine)
+    with engine.read_snapshot():
+        pre = run_preflight(source, list(golden.queries), 10, K_VALUES)
+    assert len(pre.queries) == 30
+    assert 0 < len(pre.effective) < 30
+    assert pre.context_axis_noop  # kb-eval is indexed with [contextual] off here
+    for q in pre.queries:
+        d = q.diagnostics
+        assert d.fts_candidates <= pre.pool_size
+        assert d.vec_fts_overlap <= d.fts_candidates
+        assert d.fts_total_matches >= d.fts_candidates
+
+
+@pytest.mark.slow
+def test_sweep_equals_engine_search_on_the_whole_golden_set(engine: Engine) -> None:
+    golden = load_golden(CORPORA / "kb-eval-golden.yml", engine.kb)
+    queries = list(golden.queries)
+    _, table = _sweep(engine, queries, 10)
+    _assert_matches_search(engine, queries, table, list(all_conditions()), 10)
