@@ -61,22 +61,29 @@ def main() -> int:
         first = run_indexer(kb, settings, progress=False)
         full = time.perf_counter() - t0
         print(f"model {args.model}  contextual={args.contextual}")
-        print(f"full index     {full:7.2f} s  {first.chunks_embedded} chunks  "
-              f"{first.chunks_embedded / full:6.1f} chunks/s")
+        print(
+            f"full index     {full:7.2f} s  {first.chunks_embedded} chunks  "
+            f"{first.chunks_embedded / full:6.1f} chunks/s"
+        )
 
         t0 = time.perf_counter()
         again = run_indexer(kb, settings, progress=False)
         unchanged = time.perf_counter() - t0
-        print(f"re-index same  {unchanged:7.3f} s  "
-              f"({again.chunks_embedded} chunks embedded, {again.unchanged} unchanged)")
+        print(
+            f"re-index same  {unchanged:7.3f} s  "
+            f"({again.chunks_embedded} chunks embedded, {again.unchanged} unchanged)"
+        )
 
         target = kb / "ref" / "rate-limiting.md"
-        target.write_text(target.read_text(encoding="utf-8") + "\n\nOne more line.\n",
-                          encoding="utf-8")
+        target.write_text(
+            target.read_text(encoding="utf-8") + "\n\nOne more line.\n", encoding="utf-8"
+        )
         t0 = time.perf_counter()
         edit = run_indexer(kb, settings, progress=False)
-        print(f"re-index edit  {time.perf_counter() - t0:7.3f} s  "
-              f"({edit.chunks_embedded} chunks embedded, {edit.changed} changed)")
+        print(
+            f"re-index edit  {time.perf_counter() - t0:7.3f} s  "
+            f"({edit.chunks_embedded} chunks embedded, {edit.changed} changed)"
+        )
         print(f"ratio full index / unchanged re-index: {full / max(1e-9, unchanged):.0f}x")
 
         golden = load_golden(GOLDEN, kb)
@@ -88,9 +95,11 @@ def main() -> int:
                     engine.search(q.query, 10)
                     latencies.append(time.perf_counter() - t0)
             latencies.sort()
-            print(f"search latency median {statistics.median(latencies) * 1000:6.1f} ms  "
-                  f"p90 {latencies[int(len(latencies) * 0.9)] * 1000:6.1f} ms  "
-                  f"({len(latencies)} searches)")
+            print(
+                f"search latency median {statistics.median(latencies) * 1000:6.1f} ms  "
+                f"p90 {latencies[int(len(latencies) * 0.9)] * 1000:6.1f} ms  "
+                f"({len(latencies)} searches)"
+            )
 
             for leg in ("hybrid", "vector-only", "fts-only"):
                 report_quality(leg, golden, engine)
@@ -104,15 +113,16 @@ def ranked(engine: Engine, query: str, leg: str) -> list[SearchHit]:
     """Top 10 of the whole pipeline, or of one leg alone."""
     if leg == "hybrid":
         return engine.search(query, 10)
+    parsed = parse_query(query)
     if leg == "vector-only":
-        ids = engine.vector_candidates(engine.embed_queries([parse_query(query).positive])[0], 10)
+        ids = engine.vector_leg(engine.embed_queries([parsed.positive])[0], 10, parsed)
     else:
-        expr = parse_query(query).fts
-        ids = [] if expr is None else engine.fts_candidates(
-            expr, engine.settings.search.fusion.weights, 10)
+        ids = engine.fts_leg(parsed, engine.settings.search.fusion.weights, 10)
     labels = engine.chunk_labels(ids)
-    return [SearchHit(rank=i, path=labels[cid][0], heading=labels[cid][1], score=0.0)
-            for i, cid in enumerate(ids, start=1)]
+    return [
+        SearchHit(rank=i, path=labels[cid][0], heading=labels[cid][1], score=0.0)
+        for i, cid in enumerate(ids, start=1)
+    ]
 
 
 def report_quality(leg: str, golden: GoldenSet, engine: Engine) -> None:
@@ -122,8 +132,10 @@ def report_quality(leg: str, golden: GoldenSet, engine: Engine) -> None:
         groups[group].append(query_metrics(q.expected, ranked(engine, q.query, leg), (1, 5, 10)))
     for group, metrics in groups.items():
         agg = aggregate(metrics)
-        print(f"{leg:12s} {group:6s} n={agg.query_count:2d}  R@1 {agg.recall_at_k[1]:.2f}  "
-              f"R@5 {agg.recall_at_k[5]:.2f}  MRR {agg.mrr:.3f}  nDCG@5 {agg.ndcg_at_k[5]:.3f}")
+        print(
+            f"{leg:12s} {group:6s} n={agg.query_count:2d}  R@1 {agg.recall_at_k[1]:.2f}  "
+            f"R@5 {agg.recall_at_k[5]:.2f}  MRR {agg.mrr:.3f}  nDCG@5 {agg.ndcg_at_k[5]:.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pytest_groove.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.engine import open_engine
 from pytest_groove.evaluation.golden import load_golden
 from pytest_groove.tune.grid import all_conditions
-from pytest_groove.tune.sweep import EngineSource, build_metric_table, run_preflight
+from pytest_groove.tune.sweep import build_metric_table, run_preflight
 
 CORPORA = Path(__file__).resolve().parent.parent / "tests" / "corpora"
 
@@ -44,7 +44,7 @@ def main() -> None:
         print(f"index + open: {time.perf_counter() - started:.2f}s")
         golden = load_golden(CORPORA / "kb-eval-golden.yml", kb)
         queries = list(golden.queries)
-        source = EngineSource(engine)
+        source = engine
         with engine.read_snapshot():
             started = time.perf_counter()
             pre = run_preflight(source, queries, 10, (1, 5, 10))

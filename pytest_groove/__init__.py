@@ -32,7 +32,26 @@ _EXPORTS: dict[str, str] = {
     "load_golden": "pytest_groove.evaluation.golden",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "Embedder",
+    "Engine",
+    "ExpectedEntry",
+    "GoldenQuery",
+    "GoldenSet",
+    "GrooveError",
+    "SearchHit",
+    "Settings",
+    "UsageError",
+    "__version__",
+    "build_fts_query",
+    "get_embedder",
+    "load_golden",
+    "load_settings",
+    "open_engine",
+    "parse_query",
+    "register_embedder",
+    "run_indexer",
+]
 
 if TYPE_CHECKING:
     from pytest_groove.config import Settings, load_settings

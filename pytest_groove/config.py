@@ -268,9 +268,7 @@ def parse_settings(data: dict[str, Any], source: Path) -> Settings:
     exclude_headings = top.pop_str_list("exclude_headings", ())
     if any(not h.strip() for h in exclude_headings):
         # an empty entry is a substring of every heading: it would drop every section
-        raise GrooveError(
-            f"invalid config {source}: exclude_headings cannot hold an empty string"
-        )
+        raise GrooveError(f"invalid config {source}: exclude_headings cannot hold an empty string")
     index_dir_raw = top._data.pop("index_dir", None)
 
     parsers: tuple[str, ...] = ("md",)

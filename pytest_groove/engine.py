@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.config import Settings, SearchSettings
+from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
 from pytest_groove.errors import GrooveError
@@ -18,6 +18,7 @@ from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vectors import VectorIndex
+from pytest_groove.search.fts_query import ParsedQuery
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.pipeline import HybridSearcher, SearchResponse
 from pytest_groove.search.rerank import get_reranker
@@ -110,13 +111,17 @@ class Engine:
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self.embedder.embed_queries(list(texts))
 
-    def vector_candidates(self, query_vector: npt.NDArray[np.float32], n: int) -> list[int]:
-        return self.vectors.search(query_vector, min(n, 4096))
-
-    def fts_candidates(
-        self, match_expr: str, weights: tuple[float, float, float], n: int
+    def vector_leg(
+        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
     ) -> list[int]:
-        return self.store.fts_candidates(match_expr, weights, n)
+        """The pipeline's vector leg alone: chunk ids, best first, exclusions applied."""
+        return self._searcher.vector_leg(query_vector, n, parsed)
+
+    def fts_leg(
+        self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
+    ) -> list[int]:
+        """The pipeline's full-text leg alone, with the given bm25 column weights."""
+        return self._searcher.fts_leg(parsed, weights, n)
 
     def fts_match_count(self, match_expr: str) -> int:
         return self.store.fts_match_count(match_expr)

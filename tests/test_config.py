@@ -88,7 +88,8 @@ def test_kb_groove_toml_is_found(tmp_path: Path) -> None:
         ),
         ("[search.mmr]\nlambda = 2\n", "lambda"),
         (
-            "[search.parent_retriever]\nwhole_doc_threshold_tokens = 300\nmax_expanded_tokens = 200\n",
+            "[search.parent_retriever]\nwhole_doc_threshold_tokens = 300\n"
+            "max_expanded_tokens = 200\n",
             "max_expanded_tokens",
         ),
         ("[eval]\nk_values = [0, 5]\n", "at least 1"),
@@ -135,7 +136,7 @@ def test_k_lists() -> None:
 _scalars = st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans(), st.text(max_size=5))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     section=st.sampled_from(["search.fusion", "search.mmr", "search.parent_retriever", "eval"]),
     key=st.sampled_from(

@@ -148,7 +148,7 @@ def test_model_mismatch_is_one_clear_error(tmp_path: Path) -> None:
             super().__init__()
             self.name = "other-model"
 
-    with pytest.raises(GrooveError, match="embedding model mismatch.*hash.*other-model"):
+    with pytest.raises(GrooveError, match=r"embedding model mismatch.*hash.*other-model"):
         open_engine(kb, settings, embedder=Other(), reindex=False)
 
 

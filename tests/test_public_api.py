@@ -26,3 +26,9 @@ def test_importing_the_package_and_plugin_loads_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_all_matches_the_lazy_table() -> None:
+    from pytest_groove import _EXPORTS
+
+    assert set(pytest_groove.__all__) == {*_EXPORTS, "__version__"}

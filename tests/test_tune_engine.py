@@ -21,7 +21,6 @@ from pytest_groove.evaluation.metrics import query_metrics
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
 from pytest_groove.tune.grid import Condition, all_conditions
 from pytest_groove.tune.sweep import (
-    EngineSource,
     MetricTable,
     Preflight,
     build_metric_table,
@@ -43,7 +42,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 
 def _sweep(engine: Engine, queries: list[GoldenQuery], limit: int) -> tuple[Preflight, MetricTable]:
-    source = EngineSource(engine)
+    source = engine
     with engine.read_snapshot():
         pre = run_preflight(source, queries, limit, K_VALUES)
         table = build_metric_table(source, pre)
@@ -109,7 +108,7 @@ def test_exclusion_is_applied_to_both_legs(engine: Engine) -> None:
 
 def test_effective_queries_on_the_golden_set(engine: Engine) -> None:
     golden = load_golden(CORPORA / "kb-eval-golden.yml", engine.kb)
-    source = EngineSource(engine)
+    source = engine
     with engine.read_snapshot():
         pre = run_preflight(source, list(golden.queries), 10, K_VALUES)
     assert len(pre.queries) == 30

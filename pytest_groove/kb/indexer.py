@@ -130,7 +130,11 @@ def check_model(store: Store, embedder: Embedder, force: bool) -> None:
     """An index answers only queries embedded by the model that built it."""
     model = store.get_meta("embedding_model")
     dim = store.get_meta("embedding_dim")
-    if model is not None and not force and (model != embedder.name or dim != str(embedder.dimension)):
+    if (
+        model is not None
+        and not force
+        and (model != embedder.name or dim != str(embedder.dimension))
+    ):
         raise GrooveError(
             f"embedding model mismatch: the index at {store.path} was built with {model!r} "
             f"(dim {dim}) but {embedder.name!r} (dim {embedder.dimension}) was asked for; "

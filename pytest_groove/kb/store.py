@@ -228,7 +228,9 @@ class Store:
         return [StoredChunk(h, c, x) for h, c, x in rows]
 
     def _delete_document_rows(self, doc_id: int) -> None:
-        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE document_id=?", (doc_id,))]
+        ids = [
+            r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE document_id=?", (doc_id,))
+        ]
         for cid in ids:
             self.conn.execute("DELETE FROM fts_chunks WHERE rowid=?", (cid,))
         self.conn.execute("DELETE FROM chunks WHERE document_id=?", (doc_id,))
@@ -433,7 +435,9 @@ class Store:
             )
             return [int(r[0]) for r in rows]
         except apsw.SQLError as exc:
-            raise GrooveError(f"full-text query {match_expr!r} was refused by SQLite: {exc}") from None
+            raise GrooveError(
+                f"full-text query {match_expr!r} was refused by SQLite: {exc}"
+            ) from None
 
     def fts_match_count(self, match_expr: str) -> int:
         return self._scalar(
@@ -455,8 +459,13 @@ class Store:
         # SQLite's default BINARY collation on UTF-8 gives the same order.
         for chunk in self.iter_chunk_texts():
             chunks += 1
-            for field in (chunk.path, str(chunk.chunk_index), chunk.heading, chunk.content,
-                          chunk.context):
+            for field in (
+                chunk.path,
+                str(chunk.chunk_index),
+                chunk.heading,
+                chunk.content,
+                chunk.context,
+            ):
                 if field is None:
                     digest.update(b"\x00")
                 else:

@@ -34,7 +34,9 @@ class VectorIndex:
         return int(self._index.ntotal)
 
     @classmethod
-    def build(cls, ids: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32], dim: int) -> VectorIndex:
+    def build(
+        cls, ids: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32], dim: int
+    ) -> VectorIndex:
         index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         if len(ids):
             index.add_with_ids(np.ascontiguousarray(matrix, dtype=np.float32), ids)

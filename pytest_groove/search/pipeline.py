@@ -113,9 +113,7 @@ class HybridSearcher:
         pool: list[tuple[int, float]] = [(cid, float(score)) for cid, score in fused if cid in rows]
 
         if use_reranker and self.reranker is not None and pool:
-            docs = [
-                _rerank_text(rows[cid]) for cid, _ in pool
-            ]
+            docs = [_rerank_text(rows[cid]) for cid, _ in pool]
             scores = self.reranker.score(parsed.positive, docs)
             order = sorted(range(len(pool)), key=lambda i: -scores[i])
             keep = plan.rerank_keep if plan.rerank_keep is not None else len(order)
@@ -147,8 +145,7 @@ class HybridSearcher:
                 expansion = expand_parent(
                     _parent_chunk(row),
                     lambda doc_id, cap: [
-                        _parent_chunk(r)
-                        for r in self.store.document_chunk_rows(doc_id, limit=cap)
+                        _parent_chunk(r) for r in self.store.document_chunk_rows(doc_id, limit=cap)
                     ],
                     lambda doc_id, lo, hi: [
                         _parent_chunk(r)

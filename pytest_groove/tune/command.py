@@ -154,7 +154,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pytest_groove.evaluation.golden import load_golden
     from pytest_groove.tune.plot import check_plot_target, write_heatmap
     from pytest_groove.tune.report import analyse, render_json, render_text
-    from pytest_groove.tune.sweep import EngineSource, build_metric_table, run_preflight
+    from pytest_groove.tune.sweep import build_metric_table, run_preflight
 
     kb: Path = args.kb_path
     if not kb.is_dir():
@@ -204,7 +204,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(line + "\n")
 
     try:
-        source = EngineSource(engine)
+        source = engine
         # one read snapshot: every candidate list describes the same index state
         with engine.read_snapshot():
             pre = run_preflight(source, golden.queries, limit, k_values, log=progress)

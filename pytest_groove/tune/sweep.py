@@ -46,7 +46,7 @@ from pytest_groove.tune.grid import (
 )
 
 if TYPE_CHECKING:
-    from pytest_groove.engine import Engine
+    pass
 
 FloatArray = npt.NDArray[np.float64]
 Log = Callable[[str], None]
@@ -62,7 +62,7 @@ DEFAULT_TRIPLE = DEFAULT_CONDITION.weight_index
 
 
 class CandidateSource(Protocol):
-    """What the sweep needs from an open index (see :class:`EngineSource`)."""
+    """What the sweep needs from an open index; :class:`~pytest_groove.engine.Engine` is one."""
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
@@ -81,48 +81,6 @@ class CandidateSource(Protocol):
     def chunk_count(self) -> int: ...
 
     def context_chunk_count(self) -> int: ...
-
-
-class EngineSource:
-    """:class:`CandidateSource` over an open :class:`~pytest_groove.engine.Engine`.
-
-    The two legs are the search pipeline's own (:class:`HybridSearcher`), so the
-    ``-term`` post-filter and the fetch sizes are those of ``groove search``.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        from pytest_groove.search.pipeline import HybridSearcher
-
-        self._engine = engine
-        self._legs = HybridSearcher(engine.store, engine.vectors, engine.embedder)
-
-    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._engine.embed_queries(texts)
-
-    def vector_leg(
-        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
-    ) -> list[int]:
-        return self._legs.vector_leg(query_vector, n, parsed)
-
-    def fts_leg(
-        self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
-    ) -> list[int]:
-        return self._legs.fts_leg(parsed, weights, n)
-
-    def fts_match_count(self, match_expr: str) -> int:
-        return self._engine.fts_match_count(match_expr)
-
-    def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
-        return self._engine.chunk_labels(ids)
-
-    def chunk_count(self) -> int:
-        return self._engine.chunk_count()
-
-    def context_chunk_count(self) -> int:
-        return self._engine.context_chunk_count()
-
-
-# --------------------------------------------------------------------------- pre-flight
 
 
 @dataclass
