@@ -7,7 +7,9 @@ single process without xdist).  The work itself is
 where each piece of output goes, and what the session's exit status becomes:
 
 - the text report goes to the terminal summary (``pytest_terminal_summary``);
-- notes, history warnings, the findings block and the gate message go to stderr;
+- notes, history warnings, the findings block and the gate message go to stderr,
+  written after the summary section (queued until ``pytest_terminal_summary``, or
+  ``pytest_unconfigure`` when there is no terminal);
 - a regression under ``--groove-fail-on-regression`` turns an otherwise passing
   session into exit status 1 (``ExitCode.TESTS_FAILED``); nothing is raised from a
   hook, because pytest does not catch exceptions around ``pytest_sessionfinish``;
@@ -39,8 +41,18 @@ if TYPE_CHECKING:
 _BROKEN = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
 
 
-def _stderr(text: str) -> None:
-    sys.stderr.write(text if text.endswith("\n") else text + "\n")
+def flush_stderr(state: GrooveSession) -> None:
+    """Write the messages queued for stderr (after the terminal's own output so far).
+
+    They are queued rather than written in ``pytest_sessionfinish`` because that
+    runs before pytest ends the progress line, so a message would be glued to it.
+    """
+    if not state.pending_stderr:
+        return
+    sys.stdout.flush()
+    for text in state.pending_stderr:
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+    state.pending_stderr.clear()
     sys.stderr.flush()
 
 
@@ -53,6 +65,9 @@ def _use_color(config: pytest.Config) -> bool:
 def finish(state: GrooveSession, session: pytest.Session, exitstatus: int) -> None:
     """Evaluate what ran, fill ``state.summary`` and set ``session.exitstatus``."""
     from pytest_groove._plugin_session import PROG, ordered_results
+
+    def _stderr(text: str) -> None:
+        state.pending_stderr.append(text)
 
     results = ordered_results(state)
     total = len(state.names)

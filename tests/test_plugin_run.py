@@ -8,6 +8,7 @@ between runs.  Key scenarios run twice: in one process and with ``-n 2``.
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,14 @@ import pytest_groove._plugin_finish
 import pytest_groove._plugin_session  # noqa: F401
 
 pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(autouse=True)
+def _lean(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner runs skip hypothesis's plugin: pytester re-imports it (with assertion
+    rewriting) on every in-process run, which costs most of a second each time.
+    (Set after pytester's own isolation, which clears PYTEST_ADDOPTS.)"""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
 
 GOLDEN = """\
 queries:
@@ -44,6 +53,7 @@ queries:
 
 RETRIEVER_CONFTEST = """\
 import json
+import shutil
 import pathlib
 
 ANSWERS = pathlib.Path(__file__).parent / "answers.json"
@@ -53,10 +63,11 @@ def retrieve(query, limit):
     table = json.loads(ANSWERS.read_text(encoding="utf-8"))
     if query in table.get("__raise__", []):
         raise RuntimeError("search backend down")
-    return [
+    hits = [
         {"path": path, "heading": heading, "score": round(1.0 / rank, 4)}
         for rank, (path, heading) in enumerate(table.get(query, []), start=1)
-    ][:limit]
+    ]
+    return hits if table.get("__ignore_limit__") else hits[:limit]
 
 
 retrieve.groove_name = "fake"
@@ -81,7 +92,7 @@ WORSE = {**GOOD, "who carries the pager": [*NOISE, ["ops/oncall.md", None]]}
 MISSING = {**GOOD, "who carries the pager": NOISE}
 
 IDS = ["ship-days", "rotate-tokens", "pager", "flaky"]
-XDIST = ["-n", "2", "-p", "no:hypothesispytest"]
+XDIST = ["-n", "2"]
 
 
 @pytest.fixture(params=["one-process", "xdist"])
@@ -163,6 +174,14 @@ def test_a_retriever_error_fails_the_item_and_the_run_is_not_recorded(
     result.stdout.fnmatch_lines(["*RuntimeError: search backend down*"])
     result.stdout.fnmatch_lines(["*Subset run (3 of 4 golden queries)*"])
     assert project.history() == []
+
+
+def test_hits_beyond_the_depth_are_cut(project: Project) -> None:
+    many = [[f"misc/{i}.md", None] for i in range(30)]
+    project.answer({**GOOD, "__ignore_limit__": True, "who carries the pager": many})
+    project.run("--groove-limit", "5", "--groove-k", "1,3", "--groove-json", "r.json")
+    report = json.loads((project.pytester.path / "r.json").read_text())
+    assert [len(q["top_k"]) for q in report["per_query"]] == [3, 3, 5, 3]
 
 
 def test_malformed_hits_fail_the_item_with_one_line(project: Project) -> None:
@@ -403,3 +422,19 @@ def test_results_travel_on_the_test_reports(project: Project, dist: list[str]) -
     # a line per query per process that saw the report (worker and controller under xdist)
     assert set(seen) == {"flaky 1.0", "pager 0.3333333333333333", "rotate-tokens 1.0",
                          "ship-days 1.0"}
+
+
+def test_the_own_retriever_example(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/own-retriever measures a keyword search over examples/kb."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    shutil.copytree(examples / "kb", pytester.path / "kb")
+    shutil.copytree(examples / "own-retriever", pytester.path / "own-retriever")
+    monkeypatch.chdir(pytester.path / "own-retriever")
+    result = pytester.runpytest("--groove-kb", "../kb")
+    # word overlap cannot match the Japanese paraphrases: that is the point of the demo
+    result.assert_outcomes(passed=12, failed=2)
+    result.stdout.fnmatch_lines(["*retriever: keyword-example", "  ✗ ja-postmortem-deadline *"])
+    assert (pytester.path / "kb" / ".groove-eval-history.json").exists()
+    assert not (pytester.path / "kb" / ".groove").exists()  # no index was built
