@@ -17,12 +17,15 @@ KB_EVAL = REPO_ROOT / "tests" / "corpora" / "kb-eval"
 KB_EVAL_GOLDEN = REPO_ROOT / "tests" / "corpora" / "kb-eval-golden.yml"
 EXAMPLE_KB = REPO_ROOT / "examples" / "kb"
 
+#: what running the example leaves in a KB (index, history); never copied into tests
+LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
+
 
 @pytest.fixture
 def kb_eval_copy(tmp_path: Path) -> Path:
     """A writable copy of the bilingual kb-eval corpus."""
     target = tmp_path / "kb-eval"
-    shutil.copytree(KB_EVAL, target)
+    shutil.copytree(KB_EVAL, target, ignore=LOCAL_STATE)
     return target
 
 
@@ -30,5 +33,5 @@ def kb_eval_copy(tmp_path: Path) -> Path:
 def example_kb_copy(tmp_path: Path) -> Path:
     """A writable copy of the example KB shipped in examples/kb."""
     target = tmp_path / "example-kb"
-    shutil.copytree(EXAMPLE_KB, target)
+    shutil.copytree(EXAMPLE_KB, target, ignore=LOCAL_STATE)
     return target

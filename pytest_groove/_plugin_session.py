@@ -136,8 +136,7 @@ def normalise_hits(raw: Any, retriever: str) -> list[SearchHit]:
     """
     if raw is None or isinstance(raw, str | bytes | dict):
         raise GrooveError(
-            f"custom retriever {retriever} must return a sequence of hits, "
-            f"got {type(raw).__name__}"
+            f"custom retriever {retriever} must return a sequence of hits, got {type(raw).__name__}"
         )
     hits: list[SearchHit] = []
     for position, hit in enumerate(raw, start=1):
@@ -297,8 +296,10 @@ class GrooveSession:
             log=log,
         )
         report = engine.index_report
-        if report is not None and not self.is_worker and (
-            report.added or report.changed or report.renamed or report.removed
+        if (
+            report is not None
+            and not self.is_worker
+            and (report.added or report.changed or report.renamed or report.removed)
         ):
             self._write_line(f"{PROG}: {report.summary()}")
         return engine
@@ -347,8 +348,10 @@ class GrooveSession:
             # Read now so a refused or unreadable history stops the run before any
             # search (exit 4).  Parse warnings are repeated by the session-end load.
             runs = load_history(history_path(self.kb), warnings=[])
-        choice = None if self.options.no_diff or self.options.no_history else (
-            choose_baseline(runs, fingerprint)
+        choice = (
+            None
+            if self.options.no_diff or self.options.no_history
+            else (choose_baseline(runs, fingerprint))
         )
         baseline_queries: dict[str, QueryResult] = {}
         if choice is not None and choice.baseline is not None:
@@ -491,9 +494,7 @@ class GrooveSession:
         }
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Any:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report = yield
         if isinstance(item, GrooveQueryItem) and call.when == "call":
             setattr(report, REPORT_NAME, item.name)

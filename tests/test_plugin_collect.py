@@ -31,6 +31,7 @@ def _lean(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     (Set after pytester's own isolation, which clears PYTEST_ADDOPTS.)"""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
 
+
 GOLDEN = """\
 queries:
   - id: deploy-days
@@ -125,9 +126,7 @@ def test_importing_the_plugin_loads_nothing_heavy() -> None:
         text=True,
         check=True,
     )
-    imported = {
-        line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line
-    }
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     heavy = {
         name
         for name in imported
@@ -141,8 +140,17 @@ def test_an_inert_pytest_run_imports_only_the_thin_plugin_modules(
     project: pytest.Pytester,
 ) -> None:
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/test_unit.py"],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_unit.py",
+        ],
         cwd=project.path,
         capture_output=True,
         text=True,
@@ -154,7 +162,9 @@ def test_an_inert_pytest_run_imports_only_the_thin_plugin_modules(
         if name.startswith("pytest_groove")
     }
     assert ours <= {
-        "pytest_groove", "pytest_groove.plugin", "pytest_groove._plugin_options",
+        "pytest_groove",
+        "pytest_groove.plugin",
+        "pytest_groove._plugin_options",
         "pytest_groove._plugin_hooks",
     }
     assert "pytest_groove._plugin_options" in ours  # the plugin did load
@@ -164,10 +174,20 @@ def test_options_are_listed_in_help(project: pytest.Pytester) -> None:
     result = project.runpytest("--help")
     out = result.stdout.str()
     for flag in (
-        "--groove-kb", "--groove-golden", "--groove-k", "--groove-model", "--groove-reranker",
-        "--groove-limit", "--groove-no-history", "--groove-no-diff",
-        "--groove-fail-on-regression", "--groove-json", "--groove-freeze-baseline",
-        "--groove-mmr", "--groove-parent-retriever", "--groove-index-dir",
+        "--groove-kb",
+        "--groove-golden",
+        "--groove-k",
+        "--groove-model",
+        "--groove-reranker",
+        "--groove-limit",
+        "--groove-no-history",
+        "--groove-no-diff",
+        "--groove-fail-on-regression",
+        "--groove-json",
+        "--groove-freeze-baseline",
+        "--groove-mmr",
+        "--groove-parent-retriever",
+        "--groove-index-dir",
         "--groove-no-reindex",
     ):
         assert flag in out, flag
@@ -317,8 +337,14 @@ def test_every_item_has_the_groove_marker_and_tags_become_markers(
 
 @pytest.mark.parametrize(
     ("tag", "marker"),
-    [("smoke", "smoke"), ("needs review", "needs_review"), ("2nd-pass", "nd_pass"),
-     ("__x__", "x"), ("!!!", None), ("日本語", "日本語")],
+    [
+        ("smoke", "smoke"),
+        ("needs review", "needs_review"),
+        ("2nd-pass", "nd_pass"),
+        ("__x__", "x"),
+        ("!!!", None),
+        ("日本語", "日本語"),
+    ],
 )
 def test_tag_marker_names(tag: str, marker: str | None) -> None:
     assert tag_marker(tag) == marker

@@ -19,6 +19,9 @@ import pytest_groove._plugin_finish
 import pytest_groove._plugin_session
 import pytest_groove.engine  # noqa: F401
 
+#: what running the example leaves in a KB (index, history); never copied into tests
+LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
+
 pytest_plugins = ["pytester"]
 
 
@@ -28,6 +31,7 @@ def _lean(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     rewriting) on every in-process run, which costs most of a second each time.
     (Set after pytester's own isolation, which clears PYTEST_ADDOPTS.)"""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 XDIST = ["-n", "2"]
@@ -160,8 +164,10 @@ def test_deleting_an_expected_document_trips_the_gate_and_restoring_passes(
     broken.stdout.fnmatch_lines(["*golden query 'tokens' missed*"])
     broken.stdout.fnmatch_lines(["    ⚠️ corpus changed since last run (4 -> 3 documents, *"])
     broken.stderr.fnmatch_lines(
-        ["groove: retrieval quality regressed by more than 0.050 *(recall@1, *"
-         "The indexed corpus changed since that run as well (4 -> 3 documents*"]
+        [
+            "groove: retrieval quality regressed by more than 0.050 *(recall@1, *"
+            "The indexed corpus changed since that run as well (4 -> 3 documents*"
+        ]
     )
 
     (kb / "tokens.md").write_text(removed, encoding="utf-8")
@@ -218,8 +224,11 @@ def test_notes_quoting_golden_queries_are_reported_on_stderr(
     )
     result = _run(pytester, "--groove-json", "r.json")
     result.stderr.fnmatch_lines(
-        ["groove: 1 document(s) quote 2 or more golden queries verbatim "
-         "(golden-queries-quoted).", "  eval-notes.md"]
+        [
+            "groove: 1 document(s) quote 2 or more golden queries verbatim "
+            "(golden-queries-quoted).",
+            "  eval-notes.md",
+        ]
     )
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["findings"][0]["path"] == "eval-notes.md"
@@ -228,7 +237,7 @@ def test_notes_quoting_golden_queries_are_reported_on_stderr(
 @pytest.mark.slow
 def test_example_kb_with_the_default_model(pytester: pytest.Pytester) -> None:
     """The shipped example, the real multilingual model: every query passes, twice."""
-    shutil.copytree(EXAMPLE_KB, pytester.path / "kb")
+    shutil.copytree(EXAMPLE_KB, pytester.path / "kb", ignore=LOCAL_STATE)
     first = pytester.runpytest("--groove-kb", "kb")
     assert first.ret == pytest.ExitCode.OK, first.stdout.str()
     first.assert_outcomes(passed=14)

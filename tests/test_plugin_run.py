@@ -20,6 +20,9 @@ import pytest
 import pytest_groove._plugin_finish
 import pytest_groove._plugin_session  # noqa: F401
 
+#: what running the example leaves in a KB (index, history); never copied into tests
+LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
+
 pytest_plugins = ["pytester"]
 
 
@@ -29,6 +32,7 @@ def _lean(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     rewriting) on every in-process run, which costs most of a second each time.
     (Set after pytester's own isolation, which clears PYTEST_ADDOPTS.)"""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+
 
 GOLDEN = """\
 queries:
@@ -269,8 +273,10 @@ def test_regression_gate_fails_the_session_and_names_the_metrics(
         ["groove: regression gate FAILED (recall@1, MRR, nDCG@1, nDCG@5, nDCG@10 dropped*"]
     )
     result.stderr.fnmatch_lines(
-        ["groove: retrieval quality regressed by more than 0.050 since the run of * "
-         "(recall@1, MRR, nDCG@1, nDCG@5, nDCG@10).*--groove-fail-on-regression was set."]
+        [
+            "groove: retrieval quality regressed by more than 0.050 since the run of * "
+            "(recall@1, MRR, nDCG@1, nDCG@5, nDCG@10).*--groove-fail-on-regression was set."
+        ]
     )
     assert len(project.history()) == 2  # recorded even though the gate failed
 
@@ -407,8 +413,7 @@ def test_results_travel_on_the_test_reports(project: Project, dist: list[str]) -
     """A conftest on the controller sees each query's result on its report."""
     conftest = project.pytester.path / "conftest.py"
     conftest.write_text(
-        conftest.read_text()
-        + "\n\nSEEN = pathlib.Path(__file__).parent / 'seen.txt'\n\n"
+        conftest.read_text() + "\n\nSEEN = pathlib.Path(__file__).parent / 'seen.txt'\n\n"
         "def pytest_runtest_logreport(report):\n"
         "    result = getattr(report, 'groove_result', None)\n"
         "    if result is not None:\n"
@@ -420,8 +425,12 @@ def test_results_travel_on_the_test_reports(project: Project, dist: list[str]) -
     project.run("--groove-no-history", *dist)
     seen = sorted((project.pytester.path / "seen.txt").read_text().split("\n")[:-1])
     # a line per query per process that saw the report (worker and controller under xdist)
-    assert set(seen) == {"flaky 1.0", "pager 0.3333333333333333", "rotate-tokens 1.0",
-                         "ship-days 1.0"}
+    assert set(seen) == {
+        "flaky 1.0",
+        "pager 0.3333333333333333",
+        "rotate-tokens 1.0",
+        "ship-days 1.0",
+    }
 
 
 def test_the_own_retriever_example(
@@ -429,7 +438,7 @@ def test_the_own_retriever_example(
 ) -> None:
     """examples/own-retriever measures a keyword search over examples/kb."""
     examples = Path(__file__).resolve().parents[1] / "examples"
-    shutil.copytree(examples / "kb", pytester.path / "kb")
+    shutil.copytree(examples / "kb", pytester.path / "kb", ignore=LOCAL_STATE)
     shutil.copytree(examples / "own-retriever", pytester.path / "own-retriever")
     monkeypatch.chdir(pytester.path / "own-retriever")
     result = pytester.runpytest("--groove-kb", "../kb")
