@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_groove._plugin_options import pytest_flag_names
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.session import EvalContext, EvalFlags, finish_evaluation
 
@@ -101,7 +102,7 @@ def finish(state: GrooveSession, session: pytest.Session, exitstatus: int) -> No
             json_path=opts.json_path,
         ),
         prog=PROG,
-        fail_flag="--groove-fail-on-regression",
+        fail_flag=pytest_flag_names("--fail-on-regression"),
     )
     try:
         if engine is not None:
@@ -115,7 +116,7 @@ def finish(state: GrooveSession, session: pytest.Session, exitstatus: int) -> No
         else:
             outcome = finish_evaluation(ctx, results, record=complete)
     except GrooveError as exc:
-        _stderr(f"ERROR: {exc.message}")
+        _stderr(f"ERROR: {pytest_flag_names(exc.message)}")
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         return
 
@@ -130,13 +131,13 @@ def finish(state: GrooveSession, session: pytest.Session, exitstatus: int) -> No
     state.summary = summary
 
     for warning in outcome.warnings:
-        _stderr(f"{PROG}: warning: {warning}")
+        _stderr(f"{PROG}: warning: {pytest_flag_names(warning)}")
     if outcome.findings_warning:
         _stderr(outcome.findings_warning)
     if outcome.gate_message:
         _stderr(outcome.gate_message)
     if outcome.error is not None:
-        _stderr(f"ERROR: {outcome.error}")
+        _stderr(f"ERROR: {pytest_flag_names(outcome.error)}")
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
     elif outcome.gate_failures and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

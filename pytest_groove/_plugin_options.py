@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,3 +435,16 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
         freeze_baseline=flag("groove_freeze_baseline"),
         junit_properties=flag("groove_junit_properties"),
     )
+
+
+#: engine messages name ``groove`` flags; under pytest the same knob is ``--groove-<flag>``
+_CLI_FLAG = re.compile(
+    r"(?<![\w-])--(golden|k|limit|model|reranker|config|index-dir|no-reindex|no-history|"
+    r"no-diff|fail-on-regression|freeze-baseline|mmr|mmr-lambda|mmr-same-doc-penalty|"
+    r"parent-retriever)(?![\w-])"
+)
+
+
+def pytest_flag_names(message: str) -> str:
+    """Rewrite ``groove`` CLI flag names in an engine message to the pytest options."""
+    return _CLI_FLAG.sub(r"--groove-\1", message)

@@ -39,7 +39,7 @@ from pytest_groove._plugin_items import (
     GrooveQueryItem,
     tag_marker,
 )
-from pytest_groove._plugin_options import PluginOptions
+from pytest_groove._plugin_options import PluginOptions, pytest_flag_names
 from pytest_groove.config import SearchOverrides
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.compare import find_query, query_regressed
@@ -78,7 +78,7 @@ WORKER_INPUT = "groove"
 
 def usage_error(exc: GrooveError) -> pytest.UsageError:
     """A GrooveError as the usage error pytest prints as one ``ERROR:`` line (exit 4)."""
-    return pytest.UsageError(exc.message)
+    return pytest.UsageError(pytest_flag_names(exc.message))
 
 
 def activate(config: pytest.Config, options: PluginOptions) -> None:

@@ -46,14 +46,23 @@ def _unit_float(name: str) -> Callable[[str], float]:
     return parse
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
-    return value
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+#: ``groove search --limit 0`` is a valid (empty) request
+non_negative_int = _whole_number(0)
+#: an evaluation with no hits per query measures nothing: eval and tune need >= 1
+positive_int = _whole_number(1)
 
 
 def add_kb_arguments(parser: argparse.ArgumentParser) -> None:
@@ -167,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_search = sub.add_parser("search", help="run one query through the hybrid search")
     add_kb_arguments(p_search)
     add_pipeline_arguments(p_search)
-    p_search.add_argument("--limit", type=_non_negative_int, default=5)
+    p_search.add_argument("--limit", type=non_negative_int, default=5)
     p_search.add_argument("--format", choices=("text", "json"), default="text")
     p_search.add_argument("query", help="the query text (prefix a word with - to exclude it)")
     p_search.set_defaults(func=_run_search)

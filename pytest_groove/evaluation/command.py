@@ -80,7 +80,7 @@ def _k_list(text: str) -> tuple[int, ...]:
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``eval`` on the ``groove`` command's sub-parsers."""
     # the flags `groove search` shares are defined once, in cli.py (which imports us)
-    from pytest_groove.cli import _non_negative_int, add_kb_arguments, add_pipeline_arguments
+    from pytest_groove.cli import add_kb_arguments, add_pipeline_arguments, positive_int
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "eval",
@@ -101,7 +101,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         help="k values for recall@k and nDCG@k (comma-separated; may repeat)",
     )
     p.add_argument(
-        "--limit", type=_non_negative_int, help="results fetched per query (default: the largest k)"
+        "--limit", type=positive_int, help="results fetched per query (default: the largest k)"
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     p.add_argument(

@@ -50,7 +50,7 @@ def _k_list(text: str) -> tuple[int, ...]:
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``tune`` on the ``groove`` command's sub-parsers."""
-    from pytest_groove.cli import _non_negative_int, add_kb_arguments
+    from pytest_groove.cli import add_kb_arguments, positive_int
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "tune",
@@ -72,7 +72,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--limit",
-        type=_non_negative_int,
+        type=positive_int,
         help="length of each fused list (default and minimum: the largest k)",
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
