@@ -1,7 +1,7 @@
 """pytest-groove plugin over the real engine: indexing, xdist, the scripted regression.
 
-Most tests use ``--groove-model hash`` (lexical, instant); one slow test runs the
-default multilingual model over the shipped example knowledge base.
+Most tests use ``--groove-model hash`` (lexical, instant); one test, kept in the
+default run (~4 s), runs the default multilingual model over the shipped example KB.
 """
 
 from __future__ import annotations
@@ -234,7 +234,6 @@ def test_notes_quoting_golden_queries_are_reported_on_stderr(
     assert report["findings"][0]["path"] == "eval-notes.md"
 
 
-@pytest.mark.slow
 def test_example_kb_with_the_default_model(pytester: pytest.Pytester) -> None:
     """The shipped example, the real multilingual model: every query passes, twice."""
     shutil.copytree(EXAMPLE_KB, pytester.path / "kb", ignore=LOCAL_STATE)
