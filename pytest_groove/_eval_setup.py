@@ -21,10 +21,10 @@ from pytest_groove.config import (
     SEARCH_LIMIT_MAX,
     SearchOverrides,
     Settings,
-    apply_search_overrides,
     check_k_values,
     load_settings,
     normalise_k_values,
+    with_overrides,
 )
 from pytest_groove.evaluation.golden import resolve_golden_path
 
@@ -73,15 +73,13 @@ def resolve_eval_setup(request: EvalRequest) -> EvalSetup:
     invalid k list, :class:`~pytest_groove.errors.UsageError` for bad override values.
     """
     kb = request.kb
-    settings = load_settings(kb, request.config_file)
-    index = settings.index
-    if request.model is not None:
-        index = replace(index, model=request.model)
-    if request.index_dir is not None:
-        index = replace(index, index_dir=request.index_dir)
-    overrides = replace(request.overrides, reranker=request.reranker)
-    search = apply_search_overrides(settings.search, overrides)
-    settings = replace(settings, index=index, search=search)
+    settings = with_overrides(
+        load_settings(kb, request.config_file),
+        model=request.model,
+        index_dir=request.index_dir,
+        overrides=replace(request.overrides, reranker=request.reranker),
+    )
+    search = settings.search
 
     raw_k = request.k_values if request.k_values is not None else settings.eval.k_values
     check_k_values(tuple(raw_k), "--k" if request.k_values is not None else "[eval].k_values")

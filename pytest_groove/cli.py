@@ -88,25 +88,43 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_cli_settings(args: argparse.Namespace) -> Settings:
     """Settings from ``--config``/``<kb>/groove.toml`` with CLI overrides applied."""
-    from dataclasses import replace
+    from pytest_groove.config import SearchOverrides, load_settings, with_overrides
 
-    from pytest_groove.config import SearchOverrides, apply_search_overrides, load_settings
-
-    settings = load_settings(args.kb_path, getattr(args, "config", None))
-    index = settings.index
-    if getattr(args, "model", None):
-        index = replace(index, model=args.model)
-    if getattr(args, "index_dir", None) is not None:
-        index = replace(index, index_dir=args.index_dir)
-    overrides = SearchOverrides(
-        reranker=getattr(args, "reranker", None),
-        mmr=getattr(args, "mmr", None),
-        mmr_lambda=getattr(args, "mmr_lambda", None),
-        mmr_same_doc_penalty=getattr(args, "mmr_same_doc_penalty", None),
-        parent_retriever=getattr(args, "parent_retriever", None),
+    return with_overrides(
+        load_settings(args.kb_path, getattr(args, "config", None)),
+        model=getattr(args, "model", None),
+        index_dir=getattr(args, "index_dir", None),
+        overrides=SearchOverrides(
+            reranker=getattr(args, "reranker", None),
+            mmr=getattr(args, "mmr", None),
+            mmr_lambda=getattr(args, "mmr_lambda", None),
+            mmr_same_doc_penalty=getattr(args, "mmr_same_doc_penalty", None),
+            parent_retriever=getattr(args, "parent_retriever", None),
+        ),
     )
-    search = apply_search_overrides(settings.search, overrides)
-    return replace(settings, index=index, search=search)
+
+
+def k_list_arg(text: str) -> tuple[int, ...]:
+    """``--k 1,5,10`` for argparse (bad values become argparse's usage error)."""
+    from pytest_groove.config import parse_k_list
+
+    try:
+        return parse_k_list("--k", text)
+    except GrooveError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def add_golden_arguments(parser: argparse.ArgumentParser, *, k_help: str) -> None:
+    """Flags ``eval`` and ``tune`` share: the golden set, the cut-offs, output, reindexing."""
+    parser.add_argument("--golden", type=Path, help="golden file (default: <kb>/.groove-eval.yml)")
+    parser.add_argument("--k", type=k_list_arg, action="append", metavar="1,5,10", help=k_help)
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    parser.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR)")
+    parser.add_argument(
+        "--no-reindex",
+        action="store_true",
+        help="use the index as it is instead of bringing it up to date first",
+    )
 
 
 # --------------------------------------------------------------------------- index

@@ -398,6 +398,25 @@ def apply_search_overrides(search: SearchSettings, ov: SearchOverrides) -> Searc
     return replace(search, mmr=mmr, parent_retriever=parent, reranker=reranker)
 
 
+def with_overrides(
+    settings: Settings,
+    *,
+    model: str | None = None,
+    index_dir: Path | None = None,
+    overrides: SearchOverrides | None = None,
+) -> Settings:
+    """Settings after the per-run choices every door offers (model, index dir, pipeline)."""
+    index = settings.index
+    if model:
+        index = replace(index, model=model)
+    if index_dir is not None:
+        index = replace(index, index_dir=index_dir)
+    search = settings.search
+    if overrides is not None:
+        search = apply_search_overrides(search, overrides)
+    return replace(settings, index=index, search=search)
+
+
 def parse_bool_flag(name: str, text: str) -> bool:
     """``--mmr true`` style values: true/false/yes/no/1/0/on/off."""
     low = text.strip().lower()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from pytest_groove._eval_setup import EvalRequest, EvalSetup, resolve_eval_setup
-from pytest_groove.config import SearchOverrides, SearchSettings, Settings, parse_k_list
+from pytest_groove.config import SearchOverrides, SearchSettings, Settings
 from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.compare import color_enabled
 from pytest_groove.evaluation.golden import load_golden
@@ -70,17 +70,15 @@ def _open_engine(kb: Path, settings: Settings, *, reindex: bool) -> EvalEngine:
 # --------------------------------------------------------------------------- arguments
 
 
-def _k_list(text: str) -> tuple[int, ...]:
-    try:
-        return parse_k_list("--k", text)
-    except GrooveError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``eval`` on the ``groove`` command's sub-parsers."""
     # the flags `groove search` shares are defined once, in cli.py (which imports us)
-    from pytest_groove.cli import add_kb_arguments, add_pipeline_arguments, positive_int
+    from pytest_groove.cli import (
+        add_golden_arguments,
+        add_kb_arguments,
+        add_pipeline_arguments,
+        positive_int,
+    )
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "eval",
@@ -92,18 +90,10 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     )
     add_kb_arguments(p)
     add_pipeline_arguments(p)
-    p.add_argument("--golden", type=Path, help="golden file (default: <kb>/.groove-eval.yml)")
-    p.add_argument(
-        "--k",
-        type=_k_list,
-        action="append",
-        metavar="1,5,10",
-        help="k values for recall@k and nDCG@k (comma-separated; may repeat)",
-    )
+    add_golden_arguments(p, k_help="k values for recall@k and nDCG@k (comma-separated; may repeat)")
     p.add_argument(
         "--limit", type=positive_int, help="results fetched per query (default: the largest k)"
     )
-    p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     p.add_argument(
         "--no-history",
         action="store_true",
@@ -114,7 +104,6 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="do not compare with a previous run (the run is still recorded)",
     )
-    p.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR)")
     p.add_argument(
         "--fail-on-regression",
         action="store_true",
@@ -124,11 +113,6 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         "--freeze-baseline",
         action="store_true",
         help="make this run the baseline later runs are compared with",
-    )
-    p.add_argument(
-        "--no-reindex",
-        action="store_true",
-        help="use the index as it is instead of bringing it up to date first",
     )
     p.set_defaults(func=run)
     return p

@@ -39,18 +39,9 @@ CONTEXT_NOOP_WARNING = (
 # --------------------------------------------------------------------------- arguments
 
 
-def _k_list(text: str) -> tuple[int, ...]:
-    from pytest_groove.config import parse_k_list
-
-    try:
-        return parse_k_list("--k", text)
-    except GrooveError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``tune`` on the ``groove`` command's sub-parsers."""
-    from pytest_groove.cli import add_kb_arguments, positive_int
+    from pytest_groove.cli import add_golden_arguments, add_kb_arguments, positive_int
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "tune",
@@ -62,31 +53,19 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     add_kb_arguments(p)
-    p.add_argument("--golden", type=Path, help="golden file (default: <kb>/.groove-eval.yml)")
-    p.add_argument(
-        "--k",
-        type=_k_list,
-        action="append",
-        metavar="1,5,10",
-        help="k values for recall@k / nDCG@k (5 is always added: nDCG@5 decides)",
+    add_golden_arguments(
+        p, k_help="k values for recall@k / nDCG@k (5 is always added: nDCG@5 decides)"
     )
     p.add_argument(
         "--limit",
         type=positive_int,
         help="length of each fused list (default and minimum: the largest k)",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
-    p.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR)")
     p.add_argument(
         "--plot",
         type=Path,
         metavar="PATH.png",
         help="also draw a heatmap of rrf_k x heading weight (needs the 'plots' extra)",
-    )
-    p.add_argument(
-        "--no-reindex",
-        action="store_true",
-        help="use the index as it is instead of bringing it up to date first",
     )
     p.set_defaults(func=run)
     return p
