@@ -13,9 +13,9 @@ where each piece of output goes, and what the session's exit status becomes:
 - a regression under ``--groove-fail-on-regression`` turns an otherwise passing
   session into exit status 1 (``ExitCode.TESTS_FAILED``); nothing is raised from a
   hook, because pytest does not catch exceptions around ``pytest_sessionfinish``;
-- an error at this stage (the history refused or not writable, the JSON report not
-  writable) is printed as one ``ERROR:`` line and the exit status becomes 4, like a
-  usage error found earlier.
+- an error at this stage (the history refused or not writable, the JSON or HTML
+  report not writable) is printed as one ``ERROR:`` line and the exit status becomes
+  4, like a usage error found earlier.
 
 Only a complete run is recorded and gated: every golden query produced a result and
 the session was not interrupted.  A ``-k`` / ``-m`` / ``--lf`` selection, ``-x`` or
@@ -100,6 +100,7 @@ def finish(state: GrooveSession, session: pytest.Session, exitstatus: int) -> No
             freeze_baseline=opts.freeze_baseline,
             color=_use_color(state.config),
             json_path=opts.json_path,
+            html_path=opts.html_path,
         ),
         prog=PROG,
         fail_flag=pytest_flag_names("--fail-on-regression"),

@@ -184,6 +184,14 @@ SPECS: tuple[OptionSpec, ...] = (
         "also write the run as JSON (the `groove eval --format json` shape) to FILE",
     ),
     OptionSpec(
+        "--groove-html",
+        "groove_html",
+        "groove_html",
+        "path",
+        "FILE",
+        "also write an HTML report with plots to FILE (needs pytest-groove[plots])",
+    ),
+    OptionSpec(
         "--groove-freeze-baseline",
         None,
         "groove_freeze_baseline",
@@ -343,6 +351,7 @@ class PluginOptions:
     no_diff: bool = False
     fail_on_regression: bool = False
     json_path: Path | None = None
+    html_path: Path | None = None
     freeze_baseline: bool = False
     junit_properties: bool = False
 
@@ -412,6 +421,9 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
         raise pytest.UsageError(
             "--groove-freeze-baseline needs the history: drop --groove-no-history"
         )
+    html_path = _lookup(config, "groove_html")
+    if html_path is not None:
+        _check_html(config)
 
     return PluginOptions(
         kb=Path(kb),
@@ -432,9 +444,23 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
         no_diff=flag("groove_no_diff"),
         fail_on_regression=flag("groove_fail_on_regression"),
         json_path=_lookup(config, "groove_json"),
+        html_path=html_path,
         freeze_baseline=flag("groove_freeze_baseline"),
         junit_properties=flag("groove_junit_properties"),
     )
+
+
+def _check_html(config: pytest.Config) -> None:
+    """The HTML report needs the ``plots`` extra: say so now, before any search."""
+    from pytest_groove.errors import GrooveError
+    from pytest_groove.evaluation.report_html import check_html_available
+
+    spec = SPECS_BY_DEST["groove_html"]
+    name = spec.flag if _cli_value(config, spec) is not None else spec.ini
+    try:
+        check_html_available(name or spec.dest)
+    except GrooveError as exc:
+        raise pytest.UsageError(exc.message) from None
 
 
 #: engine messages name ``groove`` flags; under pytest the same knob is ``--groove-<flag>``

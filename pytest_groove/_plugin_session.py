@@ -42,7 +42,7 @@ from pytest_groove._plugin_items import (
 from pytest_groove._plugin_options import PluginOptions, pytest_flag_names
 from pytest_groove.config import SearchOverrides
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.compare import find_query, query_regressed
+from pytest_groove.evaluation.compare import match_queries, query_regressed
 from pytest_groove.evaluation.golden import load_golden, node_ids
 from pytest_groove.evaluation.history import (
     BaselineChoice,
@@ -355,8 +355,8 @@ class GrooveSession:
         )
         baseline_queries: dict[str, QueryResult] = {}
         if choice is not None and choice.baseline is not None:
-            for name, query in zip(self.names, self.golden.queries, strict=True):
-                previous = find_query(choice.baseline, query.id)
+            paired = match_queries(self.golden.queries, choice.baseline)
+            for name, previous in zip(self.names, paired, strict=True):
                 if previous is not None:
                     baseline_queries[name] = previous
         return Prepared(fingerprint=fingerprint, choice=choice, baseline_queries=baseline_queries)

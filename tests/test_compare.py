@@ -15,12 +15,14 @@ from pytest_groove.evaluation.compare import (
     color_enabled,
     compare,
     corpus_change,
+    find_query,
     format_delta,
     gate_failures,
+    match_queries,
     project_baseline,
     query_regressed,
 )
-from pytest_groove.evaluation.run import Fingerprint
+from pytest_groove.evaluation.run import Fingerprint, QueryResult
 
 T = 0.05
 
@@ -196,10 +198,56 @@ def test_per_query_rows_without_baseline_have_no_previous() -> None:
     assert rows[0].previous is None and rows[0].miss and not rows[0].regressed
 
 
-def test_duplicate_ids_resolve_to_the_first_baseline_query() -> None:
+#: two queries whose first 32 code points agree: without explicit ids they share an id
+SHARED_ID = "How does the indexer handle the "
+BIG = SHARED_ID + "chunks of a big file?"
+SMALL = SHARED_ID + "chunks of a small file?"
+
+
+def colliding(big: float, small: float, rr_small: float = 0.5) -> list[QueryResult]:
+    return [
+        query(SHARED_ID, big, 1.0, text=BIG, expected=("big.md",)),
+        query(SHARED_ID, small, rr_small, text=SMALL, expected=("small.md",)),
+    ]
+
+
+def test_queries_sharing_a_derived_id_pair_with_their_own_baseline() -> None:
+    previous = run(minutes=0, per_query=colliding(1.0, 0.5))
+    now = run(minutes=1, per_query=colliding(1.0, 0.5))
+    rows = compare(now, previous, T).queries
+    assert [(r.previous, r.now, r.regressed) for r in rows] == [
+        (1.0, 1.0, False),
+        (0.5, 0.5, False),
+    ]
+
+
+def test_shared_id_pairing_follows_text_not_position() -> None:
+    previous = run(minutes=0, per_query=colliding(1.0, 0.5))
+    # the same queries, the other way round: each still meets its own baseline
+    now = run(minutes=1, per_query=list(reversed(colliding(1.0, 0.5))))
+    rows = compare(now, previous, T).queries
+    assert [(r.previous, r.now) for r in rows] == [(0.5, 0.5), (1.0, 1.0)]
+
+
+def test_exact_duplicates_pair_in_order() -> None:
     previous = run(minutes=0, per_query=[query("dup", 1.0), query("dup", 0.0)])
-    now = run(minutes=1, per_query=[query("dup", 0.0)])
-    assert compare(now, previous, T).queries[0].previous == 1.0
+    now = run(minutes=1, per_query=[query("dup", 1.0), query("dup", 0.0)])
+    assert [r.previous for r in compare(now, previous, T).queries] == [1.0, 0.0]
+    assert not any(r.regressed for r in compare(now, previous, T).queries)
+
+
+def test_a_query_missing_from_the_baseline_has_no_previous() -> None:
+    previous = run(minutes=0, per_query=[query("dup", 1.0)])
+    now = run(minutes=1, per_query=[query("dup", 1.0), query("dup", 0.0)])
+    assert [r.previous for r in compare(now, previous, T).queries] == [1.0, None]
+
+
+def test_match_queries_is_the_one_pairing_rule() -> None:
+    baseline = run(per_query=colliding(1.0, 0.5))
+    big, small = baseline.per_query
+    assert match_queries([small, big], baseline) == [small, big]
+    assert find_query(baseline, small) is small
+    assert find_query(baseline, query("other", text=SMALL)) is None
 
 
 def test_query_regressed_names_each_metric_that_dropped() -> None:
@@ -217,6 +265,27 @@ def test_project_baseline_reaggregates_the_selected_queries() -> None:
     assert projected.aggregate.query_count == 2
     assert projected.aggregate.mrr == 0.75
     assert projected.timestamp == baseline.timestamp
+
+
+def test_project_baseline_picks_the_query_with_the_same_text_under_a_shared_id() -> None:
+    baseline = run(per_query=colliding(1.0, 0.5, rr_small=0.25))
+    small = colliding(1.0, 0.5)[1]
+    projected = project_baseline(baseline, [small])
+    assert [q.query for q in projected.per_query] == [SMALL]
+    assert projected.aggregate.mrr == 0.25
+
+
+def test_query_regressed_sees_no_drop_for_an_unchanged_shared_id_query() -> None:
+    baseline = run(per_query=colliding(1.0, 0.5))
+    small = colliding(1.0, 0.5)[1]
+    assert query_regressed(small, find_query(baseline, small), T) == []
+
+
+def test_a_baseline_with_unknown_fingerprint_keys_is_a_config_change() -> None:
+    newer = fingerprint(extra={"future_knob": 7})
+    comparison = compare(run(minutes=1), run(minutes=0, fp=newer), T)
+    assert not comparison.compatible and comparison.reason == CONFIG_CHANGED
+    assert comparison.diff is None and gate_failures(comparison, T) == []
 
 
 # --------------------------------------------------------------------------- display

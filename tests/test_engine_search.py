@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +18,8 @@ from pytest_groove.config import (
 )
 from pytest_groove.engine import Engine, open_engine
 from pytest_groove.errors import GrooveError
+from pytest_groove.search.fts_query import parse_query
+from pytest_groove.search.rerank import register_reranker, unregister_reranker
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 
@@ -71,12 +75,12 @@ def test_short_query_falls_back_to_vector_only(engine: Engine) -> None:
     assert hits[0].score == pytest.approx(1 / 61, rel=1e-6)
 
 
-def test_mmr_changes_nothing_at_lambda_one_except_order_rules(engine: Engine) -> None:
+def test_mmr_at_lambda_one_keeps_the_relevance_order(engine: Engine) -> None:
     base = engine.search("deploy rollback", 5)
     mmr = SearchSettings(mmr=MmrSettings(enabled=True, lambda_=1.0))
     with_mmr = engine.search("deploy rollback", 5, mmr)
-    assert [h.path for h in with_mmr][:1] == [h.path for h in base][:1]
-    assert len(with_mmr) == 5
+    assert [(h.path, h.heading) for h in with_mmr] == [(h.path, h.heading) for h in base]
+    assert [h.score for h in with_mmr] == [h.score for h in base]
 
 
 def test_mmr_same_doc_penalty_diversifies_documents(engine: Engine) -> None:
@@ -103,10 +107,76 @@ def test_search_is_deterministic_across_engines(kb_eval_copy: Path) -> None:
 
 
 def test_fusion_weights_reach_the_fts_leg(engine: Engine) -> None:
-    heading_heavy = SearchSettings(
+    parsed = parse_query("review test")
+    heading_heavy = engine.fts_leg(parsed, (8.0, 0.5, 0.5), 20)
+    content_heavy = engine.fts_leg(parsed, (0.5, 0.5, 8.0), 20)
+    assert heading_heavy and heading_heavy != content_heavy
+    weights = SearchSettings(
         fusion=replace(SearchSettings().fusion, bm25_heading_weight=8.0, bm25_content_weight=0.5)
     )
+    default = [(h.path, h.heading) for h in engine.search("review test", 10)]
+    moved = [
+        (h.path, h.heading) for h in engine.search("deploy rollback canary database", 10, weights)
+    ]
+    assert moved != default
+
+
+def test_rrf_k_reaches_fusion(engine: Engine) -> None:
     k_small = SearchSettings(fusion=replace(SearchSettings().fusion, rrf_k=5.0))
     default = engine.search("deploy", 5)
     assert engine.search("deploy", 5, k_small)[0].score > default[0].score + 1e-3
-    assert engine.search("deploy", 5, heading_heavy)  # accepted and runs
+
+
+@pytest.mark.parametrize("query", ["", "   ", '""'])
+def test_empty_query_is_an_error(engine: Engine, query: str) -> None:
+    with pytest.raises(GrooveError, match="empty"):
+        engine.search(query, 5)
+
+
+def test_accented_exclusion_is_applied_to_both_legs(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("## Menu\n\nThe café menu lists coffee and cake.\n", encoding="utf-8")
+    (kb / "b.md").write_text("## Menu\n\nThe bar menu lists coffee and beer.\n", encoding="utf-8")
+    with open_engine(kb, SETTINGS, progress=False) as eng:
+        assert {h.path for h in eng.search("menu", 5)} == {"a.md", "b.md"}
+        assert [h.path for h in eng.search("menu -cafe", 5)] == ["b.md"]
+        assert [h.path for h in eng.search("menu -CAFÉ", 5)] == ["b.md"]
+
+
+class _FlakyReranker:
+    name = "flaky-test-reranker"
+
+    def __init__(self, short: bool = False) -> None:
+        self.short = short
+
+    def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        scores = [float("nan") if i % 2 else float(i) for i in range(len(documents))]
+        return scores[:-1] if self.short else scores
+
+
+def test_reranker_scores_order_hits_and_nan_sorts_last(kb_eval_copy: Path) -> None:
+    register_reranker("flaky", _FlakyReranker)
+    try:
+        settings = replace(SETTINGS, search=replace(SETTINGS.search, reranker="flaky"))
+        with open_engine(kb_eval_copy, settings, progress=False) as eng:
+            hits = eng.search("deploy", 10)
+    finally:
+        unregister_reranker("flaky")
+    scores = [h.score for h in hits]
+    finite = [s for s in scores if not math.isnan(s)]
+    assert finite == sorted(finite, reverse=True) and len(finite) == 10
+    assert [h.rank for h in hits] == list(range(1, 11))
+
+
+def test_reranker_returning_too_few_scores_is_one_clear_error(kb_eval_copy: Path) -> None:
+    register_reranker("short", lambda: _FlakyReranker(short=True))
+    try:
+        settings = replace(SETTINGS, search=replace(SETTINGS.search, reranker="short"))
+        with (
+            open_engine(kb_eval_copy, settings, progress=False) as eng,
+            pytest.raises(GrooveError, match="one score per document"),
+        ):
+            eng.search("deploy", 5)
+    finally:
+        unregister_reranker("short")

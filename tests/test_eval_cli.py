@@ -442,6 +442,40 @@ def test_gate_failure_exits_1_with_the_message_on_stderr(kb: Path, engine: FakeE
     assert len(load_history(kb / HISTORY_FILE_NAME)) == 2
 
 
+#: two queries without ids whose derived ids (first 32 code points) are equal
+SHARED_PREFIX_GOLDEN = """\
+queries:
+  - query: "How does the indexer handle the chunks of a big file?"
+    expected:
+      - path: "big.md"
+      - path: "big-2.md"
+  - query: "How does the indexer handle the chunks of a small file?"
+    expected:
+      - path: "small.md"
+      - path: "small-2.md"
+"""
+#: both pass (something expected is retrieved), with different numbers
+SHARED_PREFIX_ANSWERS: Answers = {
+    "How does the indexer handle the chunks of a big file?": [("big.md", None), ("big-2.md", None)],
+    "How does the indexer handle the chunks of a small file?": [
+        ("other.md", None),
+        ("small.md", None),
+    ],
+}
+
+
+def test_queries_sharing_a_derived_id_show_no_regression_when_nothing_changed(
+    kb: Path, engine: FakeEngine
+) -> None:
+    (kb / ".groove-eval.yml").write_text(SHARED_PREFIX_GOLDEN, encoding="utf-8")
+    engine.answers = SHARED_PREFIX_ANSWERS
+    assert invoke("--kb-path", str(kb))[0] == 0
+    code, out, err = invoke("--kb-path", str(kb), "--fail-on-regression")
+    assert code == 0, err
+    assert "Aggregate (previous run: " in out
+    assert "Per-query" not in out, out
+
+
 def test_missing_golden_is_an_error_with_a_hint(tmp_path: Path, engine: FakeEngine) -> None:
     code, out, err = invoke("--kb-path", str(tmp_path))
     assert code == 1 and out == ""

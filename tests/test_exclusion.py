@@ -135,10 +135,22 @@ def test_query_with_nothing_positive_is_refused(query: str) -> None:
 
 
 @pytest.mark.parametrize("query", ["", "   ", "-", "--", '""'])
-def test_empty_queries_without_exclusions_are_not_errors(query: str) -> None:
-    parsed = parse_query(query)
+def test_empty_queries_without_exclusions_compile_to_no_fts(query: str) -> None:
+    parsed = parse_query(query, require_positive=False)
     assert parsed.exclusions == ()
     assert parsed.fts is None
+
+
+@pytest.mark.parametrize("query", ["", "   ", '""', '" "'])
+def test_a_search_needs_something_to_search_for(query: str) -> None:
+    with pytest.raises(GrooveError, match="is empty"):
+        parse_query(query)
+
+
+@pytest.mark.parametrize("query", ["-", "--"])
+def test_dash_only_queries_are_literal_text(query: str) -> None:
+    parsed = parse_query(query)
+    assert parsed.exclusions == () and parsed.positive == query
 
 
 def test_query_phrases_takes_text_literally() -> None:
@@ -329,7 +341,6 @@ def test_property_arbitrary_text_never_breaks_fts5(fts_db: apsw.Connection, text
     try:
         parsed = parse_query(text)
     except GrooveError:
-        assert split.exclusions
         assert not trim(split.positive.replace('"', ""))
         return
     assert parsed.positive == split.positive

@@ -432,7 +432,7 @@ def test_property_plain_text_phrases_are_substrings(text: str) -> None:
 
 @given(st.text(st.characters(exclude_characters="-"), max_size=60))
 def test_property_without_dash_there_is_nothing_to_exclude(text: str) -> None:
-    parsed = parse_query(text)
+    parsed = parse_query(text, require_positive=False)
     assert parsed.positive == text
     assert parsed.exclusions == ()
     phrases = query_phrases(text)

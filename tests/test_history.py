@@ -96,6 +96,17 @@ def test_unknown_top_level_keys_are_ignored(hist: Path) -> None:
     assert stamps(load_history(hist)) == [1]
 
 
+def test_unknown_fingerprint_keys_survive_a_rewrite_and_disable_the_diff(hist: Path) -> None:
+    data = json.loads(encode_history([run(minutes=1)]))
+    data["runs"][0]["fingerprint"]["future_knob"] = {"depth": 3}
+    hist.write_text(json.dumps(data))
+    (stored,) = load_history(hist)
+    assert choose_baseline([stored], fingerprint()).baseline is None
+    save(hist, run(minutes=2))
+    rewritten = json.loads(hist.read_text("utf-8"))["runs"]
+    assert [r["fingerprint"].get("future_knob") for r in rewritten] == [None, {"depth": 3}]
+
+
 def test_legacy_runs_without_corpus_or_findings_load(hist: Path) -> None:
     data = json.loads(encode_history([run(minutes=1, corpus=corpus())]))
     del data["runs"][0]["corpus"]

@@ -219,7 +219,7 @@ def test_vector_cache_file_is_reused(tmp_path: Path) -> None:
     with open_engine(kb, SETTINGS) as engine:
         directory = engine.store.path.parent
         hits = engine.search("alpha", 3)
-    caches = list(directory.glob("vectors-gen*.faiss"))
+    caches = list(directory.glob("vectors-*.faiss"))
     assert len(caches) == 1
     stamp = os.stat(caches[0]).st_mtime_ns
     with open_engine(kb, SETTINGS, reindex=False) as engine:
@@ -227,3 +227,61 @@ def test_vector_cache_file_is_reused(tmp_path: Path) -> None:
     assert os.stat(caches[0]).st_mtime_ns == stamp
     assert [h.path for h in hits] == [h.path for h in again]
     assert np.isclose(hits[0].score, again[0].score)
+
+
+def test_recreated_database_never_reads_an_old_vector_cache(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    for i in range(3):
+        write(kb, f"z{i}.md", f"## Zebra {i}\n\n" + f"zebra stripes number {i} " * 8)
+    with open_engine(kb, SETTINGS) as engine:
+        directory = engine.store.path.parent
+        engine.search("zebra", 3)
+    for f in directory.glob("index.db*"):
+        f.unlink()
+    for i in range(3):
+        write(kb, f"z{i}.md", f"## Penguin {i}\n\n" + f"penguin colony size {i} " * 8)
+    with open_engine(kb, SETTINGS) as engine:
+        ids, stored = engine.store.all_vectors()
+        # the vector leg must hold the embeddings of this database, not a stale cache's
+        for cid, row in zip(ids, stored, strict=True):
+            assert np.array_equal(engine.vectors.vector(int(cid)), row)
+
+
+def test_unlistable_folder_keeps_its_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "ops/a.md", "## A\n\n" + "alpha words " * 10)
+    write(kb, "top.md", "## T\n\n" + "top words " * 10)
+    run_indexer(kb, SETTINGS, progress=False)
+    real_scandir = os.scandir
+
+    def refuse_ops(path: object) -> object:
+        if str(path).endswith("ops"):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", refuse_ops)
+    report = run_indexer(kb, SETTINGS, progress=False)
+    monkeypatch.undo()
+    assert report.removed == 0
+    assert any("ops" in w for w in report.warnings)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert {c.path for c in engine.iter_chunk_texts()} == {"ops/a.md", "top.md"}
+
+
+def test_index_with_another_schema_version_is_rebuilt_by_the_indexer(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    run_indexer(kb, SETTINGS, progress=False)
+    directory = index_dir_for(kb.resolve(), SETTINGS, "hash")
+    store = Store.open(directory, create=False)
+    with store.transaction():
+        store.set_meta("schema_version", "999")
+    store.close()
+    with pytest.raises(GrooveError, match="schema version 999"):
+        open_engine(kb, SETTINGS, reindex=False)
+    report = run_indexer(kb, SETTINGS, progress=False)
+    assert report.added == 1
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert engine.corpus_snapshot().documents == 1

@@ -286,6 +286,35 @@ def test_regression_gate_fails_the_session_and_names_the_metrics(
     restored.assert_outcomes(passed=4)
 
 
+#: two queries without ids whose derived ids (first 32 code points) are equal
+SHARED_PREFIX_GOLDEN = """\
+queries:
+  - query: "How does the indexer handle the chunks of a big file?"
+    expected:
+      - path: "big.md"
+  - query: "How does the indexer handle the chunks of a small file?"
+    expected:
+      - path: "small.md"
+"""
+#: both pass; the second finds its answer at rank 2, so its numbers are lower
+SHARED_PREFIX_ANSWERS = {
+    "How does the indexer handle the chunks of a big file?": [["big.md", None]],
+    "How does the indexer handle the chunks of a small file?": [["x.md", None], ["small.md", None]],
+}
+
+
+def test_queries_sharing_a_derived_id_do_not_regress_when_nothing_changed(
+    project: Project, dist: list[str]
+) -> None:
+    (project.kb / ".groove-eval.yml").write_text(SHARED_PREFIX_GOLDEN, encoding="utf-8")
+    project.answer(SHARED_PREFIX_ANSWERS)
+    assert project.run(*dist).ret == pytest.ExitCode.OK
+    result = project.run("--groove-fail-on-regression", *dist)
+    assert "regressed by more than" not in result.stdout.str()
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+
+
 def test_without_the_flag_a_regression_is_reported_but_passes(project: Project) -> None:
     project.run()
     project.answer(WORSE)

@@ -10,7 +10,7 @@ from eval_factories import corpus, fingerprint, query, run
 from pytest_groove.evaluation.compare import compare
 from pytest_groove.evaluation.history import BaselineChoice
 from pytest_groove.evaluation.report_text import NEXT_RUN_HINT, render_text
-from pytest_groove.evaluation.run import RunRecord
+from pytest_groove.evaluation.run import Fingerprint, RunRecord
 
 T = 0.05
 DEDUP = "How are chunks deduplicated?"
@@ -123,6 +123,13 @@ def test_metric_version_change_says_config_changed_not_golden() -> None:
     )
     assert "⚠️ config or metric version changed since last run, diff disabled" in out
     assert "golden changed" not in out
+    assert "↓" not in out
+
+
+def test_previous_run_with_unknown_fingerprint_keys_says_config_changed() -> None:
+    newer = Fingerprint.from_json({**fingerprint().to_json(), "future_knob": 7})
+    out = text(run(minutes=1, recall=0.1), run(minutes=0, recall=0.9, fp=newer))
+    assert "⚠️ config or metric version changed since last run, diff disabled" in out
     assert "↓" not in out
 
 

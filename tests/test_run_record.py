@@ -168,9 +168,23 @@ def test_old_fingerprint_without_optional_objects_equals_a_default_one() -> None
     assert fp == build()
 
 
-def test_unknown_fingerprint_keys_are_ignored() -> None:
-    fp = Fingerprint.from_json(legacy(metric_version=2, fts_query_version=3, future_knob=7))
-    assert fp == build()
+def test_unknown_fingerprint_keys_are_kept_and_written_back_verbatim() -> None:
+    knob = {"depth": [1, 2], "mode": None, "nested": {"a": 1.5}}
+    data = {**build().to_json(), "future_knob": knob, "zz_flag": True}
+    fp = Fingerprint.from_json(json.loads(json.dumps(data)))
+    assert fp.extra == {"future_knob": knob, "zz_flag": True}
+    assert fp.to_json() == data
+    assert list(fp.to_json()) == list(data)  # the unknown keys follow the known ones
+    assert Fingerprint.from_json(fp.to_json()) == fp
+
+
+def test_unknown_fingerprint_keys_make_a_run_incomparable() -> None:
+    """A run recorded by a newer version measured something this one cannot see."""
+    fp = Fingerprint.from_json({**build().to_json(), "future_knob": 7})
+    assert fp != build()
+    assert Fingerprint.from_json({**build().to_json(), "future_knob": 8}) != fp
+    assert Fingerprint.from_json({**build().to_json(), "future_knob": 7}) == fp
+    assert build().extra == {} and "extra" not in build().to_json()
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from pytest_groove.config import SearchOverrides, SearchSettings, Settings
 from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.compare import color_enabled
 from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.evaluation.report_html import check_html_available
 from pytest_groove.evaluation.report_json import dumps_json_report
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
 from pytest_groove.evaluation.session import EvalContext, EvalFlags, finish_evaluation
@@ -114,6 +115,12 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="make this run the baseline later runs are compared with",
     )
+    p.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="also write an HTML report with plots to PATH (needs pytest-groove[plots])",
+    )
     p.set_defaults(func=run)
     return p
 
@@ -153,6 +160,9 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise GrooveError(f"knowledge base not found: {kb} is not a directory (check --kb-path)")
     if args.no_history and args.freeze_baseline:
         raise UsageError("--freeze-baseline needs the history: drop --no-history")
+    if args.html is not None:
+        # before any index work or search: a missing extra should not cost a run
+        check_html_available("--html")
     setup = _setup(args)
     for note in setup.notes:
         _note(note, err)
@@ -164,6 +174,7 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         fail_on_regression=args.fail_on_regression,
         freeze_baseline=args.freeze_baseline,
         color=args.format == "text" and color_enabled(args.no_color, out),
+        html_path=args.html,
     )
 
     engine = _open_engine(kb, setup.settings, reindex=not args.no_reindex)

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from pytest_groove.evaluation.metrics import FALLBACK_K, aggregate, is_miss
+from pytest_groove.evaluation.records import ExpectedEntry
 from pytest_groove.evaluation.run import QueryResult, RunRecord
 from pytest_groove.kb.records import CorpusSnapshot
 
@@ -120,9 +122,56 @@ def largest_k(k_values: Sequence[int]) -> int:
     return max(k_values) if k_values else FALLBACK_K
 
 
-def find_query(run: RunRecord, query_id: str) -> QueryResult | None:
-    """The first query with this id (duplicate ids resolve to the first)."""
-    return next((q for q in run.per_query if q.id == query_id), None)
+class QueryLike(Protocol):
+    """What identifies a golden query: a :class:`GoldenQuery` or a :class:`QueryResult`."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def query(self) -> str: ...
+
+    @property
+    def expected(self) -> tuple[ExpectedEntry, ...]: ...
+
+
+def query_key(query: QueryLike) -> tuple[str, str, tuple[ExpectedEntry, ...]]:
+    """The identity a query keeps from run to run: its id, text and expected list.
+
+    The id alone is not enough: a derived id is only the first 32 code points of
+    the text, so two queries sharing that prefix share it.
+    """
+    return (query.id, query.query, tuple(query.expected))
+
+
+def match_queries(
+    queries: Sequence[QueryLike | str], previous: RunRecord
+) -> list[QueryResult | None]:
+    """Each query's counterpart in ``previous`` (None = it has none).
+
+    The one pairing rule of the comparison, the per-item regression check and the
+    subset projection: a query pairs with a previous query that has the same id,
+    text and expected list (:func:`query_key`); the n-th query with a given key
+    pairs with the n-th previous query with that key, so exact duplicates keep
+    their order.  A bare id (``str``, for callers that only have ids) pairs by id
+    and position among the queries with that id, which is exact for a whole run
+    but can miss for a subset whose ids collide.
+    """
+    by_key: dict[tuple[str, str, tuple[ExpectedEntry, ...]], deque[QueryResult]] = {}
+    by_id: dict[str, deque[QueryResult]] = {}
+    for result in previous.per_query:
+        by_key.setdefault(query_key(result), deque()).append(result)
+        by_id.setdefault(result.id, deque()).append(result)
+    paired: list[QueryResult | None] = []
+    for query in queries:
+        queue = by_id.get(query) if isinstance(query, str) else by_key.get(query_key(query))
+        paired.append(queue.popleft() if queue else None)
+    return paired
+
+
+def find_query(run: RunRecord, query: QueryLike | str) -> QueryResult | None:
+    """``query``'s counterpart in ``run`` (:func:`match_queries` for one query)."""
+    return match_queries([query], run)[0]
 
 
 def _map_diff(now: Mapping[int, float], previous: Mapping[int, float]) -> dict[int, float]:
@@ -180,10 +229,12 @@ def _query_rows(
 ) -> tuple[QueryDelta, ...]:
     k_values = run.fingerprint.k_values
     k = largest_k(k_values)
+    paired = (
+        [None] * len(run.per_query) if baseline is None else match_queries(run.per_query, baseline)
+    )
     rows = []
-    for result in run.per_query:
+    for result, before in zip(run.per_query, paired, strict=True):
         now = result.metrics.recall_at_k.get(k, 0.0)
-        before = None if baseline is None else find_query(baseline, result.id)
         previous = None if before is None else before.metrics.recall_at_k.get(k, 0.0)
         rows.append(
             QueryDelta(
@@ -201,13 +252,15 @@ def _query_rows(
 # --------------------------------------------------------------------------- compare
 
 
-def project_baseline(baseline: RunRecord, query_ids: Sequence[str]) -> RunRecord:
-    """The baseline restricted to these queries (first match per id), re-aggregated.
+def project_baseline(baseline: RunRecord, queries: Sequence[QueryLike | str]) -> RunRecord:
+    """The baseline restricted to these queries (paired by :func:`match_queries`),
+    re-aggregated.
 
     A run of a subset of the golden set is compared with what the same queries
-    scored in the baseline, not with the whole baseline's averages.
+    scored in the baseline, not with the whole baseline's averages.  Pass the
+    subset's results (not bare ids) so queries sharing a derived id pair exactly.
     """
-    picked = [q for q in (find_query(baseline, i) for i in query_ids) if q is not None]
+    picked = [q for q in match_queries(queries, baseline) if q is not None]
     return replace(
         baseline,
         per_query=tuple(picked),

@@ -16,9 +16,15 @@ JSON rules (the history file format, spec-eval §6-§7):
 
 Reading is lenient where history written by older versions differs (missing
 ``metric_version`` / ``fts_query_version`` read as 1, missing optional objects as
-absent, unknown keys ignored) and strict about types everywhere else: anything that
-does not fit raises :class:`RecordFormatError`, which the history loader turns into
-"start fresh".  Nothing here raises anything else for malformed input.
+absent) and strict about types everywhere else: anything that does not fit raises
+:class:`RecordFormatError`, which the history loader reports and skips.  Nothing
+here raises anything else for malformed input.
+
+Unknown *fingerprint* keys (written by a newer version) are kept in
+:attr:`Fingerprint.extra`, written back verbatim, and take part in equality: such a
+run measured something this version cannot see, so it is never compared with a run
+of this version, and rewriting the history does not erase what the newer version
+needs.
 """
 
 from __future__ import annotations
@@ -216,6 +222,10 @@ class Fingerprint:
     context: dict[str, str] | None = None
     #: qualified name of a custom retriever from conftest.py (pytest door only)
     retriever: str | None = None
+    #: keys this version does not know (from a newer version's run), kept verbatim
+    #: so they survive a history rewrite; a non-empty ``extra`` never equals a
+    #: fingerprint this version builds, so such a run is never compared
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -289,6 +299,8 @@ class Fingerprint:
             "retriever": self.retriever,
         }
         out.update({key: value for key, value in optional.items() if value is not None})
+        # after the known keys, in the order they were read; a known key always wins
+        out.update({key: value for key, value in self.extra.items() if key not in out})
         return out
 
     @classmethod
@@ -317,7 +329,27 @@ class Fingerprint:
             fusion=None if fusion is None else _float_fields(fusion, _where(path, "fusion")),
             context=None if context is None else _str_fields(context, _where(path, "context")),
             retriever=_opt_str(obj.get("retriever"), _where(path, "retriever")),
+            extra={key: value for key, value in obj.items() if key not in FINGERPRINT_KEYS},
         )
+
+
+#: every fingerprint key this version reads; any other is kept in ``extra``
+FINGERPRINT_KEYS = frozenset(
+    {
+        "model",
+        "reranker",
+        "limit",
+        "k_values",
+        "golden_hash",
+        "metric_version",
+        "fts_query_version",
+        "mmr",
+        "parent_retriever",
+        "fusion",
+        "context",
+        "retriever",
+    }
+)
 
 
 def _float_fields(obj: Mapping[str, Any], path: str) -> dict[str, float]:

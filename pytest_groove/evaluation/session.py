@@ -3,7 +3,7 @@
 Both doors search every golden query (each through :func:`~pytest_groove.evaluation.
 run.evaluate_query`) and hand the per-query results to :func:`finish_evaluation`,
 which does everything else exactly once: findings scan, run record, history load,
-baseline choice, comparison, regression gate, history save, and both reports.  It
+baseline choice, comparison, regression gate, history save, and the reports.  It
 prints nothing; the caller decides where the reports and warnings go.
 
 The gate is a no-op when there is no compatible stored run, under ``no_history`` or
@@ -68,6 +68,8 @@ class EvalFlags:
     color: bool = False
     #: also write the JSON report to this file
     json_path: Path | None = None
+    #: also write the HTML report (plots; needs the ``plots`` extra) to this file
+    html_path: Path | None = None
 
 
 @dataclass
@@ -239,6 +241,8 @@ def finish_evaluation(
     report = build_json_report(run, comparison, recorded=recorded)
     if flags.json_path is not None and error is None:
         error = _write_json(flags.json_path, report)
+    if flags.html_path is not None and error is None:
+        error = _write_html(flags.html_path, run, comparison, runs, f"{ctx.prog} report")
 
     return EvalOutcome(
         run=run,
@@ -263,4 +267,23 @@ def _write_json(path: Path, report: dict[str, Any]) -> str | None:
         path.write_text(dumps_json_report(report), encoding="utf-8")
     except OSError as exc:
         return f"could not write the JSON report {path}: {exc.strerror or exc}"
+    return None
+
+
+def _write_html(
+    path: Path,
+    run: RunRecord,
+    comparison: Comparison,
+    history: Sequence[RunRecord],
+    title: str,
+) -> str | None:
+    # imported here: the module is only needed when the report is asked for
+    from pytest_groove.evaluation.report_html import write_html_report
+
+    try:
+        write_html_report(path, run, comparison, history, title=title)
+    except GrooveError as exc:  # matplotlib went missing after the early check
+        return exc.message
+    except OSError as exc:
+        return f"could not write the HTML report {path}: {exc.strerror or exc}"
     return None

@@ -219,7 +219,11 @@ def _index_locked(
     # rename detection: a vanished path whose bytes reappear under a new path
     renames: list[tuple[str, str]] = []
     if not force:
-        orphans = sorted(p for p in stored if p not in on_disk and p not in skipped)
+        orphans = sorted(
+            p
+            for p in stored
+            if p not in on_disk and p not in skipped and not p.startswith(collected.unlisted)
+        )
         fresh = sorted((f for f in scanned if f.path not in stored), key=lambda f: f.path)
         used: set[str] = set()
         for old in orphans:
@@ -288,7 +292,12 @@ def _index_locked(
     finally:
         bar.close()
 
-    vanished = [p for p in stored if p not in on_disk and p not in skipped]
+    # below a folder that could not be listed, "not seen" does not mean "deleted"
+    vanished = [
+        p
+        for p in stored
+        if p not in on_disk and p not in skipped and not p.startswith(collected.unlisted)
+    ]
     store.delete_documents(vanished)
     report.removed = len(vanished)
     return report

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -113,8 +114,7 @@ class Store:
         db_path = directory / DB_FILE_NAME
         if not create and not db_path.is_file():
             raise GrooveError(
-                f"No index found at {db_path}. Run `groove index --kb-path <kb>` first "
-                "(or drop --no-reindex so the index is built)."
+                f"No index found at {db_path}. Run `groove index --kb-path <kb>` first."
             )
         if create:
             directory.mkdir(parents=True, exist_ok=True)
@@ -131,11 +131,21 @@ class Store:
                     conn.execute(_SCHEMA)
                     store.set_meta("schema_version", str(SCHEMA_VERSION))
                     store.set_meta("generation", "0")
+                    # names this database's vector caches: a re-created database restarts
+                    # its generation count and must never pick up an old cache file
+                    store.set_meta("index_id", uuid.uuid4().hex)
             elif version != SCHEMA_VERSION:
-                raise GrooveError(
-                    f"index at {db_path} has schema version {version}, this pytest-groove "
-                    f"uses {SCHEMA_VERSION}: rebuild it with `groove index --force`"
-                )
+                conn.close()
+                if not create:
+                    raise GrooveError(
+                        f"index at {db_path} has schema version {version}, this pytest-groove "
+                        f"uses {SCHEMA_VERSION}: rebuild it with `groove index --kb-path <kb>`"
+                    )
+                # The index is derived data: an indexer (holding the index lock) simply
+                # starts over rather than guessing how to migrate an unknown layout.
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+                return cls.open(directory, create=True)
         except apsw.Error as exc:
             raise GrooveError(f"cannot open index {db_path}: {exc}") from None
         return store
@@ -194,6 +204,10 @@ class Store:
             "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
             (key, value),
         )
+
+    @property
+    def index_id(self) -> str:
+        return self.get_meta("index_id") or "unknown"
 
     @property
     def generation(self) -> int:

@@ -3,8 +3,9 @@
 ``IndexIDMap2`` over ``IndexFlatIP`` on L2-normalised vectors: exhaustive (so the
 ranking is exact and deterministic, which a regression gate needs), keyed by chunk
 id, and it supports removal.  It is built from the database and cached in a file
-beside it, named by the database's generation number, so a second process opening
-an unchanged index reads one file instead of every embedding blob.
+beside it, named by the database's random id and write generation, so a second
+process opening an unchanged index reads one file instead of every embedding blob,
+and a re-created database can never pick up a stale cache.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy.typing as npt
 
 from pytest_groove.kb.store import Store
 
-CACHE_PREFIX = "vectors-gen"
+CACHE_PREFIX = "vectors"
 
 
 class VectorIndex:
@@ -50,12 +51,11 @@ class VectorIndex:
         embeddings come from the same committed state.
         """
         dim = int(store.get_meta("embedding_dim") or "0")
-        generation = store.generation
-        cache = directory / f"{CACHE_PREFIX}{generation}.faiss"
+        cache = directory / f"{CACHE_PREFIX}-{store.index_id}-gen{store.generation}.faiss"
         if cache.is_file():
             try:
                 index = faiss.read_index(str(cache))
-                if index.d == dim:
+                if index.d == dim and index.ntotal == store.counts()[1]:
                     return cls(index, dim)
             except RuntimeError:
                 pass  # a damaged cache is rebuilt below
@@ -79,6 +79,10 @@ class VectorIndex:
             if old != cache:
                 with contextlib.suppress(OSError):
                     old.unlink()
+
+    def vector(self, chunk_id: int) -> npt.NDArray[np.float32]:
+        """The vector this index holds for ``chunk_id`` (to check it against the store)."""
+        return np.asarray(self._index.reconstruct(int(chunk_id)), dtype=np.float32)
 
     def search(self, query: npt.NDArray[np.float32], n: int) -> list[int]:
         """Up to ``n`` chunk ids, most similar first (ties: lower id first)."""

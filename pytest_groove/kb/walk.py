@@ -151,6 +151,9 @@ class CollectResult:
     files: tuple[str, ...]
     #: one line per refused file or unreadable directory / ignore file
     warnings: tuple[str, ...]
+    #: KB-relative prefixes ("" for the root, else "dir/") of folders that could not be
+    #: listed: what was indexed below them must be kept, not pruned as deleted
+    unlisted: tuple[str, ...] = ()
 
 
 def _path_key(rel: str) -> tuple[str, ...]:
@@ -185,6 +188,7 @@ def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
     wanted = {_ascii_lower(p) for p in settings.parsers}
     warnings: list[str] = list(ignore_warnings)
     files: list[str] = []
+    unlisted: list[str] = []
     pending: list[tuple[Path, str]] = [(root, "")]
     while pending:
         folder, prefix = pending.pop()
@@ -193,6 +197,7 @@ def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
                 listing = list(entries)
         except OSError as exc:
             warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
+            unlisted.append(prefix)
             continue
         for entry in listing:
             rel = prefix + entry.name
@@ -226,4 +231,4 @@ def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
                 continue
             files.append(rel)
     files.sort(key=_path_key)
-    return CollectResult(tuple(files), tuple(warnings))
+    return CollectResult(tuple(files), tuple(warnings), tuple(sorted(unlisted)))

@@ -21,6 +21,7 @@ gets a ``NOT`` clause and every candidate is post-filtered with :func:`is_exclud
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from pytest_groove.search.querytext import (
@@ -112,20 +113,31 @@ def split_exclusions(text: str) -> ExclusionSplit:
     return ExclusionSplit(positive, exclusions)
 
 
+def fold_for_matching(text: str) -> str:
+    """Casefold and strip diacritics, as the FTS index's trigram tokenizer does.
+
+    The full-text leg's ``NOT`` runs through ``remove_diacritics 1 case_sensitive 0``;
+    the post-filter must agree with it, or ``-cafe`` would drop a "café" chunk from one
+    leg and keep it in the other.
+    """
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
 def is_excluded(exclusions: tuple[str, ...], *fields: str | None) -> bool:
-    """True when any excluded term occurs in any of ``fields`` (case-insensitively).
+    """True when any excluded term occurs in any of ``fields``.
 
     The pipeline passes a chunk's heading, context and content and drops the chunk from
     both legs when this holds.  Matching is a plain substring test after
-    :meth:`str.casefold`, like the trigram index's case-insensitive substring match.
+    :func:`fold_for_matching` (case and diacritics ignored), like the trigram index.
     """
-    terms = [term.casefold() for term in exclusions if term]
+    terms = [fold_for_matching(term) for term in exclusions if term]
     if not terms:
         return False
     for field in fields:
         if not field:
             continue
-        folded = field.casefold()
+        folded = fold_for_matching(field)
         if any(term in folded for term in terms):
             return True
     return False

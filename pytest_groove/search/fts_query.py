@@ -206,18 +206,22 @@ def _exclusion_expression(exclusions: tuple[str, ...]) -> str | None:
     return " OR ".join(_quote(term) for term in usable[:MAX_PHRASES])
 
 
-def parse_query(text: str) -> ParsedQuery:
+def parse_query(text: str, *, require_positive: bool = True) -> ParsedQuery:
     """Split ``text`` into positive part and exclusions and compile the MATCH expression.
 
-    Raises :class:`GrooveError` when the query excludes terms but has nothing left to
-    search for (only whitespace or quote marks remain).
+    Raises :class:`GrooveError` when nothing is left to search for (only whitespace or
+    quote marks): always when the query excludes terms, and for an empty query unless
+    ``require_positive`` is False (the compiler alone maps an empty query to None).
     """
     split = split_exclusions(text)
-    if split.exclusions and not trim(split.positive.replace('"', "")):
-        raise GrooveError(
-            f"query {text!r} only excludes terms (-term) and has nothing to search for; "
-            "add at least one positive term, e.g. 'rust -async'"
-        )
+    if not trim(split.positive.replace('"', "")):
+        if split.exclusions:
+            raise GrooveError(
+                f"query {text!r} only excludes terms (-term) and has nothing to search for; "
+                "add at least one positive term, e.g. 'rust -async'"
+            )
+        if require_positive:
+            raise GrooveError(f"query {text!r} is empty: give at least one term to search for")
     positive = _positive_expression(split.positive)
     negative = _exclusion_expression(split.exclusions)
     if positive is not None and negative is not None:
@@ -230,6 +234,6 @@ def parse_query(text: str) -> ParsedQuery:
 def build_fts_query(text: str) -> str | None:
     """The FTS5 MATCH expression for ``text``, or None to skip the FTS leg.
 
-    Raises :class:`GrooveError` for a query whose positive part is empty.
+    Raises :class:`GrooveError` for a query that only excludes terms.
     """
-    return parse_query(text).fts
+    return parse_query(text, require_positive=False).fts

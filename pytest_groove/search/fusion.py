@@ -222,16 +222,26 @@ class PoolPlan:
 
     def vector_fetch(self, filtered: bool = False) -> int:
         """Rows to ask the vector index for (over-fetch when post-filtering)."""
-        fetch = self.per_leg_n
-        if filtered:
-            fetch = min(fetch * FILTERED_FETCH_FACTOR, FILTERED_FETCH_MAX)
-        return min(fetch, VECTOR_FETCH_MAX)
+        return vector_fetch(self.per_leg_n, filtered)
 
     def fts_fetch(self, filtered: bool = False) -> int:
         """Rows to ask FTS5 for (no 4096 clamp on this leg)."""
-        if filtered:
-            return min(self.per_leg_n * FILTERED_FETCH_FACTOR, FILTERED_FETCH_MAX)
-        return self.per_leg_n
+        return fts_fetch(self.per_leg_n, filtered)
+
+
+def vector_fetch(per_leg_n: int, filtered: bool = False) -> int:
+    """Rows the vector leg asks faiss for to keep ``per_leg_n`` after post-filtering."""
+    fetch = per_leg_n
+    if filtered:
+        fetch = min(fetch * FILTERED_FETCH_FACTOR, FILTERED_FETCH_MAX)
+    return min(fetch, VECTOR_FETCH_MAX)
+
+
+def fts_fetch(per_leg_n: int, filtered: bool = False) -> int:
+    """Rows the full-text leg asks FTS5 for (no 4096 clamp on this leg)."""
+    if filtered:
+        return min(per_leg_n * FILTERED_FETCH_FACTOR, FILTERED_FETCH_MAX)
+    return per_leg_n
 
 
 def pool_sizes(limit: int, mmr: bool, reranker: bool) -> PoolPlan:

@@ -20,18 +20,12 @@ from pytest_groove.kb.store import ChunkRow, Store
 from pytest_groove.kb.vectors import VectorIndex
 from pytest_groove.search.confidence import low_confidence
 from pytest_groove.search.fts_query import ParsedQuery, is_excluded, parse_query
-from pytest_groove.search.fusion import fuse_rrf, pool_sizes
+from pytest_groove.search.fusion import fts_fetch, fuse_rrf, pool_sizes, vector_fetch
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.mmr import mmr_select
 from pytest_groove.search.parent import ParentChunk, expand_parent
-from pytest_groove.search.rerank import Reranker
+from pytest_groove.search.rerank import Reranker, rerank_scores, rerank_text
 from pytest_groove.search.spans import match_spans
-
-#: the vector leg never asks faiss for more than this many neighbours
-VECTOR_FETCH_MAX = 4096
-#: post-filtering (``-term`` exclusion) over-fetches this many times, like a filter
-FILTER_OVERFETCH = 10
-FTS_FETCH_MAX = 10_000
 
 
 @dataclass
@@ -69,21 +63,20 @@ class HybridSearcher:
     def vector_leg(
         self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
     ) -> list[int]:
-        if not parsed.exclusions:
-            return self.vectors.search(query_vector, min(n, VECTOR_FETCH_MAX))
-        fetch = min(n * FILTER_OVERFETCH, VECTOR_FETCH_MAX)
-        return self._drop_excluded(self.vectors.search(query_vector, fetch), parsed)[:n]
+        """Up to ``n`` chunk ids by vector similarity, ``-term`` exclusions applied."""
+        filtered = bool(parsed.exclusions)
+        ids = self.vectors.search(query_vector, vector_fetch(n, filtered))
+        return self._drop_excluded(ids, parsed)[:n] if filtered else ids[:n]
 
     def fts_leg(
         self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
     ) -> list[int]:
+        """Up to ``n`` chunk ids by bm25 with the given column weights, exclusions applied."""
         if parsed.fts is None:
             return []
-        if not parsed.exclusions:
-            return self.store.fts_candidates(parsed.fts, weights, n)
-        fetch = min(n * FILTER_OVERFETCH, FTS_FETCH_MAX)
-        ids = self.store.fts_candidates(parsed.fts, weights, fetch)
-        return self._drop_excluded(ids, parsed)[:n]
+        filtered = bool(parsed.exclusions)
+        ids = self.store.fts_candidates(parsed.fts, weights, fts_fetch(n, filtered))
+        return self._drop_excluded(ids, parsed)[:n] if filtered else ids
 
     def _drop_excluded(self, ids: Sequence[int], parsed: ParsedQuery) -> list[int]:
         rows = self.store.chunk_rows(ids)
@@ -112,12 +105,10 @@ class HybridSearcher:
         rows = self.store.chunk_rows([cid for cid, _ in fused])
         pool: list[tuple[int, float]] = [(cid, float(score)) for cid, score in fused if cid in rows]
 
-        if use_reranker and self.reranker is not None and pool:
-            docs = [_rerank_text(rows[cid]) for cid, _ in pool]
-            scores = self.reranker.score(parsed.positive, docs)
-            order = sorted(range(len(pool)), key=lambda i: -scores[i])
-            keep = plan.rerank_keep if plan.rerank_keep is not None else len(order)
-            pool = [(pool[i][0], float(scores[i])) for i in order[:keep]]
+        if self.reranker is not None and pool:
+            docs = [rerank_text(rows[cid].context, rows[cid].content) for cid, _ in pool]
+            ranked = rerank_scores(self.reranker, parsed.positive, docs, plan.rerank_keep)
+            pool = [(pool[i][0], score) for i, score in ranked]
 
         if settings.mmr.enabled and pool:
             embeddings = self.store.vectors_for([cid for cid, _ in pool])
@@ -170,9 +161,3 @@ class HybridSearcher:
                 )
             )
         return SearchResponse(hits=hits, low_confidence=flag)
-
-
-def _rerank_text(row: ChunkRow) -> str:
-    if row.context and row.context.strip():
-        return f"{row.context}\n\n{row.content}"
-    return row.content

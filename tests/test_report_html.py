@@ -1,0 +1,433 @@
+"""The optional HTML report: content, escaping, plots, and both doors' ``--html`` options.
+
+Unit tests build records with ``eval_factories``; the end-to-end tests run
+``groove eval --html`` in a subprocess and ``pytest --groove-html`` through pytester
+on a copy of the shipped example KB (hash model: lexical and instant).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import eval_factories as f
+import pytest
+
+# Imported here, not only inside the inner runs: pytester's in-process runs drop the
+# modules a run imported, and numpy / PyYAML's C loader (and matplotlib's extensions)
+# do not survive a second import.
+import pytest_groove._plugin_finish
+import pytest_groove._plugin_session
+import pytest_groove.engine  # noqa: F401
+from pytest_groove.config import EvalSettings
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.compare import compare
+from pytest_groove.evaluation.metrics import aggregate
+from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.evaluation.report_html import (
+    MAX_DELTA_ROWS,
+    PLOTS_EXTRA,
+    check_html_available,
+    render_html_report,
+    write_html_report,
+)
+from pytest_groove.evaluation.run import QueryResult, RunRecord, TopHit
+from pytest_groove.evaluation.session import EvalContext, EvalFlags, finish_evaluation
+
+try:
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure
+    import matplotlib.style  # noqa: F401
+
+    HAVE_MATPLOTLIB = True
+except ImportError:  # pragma: no cover - the plots extra is part of the dev setup
+    HAVE_MATPLOTLIB = False
+
+needs_matplotlib = pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="needs pytest-groove[plots]")
+
+pytest_plugins = ["pytester"]
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
+#: what running the example leaves in a KB (index, history); never copied into tests
+LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
+_PNG = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
+#: trend plots for k = 1, 5, 10: recall@1/5/10, MRR, nDCG@1/5/10
+TREND_PLOTS = 7
+
+
+def pngs(html: str) -> list[bytes]:
+    return [base64.b64decode(data) for data in _PNG.findall(html)]
+
+
+def scored(minutes: int, values: list[float], **changes: object) -> RunRecord:
+    """A run whose aggregate really is the mean of its per-query metrics."""
+    per_query = [
+        f.query(f"q{i}", recall=v, rr=v, text=f"question number {i}") for i, v in enumerate(values)
+    ]
+    record = f.run(minutes=minutes, per_query=per_query, corpus=f.corpus(), **changes)  # type: ignore[arg-type]
+    return replace(record, aggregate=aggregate([q.metrics for q in per_query]))
+
+
+def with_query(record: RunRecord, index: int, result: QueryResult) -> RunRecord:
+    per_query = list(record.per_query)
+    per_query[index] = result
+    return replace(record, per_query=tuple(per_query))
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+@needs_matplotlib
+def test_a_report_with_a_baseline_has_trends_deltas_and_every_section() -> None:
+    history = [scored(2, [1.0, 1.0, 0.0]), scored(1, [1.0, 0.0, 0.0])]
+    run = scored(5, [1.0, 0.0, 1.0])
+    html = render_html_report(run, compare(run, history[0], 0.05), history, title="my report")
+
+    images = pngs(html)
+    assert len(images) == TREND_PLOTS + 1  # + the per-query delta chart
+    assert all(image.startswith(b"\x89PNG\r\n\x1a\n") for image in images)
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<h1>my report</h1>" in html
+    for text in ("bge-m3", "4 docs / 5 chunks", "golden 9c1e00000000", "Per-query change"):
+        assert text in html
+    assert "Compared with the run of 2026-04-24T05:34:01+00:00." in html
+    # self-contained: nothing fetched, nothing executed
+    assert "<script" not in html and "<link" not in html and "http" not in html
+    # the aggregate diff read from the comparison: recall@10 went 0.667 -> 0.667, q1 dropped
+    assert "<td>recall@10</td><td class='num'>0.667</td><td class='num'>0.667</td>" in html
+    assert "<tr class=\"miss\"><td class='num'>2</td><td><code>q1</code>" in html
+    assert '<td class="up">↑ 1.000</td>' in html  # q2: 0 -> 1
+    assert "3 run(s) with this fingerprint" in html
+
+
+@needs_matplotlib
+def test_without_a_baseline_there_is_no_delta_chart_and_no_diff_column() -> None:
+    run = scored(5, [1.0, 0.0])
+    html = render_html_report(run, compare(run, None, 0.05), [], title="t")
+    assert len(pngs(html)) == TREND_PLOTS
+    assert "Per-query change" not in html
+    assert "<th>Δ</th>" not in html and "Δ recall@10" not in html
+    assert "No previous run to compare with." in html
+    assert "1 run(s) with this fingerprint" in html
+
+
+@needs_matplotlib
+def test_incompatible_runs_are_left_out_of_the_trend_and_counted() -> None:
+    other = f.fingerprint(model="e5-small")
+    history = [
+        scored(3, [0.0, 0.0], fp=other),
+        scored(2, [1.0, 1.0]),
+        scored(1, [1.0, 1.0], fp=other),
+    ]
+    run = scored(5, [1.0, 0.0])
+    # the newest stored run is incompatible: no diff, no delta chart
+    html = render_html_report(run, compare(run, history[0], 0.05), history, title="t")
+    assert len(pngs(html)) == TREND_PLOTS
+    assert "2 run(s) with this fingerprint" in html
+    assert "2 stored run(s) with another fingerprint left out." in html
+    assert "⚠️ config or metric version changed since last run, diff disabled" in html
+
+
+@needs_matplotlib
+def test_every_user_string_is_escaped() -> None:
+    hostile = "<script>alert('x')</script>"
+    result = f.query(
+        'id"><b>',
+        text=f"why {hostile} & $math$?",
+        expected=("docs/<a>.md",),
+        top=("docs/<a>.md", "x&y.md"),
+    )
+    run = replace(
+        scored(5, [1.0]),
+        fingerprint=f.fingerprint(model="<i>model</i>", retriever="mod:<fn>"),
+    )
+    run = with_query(run, 0, result)
+    html = render_html_report(run, compare(run, None, 0.05), [], title="<title>&")
+    assert "<script>" not in html and "<i>" not in html and "<b>" not in html
+    assert "why &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; $math$?" in html
+    assert "id&quot;&gt;&lt;b&gt;" in html
+    assert "docs/&lt;a&gt;.md" in html and "x&amp;y.md" in html
+    assert "&lt;i&gt;model&lt;/i&gt;" in html and "mod:&lt;fn&gt;" in html
+    assert "<h1>&lt;title&gt;&amp;</h1>" in html
+
+
+@needs_matplotlib
+def test_ids_are_drawn_as_text_not_mathtext() -> None:
+    # "$\\frac{$" is malformed mathtext: parsed as such, drawing the axis would raise
+    odd = f.query("q-$\\frac{$", recall=0.0, rr=0.0)
+    before = with_query(scored(1, [1.0]), 0, replace(odd, metrics=f.query("x").metrics))
+    run = with_query(scored(5, [0.0]), 0, odd)
+    html = render_html_report(run, compare(run, before, 0.05), [before], title="t")
+    assert len(pngs(html)) == TREND_PLOTS + 1
+
+
+@needs_matplotlib
+def test_the_same_run_gives_the_same_bytes() -> None:
+    history = [scored(2, [1.0, 0.5])]
+    run = scored(5, [0.5, 1.0])
+    comparison = compare(run, history[0], 0.05)
+    first = render_html_report(run, comparison, history, title="t")
+    assert render_html_report(run, comparison, history, title="t") == first
+
+
+@needs_matplotlib
+def test_the_per_query_table_shows_ranks_hits_and_findings() -> None:
+    result = QueryResult(
+        id="deep",
+        query="where is it",
+        expected=(ExpectedEntry("b.md", "Part"), ExpectedEntry("z.md")),
+        top_k=tuple(
+            TopHit(rank=i, path=p, heading=h, score=1.0 / i)
+            for i, (p, h) in enumerate(
+                [("a.md", None), ("b.md", "part"), *((f"n{j}.md", None) for j in range(10))], 1
+            )
+        ),
+        metrics=f.query("deep").metrics,
+    )
+    run = with_query(scored(5, [1.0]), 0, result)
+    run = replace(run, findings=(f.finding("notes/leak.md", ("deep", 2), ("other", None)),))
+    html = render_html_report(run, compare(run, None, 0.05), [], title="t")
+    assert '<code>b.md # Part</code> <span class="note">(rank 2)</span>' in html
+    assert '<code>z.md</code> <span class="note">(not retrieved)</span>' in html
+    assert "<td class='num'>2</td>" in html  # first expected rank
+    assert "<li value='2' class=\"expected-hit\">✓ <code>b.md # part</code>" in html
+    assert "2 more not shown" in html  # 12 hits, top 10 shown
+    assert "<code>notes/leak.md</code>: deep (rank 2), other (not in top_k)" in html
+
+
+@needs_matplotlib
+def test_the_delta_chart_keeps_the_queries_that_moved_most() -> None:
+    n = MAX_DELTA_ROWS + 5
+    before = scored(1, [1.0] * n)
+    run = scored(5, [1.0] * (n - 1) + [0.0])
+    html = render_html_report(run, compare(run, before, 0.05), [before], title="t")
+    assert f"Showing the {MAX_DELTA_ROWS} of {n} queries that moved most." in html
+
+
+@needs_matplotlib
+def test_a_subset_run_trends_against_the_same_queries_and_counts_itself_once() -> None:
+    stored = scored(1, [1.0, 0.0, 0.0])
+    subset_queries = stored.per_query[:1]
+    run = replace(stored, timestamp=f.at(5), per_query=subset_queries)
+    run = replace(run, aggregate=aggregate([q.metrics for q in subset_queries]))
+    history = [stored, run]  # the run itself is in the history: not plotted twice
+    html = render_html_report(run, compare(run, None, 0.05), history, title="t")
+    assert "2 run(s) with this fingerprint" in html
+    assert "restricted to the queries of this subset run" in html
+
+
+@needs_matplotlib
+def test_write_html_report_creates_the_directory(tmp_path: Path) -> None:
+    run = scored(5, [1.0])
+    target = tmp_path / "out" / "deeper" / "report.html"
+    write_html_report(target, run, compare(run, None, 0.05), [], title="t")
+    assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+# --------------------------------------------------------------------------- session
+
+
+def golden_for(run: RunRecord) -> GoldenSet:
+    return GoldenSet(
+        path="golden.yml",
+        hash=f.GOLDEN_HASH,
+        queries=tuple(
+            GoldenQuery(
+                id=q.id, query=q.query, expected=q.expected, tags=(), line=1, explicit_id=True
+            )
+            for q in run.per_query
+        ),
+    )
+
+
+def session_ctx(tmp_path: Path, run: RunRecord, **flags: object) -> EvalContext:
+    return EvalContext(
+        kb=tmp_path,
+        golden=golden_for(run),
+        fingerprint=run.fingerprint,
+        corpus=run.corpus,
+        settings=EvalSettings(),
+        flags=EvalFlags(**flags),  # type: ignore[arg-type]
+        findings=(),
+    )
+
+
+@needs_matplotlib
+def test_finish_evaluation_writes_the_html_with_the_history_trend(tmp_path: Path) -> None:
+    run = scored(0, [1.0, 0.0])
+    target = tmp_path / "report.html"
+    first = finish_evaluation(
+        session_ctx(tmp_path, run, html_path=target), run.per_query, record=True
+    )
+    assert first.error is None and first.exit_code == 0
+    assert len(pngs(target.read_text(encoding="utf-8"))) == TREND_PLOTS
+
+    second = finish_evaluation(
+        session_ctx(tmp_path, run, html_path=target), run.per_query, record=True
+    )
+    assert second.error is None
+    html = target.read_text(encoding="utf-8")
+    assert len(pngs(html)) == TREND_PLOTS + 1
+    assert "2 run(s) with this fingerprint" in html
+    assert "<title>groove eval report — " in html
+
+
+def test_an_unwritable_html_report_is_reported_like_the_json_one(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    run = scored(0, [1.0])
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    outcome = finish_evaluation(
+        session_ctx(tmp_path, run, html_path=blocker / "report.html"), run.per_query, record=True
+    )
+    assert outcome.exit_code == 1
+    assert outcome.error is not None
+    assert outcome.error.startswith(f"could not write the HTML report {blocker / 'report.html'}")
+    assert outcome.recorded  # the history was saved before the reports
+
+
+# --------------------------------------------------------------------------- missing extra
+
+
+def test_missing_matplotlib_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(GrooveError) as raised:
+        check_html_available("--html")
+    assert raised.value.message == (
+        "--html needs matplotlib, which is an optional extra: install it with "
+        'pip install "pytest-groove[plots]" (or drop --html)'
+    )
+    run = scored(0, [1.0])
+    with pytest.raises(GrooveError, match=re.escape(PLOTS_EXTRA)):
+        write_html_report(tmp_path / "r.html", run, compare(run, None, 0.05), [], title="t")
+    # at session end it is an error in the outcome, not an exception
+    outcome = finish_evaluation(
+        session_ctx(tmp_path, run, html_path=tmp_path / "r.html"), run.per_query, record=True
+    )
+    assert outcome.exit_code == 1 and outcome.error is not None
+    assert PLOTS_EXTRA in outcome.error
+    assert not (tmp_path / "r.html").exists()
+
+
+# --------------------------------------------------------------------------- groove eval
+
+
+def groove(
+    *args: str | Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_groove.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def example_kb(tmp_path: Path) -> Path:
+    kb = tmp_path / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    return kb
+
+
+@needs_matplotlib
+def test_groove_eval_writes_the_html_report(example_kb: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out.html"
+    done = groove("eval", "--kb-path", example_kb, "--model", "hash", "--html", target)
+    assert done.returncode == 0, done.stderr
+    assert "groove eval — " in done.stdout  # the text report still goes to stdout
+    html = target.read_text(encoding="utf-8")
+    assert len(pngs(html)) == TREND_PLOTS
+    assert "<h1>groove eval report</h1>" in html
+    assert "ja-postmortem-deadline" in html
+    assert "Traceback" not in done.stderr
+
+
+def test_groove_eval_without_matplotlib_stops_before_indexing(
+    example_kb: Path, tmp_path: Path
+) -> None:
+    hide = tmp_path / "hide-matplotlib"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['matplotlib'] = None\n", encoding="utf-8"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = groove(
+        "eval", "--kb-path", example_kb, "--model", "hash", "--html", tmp_path / "o.html", env=env
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "Error: --html needs matplotlib, which is an optional extra: install it with "
+        'pip install "pytest-groove[plots]" (or drop --html)\n'
+    )
+    assert done.stdout == ""
+    assert not (example_kb / ".groove").exists()  # nothing indexed, nothing searched
+    assert not (example_kb / ".groove-eval-history.json").exists()
+
+
+# --------------------------------------------------------------------------- pytest plugin
+
+
+@pytest.fixture
+def plugin_kb(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # inner runs skip hypothesis's plugin (pytester re-imports it on every run);
+    # set after pytester's own isolation, which clears PYTEST_ADDOPTS
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    kb = pytester.path / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    return kb
+
+
+@needs_matplotlib
+def test_the_plugin_writes_the_html_report(pytester: pytest.Pytester, plugin_kb: Path) -> None:
+    result = pytester.runpytest(
+        "--groove-kb", "kb", "--groove-model", "hash", "--groove-html", "r.html"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # ja-postmortem-deadline misses
+    html = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert len(pngs(html)) == TREND_PLOTS
+    assert "<h1>groove report</h1>" in html
+    assert 'class="miss"' in html
+
+
+@needs_matplotlib
+def test_the_ini_key_works_and_creates_the_directory(
+    pytester: pytest.Pytester, plugin_kb: Path
+) -> None:
+    pytester.makeini("[pytest]\ngroove_html = reports/quality.html\n")
+    result = pytester.runpytest(
+        "--groove-kb", "kb", "--groove-model", "hash", "--groove-no-history"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stderr.str()
+    assert (pytester.path / "reports" / "quality.html").is_file()
+
+
+def test_the_plugin_without_matplotlib_is_a_usage_error(
+    pytester: pytest.Pytester, plugin_kb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = pytester.runpytest(
+        "--groove-kb", "kb", "--groove-model", "hash", "--groove-html", "r.html"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --groove-html needs matplotlib, which is an optional extra: install it "
+            'with pip install "pytest-groove[plots]" (or drop --groove-html)'
+        ]
+    )
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert not (plugin_kb / ".groove").exists()  # no index built, no query searched
