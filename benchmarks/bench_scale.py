@@ -508,6 +508,7 @@ def main() -> int:
             f"{moved.seconds * 1000:.0f} ms",
             f"{moved.renamed} files renamed, {moved.chunks_embedded} chunks embedded",
         )
+        ratios.add("all files moved / no-op re-index", f"{moved.seconds / noop.seconds:.1f}x")
 
         # --- opening ---------------------------------------------------------------
         index_dir = index_dir_for(kb.resolve(), settings, embedder.name)

@@ -275,6 +275,14 @@ def test_a_failed_save_is_reported_after_the_reports_are_built(kb: Path) -> None
     assert not (kb / HISTORY_FILE_NAME).exists()
 
 
+def test_json_report_is_written_even_when_the_history_save_fails(kb: Path, tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    ctx = replace(context(kb, json_path=target), history_cap=256)
+    outcome = finish_evaluation(ctx, results(ctx, GOOD), record=True)
+    assert outcome.error is not None and "--no-history" in outcome.error
+    assert json.loads(target.read_text("utf-8"))["recorded"] is False
+
+
 def test_json_report_file_is_written(kb: Path, tmp_path: Path) -> None:
     target = tmp_path / "out" / "report.json"
     outcome = finish(kb, json_path=target)

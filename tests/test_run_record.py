@@ -178,6 +178,17 @@ def test_unknown_fingerprint_keys_are_kept_and_written_back_verbatim() -> None:
     assert Fingerprint.from_json(fp.to_json()) == fp
 
 
+def test_non_finite_numbers_in_unknown_fingerprint_keys_are_written_as_null() -> None:
+    fp = Fingerprint.from_json(
+        json.loads(
+            '{"model": "m", "limit": 1, "k_values": [1], '
+            '"golden_hash": "h", "knob": [NaN, {"x": Infinity}]}'
+        )
+    )
+    assert fp.to_json()["knob"] == [None, {"x": None}]
+    json.dumps(fp.to_json(), allow_nan=False)
+
+
 def test_unknown_fingerprint_keys_make_a_run_incomparable() -> None:
     """A run recorded by a newer version measured something this one cannot see."""
     fp = Fingerprint.from_json({**build().to_json(), "future_knob": 7})

@@ -129,6 +129,23 @@ def _k_map(value: Any, path: str) -> dict[int, float]:
     return out
 
 
+def _json_value(value: Any, path: str) -> Any:
+    """A copy of a parsed JSON value that strict JSON can write back.
+
+    Non-finite numbers (Python's parser accepts ``NaN``) become ``null``, as
+    everywhere else in the file; anything that is not JSON data is a format error.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return _out(value)
+    if isinstance(value, list):
+        return [_json_value(item, _where(path, i)) for i, item in enumerate(value)]
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {key: _json_value(item, _where(path, key)) for key, item in value.items()}
+    raise RecordFormatError(f"{path}: not JSON data")
+
+
 def _opt_obj(raw: Mapping[str, Any], key: str, path: str) -> dict[str, Any] | None:
     value = raw.get(key)
     if value is None:
@@ -329,7 +346,11 @@ class Fingerprint:
             fusion=None if fusion is None else _float_fields(fusion, _where(path, "fusion")),
             context=None if context is None else _str_fields(context, _where(path, "context")),
             retriever=_opt_str(obj.get("retriever"), _where(path, "retriever")),
-            extra={key: value for key, value in obj.items() if key not in FINGERPRINT_KEYS},
+            extra={
+                key: _json_value(value, _where(path, key))
+                for key, value in obj.items()
+                if key not in FINGERPRINT_KEYS
+            },
         )
 
 

@@ -239,10 +239,14 @@ def finish_evaluation(
         run, comparison, color=flags.color, choice=choice, footer=footer, title=ctx.prog
     )
     report = build_json_report(run, comparison, recorded=recorded)
-    if flags.json_path is not None and error is None:
-        error = _write_json(flags.json_path, report)
-    if flags.html_path is not None and error is None:
-        error = _write_html(flags.html_path, run, comparison, runs, f"{ctx.prog} report")
+    # Each report is written even when an earlier write failed: CI should not lose its
+    # JSON artefact because the history file could not be saved.  The first error wins.
+    errors = [error]
+    if flags.json_path is not None:
+        errors.append(_write_json(flags.json_path, report))
+    if flags.html_path is not None:
+        errors.append(_write_html(flags.html_path, run, comparison, runs, f"{ctx.prog} report"))
+    error = next((e for e in errors if e is not None), None)
 
     return EvalOutcome(
         run=run,
