@@ -52,7 +52,6 @@ from pytest_groove.embed.registry import get_embedder
 from pytest_groove.engine import Engine, index_dir_for, open_engine, run_indexer
 from pytest_groove.kb.records import Chunk, ParsedDocument
 from pytest_groove.kb.store import Store
-from pytest_groove.kb.vectors import CACHE_PREFIX
 from pytest_groove.search.fts_query import build_fts_query, parse_query, query_phrases
 
 #: bm25 column weights of the default search (heading, context, content)
@@ -313,10 +312,12 @@ def peak_rss_mib() -> float:
 
 
 def dir_size_mib(directory: Path) -> dict[str, float]:
+    """MiB per file of an index directory (faiss cache files summed as one entry)."""
     sizes: dict[str, float] = {}
     for path in directory.iterdir():
         if path.is_file():
-            sizes[path.name] = path.stat().st_size / (1024 * 1024)
+            name = "faiss cache" if path.suffix == ".faiss" else path.name
+            sizes[name] = sizes.get(name, 0.0) + path.stat().st_size / (1024 * 1024)
     return sizes
 
 
@@ -517,7 +518,8 @@ def main() -> int:
             open_engine(kb, settings, embedder=embedder, reindex=False).close()
 
         def drop_cache() -> None:
-            for cache in index_dir.glob(f"{CACHE_PREFIX}*.faiss"):
+            # the faiss file beside the database is only a cache of its embeddings
+            for cache in index_dir.glob("*.faiss"):
                 cache.unlink()
 
         cold_runs = []

@@ -46,7 +46,7 @@ def pytest_groove_retriever(config: pytest.Config) -> Retriever | None:
     The callable receives the golden query text and the retrieval depth and returns
     ranked hits, best first (see :data:`HitLike`).  When a retriever is supplied the
     plugin builds no index and loads no embedder: it measures *your* system.  The
-    run fingerprint records ``custom:<name>`` as the model, where ``<name>`` is the
-    callable's ``groove_name`` attribute if set, else its qualified name, so
-    history only compares runs of the same retriever.
+    run fingerprint records ``"model": "custom"`` and ``"retriever": <name>``, where
+    ``<name>`` is the callable's ``groove_name`` attribute if set, else its
+    module-qualified name, so history only compares runs of the same retriever.
     """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -83,6 +84,41 @@ def test_gate_uses_the_threshold_it_is_given() -> None:
     comparison = compare(now, prev, 0.5)
     assert comparison.regressions == ()
     assert gate_failures(comparison, 0.05) == ["MRR"]
+
+
+def test_gate_returns_what_the_comparison_stored() -> None:
+    prev, now = run(minutes=0, mrr=0.9, recall=0.9), run(minutes=1, mrr=0.8, recall=0.5)
+    comparison = compare(now, prev, T)
+    assert comparison.regressions == ("recall@1", "recall@5", "recall@10", "MRR")
+    assert gate_failures(comparison) == gate_failures(comparison, T) == list(comparison.regressions)
+    # the stored tuple is the answer: nothing is recomputed for the same threshold
+    doctored = replace(comparison, regressions=("nDCG@10",))
+    assert gate_failures(doctored, T) == ["nDCG@10"]
+
+
+def test_aggregate_and_query_regressions_follow_one_rule() -> None:
+    before = query("q", {1: 1.0, 5: 1.0}, rr=1.0, ndcg={1: 1.0, 5: 1.0}, k_values=(1, 5))
+    after = query("q", {1: 0.0, 5: 1.0}, rr=0.5, ndcg={1: 0.0, 5: 0.63}, k_values=(1, 5))
+    fp = fingerprint(k_values=(1, 5))
+    prev = run(
+        minutes=0,
+        fp=fp,
+        per_query=[before],
+        recall=dict(before.metrics.recall_at_k),
+        mrr=1.0,
+        ndcg=dict(before.metrics.ndcg_at_k),
+    )
+    now = run(
+        minutes=1,
+        fp=fp,
+        per_query=[after],
+        recall=dict(after.metrics.recall_at_k),
+        mrr=0.5,
+        ndcg=dict(after.metrics.ndcg_at_k),
+    )
+    per_query = query_regressed(after, before, T)
+    aggregate = list(compare(now, prev, T).regressions)
+    assert [n.replace("reciprocal rank", "MRR") for n in per_query] == aggregate
 
 
 def test_gate_is_a_no_op_without_a_compatible_baseline() -> None:

@@ -420,6 +420,15 @@ def test_repeated_k_flags_and_the_limit_cap_note(kb: Path, engine: FakeEngine) -
     assert engine.limits == [1000, 1000]
 
 
+def test_a_k_over_the_cap_alone_gives_the_limit_note(kb: Path, engine: FakeEngine) -> None:
+    """No --limit was given, yet the note names one: the default limit is the
+    largest k as requested, before capping (spec-eval §3.2, as the reference)."""
+    code, out, err = invoke("--kb-path", str(kb), "--k", "2000", "--no-history")
+    assert code == 0
+    assert err == "groove eval: note: limit 2000 exceeds the retrieval cap; using 1000\n"
+    assert "limit: 1000" in out and "recall@1000" in out
+
+
 def test_limit_deepens_the_fetch_without_changing_k(kb: Path, engine: FakeEngine) -> None:
     code, out, _ = invoke("--kb-path", str(kb), "--k", "1", "--limit", "20", "--format", "json")
     assert code == 0

@@ -315,6 +315,14 @@ def test_queries_sharing_a_derived_id_do_not_regress_when_nothing_changed(
     assert result.ret == pytest.ExitCode.OK
 
 
+def test_a_k_over_the_cap_alone_gives_the_limit_note(project: Project) -> None:
+    """As ``groove eval --k 2000``: the default limit is the largest k as requested."""
+    result = project.run("--groove-k", "2000", "--groove-no-history")
+    assert result.ret == pytest.ExitCode.OK
+    result.stderr.fnmatch_lines(["groove: note: limit 2000 exceeds the retrieval cap; using 1000"])
+    result.stdout.fnmatch_lines(["  model: custom    reranker: none    limit: 1000    *"])
+
+
 def test_without_the_flag_a_regression_is_reported_but_passes(project: Project) -> None:
     project.run()
     project.answer(WORSE)
@@ -410,7 +418,11 @@ def test_json_report(project: Project) -> None:
     assert report["findings"] == []
     assert [q["id"] for q in report["per_query"]] == IDS
     assert report["per_query"][2]["metrics"]["reciprocal_rank"] == 0.0
-    assert report["fingerprint"]["retriever"] == "fake"
+    # what the pytest_groove_retriever hook's docstring promises
+    assert (report["fingerprint"]["model"], report["fingerprint"]["retriever"]) == (
+        "custom",
+        "fake",
+    )
 
 
 def _junit_properties(path: Path) -> dict[str, dict[str, str]]:

@@ -98,14 +98,54 @@ def test_per_query_echoes_expected_and_the_whole_retrieved_list() -> None:
     assert set(row["metrics"]) == {"ndcg_at_k", "recall_at_k", "reciprocal_rank"}
 
 
-def test_output_is_sorted_indented_and_strict_json() -> None:
+def test_output_is_indented_strict_json_in_a_fixed_key_order() -> None:
     now = run(mrr=math.nan, per_query=[query("q", rr=math.inf)])
     printed = dumps_json_report(build_json_report(now, compare(now, None, T), recorded=False))
     assert printed.endswith("}\n")
-    assert printed.startswith('{\n  "aggregate": {\n')
+    assert printed.startswith('{\n  "timestamp": "2026-04-24T05:32:01Z",\n  "fingerprint": {\n')
     assert "NaN" not in printed and "Infinity" not in printed
     data = json.loads(printed)
     assert data["aggregate"]["mrr"] is None
     assert data["recorded"] is False
-    keys = list(data)
-    assert keys == sorted(keys)
+    assert list(data) == [
+        "timestamp",
+        "fingerprint",
+        "corpus",
+        "corpus_changed",
+        "aggregate",
+        "per_query",
+        "findings",
+        "previous",
+        "diff",
+        "recorded",
+    ]
+    # the run's own objects keep the history file's field order
+    assert list(data["per_query"][0]) == ["id", "query", "expected", "top_k", "metrics"]
+
+
+def test_k_maps_print_in_numeric_order_everywhere() -> None:
+    fp = fingerprint(k_values=(1, 5, 10))
+    k_map = {10: 0.3, 1: 0.1, 5: 0.2}
+    q = query("q", k_map, ndcg=k_map)
+    now = run(minutes=1, fp=fp, recall=k_map, ndcg=k_map, per_query=[q])
+    prev = run(minutes=0, fp=fp, recall=k_map, ndcg=k_map, per_query=[q])
+    printed = dumps_json_report(build_json_report(now, compare(now, prev, T), recorded=True))
+    data = json.loads(printed)
+    maps = [
+        data["aggregate"]["recall_at_k"],
+        data["aggregate"]["ndcg_at_k"],
+        data["per_query"][0]["metrics"]["recall_at_k"],
+        data["previous"]["aggregate"]["ndcg_at_k"],
+        data["diff"]["recall_at_k"],
+        data["diff"]["ndcg_at_k"],
+    ]
+    for k_map_json in maps:
+        assert list(k_map_json) == ["1", "5", "10"]
+    assert printed.count('"1": ') == printed.count('"10": ') > 0
+    assert printed.index('"5": ') < printed.index('"10": ')
+
+
+def test_the_printed_report_is_stable() -> None:
+    now = run(minutes=1, corpus=corpus(), per_query=[query("a"), query("b", 0.0)])
+    built = build_json_report(now, compare(now, run(minutes=0), T), recorded=True)
+    assert dumps_json_report(built) == dumps_json_report(json.loads(dumps_json_report(built)))

@@ -22,6 +22,7 @@ from pytest_groove.evaluation.run import (
     RunRecord,
     TopHit,
     build_run,
+    display_timestamp,
     evaluate_query,
     format_timestamp,
     parse_timestamp,
@@ -241,6 +242,7 @@ def test_timestamps_use_z_and_0_3_or_6_fraction_digits(micro: int, text: str) ->
     moment = datetime(2026, 7, 28, tzinfo=UTC).replace(microsecond=micro)
     assert format_timestamp(moment) == text
     assert format_timestamp(moment, zulu=False) == text[:-1] + "+00:00"
+    assert display_timestamp(moment) == text[:-1] + "+00:00"
     assert parse_timestamp(text) == moment
 
 

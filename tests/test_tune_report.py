@@ -171,6 +171,22 @@ def test_secondary_degradation_is_listed() -> None:
     ]
 
 
+def test_secondary_values_match_the_json_aggregates_and_show_no_negative_zero() -> None:
+    result = _result(12, [0.3] * 12)
+    column = [0.1, 0.2, 0.3] * 4
+    result.table.recall[1][:, DEFAULT_INDEX] = column
+    result.table.recall[1][:, WINNER] = column[::-1]
+    again = analyse("kb", "kb/.groove-eval.yml", "hash", result.preflight, result.table)
+    data = to_json(again)["secondary_metrics"]
+    base, refit = again.verdict.secondary.values["recall@1"]
+    assert data["baseline"]["recall_at_k"]["1"] == base
+    assert data["refit"]["recall_at_k"]["1"] == refit
+    assert again.verdict.adopt
+    text = render_text(again)
+    assert "  recall@1  default 0.2000 -> refit 0.2000 (+0.0000)" in text
+    assert "-0.0000" not in text
+
+
 def test_worst_query_is_named_only_when_something_degraded() -> None:
     gains = [0.3] * 11 + [-0.25]
     text = render_text(_result(12, gains))

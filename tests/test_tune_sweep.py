@@ -7,6 +7,7 @@ FTS fetches.  The real engine is exercised in test_tune_engine.py.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.metrics import query_metrics
+from pytest_groove.evaluation.metrics import QueryMetrics, aggregate, query_metrics
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
 from pytest_groove.search.fts_query import ParsedQuery
 from pytest_groove.search.fusion import fuse_rrf
@@ -241,6 +242,24 @@ def test_aggregate_is_the_mean_over_all_queries() -> None:
     assert agg.ndcg_at_k[5] == pytest.approx(0.3)
     assert agg.query_count == 3
     assert MetricTable.empty(0, (5,)).aggregate(0).mrr == 0.0
+
+
+def test_aggregate_gives_exactly_the_numbers_groove_eval_gives() -> None:
+    """Summed left to right in golden order, as metrics.aggregate does."""
+    n = 10
+    table = MetricTable.empty(n, (1, 5))
+    column = [0.1] * 7 + [0.7, 0.3, 0.2]
+    for k in (1, 5):
+        table.recall[k][:, DEFAULT_INDEX] = column
+        table.ndcg[k][:, DEFAULT_INDEX] = column[::-1]
+    table.rr[:, DEFAULT_INDEX] = column
+    rows = [
+        QueryMetrics(recall_at_k={1: v, 5: v}, reciprocal_rank=v, ndcg_at_k={1: w, 5: w})
+        for v, w in zip(column, column[::-1], strict=True)
+    ]
+    assert table.aggregate(DEFAULT_INDEX) == aggregate(rows)
+    # the case where the two sums differ: an exactly rounded one would not match eval
+    assert aggregate(rows).ndcg_at_k[1] != math.fsum(column) / n
 
 
 # --------------------------------------------------------------------------- vs naive

@@ -178,23 +178,46 @@ def _map_diff(now: Mapping[int, float], previous: Mapping[int, float]) -> dict[i
     return {k: value - previous.get(k, 0.0) for k, value in now.items()}
 
 
+def _regressed_names(
+    recall: tuple[Mapping[int, float], Mapping[int, float]],
+    rank: tuple[float, float],
+    ndcg: tuple[Mapping[int, float], Mapping[int, float]],
+    rank_label: str,
+    threshold: float,
+) -> list[str]:
+    """Names of the metrics that regressed, each pair given as ``(previous, now)``.
+
+    The one rule for aggregates and single queries alike: every recall@k of the
+    current run (k ascending; a k the previous run lacks counts as 0.0), then the
+    rank metric (``rank_label``), then every nDCG@k.
+    """
+
+    def over_k(name: str, previous: Mapping[int, float], now: Mapping[int, float]) -> list[str]:
+        return [
+            f"{name}@{k}"
+            for k, value in sorted(now.items())
+            if regressed(previous.get(k, 0.0), value, threshold)
+        ]
+
+    names = over_k("recall", *recall)
+    if regressed(*rank, threshold):
+        names.append(rank_label)
+    return names + over_k("nDCG", *ndcg)
+
+
 def _aggregate_regressions(
     run: RunRecord, baseline: RunRecord, threshold: float
 ) -> tuple[str, ...]:
     now, prev = run.aggregate, baseline.aggregate
-    names = [
-        f"recall@{k}"
-        for k, value in sorted(now.recall_at_k.items())
-        if regressed(prev.recall_at_k.get(k, 0.0), value, threshold)
-    ]
-    if regressed(prev.mrr, now.mrr, threshold):
-        names.append("MRR")
-    names += [
-        f"nDCG@{k}"
-        for k, value in sorted(now.ndcg_at_k.items())
-        if regressed(prev.ndcg_at_k.get(k, 0.0), value, threshold)
-    ]
-    return tuple(names)
+    return tuple(
+        _regressed_names(
+            (prev.recall_at_k, now.recall_at_k),
+            (prev.mrr, now.mrr),
+            (prev.ndcg_at_k, now.ndcg_at_k),
+            "MRR",
+            threshold,
+        )
+    )
 
 
 def query_regressed(
@@ -209,19 +232,13 @@ def query_regressed(
     if previous is None:
         return []
     now, prev = current.metrics, previous.metrics
-    names = [
-        f"recall@{k}"
-        for k, value in sorted(now.recall_at_k.items())
-        if regressed(prev.recall_at_k.get(k, 0.0), value, threshold)
-    ]
-    if regressed(prev.reciprocal_rank, now.reciprocal_rank, threshold):
-        names.append("reciprocal rank")
-    names += [
-        f"nDCG@{k}"
-        for k, value in sorted(now.ndcg_at_k.items())
-        if regressed(prev.ndcg_at_k.get(k, 0.0), value, threshold)
-    ]
-    return names
+    return _regressed_names(
+        (prev.recall_at_k, now.recall_at_k),
+        (prev.reciprocal_rank, now.reciprocal_rank),
+        (prev.ndcg_at_k, now.ndcg_at_k),
+        "reciprocal rank",
+        threshold,
+    )
 
 
 def _query_rows(
@@ -296,11 +313,15 @@ def compare(run: RunRecord, baseline: RunRecord | None, threshold: float) -> Com
     )
 
 
-def gate_failures(comparison: Comparison, threshold: float) -> list[str]:
-    """Aggregate metrics that regressed by more than ``threshold`` (the CI gate).
+def gate_failures(comparison: Comparison, threshold: float | None = None) -> list[str]:
+    """Aggregate metrics that regressed by more than the threshold (the CI gate).
 
-    Empty when there is no compatible baseline: the gate is a no-op then.
+    That is :attr:`Comparison.regressions`, computed once by :func:`compare`; it is
+    empty when there is no compatible baseline, so the gate is a no-op then.  Only
+    a ``threshold`` other than the comparison's asks for the same rule again.
     """
+    if threshold is None or threshold == comparison.threshold:
+        return list(comparison.regressions)
     if not comparison.compatible or comparison.baseline is None:
         return []
     return list(_aggregate_regressions(comparison.run, comparison.baseline, threshold))

@@ -20,8 +20,11 @@ Reading (:func:`load_history`) goes through the guarded reader.  A file that can
 be read, or is refused (symlink, hard link, not a regular file, over the cap),
 stops the run with an error and is never overwritten: treating it as empty would
 replace every baseline with one run and let the gate pass without comparing
-anything.  Bytes that were read but do not parse as a history held no baseline, so
-the run starts fresh with a warning and the next save replaces them.
+anything.  Runs are parsed one at a time: a run that does not parse (a hand edit,
+a bad merge) is skipped with a warning and every other run is kept.  Bytes that do
+not parse as a history at all start the run fresh, with a warning.  Whenever
+something was dropped either way, the next save first copies the file's original
+bytes to ``<file>.bak`` (:func:`backup_path`), so nothing is lost for good.
 
 Saving (:func:`save_history`) takes ``<file>.lock`` (a :class:`filelock.FileLock`)
 and, while holding it, re-reads the file, puts the new run in front, keeps the
@@ -52,6 +55,7 @@ from pytest_groove.evaluation.run import (
     Fingerprint,
     RecordFormatError,
     RunRecord,
+    display_timestamp,
     format_timestamp,
     parse_timestamp,
 )
@@ -75,8 +79,30 @@ def history_path(kb: Path) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
-def parse_history(data: bytes) -> list[RunRecord]:
-    """Decode a history file's bytes; raises :class:`RecordFormatError` if they are not one."""
+def backup_path(path: Path) -> Path:
+    """Where a save keeps the original bytes of a history it could not fully read."""
+    return path.with_name(path.name + ".bak")
+
+
+@dataclass(frozen=True)
+class ParsedHistory:
+    """A history file's runs, and the stored runs that did not parse."""
+
+    #: the runs that parsed, newest first
+    runs: list[RunRecord]
+    #: how many runs the file holds, parsed or not
+    stored: int
+    #: one reason per skipped run (naming its JSON location), in file order
+    skipped: tuple[str, ...] = ()
+
+
+def read_history(data: bytes) -> ParsedHistory:
+    """Decode a history file's bytes run by run.
+
+    Raises :class:`RecordFormatError` when the bytes are not a history at all (not
+    UTF-8 JSON, no ``runs`` list); a run that does not parse is skipped and named
+    in :attr:`ParsedHistory.skipped`.
+    """
     try:
         doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -92,21 +118,47 @@ def parse_history(data: bytes) -> list[RunRecord]:
     raw_runs = doc["runs"]
     if not isinstance(raw_runs, list):
         raise RecordFormatError("runs: expected a list")
-    try:
-        runs = [RunRecord.from_json(raw, f"runs[{i}]") for i, raw in enumerate(raw_runs)]
-    except RecursionError:
-        raise RecordFormatError("JSON nested too deeply") from None
+    runs: list[RunRecord] = []
+    skipped: list[str] = []
+    for i, raw in enumerate(raw_runs):
+        try:
+            runs.append(RunRecord.from_json(raw, f"runs[{i}]"))
+        except RecordFormatError as exc:
+            skipped.append(str(exc))
+        except RecursionError:
+            skipped.append(f"runs[{i}]: JSON nested too deeply")
+    parsed = ParsedHistory(runs=runs, stored=len(raw_runs), skipped=tuple(skipped))
     marker = doc.get("baseline")
     if isinstance(marker, str):
         try:
             frozen_at = parse_timestamp(marker, "baseline")
         except RecordFormatError:
-            return runs  # an unreadable marker freezes nothing; the runs are intact
+            return parsed  # an unreadable marker freezes nothing; the runs are intact
         for i, run in enumerate(runs):
             if run.timestamp == frozen_at:
                 runs[i] = replace(run, frozen=True)
                 break
-    return runs
+    return parsed
+
+
+def parse_history(data: bytes) -> list[RunRecord]:
+    """The runs of a history file that parse (see :func:`read_history`)."""
+    return read_history(data).runs
+
+
+def _blank(data: bytes) -> bool:
+    """An empty (or whitespace-only) file held nothing worth a ``.bak`` copy."""
+    return not data.strip()
+
+
+def _skipped_message(path: Path, parsed: ParsedHistory) -> str:
+    count = len(parsed.skipped)
+    reason = parsed.skipped[0] + (f"; and {count - 1} more" if count > 1 else "")
+    return (
+        f"eval history {path}: skipped {count} of {parsed.stored} stored run(s) that do not "
+        f"parse ({reason}); the other runs are kept, and the next save first copies the "
+        f"file to {backup_path(path)}"
+    )
 
 
 def load_history(
@@ -115,22 +167,32 @@ def load_history(
     """Stored runs, newest first; ``[]`` when the file does not exist.
 
     Raises :class:`GrooveError` when the file is refused or cannot be read (the
-    caller must then stop without saving).  Content that does not parse yields
-    ``[]`` and a warning, appended to ``warnings`` when given, else issued as a
-    :class:`HistoryWarning`.
+    caller must then stop without saving).  Stored runs that do not parse are
+    skipped; content that is not a history at all yields ``[]``.  Either way one
+    warning says so, appended to ``warnings`` when given, else issued as a
+    :class:`HistoryWarning`.  Loading never writes.
     """
     data = read_guarded(path, HISTORY_WHAT, cap)
     if data is None:
         return []
+    message: str | None = None
     try:
-        return parse_history(data)
+        parsed = read_history(data)
     except RecordFormatError as exc:
+        runs: list[RunRecord] = []
         message = f"eval history {path} is not a readable history ({exc}); starting fresh"
+        if not _blank(data):
+            message += f" (the next save first copies the file to {backup_path(path)})"
+    else:
+        runs = parsed.runs
+        if parsed.skipped:
+            message = _skipped_message(path, parsed)
+    if message is not None:
         if warnings is None:
             _warnings.warn(message, HistoryWarning, stacklevel=2)
         else:
             warnings.append(message)
-        return []
+    return runs
 
 
 # --------------------------------------------------------------------------- baseline
@@ -276,17 +338,22 @@ def bound_history(
         )
     if pin is not None and pin not in chosen:
         messages.append(
-            f"the frozen baseline of {format_timestamp(ordered[pin].timestamp)} no longer "
+            f"the frozen baseline of {display_timestamp(ordered[pin].timestamp)} no longer "
             "fits in the history and was dropped; freeze a new one with --freeze-baseline"
         )
     frozen = next((ordered[i] for i in chosen if i == pin), None)
     return [ordered[i] for i in chosen], _assemble([pieces[i] for i in chosen], frozen), messages
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file beside it, fsync, rename."""
+def _write_atomic(
+    path: Path, data: bytes, *, what: str = "eval history", like: Path | None = None
+) -> None:
+    """Replace ``path`` with ``data``: temp file beside it, fsync, rename.
+
+    The file keeps the permission bits of ``like`` (default: of ``path`` itself).
+    """
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        mode = stat.S_IMODE((path if like is None else like).stat().st_mode)
     except OSError:
         mode = 0o644
     tmp: Path | None = None
@@ -305,7 +372,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
             with contextlib.suppress(OSError):
                 tmp.unlink()
         raise GrooveError(
-            f"could not write the eval history {path}: {exc.strerror or exc} "
+            f"could not write the {what} {path}: {exc.strerror or exc} "
             "(check that the directory is writable, or pass --no-history)"
         ) from None
     # make the rename itself durable; not every platform can open a directory
@@ -331,9 +398,12 @@ def save_history(
     ``runs`` is the history as this process loaded it.  Under the lock the file is
     read again and what it holds now is used instead, so runs saved by another
     process in the meantime are kept; ``runs`` only stands in when the file no
-    longer parses.  ``freeze_baseline`` makes ``new_run`` the frozen baseline.
+    longer parses.  When the file as read drops anything (runs that do not parse,
+    or bytes that are no history), its original bytes are first copied to
+    :func:`backup_path`.  ``freeze_baseline`` makes ``new_run`` the frozen baseline.
     Raises :class:`GrooveError` (file untouched) when the file is refused, the lock
-    cannot be taken, the new run alone exceeds ``cap``, or writing fails.
+    cannot be taken, the new run alone exceeds ``cap``, or writing (either file)
+    fails.
     """
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -349,16 +419,23 @@ def save_history(
             # read with the loader's cap: a smaller write cap trims, it never refuses
             data = read_guarded(path, HISTORY_WHAT, max(cap, HISTORY_CAP))
             current: Sequence[RunRecord] = []
+            #: replacing the file as read would drop something it holds
+            loses = False
             if data is not None:
                 try:
-                    current = parse_history(data)
+                    parsed = read_history(data)
+                    current, loses = parsed.runs, bool(parsed.skipped)
                 except RecordFormatError:
                     current = runs  # the load already warned about these bytes
+                    loses = not _blank(data)
             stored = [
                 replace(r, frozen=False) if freeze_baseline and r.frozen else r for r in current
             ]
             ordered = [replace(new_run, frozen=freeze_baseline), *stored]
             _kept, encoded, messages = bound_history(ordered, history_size, cap)
+            if data is not None and loses:
+                # before the rewrite: if the copy fails, the original stays in place
+                _write_atomic(backup_path(path), data, what="eval history backup", like=path)
             _write_atomic(path, encoded)
             return messages
     except filelock.Timeout:

@@ -15,7 +15,7 @@ float addition (not ``math.fsum``) and discounts are ``1 / math.log2(rank + 1)``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -214,16 +214,25 @@ def query_metrics(
     )
 
 
+def ordered_mean(values: Iterable[float]) -> float:
+    """``(v_1 + v_2 + ... + v_N) / N``, summed left to right; 0.0 for no values.
+
+    The one mean behind every reported aggregate (``groove eval``, the plugin and
+    ``groove tune``), so the same per-query numbers always give the same last
+    digits.  Not exactly rounded: the order of the values matters in the last ulp.
+    """
+    total = 0.0
+    count = 0
+    for value in values:
+        total += value
+        count += 1
+    return total / count if count else 0.0
+
+
 def _mean_by_k(maps: Sequence[dict[int, float]]) -> dict[int, float]:
     keys = sorted({k for mapping in maps for k in mapping})
-    means: dict[int, float] = {}
-    for k in keys:
-        total = 0.0
-        for mapping in maps:
-            # A k absent from one query's map counts as 0.0 for that query.
-            total += mapping.get(k, 0.0)
-        means[k] = total / len(maps)
-    return means
+    # A k absent from one query's map counts as 0.0 for that query.
+    return {k: ordered_mean(mapping.get(k, 0.0) for mapping in maps) for k in keys}
 
 
 def aggregate(metrics: Sequence[QueryMetrics]) -> AggregateMetrics:
@@ -236,12 +245,9 @@ def aggregate(metrics: Sequence[QueryMetrics]) -> AggregateMetrics:
     """
     if not metrics:
         return AggregateMetrics(recall_at_k={}, mrr=0.0, ndcg_at_k={}, query_count=0)
-    rr_total = 0.0
-    for item in metrics:
-        rr_total += item.reciprocal_rank
     return AggregateMetrics(
         recall_at_k=_mean_by_k([item.recall_at_k for item in metrics]),
-        mrr=rr_total / len(metrics),
+        mrr=ordered_mean(item.reciprocal_rank for item in metrics),
         ndcg_at_k=_mean_by_k([item.ndcg_at_k for item in metrics]),
         query_count=len(metrics),
     )

@@ -281,7 +281,7 @@ def _delta_rows(comparison: Comparison) -> tuple[list[_DeltaRow], int]:
         return [], 0
     rows: list[_DeltaRow] = []
     for result, delta in zip(comparison.run.per_query, comparison.queries, strict=True):
-        before = find_query(baseline, result.id)
+        before = find_query(baseline, result)
         if delta.previous is None or before is None:
             continue
         rows.append(
@@ -366,7 +366,7 @@ def _trend(run: RunRecord, comparison: Comparison, history: Sequence[RunRecord])
     same: list[RunRecord] = []
     for r in compatible:
         if [q.id for q in r.per_query] != ids:
-            r = project_baseline(r, ids)
+            r = project_baseline(r, run.per_query)
             projected = True
         same.append(r)
     # oldest first; a stable sort keeps the history's order for equal times

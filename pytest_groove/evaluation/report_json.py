@@ -3,8 +3,13 @@
 One JSON object; the schema is documented in ``docs/json-report.md``.  Every key is
 always present (``findings`` is ``[]`` when the check found nothing, so a consumer
 can tell "checked, nothing" from a version that never checked); ``corpus_changed``,
-``previous`` and ``diff`` are ``null`` when there is nothing to say.  Keys are
-sorted, non-finite numbers are written as ``null``.
+``previous`` and ``diff`` are ``null`` when there is nothing to say.  Non-finite
+numbers are written as ``null``.
+
+Key order is fixed, not sorted: the top level in the order built below, every run
+object in the history file's field order, and k-maps in numeric order with string
+keys (``"1"``, ``"5"``, ``"10"``; a lexicographic sort would print ``"10"`` before
+``"5"``).  Consumers should still look keys up by name.
 """
 
 from __future__ import annotations
@@ -47,5 +52,5 @@ def build_json_report(run: RunRecord, comparison: Comparison, *, recorded: bool)
 
 
 def dumps_json_report(report: dict[str, Any]) -> str:
-    """Pretty-printed (two-space indent, sorted keys), newline-terminated."""
-    return json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    """Pretty-printed (two-space indent, keys in the order built), newline-terminated."""
+    return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

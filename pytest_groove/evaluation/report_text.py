@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from pytest_groove.evaluation.compare import Comparison, format_delta, largest_k
 from pytest_groove.evaluation.history import BaselineChoice
-from pytest_groove.evaluation.run import RunRecord, format_timestamp
+from pytest_groove.evaluation.run import RunRecord, display_timestamp
 
 #: metric labels are left-aligned in a field this wide
 LABEL_WIDTH = 11
@@ -54,7 +54,7 @@ def _aggregate_header(comparison: Comparison, choice: BaselineChoice | None) -> 
         return ["Aggregate"]
     if not comparison.compatible:
         return [f"⚠️ {comparison.reason}, diff disabled", "Aggregate"]
-    label = f"previous run: {format_timestamp(baseline.timestamp, zulu=False)}"
+    label = f"previous run: {display_timestamp(baseline.timestamp)}"
     if choice is not None and choice.frozen:
         label += ", frozen baseline"
     if choice is not None and choice.skipped:
@@ -80,7 +80,7 @@ def render_text(
     agg = run.aggregate
     threshold = comparison.threshold
     diff = comparison.diff
-    lines = [f"{title} — {format_timestamp(run.timestamp, zulu=False)}"]
+    lines = [f"{title} — {display_timestamp(run.timestamp)}"]
     line2 = (
         f"  model: {fp.model}    reranker: {fp.reranker or 'none'}    limit: {fp.limit}"
         f"    queries: {agg.query_count}"

@@ -179,6 +179,13 @@ def format_timestamp(moment: datetime, *, zulu: bool = True) -> str:
     return text + ("Z" if zulu else "+00:00")
 
 
+def display_timestamp(moment: datetime) -> str:
+    """A moment as people read it (report banners, stderr messages): the seed's
+    ``+00:00`` form.  Files and the JSON report keep :func:`format_timestamp`'s ``Z``.
+    """
+    return format_timestamp(moment, zulu=False)
+
+
 def parse_timestamp(text: Any, path: str = "timestamp") -> datetime:
     """Read an RFC 3339 timestamp (any offset, up to 9 fractional digits) as UTC."""
     match = _RFC3339.fullmatch(_str(text, path))

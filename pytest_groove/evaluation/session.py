@@ -47,7 +47,7 @@ from pytest_groove.evaluation.run import (
     QueryResult,
     RunRecord,
     build_run,
-    format_timestamp,
+    display_timestamp,
 )
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 
@@ -156,7 +156,7 @@ def _regression_message(ctx: EvalContext, comparison: Comparison, failures: list
         )
     return (
         f"{ctx.prog}: retrieval quality regressed by more than {threshold:.3f} since the run "
-        f"of {format_timestamp(baseline.timestamp)} ({', '.join(failures)}).{note} "
+        f"of {display_timestamp(baseline.timestamp)} ({', '.join(failures)}).{note} "
         f"Exit status 1 because {ctx.fail_flag} was set."
     )
 
@@ -204,7 +204,7 @@ def finish_evaluation(
     shown = None if choice is None else choice.shown
     if subset and choice is not None and choice.baseline is not None:
         # like for like: the same queries of the baseline, re-averaged
-        shown = project_baseline(choice.baseline, [q.id for q in per_query])
+        shown = project_baseline(choice.baseline, per_query)
     threshold = ctx.settings.regression_threshold
     comparison = compare(run, shown, threshold)
     failures = (

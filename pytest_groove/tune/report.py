@@ -196,7 +196,9 @@ def render_text(result: TuneResult, color: bool = False) -> str:
     add(s.bold(f"## Secondary metrics (all {q_total} golden queries)"))
     for name, (base, cand) in v.secondary.values.items():
         label = "MRR" if name == "mrr" else name
-        add(f"  {label:<9} default {base:.4f} -> refit {cand:.4f} ({cand - base:+.4f})")
+        # rounded first, then + 0.0: an ulp-sized difference prints as +0.0000, not -0.0000
+        delta = round(cand - base, 4) + 0.0
+        add(f"  {label:<9} default {base:.4f} -> refit {cand:.4f} ({delta:+.4f})")
     if v.violations:
         for violation in v.violations:
             add(f"  DEGRADED: {violation}")

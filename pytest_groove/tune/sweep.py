@@ -20,7 +20,6 @@ golden query with ``-term`` exclusions is filtered exactly as in a search.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,12 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.metrics import AggregateMetrics, QueryMetrics, query_metrics
+from pytest_groove.evaluation.metrics import (
+    AggregateMetrics,
+    QueryMetrics,
+    aggregate,
+    query_metrics,
+)
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
 from pytest_groove.search.fts_query import ParsedQuery, parse_query
 from pytest_groove.search.fusion import FusedRanking, RrfSweep, pool_sizes
@@ -311,19 +315,20 @@ class MetricTable:
             self.recall[k][row, condition] = metrics.recall_at_k[k]
         self.rr[row, condition] = metrics.reciprocal_rank
 
-    def aggregate(self, condition: int) -> AggregateMetrics:
-        """Means over every query under one condition (exactly rounded sums)."""
-        n = self.n_queries
-
-        def col_mean(table: FloatArray) -> float:
-            return math.fsum(float(v) for v in table[:, condition]) / n if n else 0.0
-
-        return AggregateMetrics(
-            recall_at_k={k: col_mean(self.recall[k]) for k in self.k_values},
-            mrr=col_mean(self.rr),
-            ndcg_at_k={k: col_mean(self.ndcg[k]) for k in self.k_values},
-            query_count=n,
+    def cell_metrics(self, row: int, condition: int) -> QueryMetrics:
+        """One cell as the per-query metrics ``groove eval`` would have recorded."""
+        return QueryMetrics(
+            recall_at_k={k: float(self.recall[k][row, condition]) for k in self.k_values},
+            reciprocal_rank=float(self.rr[row, condition]),
+            ndcg_at_k={k: float(self.ndcg[k][row, condition]) for k in self.k_values},
         )
+
+    def aggregate(self, condition: int) -> AggregateMetrics:
+        """Means over every query under one condition, computed as ``groove eval``
+        computes them (:func:`~pytest_groove.evaluation.metrics.aggregate`, rows in
+        golden order), so the default condition reports eval's numbers to the last
+        digit."""
+        return aggregate([self.cell_metrics(row, condition) for row in range(self.n_queries)])
 
 
 def _adjacent_ties(ranking: FusedRanking) -> int:
