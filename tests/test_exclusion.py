@@ -350,3 +350,34 @@ def test_property_arbitrary_text_never_breaks_fts5(fts_db: apsw.Connection, text
         assert parsed.positive == text
     if parsed.fts is not None:
         run_match(fts_db, parsed.fts)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The café menu",
+        "NAÏVE approach",
+        "バスに乗る",
+        "パスワード",
+        "ＡＢＣ full width",
+        "ｶﾀｶﾅ half width",
+        "Ærø island",
+        "plain ascii text",
+    ],
+)
+@pytest.mark.parametrize(
+    "term", ["cafe", "naive", "パスワ", "バスに", "abc", "カタカナ", "aero", "ascii"]
+)
+def test_post_filter_agrees_with_the_fts_tokenizer(term: str, text: str) -> None:
+    # For terms the trigram index can match (3+ characters), the post-filter drops
+    # exactly what the index's NOT drops: case and Latin diacritics folded, voiced
+    # kana and full-width forms kept distinct.
+    connection = apsw.Connection(":memory:")
+    connection.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(content, "
+        "tokenize='trigram remove_diacritics 1 case_sensitive 0')"
+    )
+    connection.execute("INSERT INTO t(rowid, content) VALUES (1, ?)", (text,))
+    quoted = '"' + term.replace('"', '""') + '"'
+    fts_hit = bool(list(connection.execute("SELECT rowid FROM t WHERE t MATCH ?", (quoted,))))
+    assert is_excluded((term,), text) == fts_hit

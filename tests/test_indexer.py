@@ -285,3 +285,22 @@ def test_index_with_another_schema_version_is_rebuilt_by_the_indexer(tmp_path: P
     assert report.added == 1
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         assert engine.corpus_snapshot().documents == 1
+
+
+def test_renames_with_duplicate_contents_pair_in_path_order(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    body = "## Same\n\n" + "identical words " * 10
+    write(kb, "A.md", body)
+    write(kb, "B.md", body)
+    embedder = CountingEmbedder()
+    run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        ids_before = {r.path: cid for cid, r in engine.store.chunk_rows([1, 2]).items()}
+    (kb / "A.md").rename(kb / "C.md")
+    (kb / "B.md").rename(kb / "D.md")
+    before = embedder.passages
+    report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    assert report.renamed == 2 and embedder.passages == before
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        ids_after = {r.path: cid for cid, r in engine.store.chunk_rows([1, 2]).items()}
+    assert ids_after == {"C.md": ids_before["A.md"], "D.md": ids_before["B.md"]}

@@ -14,6 +14,7 @@ import hashlib
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,7 +79,11 @@ def _read_capped(path: Path) -> bytes:
         size = os.fstat(handle.fileno()).st_size
         if size > FILE_SIZE_CAP:
             raise OSError(f"{size} bytes, over the {FILE_SIZE_CAP} byte limit")
-        data = handle.read(FILE_SIZE_CAP + 1)
+        # read what stat promised (+1 to notice growth); asking for the cap itself would
+        # make Python allocate a 50 MiB buffer for every small note
+        data = handle.read(size + 1)
+        if len(data) > size:
+            data += handle.read(FILE_SIZE_CAP + 1 - len(data))
     if len(data) > FILE_SIZE_CAP:
         raise OSError(f"grew past the {FILE_SIZE_CAP} byte limit while being read")
     return data
@@ -224,14 +229,15 @@ def _index_locked(
             for p in stored
             if p not in on_disk and p not in skipped and not p.startswith(collected.unlisted)
         )
-        fresh = sorted((f for f in scanned if f.path not in stored), key=lambda f: f.path)
-        used: set[str] = set()
+        # new paths by content hash, each queue in path order: pairing stays
+        # deterministic with duplicate contents, and linear in the number of files
+        fresh: dict[str, deque[str]] = {}
+        for f in sorted((f for f in scanned if f.path not in stored), key=lambda f: f.path):
+            fresh.setdefault(f.digest, deque()).append(f.path)
         for old in orphans:
-            for candidate in fresh:
-                if candidate.path not in used and candidate.digest == stored[old]:
-                    renames.append((old, candidate.path))
-                    used.add(candidate.path)
-                    break
+            queue = fresh.get(stored[old])
+            if queue:
+                renames.append((old, queue.popleft()))
         store.rename_documents(renames)
         report.renamed = len(renames)
         for old, new in renames:

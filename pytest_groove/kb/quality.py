@@ -34,6 +34,7 @@ PLACEHOLDERS = frozenset(
 )
 #: punctuation and blanks ignored at the end of a placeholder ("TODO." is still a stub)
 _PLACEHOLDER_TAIL = ".。、, \t"
+_LONGEST_PLACEHOLDER = max(len(p) for p in PLACEHOLDERS)
 
 _SHORT_CHARS = 30
 _ONE_LINE_CHARS = 80
@@ -60,6 +61,8 @@ def _ascii_lower(text: str) -> str:
 def is_placeholder(content: str) -> bool:
     """True when the (trimmed) content is only a "to be written" marker."""
     core = trim(content).rstrip(_PLACEHOLDER_TAIL)
+    if len(core) > _LONGEST_PLACEHOLDER:
+        return False  # cheap exit: most chunks are far longer than any marker
     return _ascii_lower(core) in PLACEHOLDERS
 
 

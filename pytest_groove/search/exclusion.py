@@ -21,8 +21,10 @@ gets a ``NOT`` clause and every candidate is post-filtered with :func:`is_exclud
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pytest_groove.search.querytext import (
     WHITE_SPACE,
@@ -113,15 +115,31 @@ def split_exclusions(text: str) -> ExclusionSplit:
     return ExclusionSplit(positive, exclusions)
 
 
+#: Latin letters that may carry a diacritic (Latin-1 Supplement, Extended-A/B,
+#: Extended Additional): the only ones the trigram tokenizer's remove_diacritics folds
+_LATIN_WITH_MARKS = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
+
+
+@lru_cache(maxsize=4096)
+def _strip_latin_mark(char: str) -> str:
+    decomposed = unicodedata.normalize("NFD", char)
+    if decomposed[0].isascii() and all(unicodedata.combining(c) for c in decomposed[1:]):
+        return decomposed[0]
+    return char
+
+
 def fold_for_matching(text: str) -> str:
-    """Casefold and strip diacritics, as the FTS index's trigram tokenizer does.
+    """Casefold, and strip diacritics from Latin letters, as the FTS tokenizer does.
 
     The full-text leg's ``NOT`` runs through ``remove_diacritics 1 case_sensitive 0``;
     the post-filter must agree with it, or ``-cafe`` would drop a "café" chunk from one
-    leg and keep it in the other.
+    leg and keep it in the other.  Only Latin letters lose their marks: Japanese voiced
+    kana (バ vs ハ) and full-width forms stay distinct, exactly as in the index.
     """
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    folded = text.casefold()
+    if folded.isascii():
+        return folded
+    return _LATIN_WITH_MARKS.sub(lambda m: _strip_latin_mark(m.group()), folded)
 
 
 def is_excluded(exclusions: tuple[str, ...], *fields: str | None) -> bool:
