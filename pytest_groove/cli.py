@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from pytest_groove.config import Settings
 from pytest_groove.errors import GrooveError
@@ -125,6 +126,23 @@ def add_golden_arguments(parser: argparse.ArgumentParser, *, k_help: str) -> Non
         action="store_true",
         help="use the index as it is instead of bringing it up to date first",
     )
+
+
+def run_reporting_errors(
+    body: Callable[[argparse.Namespace, TextIO, TextIO], int],
+    args: argparse.Namespace,
+    out: TextIO | None,
+    err: TextIO | None,
+) -> int:
+    """Run a subcommand body; a :class:`GrooveError` becomes one ``Error:`` line."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    try:
+        return body(args, out, err)
+    except GrooveError as exc:
+        out.flush()
+        err.write(f"Error: {exc.message}\n")
+        return exc.exit_code
 
 
 # --------------------------------------------------------------------------- index

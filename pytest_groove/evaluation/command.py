@@ -225,11 +225,6 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Execute ``groove eval`` for parsed ``args``; returns the exit status."""
-    out = out if out is not None else sys.stdout
-    err = err if err is not None else sys.stderr
-    try:
-        return _evaluate(args, out, err)
-    except GrooveError as exc:
-        out.flush()
-        err.write(f"Error: {exc.message}\n")
-        return exc.exit_code
+    from pytest_groove.cli import run_reporting_errors
+
+    return run_reporting_errors(_evaluate, args, out, err)

@@ -12,7 +12,6 @@ error.  tune applies nothing and writes no history.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -115,14 +114,9 @@ def not_measurable_message(pre: Preflight) -> str:
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Execute ``groove tune`` for parsed ``args``; returns the exit status."""
-    out = out if out is not None else sys.stdout
-    err = err if err is not None else sys.stderr
-    try:
-        return _tune(args, out, err)
-    except GrooveError as exc:
-        out.flush()
-        err.write(f"Error: {exc.message}\n")
-        return exc.exit_code
+    from pytest_groove.cli import run_reporting_errors
+
+    return run_reporting_errors(_tune, args, out, err)
 
 
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
