@@ -91,6 +91,8 @@ def finish(state: GrooveSession, session: pytest.Session, exitstatus: int) -> No
         kb=state.kb,
         golden=state.golden,
         fingerprint=prepared.fingerprint,
+        history=prepared.history,
+        history_warnings=prepared.history_warnings,
         corpus=None,
         settings=state.setup.settings.eval,
         flags=EvalFlags(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +192,10 @@ class Prepared:
     choice: BaselineChoice | None
     #: baseline result per item name, for --groove-fail-on-regression item verdicts
     baseline_queries: dict[str, QueryResult]
+    #: the history as read before the first search; the session end compares against
+    #: the same runs, so item verdicts and the gate always share one baseline
+    history: list[RunRecord] = field(default_factory=list)
+    history_warnings: list[str] = field(default_factory=list)
 
 
 class GrooveSession:
@@ -344,10 +348,11 @@ class GrooveSession:
             retriever=custom,
         )
         runs: list[RunRecord] = []
+        history_warnings: list[str] = []
         if not self.options.no_history:
-            # Read now so a refused or unreadable history stops the run before any
-            # search (exit 4).  Parse warnings are repeated by the session-end load.
-            runs = load_history(history_path(self.kb), warnings=[])
+            # Read once, now: a refused or unreadable history stops the run before any
+            # search (exit 4), and the session end reuses these runs.
+            runs = load_history(history_path(self.kb), warnings=history_warnings)
         choice = (
             None
             if self.options.no_diff or self.options.no_history
@@ -359,7 +364,13 @@ class GrooveSession:
             for name, previous in zip(self.names, paired, strict=True):
                 if previous is not None:
                     baseline_queries[name] = previous
-        return Prepared(fingerprint=fingerprint, choice=choice, baseline_queries=baseline_queries)
+        return Prepared(
+            fingerprint=fingerprint,
+            choice=choice,
+            baseline_queries=baseline_queries,
+            history=runs,
+            history_warnings=history_warnings,
+        )
 
     def _baseline_from_workerinput(self) -> dict[str, QueryResult]:
         workerinput: dict[str, Any] = getattr(self.config, "workerinput", {})

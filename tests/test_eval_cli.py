@@ -601,3 +601,12 @@ def test_real_engine_diff_then_gate(kb_eval_copy: Path) -> None:
     assert "retrieval quality regressed by more than 0.050" in err
     assert err.rstrip().endswith("because --fail-on-regression was set.")
     assert len(load_history(history)) == 2
+
+
+def test_a_refused_history_stops_the_run_before_any_index_work(kb_eval_copy: Path) -> None:
+    golden = Path(__file__).parent / "corpora" / "kb-eval-golden.yml"
+    (kb_eval_copy / HISTORY_FILE_NAME).mkdir()  # not a regular file: refused
+    done = groove("--kb-path", str(kb_eval_copy), "--golden", str(golden), "--model", "hash")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: refusing to read the eval history")
+    assert not (kb_eval_copy / ".groove").exists()  # nothing indexed, nothing searched

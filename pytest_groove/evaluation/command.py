@@ -23,6 +23,7 @@ from pytest_groove.config import SearchOverrides, SearchSettings, Settings
 from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.compare import color_enabled
 from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.evaluation.history import history_path, load_history
 from pytest_groove.evaluation.report_html import check_html_available
 from pytest_groove.evaluation.report_json import dumps_json_report
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
@@ -177,6 +178,10 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         html_path=args.html,
     )
 
+    # Read the history before indexing and searching: a refused file stops the run
+    # before any expensive work, and the same runs are compared at the end.
+    history_warnings: list[str] = []
+    history = [] if args.no_history else load_history(history_path(kb), warnings=history_warnings)
     engine = _open_engine(kb, setup.settings, reindex=not args.no_reindex)
     try:
         # one read snapshot: searches, corpus counts and the quote scan see one index
@@ -201,6 +206,8 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 settings=setup.settings.eval,
                 flags=flags,
                 chunk_texts=engine.iter_chunk_texts(),
+                history=history,
+                history_warnings=history_warnings,
                 prog=PROG,
             )
             outcome = finish_evaluation(ctx, results, record=True)

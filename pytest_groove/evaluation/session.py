@@ -91,6 +91,11 @@ class EvalContext:
     findings: Sequence[Finding] | None = None
     #: None = ``<kb>/.groove-eval-history.json``
     history_path: Path | None = None
+    #: the history as the caller already read it (:func:`load_history`, before its
+    #: searches, so a refused file stops the run early); None = read it here
+    history: Sequence[RunRecord] | None = None
+    #: the warnings that read produced, reported with the outcome
+    history_warnings: Sequence[str] = ()
     #: byte cap of the history file (tests lower it)
     history_cap: int = HISTORY_CAP
     #: names the tool in the report banner and stderr messages
@@ -199,7 +204,13 @@ def finish_evaluation(
     run = build_run(ctx.fingerprint, per_query, ctx.corpus, findings)
 
     path = ctx.resolved_history_path
-    runs = [] if flags.no_history else load_history(path, warnings=warnings, cap=ctx.history_cap)
+    if flags.no_history:
+        runs: list[RunRecord] = []
+    elif ctx.history is not None:
+        runs = list(ctx.history)
+        warnings += ctx.history_warnings
+    else:
+        runs = load_history(path, warnings=warnings, cap=ctx.history_cap)
     choice = None if flags.no_history or flags.no_diff else choose_baseline(runs, ctx.fingerprint)
     shown = None if choice is None else choice.shown
     if subset and choice is not None and choice.baseline is not None:
