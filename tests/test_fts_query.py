@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb.text import split_white_space, trim
 from pytest_groove.search import fts_query, querytext
 from pytest_groove.search.exclusion import split_exclusions
 from pytest_groove.search.fts_query import (
@@ -34,8 +35,6 @@ from pytest_groove.search.querytext import (
     char_class,
     is_word_char,
     split_quotes,
-    split_white_space,
-    trim,
 )
 from pytest_groove.search.spans import match_spans
 

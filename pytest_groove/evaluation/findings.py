@@ -21,12 +21,12 @@ Rule (spec-eval §10, seed "When the corpus quotes the golden set"):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_groove.evaluation.run import QUOTE_CHECK, Finding, QueryResult, QuotedQuery
 from pytest_groove.kb.records import ChunkText
+from pytest_groove.kb.text import collapse_whitespace
 
 __all__ = [
     "MIN_DISTINCT_QUERIES",
@@ -44,16 +44,10 @@ MIN_QUERY_CODE_POINTS = 12
 #: about the test
 MIN_DISTINCT_QUERIES = 2
 
-# The Unicode White_Space property, spelled out: str.split() would also split on
-# U+001C..U+001F, which are not whitespace.
-_WHITESPACE = re.compile(
-    "[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
-)
-
 
 def normalise_text(text: str) -> str:
     """Collapse whitespace runs to one space, trim, lowercase."""
-    return " ".join(piece for piece in _WHITESPACE.split(text) if piece).lower()
+    return collapse_whitespace(text).lower()
 
 
 @dataclass(frozen=True)

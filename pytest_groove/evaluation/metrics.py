@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pytest_groove.evaluation.records import ExpectedEntry
+from pytest_groove.kb.text import trim
 
 #: bumped whenever a formula changes; part of the run fingerprint, so runs computed
 #: by different formulas are never compared.  2 = one-to-one nDCG (see ndcg_at_k).
@@ -27,14 +28,6 @@ METRIC_VERSION = 2
 
 #: k used by :func:`is_miss` when the k list is empty
 FALLBACK_K = 10
-
-# Unicode White_Space, which is what the heading rule trims (Python's str.strip()
-# with no argument also strips U+001C..U+001F, which are not White_Space).
-_WHITE_SPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680"
-    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"
-)
 
 
 class RankedHit(Protocol):
@@ -55,7 +48,7 @@ def normalise_heading(heading: str) -> str:
 
     Internal whitespace is significant: ``"Data  flow"`` differs from ``"Data flow"``.
     """
-    return heading.strip(_WHITE_SPACE).lower()
+    return trim(heading).lower()
 
 
 def heading_matches(expected: str | None, hit: str | None) -> bool:

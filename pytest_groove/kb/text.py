@@ -12,6 +12,8 @@ small ways; keeping them here means every parser agrees on them:
 
 from __future__ import annotations
 
+import re
+
 #: Every code point with the Unicode White_Space property.
 WHITE_SPACE = frozenset(
     "\t\n\v\f\r \x85\xa0\u1680"
@@ -28,20 +30,18 @@ def trim(text: str) -> str:
     return text.strip(_WHITE_SPACE_CHARS)
 
 
+_WHITE_SPACE_RUN = re.compile("[" + re.escape(_WHITE_SPACE_CHARS) + "]+")
+
+
+def split_white_space(text: str) -> list[str]:
+    """Split on runs of White_Space and drop empty pieces (unlike ``str.split()``,
+    U+001C..U+001F are not separators)."""
+    return [piece for piece in _WHITE_SPACE_RUN.split(text) if piece]
+
+
 def collapse_whitespace(text: str) -> str:
     """Replace every run of White_Space by one space and trim the ends."""
-    words: list[str] = []
-    current: list[str] = []
-    for char in text:
-        if char in WHITE_SPACE:
-            if current:
-                words.append("".join(current))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        words.append("".join(current))
-    return " ".join(words)
+    return " ".join(split_white_space(text))
 
 
 def strip_boms(text: str) -> str:

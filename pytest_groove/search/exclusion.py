@@ -26,13 +26,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pytest_groove.search.querytext import (
-    WHITE_SPACE,
-    CharClass,
-    char_class,
-    split_quotes,
-    trim,
-)
+from pytest_groove.kb.text import WHITE_SPACE, trim
+from pytest_groove.search.querytext import CharClass, char_class, split_quotes
 
 
 @dataclass(frozen=True)

@@ -29,14 +29,9 @@ import logging
 from dataclasses import dataclass
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb.text import trim
 from pytest_groove.search.exclusion import is_excluded, split_exclusions
-from pytest_groove.search.querytext import (
-    CharClass,
-    char_class,
-    fts_sendable,
-    split_quotes,
-    trim,
-)
+from pytest_groove.search.querytext import CharClass, char_class, fts_sendable, split_quotes
 
 __all__ = [
     "FTS_QUERY_VERSION",

@@ -1,11 +1,10 @@
 r"""Lexical layer shared by the query compiler, ``-term`` exclusion and match spans.
 
-Three facts about query text live here so every consumer agrees on them:
+Two facts about query text live here so every consumer agrees on them (what counts
+as whitespace is the parsers' rule too, so it lives in :mod:`pytest_groove.kb.text`):
 
 * which of five classes a character belongs to (the FTS compiler cuts groups and runs
   by class, spec-search §4.1);
-* what counts as whitespace: Unicode ``White_Space``, which is *not* what
-  ``str.strip``/``str.split`` use (those also treat U+001C-U+001F as space);
 * how a query splits into plain and double-quoted segments (stage 1, §4.2), with the
   character offsets the exclusion parser needs.
 
@@ -96,12 +95,6 @@ _OA_STARTS, _OA_ENDS = _parse_ranges(_OTHER_ALPHABETIC_TABLE)
 
 _NUMERIC_CATEGORIES = frozenset({"Nd", "Nl", "No"})
 
-#: Unicode White_Space (PropList.txt), the set Rust's ``char::is_whitespace`` uses.
-WHITE_SPACE = frozenset(
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
 
 def _is_other_alphabetic(code: int) -> bool:
     index = bisect.bisect_right(_OA_STARTS, code) - 1
@@ -133,32 +126,6 @@ def char_class(char: str) -> CharClass:
     if 0x30A1 <= code <= 0x30FF or 0xFF66 <= code <= 0xFF9F:
         return CharClass.KATAKANA
     return CharClass.WORD if is_word_char(char) else CharClass.SEPARATOR
-
-
-def trim(text: str) -> str:
-    """Strip Unicode White_Space from both ends (not ``str.strip``'s wider set)."""
-    start, end = 0, len(text)
-    while start < end and text[start] in WHITE_SPACE:
-        start += 1
-    while end > start and text[end - 1] in WHITE_SPACE:
-        end -= 1
-    return text[start:end]
-
-
-def split_white_space(text: str) -> list[str]:
-    """Split on runs of White_Space and drop empty pieces (Rust ``split_whitespace``)."""
-    pieces: list[str] = []
-    current: list[str] = []
-    for char in text:
-        if char in WHITE_SPACE:
-            if current:
-                pieces.append("".join(current))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        pieces.append("".join(current))
-    return pieces
 
 
 def fts_sendable(text: str) -> bool:

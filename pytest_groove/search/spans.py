@@ -10,9 +10,9 @@ nothing found".
 
 from __future__ import annotations
 
+from pytest_groove.kb.text import split_white_space, trim
 from pytest_groove.search.exclusion import split_exclusions
 from pytest_groove.search.fts_query import query_phrases
-from pytest_groove.search.querytext import split_white_space, trim
 
 #: content larger than this many UTF-8 bytes gets no spans
 MAX_CONTENT_BYTES = 256 * 1024
