@@ -35,3 +35,15 @@ def example_kb_copy(tmp_path: Path) -> Path:
     target = tmp_path / "example-kb"
     shutil.copytree(EXAMPLE_KB, target, ignore=LOCAL_STATE)
     return target
+
+
+@pytest.fixture
+def lean_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester whose inner runs skip hypothesis's plugin.
+
+    pytester re-imports that plugin (with assertion rewriting) on every in-process
+    run, which costs most of a second each time.  Set after pytester's own isolation,
+    which clears PYTEST_ADDOPTS.
+    """
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    return pytester

@@ -25,12 +25,7 @@ LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
 pytest_plugins = ["pytester"]
 
 
-@pytest.fixture(autouse=True)
-def _lean(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inner runs skip hypothesis's plugin: pytester re-imports it (with assertion
-    rewriting) on every in-process run, which costs most of a second each time.
-    (Set after pytester's own isolation, which clears PYTEST_ADDOPTS.)"""
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+pytestmark = pytest.mark.usefixtures("lean_pytester")
 
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"

@@ -382,11 +382,8 @@ def test_groove_eval_without_matplotlib_stops_before_indexing(
 
 
 @pytest.fixture
-def plugin_kb(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    # inner runs skip hypothesis's plugin (pytester re-imports it on every run);
-    # set after pytester's own isolation, which clears PYTEST_ADDOPTS
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
-    kb = pytester.path / "kb"
+def plugin_kb(lean_pytester: pytest.Pytester) -> Path:
+    kb = lean_pytester.path / "kb"
     shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
     return kb
 

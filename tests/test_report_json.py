@@ -14,7 +14,8 @@ from pytest_groove.evaluation.report_json import build_json_report, dumps_json_r
 from pytest_groove.evaluation.run import RunRecord
 
 T = 0.05
-KEYS = {
+#: the top-level keys, in the order the report writes them
+KEYS = [
     "timestamp",
     "fingerprint",
     "corpus",
@@ -25,7 +26,7 @@ KEYS = {
     "previous",
     "diff",
     "recorded",
-}
+]
 
 
 def report(now: RunRecord, previous: RunRecord | None = None, recorded: bool = True) -> Any:
@@ -36,7 +37,7 @@ def report(now: RunRecord, previous: RunRecord | None = None, recorded: bool = T
 
 def test_first_run_has_every_key_with_nulls_where_nothing_compares() -> None:
     data = report(run(recall={1: 0.25, 5: 0.5, 10: 0.5}, corpus=corpus(), per_query=[query("a")]))
-    assert set(data) == KEYS
+    assert list(data) == KEYS
     assert data["previous"] is None and data["diff"] is None
     assert data["corpus_changed"] is None
     assert data["findings"] == []
@@ -107,18 +108,7 @@ def test_output_is_indented_strict_json_in_a_fixed_key_order() -> None:
     data = json.loads(printed)
     assert data["aggregate"]["mrr"] is None
     assert data["recorded"] is False
-    assert list(data) == [
-        "timestamp",
-        "fingerprint",
-        "corpus",
-        "corpus_changed",
-        "aggregate",
-        "per_query",
-        "findings",
-        "previous",
-        "diff",
-        "recorded",
-    ]
+    assert list(data) == KEYS
     # the run's own objects keep the history file's field order
     assert list(data["per_query"][0]) == ["id", "query", "expected", "top_k", "metrics"]
 
