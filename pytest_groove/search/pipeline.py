@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import apsw
 import numpy as np
 import numpy.typing as npt
 
@@ -23,7 +24,7 @@ from pytest_groove.search.fts_query import ParsedQuery, is_excluded, parse_query
 from pytest_groove.search.fusion import fts_fetch, fuse_rrf, pool_sizes, vector_fetch
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.mmr import mmr_select
-from pytest_groove.search.parent import ParentChunk, expand_parent
+from pytest_groove.search.parent import Expansion, ParentChunk, apply_expansion, expand_parent
 from pytest_groove.search.rerank import Reranker, rerank_scores, rerank_text
 from pytest_groove.search.spans import match_spans
 
@@ -89,6 +90,20 @@ class HybridSearcher:
             )
         ]
 
+    def _expand(self, row: ChunkRow, settings: SearchSettings) -> Expansion | None:
+        """Parent-retriever content for one hit; a database error keeps the hit as is."""
+        return expand_parent(
+            _parent_chunk(row),
+            lambda doc_id, cap: [
+                _parent_chunk(r) for r in self.store.document_chunk_rows(doc_id, limit=cap)
+            ],
+            lambda doc_id, lo, hi: [
+                _parent_chunk(r) for r in self.store.document_chunk_rows(doc_id, lo, hi, limit=16)
+            ],
+            settings.parent_retriever,
+            tolerate=(apsw.Error,),
+        )
+
     # ------------------------------------------------------------------ pipeline
 
     def search(self, query: str, limit: int, settings: SearchSettings) -> SearchResponse:
@@ -130,34 +145,17 @@ class HybridSearcher:
         hits: list[SearchHit] = []
         for rank, (cid, score) in enumerate(pool, start=1):
             row = rows[cid]
-            content = row.content
-            expanded_from = None
-            if settings.parent_retriever.enabled:
-                expansion = expand_parent(
-                    _parent_chunk(row),
-                    lambda doc_id, cap: [
-                        _parent_chunk(r) for r in self.store.document_chunk_rows(doc_id, limit=cap)
-                    ],
-                    lambda doc_id, lo, hi: [
-                        _parent_chunk(r)
-                        for r in self.store.document_chunk_rows(doc_id, lo, hi, limit=16)
-                    ],
-                    settings.parent_retriever,
-                )
-                if expansion is not None:
-                    content = expansion.content
-                    expanded_from = expansion.expanded_from
-            hits.append(
-                SearchHit(
-                    rank=rank,
-                    path=row.path,
-                    heading=row.heading,
-                    score=score,
-                    content=content,
-                    title=row.title,
-                    chunk_id=cid,
-                    expanded_from=expanded_from,
-                    match_spans=match_spans(parsed.positive, content),
-                )
+            hit = SearchHit(
+                rank=rank,
+                path=row.path,
+                heading=row.heading,
+                score=score,
+                content=row.content,
+                title=row.title,
+                chunk_id=cid,
             )
+            if settings.parent_retriever.enabled:
+                hit = apply_expansion(hit, self._expand(row, settings))
+            hit.match_spans = match_spans(parsed.positive, hit.content)
+            hits.append(hit)
         return SearchResponse(hits=hits, low_confidence=flag)
