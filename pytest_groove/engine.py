@@ -4,7 +4,7 @@ pytest plugin all open to index a KB and search it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +14,7 @@ from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb.index_faults import index_faults
 from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
@@ -30,6 +31,17 @@ def index_dir_for(kb: Path, settings: Settings, embedder_name: str) -> Path:
     return default_index_dir(kb, model_slug(embedder_name))
 
 
+def resolve_kb(kb: Path) -> Path:
+    """The KB folder as an absolute path; a symlink loop is one clear error."""
+    try:
+        return kb.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: pathlib's symlink loop before 3.13
+        raise GrooveError(
+            f"knowledge base {kb} cannot be resolved (a symlink loop?); "
+            "point --kb-path / --groove-kb at a real folder"
+        ) from None
+
+
 def run_indexer(
     kb: Path,
     settings: Settings,
@@ -40,7 +52,7 @@ def run_indexer(
     log: Callable[[str], None] | None = None,
 ) -> IndexReport:
     """Bring the KB's index up to date (a no-op when nothing changed)."""
-    kb = kb.resolve()
+    kb = resolve_kb(kb)
     embedder = embedder or get_embedder(settings.index.model)
     return index_kb(
         kb,
@@ -70,11 +82,15 @@ class Engine:
         self.store = store
         #: what the indexer did when the engine was opened (None with reindex=False)
         self.index_report = index_report
-        with store.read_snapshot():
+        with self._faults(), store.read_snapshot():
             self.vectors = VectorIndex.load_for(store, store.path.parent)
             self.context_mode: str = store.get_meta("context_mode") or "off"
         self.reranker = get_reranker(settings.search.reranker)
         self._searcher = HybridSearcher(store, self.vectors, embedder, self.reranker)
+
+    def _faults(self) -> AbstractContextManager[None]:
+        """SQLite errors and undecodable rows become one line naming the index file."""
+        return index_faults(self.store.path, self.store.conn)
 
     @property
     def model_name(self) -> str:
@@ -94,17 +110,35 @@ class Engine:
     def search_response(
         self, query: str, limit: int, search: SearchSettings | None = None
     ) -> SearchResponse:
-        return self._searcher.search(query, limit, search or self.settings.search)
+        with self._faults():
+            return self._searcher.search(query, limit, search or self.settings.search)
 
     def read_snapshot(self) -> AbstractContextManager[None]:
         """Searches, corpus snapshot and quote scan inside see one index state."""
-        return self.store.read_snapshot()
+        return self._read_snapshot()
+
+    @contextmanager
+    def _read_snapshot(self) -> Iterator[None]:
+        # only the snapshot's own statements are translated here: the caller's block
+        # calls the guarded methods below, and its other errors are not the index's
+        snapshot = self.store.read_snapshot()
+        with self._faults():
+            snapshot.__enter__()
+        try:
+            yield
+        except BaseException as exc:
+            snapshot.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        with self._faults():
+            snapshot.__exit__(None, None, None)
 
     def corpus_snapshot(self) -> CorpusSnapshot:
-        return self.store.corpus_snapshot()
+        with self._faults():
+            return self.store.corpus_snapshot()
 
     def iter_chunk_texts(self) -> Iterator[ChunkText]:
-        return self.store.iter_chunk_texts()
+        with self._faults():
+            yield from self.store.iter_chunk_texts()
 
     # ------------------------------------------------------------------ tune's low level
 
@@ -115,25 +149,32 @@ class Engine:
         self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
     ) -> list[int]:
         """The pipeline's vector leg alone: chunk ids, best first, exclusions applied."""
-        return self._searcher.vector_leg(query_vector, n, parsed)
+        with self._faults():
+            return self._searcher.vector_leg(query_vector, n, parsed)
 
     def fts_leg(
         self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
     ) -> list[int]:
         """The pipeline's full-text leg alone, with the given bm25 column weights."""
-        return self._searcher.fts_leg(parsed, weights, n)
+        with self._faults():
+            return self._searcher.fts_leg(parsed, weights, n)
 
     def fts_match_count(self, match_expr: str) -> int:
-        return self.store.fts_match_count(match_expr)
+        with self._faults():
+            return self.store.fts_match_count(match_expr)
 
     def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
-        return {cid: (row.path, row.heading) for cid, row in self.store.chunk_rows(ids).items()}
+        with self._faults():
+            rows = self.store.chunk_rows(ids)
+        return {cid: (row.path, row.heading) for cid, row in rows.items()}
 
     def chunk_count(self) -> int:
-        return self.store.counts()[1]
+        with self._faults():
+            return self.store.counts()[1]
 
     def context_chunk_count(self) -> int:
-        return self.store.context_chunk_count()
+        with self._faults():
+            return self.store.context_chunk_count()
 
     def close(self) -> None:
         self.store.close()
@@ -155,16 +196,18 @@ def open_engine(
     log: Callable[[str], None] | None = None,
 ) -> Engine:
     """Open the KB's index for searching, first bringing it up to date unless told not to."""
-    kb = kb.resolve()
+    kb = resolve_kb(kb)
     if not kb.is_dir():
         raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
     embedder = embedder or get_embedder(settings.index.model)
     report = None
     if reindex:
         report = run_indexer(kb, settings, embedder=embedder, progress=progress, log=log)
-    store = Store.open(index_dir_for(kb, settings, embedder.name), create=False)
+    index_dir = index_dir_for(kb, settings, embedder.name)
+    store = Store.open(index_dir, create=False)
     try:
-        recorded = store.get_meta("embedding_model")
+        with index_faults(store.path, store.conn):
+            recorded = store.get_meta("embedding_model")
         if recorded is not None and recorded != embedder.name:
             raise GrooveError(
                 f"embedding model mismatch: the index at {store.path} was built with "

@@ -30,3 +30,24 @@ class UsageError(GrooveError):
     """Bad flag or option value (exit status 2, like argparse)."""
 
     exit_code = 2
+
+
+class IndexUnwritable(GrooveError):
+    """The index folder cannot be written: read-only, no permission, disk full, size limit."""
+
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        super().__init__(message)
+        #: what went wrong and the fix, without the file name (for callers that rephrase)
+        self.reason = reason
+
+
+class IndexCorrupt(GrooveError):
+    """The index database is damaged.  It is a cache of the KB, so rebuilding it is safe."""
+
+
+class LockFailed(GrooveError):
+    """The index lock could not be taken for a reason other than another holder."""
+
+
+class OutputFailed(GrooveError):
+    """Standard output is closed, full or gone: the report could not be written."""

@@ -19,21 +19,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
+from pytest_groove.kb.index_faults import index_dir_faults, index_faults
+from pytest_groove.kb.index_lock import index_lock, probe_lock_file
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.quality import quality_score, token_count
 from pytest_groove.kb.records import ParsedDocument
-from pytest_groove.kb.store import Store
+from pytest_groove.kb.store import DB_FILE_NAME, Store
 from pytest_groove.kb.walk import collect_files
 
 #: a KB file larger than this is skipped with a warning
 FILE_SIZE_CAP = 50 * 1024 * 1024
-LOCK_FILE_NAME = "index.lock"
-LOCK_TIMEOUT_S = 600.0
 GROOVE_DIR_NAME = ".groove"
 
 
@@ -165,27 +163,121 @@ def index_kb(
     started = time.monotonic()
     if not kb.is_dir():
         raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
-    index_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(index_dir / LOCK_FILE_NAME), timeout=LOCK_TIMEOUT_S)
     try:
-        lock.acquire()
-    except Timeout:
-        raise GrooveError(
-            f"another indexer has held {index_dir / LOCK_FILE_NAME} for {LOCK_TIMEOUT_S:.0f}s; "
-            "wait for it or remove a stale lock file"
-        ) from None
-    try:
-        store = Store.open(index_dir, create=True)
-        try:
-            report = _index_locked(kb, store, settings, embedder, force, progress)
-        finally:
-            store.close()
-    finally:
-        lock.release()
+        with index_dir_faults(index_dir):
+            index_dir.mkdir(parents=True, exist_ok=True)
+        probe_lock_file(index_dir)
+    except IndexUnwritable as exc:
+        # a read-only checkout whose index is already current is simply used as it is
+        report = current_read_only(kb, index_dir, settings, embedder, force)
+        if report is None:
+            raise IndexUnwritable(
+                f"the index in {index_dir} is missing or out of date and cannot be written "
+                f"there: {exc.reason}",
+                reason=exc.reason,
+            ) from None
+    else:
+        with index_lock(index_dir):
+            report = _index_rebuilding_damage(kb, index_dir, settings, embedder, force, progress)
     report.seconds = time.monotonic() - started
     if log is not None:
         for warning in report.warnings:
             log(f"warning: {warning}")
+    return report
+
+
+def _index_rebuilding_damage(
+    kb: Path,
+    index_dir: Path,
+    settings: IndexSettings,
+    embedder: Embedder,
+    force: bool,
+    progress: bool | None,
+) -> IndexReport:
+    """Index under the lock; a corrupt database is deleted and built again, once.
+
+    The index holds nothing the KB does not: throwing a damaged one away loses no
+    data, while keeping it would fail every later search.
+    """
+    try:
+        return _index_open(kb, index_dir, settings, embedder, force, progress)
+    except IndexCorrupt as exc:
+        report_warning = f"{exc.message.split('; ')[0]}; rebuilt it from the KB"
+    for suffix in ("", "-wal", "-shm"):
+        with index_dir_faults(index_dir):
+            Path(f"{index_dir / DB_FILE_NAME}{suffix}").unlink(missing_ok=True)
+    report = _index_open(kb, index_dir, settings, embedder, True, progress)
+    report.warnings.insert(0, report_warning)
+    return report
+
+
+def _index_open(
+    kb: Path,
+    index_dir: Path,
+    settings: IndexSettings,
+    embedder: Embedder,
+    force: bool,
+    progress: bool | None,
+) -> IndexReport:
+    store = Store.open(index_dir, create=True)
+    try:
+        with index_faults(store.path, store.conn):
+            return _index_locked(kb, store, settings, embedder, force, progress)
+    finally:
+        store.close()
+
+
+def current_read_only(
+    kb: Path, index_dir: Path, settings: IndexSettings, embedder: Embedder, force: bool
+) -> IndexReport | None:
+    """What indexing would report if the index in an unwritable folder is current, else None.
+
+    Current means: built with this model, and every KB file it would index is stored
+    with the same bytes (files that would be skipped anyway do not count).
+    """
+    if force or not (index_dir / DB_FILE_NAME).is_file():
+        return None
+    try:
+        store = Store.open(index_dir, create=False)
+    except GrooveError:
+        return None
+    try:
+        with index_faults(store.path, store.conn):
+            if store.get_meta("embedding_model") != embedder.name:
+                return None
+            stored = store.document_hashes()
+    except GrooveError:
+        return None
+    finally:
+        store.close()
+    report = IndexReport()
+    collected = collect_files(kb, settings)
+    report.warnings.extend(collected.warnings)
+    seen: set[str] = set()
+    for rel in collected.files:
+        try:
+            data = _read_capped(kb / rel)
+        except OSError:
+            seen.add(rel)  # the indexer keeps the rows of a file it cannot read
+            report.skipped += 1
+            continue
+        if stored.get(rel) == hashlib.sha256(data).hexdigest():
+            seen.add(rel)
+            report.unchanged += 1
+            continue
+        try:
+            doc = parse_document(rel, data, settings)
+        except ParseFailure:
+            report.skipped += 1
+            continue
+        if doc.chunks:
+            return None  # new or changed content the index does not have
+        report.skipped += 1
+    if any(p not in seen and not p.startswith(collected.unlisted) for p in stored):
+        return None  # the index still holds a file that is gone
+    report.warnings.append(
+        f"the index folder {index_dir} is not writable; its index is current and is used as it is"
+    )
     return report
 
 

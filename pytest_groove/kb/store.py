@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
 import uuid
 from collections.abc import Iterator, Sequence
@@ -19,12 +20,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import apsw
 import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb.index_faults import apsw_fault, index_faults
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot, ParsedDocument
 
 #: bump when the table layout changes; an index with another version is rebuilt
@@ -118,7 +121,10 @@ class Store:
             )
         if create:
             directory.mkdir(parents=True, exist_ok=True)
+        elif not os.access(directory, os.W_OK):
+            return cls._open_immutable(db_path)
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        conn: apsw.Connection | None = None
         try:
             conn = apsw.Connection(str(db_path), flags=flags)
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
@@ -147,7 +153,42 @@ class Store:
                     Path(f"{db_path}{suffix}").unlink(missing_ok=True)
                 return cls.open(directory, create=True)
         except apsw.Error as exc:
-            raise GrooveError(f"cannot open index {db_path}: {exc}") from None
+            fault = apsw_fault(exc, db_path, 0 if conn is None else conn.system_errno)
+            if conn is not None:
+                conn.close()
+            raise fault from None
+        except UnicodeDecodeError:
+            if conn is not None:
+                conn.close()
+            with index_faults(db_path):
+                raise
+        return store
+
+    @classmethod
+    def _open_immutable(cls, db_path: Path) -> Store:
+        """A read-only open of an index in a folder this process cannot write.
+
+        SQLite needs to create the WAL's shared-memory file beside a WAL database even
+        to read it; ``immutable=1`` skips that (and all locking), which is right for a
+        read-only checkout or mount where nobody changes the file meanwhile.
+        """
+        uri = f"file:{quote(str(db_path))}?immutable=1"
+        conn: apsw.Connection | None = None
+        try:
+            conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            store = cls(conn, db_path)
+            version = store._schema_version()
+        except apsw.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise apsw_fault(exc, db_path) from None
+        if version != SCHEMA_VERSION:
+            conn.close()
+            raise GrooveError(
+                f"index at {db_path} has schema version {version}, this pytest-groove uses "
+                f"{SCHEMA_VERSION}, and its folder is not writable: rebuild it elsewhere with "
+                "`groove index --kb-path <kb> --index-dir <writable folder>`"
+            )
         return store
 
     def _schema_version(self) -> int | None:

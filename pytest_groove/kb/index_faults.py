@@ -1,0 +1,147 @@
+"""Faults of the index folder as one line that names the file and the fix.
+
+The index is a cache of the KB kept in a folder (``<kb>/.groove/<model>`` unless
+``--index-dir`` says otherwise).  What can go wrong there is the machine's, not the
+user's input: a read-only checkout, a folder someone else owns, a full disk, a file
+size limit (``ulimit -f``), a damaged database, a path that is a file or a symlink
+loop.  Each is translated here, at the boundary where the operating system or SQLite
+reports it, into a :class:`~pytest_groove.errors.GrooveError` subclass whose message
+says what happened to which file and what to do about it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import apsw
+
+from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, LockFailed
+
+#: where the index can go instead (both doors' spelling of the option)
+INDEX_DIR_HINT = (
+    "pass --index-dir (groove) or --groove-index-dir (pytest) to keep the index in a "
+    "writable folder"
+)
+#: the index is derived data, so the remedy for damage is always the same
+REBUILD_HINT = "it is only a cache of the KB: rebuild it with `groove index --force --kb-path <kb>`"
+
+_READ_ONLY = frozenset({errno.EROFS})
+_NO_PERMISSION = frozenset({errno.EACCES, errno.EPERM})
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def _is_symlink_loop(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+def unwritable_reason(code: int | None) -> str | None:
+    """The words and the fix for an errno that means "cannot write here", else None."""
+    if code in _READ_ONLY:
+        return f"the file system is read-only; {INDEX_DIR_HINT}"
+    if code in _NO_PERMISSION:
+        return f"permission denied; make it writable or {INDEX_DIR_HINT}"
+    if code in _NO_SPACE:
+        return f"no space left on the device; free some space or {INDEX_DIR_HINT}"
+    if code == errno.EFBIG:
+        return f"the file size limit was reached (ulimit -f); raise the limit or {INDEX_DIR_HINT}"
+    return None
+
+
+def os_fault(exc: OSError, where: Path) -> GrooveError:
+    """An OSError met while preparing or locking the index folder ``where``."""
+    path = Path(exc.filename) if isinstance(exc.filename, str) else where
+    reason = unwritable_reason(exc.errno)
+    if reason is not None:
+        return IndexUnwritable(f"cannot write the index at {path}: {reason}", reason=reason)
+    if exc.errno == errno.ELOOP or _is_symlink_loop(path):
+        return GrooveError(
+            f"the index folder {path} is a symlink loop; point --index-dir / "
+            "--groove-index-dir at a real folder"
+        )
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        return GrooveError(
+            f"the index folder {path} is not a folder (a file is in its place); point "
+            "--index-dir / --groove-index-dir at a folder or move the file away"
+        )
+    if exc.errno == errno.EISDIR:
+        return LockFailed(
+            f"the index lock {path} is a directory, not a file; remove it and run again"
+        )
+    return GrooveError(f"cannot use the index at {path}: {exc.strerror or exc}; {INDEX_DIR_HINT}")
+
+
+def corrupt(db_path: Path, detail: str) -> IndexCorrupt:
+    return IndexCorrupt(f"the index {db_path} is corrupt ({detail}); {REBUILD_HINT}")
+
+
+def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveError:
+    """An error SQLite reported for the index database ``db_path``.
+
+    ``system_errno`` is the connection's last operating-system error, which tells a
+    full disk from a file size limit behind SQLite's plain "disk I/O error".
+    """
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        return corrupt(db_path, str(exc))
+    if isinstance(exc, apsw.SQLError) and "no such" in str(exc):
+        # a database of ours that lacks one of its tables or columns
+        return corrupt(db_path, str(exc))
+    if isinstance(exc, apsw.FullError):
+        reason = f"{unwritable_reason(errno.ENOSPC)}"
+        return IndexUnwritable(f"cannot write the index {db_path}: {reason}", reason=reason)
+    if isinstance(exc, apsw.IOError):
+        reason = unwritable_reason(system_errno) or (
+            "disk I/O error (a full disk or a file size limit?); free some space, raise "
+            f"`ulimit -f` or {INDEX_DIR_HINT}"
+        )
+        return IndexUnwritable(f"cannot write the index {db_path}: {reason}", reason=reason)
+    if isinstance(exc, apsw.ReadOnlyError | apsw.CantOpenError | apsw.PermissionsError):
+        folder = db_path.parent
+        code = system_errno or (errno.EROFS if not os.access(folder, os.W_OK) else 0)
+        reason = unwritable_reason(code) or f"{exc}; {INDEX_DIR_HINT}"
+        return IndexUnwritable(f"cannot open the index {db_path}: {reason}", reason=reason)
+    return GrooveError(f"the index {db_path} failed: {exc}; {REBUILD_HINT}")
+
+
+def _system_errno(conn: apsw.Connection | None) -> int:
+    if conn is None:
+        return 0
+    try:
+        return int(conn.system_errno)
+    except apsw.Error:
+        return 0
+
+
+@contextmanager
+def index_faults(db_path: Path, conn: apsw.Connection | None = None) -> Iterator[None]:
+    """Translate what SQLite raises while the index is read or written.
+
+    A text column that is not valid UTF-8 surfaces as ``UnicodeDecodeError`` when a
+    row is read: that is damage too.
+    """
+    try:
+        yield
+    except apsw.Error as exc:
+        raise apsw_fault(exc, db_path, _system_errno(conn)) from None
+    except UnicodeDecodeError as exc:
+        raise corrupt(db_path, f"undecodable text: {exc.reason}") from None
+
+
+@contextmanager
+def index_dir_faults(index_dir: Path) -> Iterator[None]:
+    """Translate OSErrors met while creating or locking the index folder."""
+    try:
+        yield
+    except OSError as exc:
+        raise os_fault(exc, index_dir) from None
+    except RuntimeError as exc:  # pathlib's "Symlink loop from ..." before Python 3.13
+        if "Symlink loop" not in str(exc):
+            raise
+        raise os_fault(OSError(errno.ELOOP, "symlink loop", str(index_dir)), index_dir) from None

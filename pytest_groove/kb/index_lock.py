@@ -1,0 +1,68 @@
+"""The lock concurrent indexers of one index serialise on.
+
+Only "someone else holds it" is worth waiting for.  Every other failure to take the
+lock (a read-only folder, no permission, a directory where the lock file belongs, a
+folder that cannot hold files at all, like ``/proc/self``) would fail again on every
+retry, so it is reported at once instead of after the wait times out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.index_faults import os_fault, unwritable_reason
+
+LOCK_FILE_NAME = "index.lock"
+LOCK_TIMEOUT_S = 600.0
+
+_PROBE_FLAGS = (
+    os.O_RDWR
+    | os.O_CREAT
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def probe_lock_file(index_dir: Path) -> None:
+    """Create (or open) the lock file once; raise a translated error if that fails.
+
+    filelock retries a failed open until its timeout because the file may be between
+    a holder's release and the next creation; opening it ourselves first tells a
+    lasting fault from that moment.
+    """
+    lock_path = index_dir / LOCK_FILE_NAME
+    try:
+        fd = os.open(lock_path, _PROBE_FLAGS, 0o644)
+    except OSError as exc:
+        if unwritable_reason(exc.errno) is not None:
+            exc.filename = str(index_dir)  # the folder is what the user can move
+        raise os_fault(exc, lock_path) from None
+    os.close(fd)
+
+
+@contextmanager
+def index_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold ``<index_dir>/index.lock`` for the duration of the block."""
+    lock_path = index_dir / LOCK_FILE_NAME
+    probe_lock_file(index_dir)
+    lock = FileLock(str(lock_path), timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise GrooveError(
+            f"another indexer has held {lock_path} for {timeout:.0f}s; "
+            "wait for it or remove a stale lock file"
+        ) from None
+    except OSError as exc:
+        raise os_fault(exc, lock_path) from None
+    try:
+        yield
+    finally:
+        lock.release()

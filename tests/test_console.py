@@ -1,0 +1,56 @@
+"""The guarded output stream: ASCII degradation and one error for a failed write."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_groove.console import guarded_text_stream, to_ascii
+from pytest_groove.errors import OutputFailed
+
+
+def test_report_characters_degrade_to_ascii() -> None:
+    assert to_ascii("recall@5  0.9 (— ) ↑ ✗ ✓ → …") == "recall@5  0.9 (- ) ^ x ok -> ..."
+    # anything else becomes an escape, never an error
+    assert to_ascii("日本") == "\\u65e5\\u672c"
+    assert to_ascii("\udfff") == "\\udfff"
+
+
+def test_an_ascii_stream_writes_degraded_text(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT)
+    stream = guarded_text_stream(fd, "out.txt", "ascii")
+    stream.write("a — b ↑\n")
+    stream.flush()
+    os.close(fd)
+    assert target.read_bytes() == b"a - b ^\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_device_is_one_error_then_silence() -> None:
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        stream = guarded_text_stream(fd, "standard output", "utf-8")
+        stream.write("report\n")
+        with pytest.raises(OutputFailed) as caught:
+            stream.flush()
+        assert "/dev/full" in caught.value.message and "no space left" in caught.value.message
+        stream.write("more\n")
+        stream.flush()  # dropped: the failure was reported once
+    finally:
+        os.close(fd)
+
+
+def test_a_closed_pipe_is_one_error() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        stream = guarded_text_stream(write_end, "standard output", "utf-8")
+        stream.write("x" * 10)
+        with pytest.raises(OutputFailed) as caught:
+            stream.flush()
+        assert "pipe was closed" in caught.value.message
+    finally:
+        os.close(write_end)

@@ -1,0 +1,179 @@
+"""Real faults met by `groove` in a subprocess: one ``Error:`` line, exit 1, history kept.
+
+A read-only KB and a full disk are real mounts in a private mount namespace
+(``unshare -m``, so nothing leaks if a test dies); the tests skip where the machine
+does not allow that.  ``ulimit -f`` is a real resource limit set in the child.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import KB_EVAL_GOLDEN
+
+GROOVE = [sys.executable, "-m", "pytest_groove.cli"]
+HASH = ["--model", "hash"]
+
+
+def run(
+    args: list[str], *, wrap: list[str] | None = None, preexec: Callable[[], None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*(wrap or []), *GROOVE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=preexec,
+    )
+
+
+def single_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The one ``Error:`` line of a failed run (warnings may precede it)."""
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("groove")]
+    errors = [line for line in errors if not line.startswith("warning:")]
+    assert len(errors) == 1 and errors[0].startswith("Error: "), proc.stderr
+    return errors[0]
+
+
+def _can_mount() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs none /mnt 2>/dev/null"],
+        capture_output=True,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+needs_mount = pytest.mark.skipif(
+    sys.platform != "linux" or not _can_mount(), reason="needs unshare -m and mount"
+)
+
+
+def read_only(path: Path) -> list[str]:
+    """Run the command with ``path`` bind-mounted read-only over itself."""
+    script = f'mount --bind "{path}" "{path}" && mount -o remount,bind,ro "{path}" && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, "sh"]
+
+
+def indexed(kb: Path) -> Path:
+    proc = run(["index", "--kb-path", str(kb), *HASH])
+    assert proc.returncode == 0, proc.stderr
+    return kb
+
+
+def evaluate(kb: Path, *extra: str) -> list[str]:
+    return ["eval", "--kb-path", str(kb), *HASH, "--golden", str(KB_EVAL_GOLDEN), *extra]
+
+
+@needs_mount
+def test_read_only_kb_with_a_current_index_evaluates(kb_eval_copy: Path) -> None:
+    kb = indexed(kb_eval_copy)
+    proc = run(evaluate(kb, "--no-history", "--format", "json"), wrap=read_only(kb))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["recorded"] is False
+    search = run(["search", "--kb-path", str(kb), *HASH, "deploy"], wrap=read_only(kb))
+    assert search.returncode == 0, search.stderr
+    assert search.stdout.strip()
+
+
+@needs_mount
+def test_read_only_kb_with_a_stale_index_says_where_to_put_it(kb_eval_copy: Path) -> None:
+    kb = indexed(kb_eval_copy)
+    assert run(evaluate(kb)).returncode == 0
+    history = kb / ".groove-eval-history.json"
+    before = history.read_bytes()
+    (kb / "guide" / "fresh.md").write_text("# Fresh\n\nA brand new note.\n", encoding="utf-8")
+    line = single_error(run(evaluate(kb), wrap=read_only(kb)))
+    assert "read-only" in line and "--index-dir" in line and str(kb / ".groove") in line
+    assert history.read_bytes() == before
+    # the remedy works: an index folder elsewhere
+    elsewhere = kb.parent / "index-elsewhere"
+    proc = run(evaluate(kb, "--no-history", "--index-dir", str(elsewhere)), wrap=read_only(kb))
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.slow
+@needs_mount
+def test_a_full_disk_while_indexing(kb_eval_copy: Path, tmp_path: Path) -> None:
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    script = f'mount -t tmpfs -o size=64k none "{tiny}" && exec "$@"'
+    proc = run(
+        ["index", "--kb-path", str(kb_eval_copy), *HASH, "--index-dir", str(tiny / "idx")],
+        wrap=["unshare", "-m", "sh", "-c", script, "sh"],
+    )
+    line = single_error(proc)
+    assert "no space left" in line and str(tiny / "idx") in line and "--index-dir" in line
+
+
+def test_a_file_size_limit_while_indexing(kb_eval_copy: Path) -> None:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
+
+    proc = run(["index", "--kb-path", str(kb_eval_copy), *HASH], preexec=limit)
+    line = single_error(proc)
+    assert "ulimit -f" in line and "index.db" in line
+
+
+def test_a_corrupt_index_is_named_then_rebuilt(kb_eval_copy: Path) -> None:
+    kb = indexed(kb_eval_copy)
+    assert run(evaluate(kb)).returncode == 0
+    history = kb / ".groove-eval-history.json"
+    before = history.read_bytes()
+    (db,) = (kb / ".groove").glob("*/index.db")
+    for cache in db.parent.glob("vectors*"):
+        cache.unlink()
+    db.write_bytes(db.read_bytes()[:4096] + b"\xff" * 8192)
+    line = single_error(run(["search", "--kb-path", str(kb), *HASH, "deploy"]))
+    assert "corrupt" in line and "groove index --force" in line
+    assert history.read_bytes() == before
+    proc = run(evaluate(kb))
+    assert proc.returncode == 0, proc.stderr
+    assert "rebuilt it from the KB" in proc.stderr
+
+
+@pytest.mark.slow  # the same faults are covered in-process by tests/test_faults_index.py
+@pytest.mark.parametrize("case", ["lock-dir", "index-dir-file", "proc-self", "kb-loop", "dir-loop"])
+def test_path_faults_are_one_line(kb_eval_copy: Path, tmp_path: Path, case: str) -> None:
+    kb = indexed(kb_eval_copy)
+    assert run(evaluate(kb)).returncode == 0
+    history = kb / ".groove-eval-history.json"
+    before = history.read_bytes()
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    args = evaluate(kb)
+    expected = ""
+    if case == "lock-dir":
+        (lock,) = (kb / ".groove").glob("*/index.lock")
+        lock.unlink()
+        lock.mkdir()
+        expected = "is a directory"
+    elif case == "index-dir-file":
+        (tmp_path / "a-file").write_text("x")
+        args += ["--index-dir", str(tmp_path / "a-file")]
+        expected = "not a folder"
+    elif case == "proc-self":
+        args += ["--index-dir", "/proc/self"]
+        expected = "/proc/self"
+    elif case == "kb-loop":
+        args = ["eval", "--kb-path", str(tmp_path / "loop-a"), *HASH, "--no-history"]
+        args += ["--golden", str(KB_EVAL_GOLDEN)]
+        expected = "--kb-path"
+    else:
+        args += ["--index-dir", str(tmp_path / "loop-a")]
+        expected = "symlink loop"
+    line = single_error(run(args))
+    assert expected in line
+    assert history.read_bytes() == before
