@@ -21,11 +21,8 @@ import apsw
 
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, LockFailed
 
-#: where the index can go instead (both doors' spelling of the option)
-INDEX_DIR_HINT = (
-    "pass --index-dir (groove) or --groove-index-dir (pytest) to keep the index in a "
-    "writable folder"
-)
+#: where the index can go instead (the plugin rewrites the flag to --groove-index-dir)
+INDEX_DIR_HINT = "pass --index-dir to keep the index in a writable folder"
 #: the index is derived data, so the remedy for damage is always the same
 REBUILD_HINT = "it is only a cache of the KB: rebuild it with `groove index --force --kb-path <kb>`"
 
@@ -63,13 +60,12 @@ def os_fault(exc: OSError, where: Path) -> GrooveError:
         return IndexUnwritable(f"cannot write the index at {path}: {reason}", reason=reason)
     if exc.errno == errno.ELOOP or _is_symlink_loop(path):
         return GrooveError(
-            f"the index folder {path} is a symlink loop; point --index-dir / "
-            "--groove-index-dir at a real folder"
+            f"the index folder {path} is a symlink loop; point --index-dir at a real folder"
         )
     if exc.errno in (errno.ENOTDIR, errno.EEXIST):
         return GrooveError(
             f"the index folder {path} is not a folder (a file is in its place); point "
-            "--index-dir / --groove-index-dir at a folder or move the file away"
+            "--index-dir at a folder or move the file away"
         )
     if exc.errno == errno.EISDIR:
         return LockFailed(

@@ -1,0 +1,127 @@
+"""Index faults under pytest: a usage error (exit 4) naming the file, never INTERNALERROR.
+
+The same faults as tests/test_faults_index.py, through ``pytester`` with the real
+engine (hash embedder); the history must come out of each one byte for byte.
+"""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+# Imported here, not only inside the inner runs: pytester's in-process runs drop the
+# modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
+import pytest_groove.engine
+import pytest_groove.plugin  # noqa: F401
+from pytest_groove.kb import indexer
+from pytest_groove.kb.index_faults import os_fault
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.usefixtures("lean_pytester")
+
+DOCS = {
+    "deploys.md": "## Release schedule\n\nReleases leave on Tuesday and Thursday mornings.\n",
+    "oncall.md": "## Pager rotation\n\nEach engineer carries the pager for one week.\n",
+}
+GOLDEN = """\
+queries:
+  - id: schedule
+    query: "release schedule tuesday thursday"
+    expected:
+      - path: "deploys.md"
+  - id: pager
+    query: "pager rotation engineer week"
+    expected:
+      - path: "oncall.md"
+"""
+
+
+@pytest.fixture
+def kb(pytester: pytest.Pytester) -> Path:
+    root = pytester.path / "kb"
+    root.mkdir()
+    for name, text in DOCS.items():
+        (root / name).write_text(text, encoding="utf-8")
+    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    return root
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--groove-kb", "kb", "--groove-model", "hash", *args)
+
+
+def _recorded(pytester: pytest.Pytester, kb: Path) -> bytes:
+    """Run once successfully and return the history it recorded."""
+    first = _run(pytester)
+    assert first.ret == pytest.ExitCode.OK, first.stdout.str() + first.stderr.str()
+    return (kb / ".groove-eval-history.json").read_bytes()
+
+
+def _usage_error(result: pytest.RunResult) -> str:
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1, output
+    return errors[0]
+
+
+@pytest.mark.parametrize("dist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_a_lock_that_is_a_directory(pytester: pytest.Pytester, kb: Path, dist: list[str]) -> None:
+    history = _recorded(pytester, kb)
+    lock = kb / ".groove" / "hash" / "index.lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+    line = _usage_error(_run(pytester, *dist))
+    assert str(lock) in line and "is a directory" in line
+    assert (kb / ".groove-eval-history.json").read_bytes() == history
+
+
+def test_a_corrupt_index_is_rebuilt_and_the_session_passes(
+    pytester: pytest.Pytester, kb: Path
+) -> None:
+    _recorded(pytester, kb)
+    db = kb / ".groove" / "hash" / "index.db"
+    db.write_bytes(db.read_bytes()[:4096] + b"\xff" * 8192)
+    result = _run(pytester)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    assert "rebuilt it from the KB" in result.stdout.str() + result.stderr.str()
+
+
+def test_a_corrupt_index_without_reindexing_names_the_rebuild(
+    pytester: pytest.Pytester, kb: Path
+) -> None:
+    history = _recorded(pytester, kb)
+    db = kb / ".groove" / "hash" / "index.db"
+    for cache in db.parent.glob("vectors*"):
+        cache.unlink()
+    db.write_bytes(db.read_bytes()[:4096] + b"\xff" * 8192)
+    line = _usage_error(_run(pytester, "--groove-no-reindex"))
+    assert "corrupt" in line and "groove index --force" in line
+    assert (kb / ".groove-eval-history.json").read_bytes() == history
+
+
+def test_an_unwritable_index_folder(
+    pytester: pytest.Pytester, kb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = _recorded(pytester, kb)
+
+    def read_only(index_dir: Path) -> None:
+        raise os_fault(OSError(errno.EROFS, "Read-only file system", str(index_dir)), index_dir)
+
+    monkeypatch.setattr(indexer, "probe_lock_file", read_only)
+    # current index: the session runs on it
+    assert _run(pytester, "--groove-no-history").ret == pytest.ExitCode.OK
+    # stale index: one line pointing at the pytest option
+    (kb / "new.md").write_text("## Fresh\n\nA brand new note about caches.\n", encoding="utf-8")
+    line = _usage_error(_run(pytester))
+    assert "read-only" in line and "--groove-index-dir" in line
+    assert (kb / ".groove-eval-history.json").read_bytes() == history
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_an_index_dir_that_cannot_hold_files(pytester: pytest.Pytester, kb: Path) -> None:
+    line = _usage_error(_run(pytester, "--groove-index-dir", "/proc/self"))
+    assert "/proc/self" in line
