@@ -19,6 +19,7 @@ from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vectors import VectorIndex
+from pytest_groove.paths import resolve_path
 from pytest_groove.search.fts_query import ParsedQuery
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.pipeline import HybridSearcher, SearchResponse
@@ -33,13 +34,7 @@ def index_dir_for(kb: Path, settings: Settings, embedder_name: str) -> Path:
 
 def resolve_kb(kb: Path) -> Path:
     """The KB folder as an absolute path; a symlink loop is one clear error."""
-    try:
-        return kb.resolve()
-    except (OSError, RuntimeError):  # RuntimeError: pathlib's symlink loop before 3.13
-        raise GrooveError(
-            f"knowledge base {kb} cannot be resolved (a symlink loop?); "
-            "point --kb-path / --groove-kb at a real folder"
-        ) from None
+    return resolve_path(kb, "knowledge base", "--kb-path / --groove-kb")
 
 
 def run_indexer(
