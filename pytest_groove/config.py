@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_groove.embed.names import DEFAULT_MODEL
 from pytest_groove.errors import GrooveError, UsageError
 
-DEFAULT_MODEL = "e5-small"
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".obsidian",
     ".git",

@@ -23,13 +23,13 @@ import pytest
 from eval_factories import corpus
 
 from pytest_groove.cli import build_parser
+from pytest_groove.cli import evaluate as command
 from pytest_groove.config import EvalSettings, SearchSettings
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation import command
+from pytest_groove.evaluation.finish import EvalContext, EvalFlags, finish_evaluation
 from pytest_groove.evaluation.golden import load_golden
 from pytest_groove.evaluation.history import HISTORY_FILE_NAME, encode_history, load_history
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
-from pytest_groove.evaluation.session import EvalContext, EvalFlags, finish_evaluation
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.search.hits import SearchHit
 
@@ -541,7 +541,7 @@ def test_eval_registers_every_documented_flag() -> None:
     )  # fmt: skip
     assert isinstance(args, argparse.Namespace)
     assert args.func is command.run
-    assert (args.k, args.limit, args.mmr, args.parent_retriever) == ([(1, 5, 10)], 7, False, False)
+    assert (args.k, args.limit, args.mmr, args.parent_retriever) == ([1, 5, 10], 7, False, False)
 
 
 # --------------------------------------------------------------------------- subprocess

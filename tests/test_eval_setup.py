@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove._eval_setup import EvalRequest, resolve_eval_setup
 from pytest_groove.config import SEARCH_LIMIT_MAX
+from pytest_groove.evaluation.setup import EvalRequest, resolve_eval_setup
 
 NOTE = f"note: limit 2000 exceeds the retrieval cap; using {SEARCH_LIMIT_MAX}"
 

@@ -17,9 +17,9 @@ import pytest
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove._plugin_finish
-import pytest_groove._plugin_session  # noqa: F401
-from pytest_groove._plugin_items import tag_marker
+import pytest_groove.plugin.controller
+import pytest_groove.plugin.session  # noqa: F401
+from pytest_groove.plugin.items import tag_marker
 
 pytest_plugins = ["pytester"]
 
@@ -159,10 +159,11 @@ def test_an_inert_pytest_run_imports_only_the_thin_plugin_modules(
     assert ours <= {
         "pytest_groove",
         "pytest_groove.plugin",
-        "pytest_groove._plugin_options",
-        "pytest_groove._plugin_hooks",
+        "pytest_groove.plugin.options",
+        "pytest_groove.plugin.hookspecs",
+        "pytest_groove.options",
     }
-    assert "pytest_groove._plugin_options" in ours  # the plugin did load
+    assert "pytest_groove.plugin.options" in ours  # the plugin did load
 
 
 def test_options_are_listed_in_help(project: pytest.Pytester) -> None:
@@ -369,11 +370,12 @@ def test_report_header_names_the_kb(project: pytest.Pytester) -> None:
 
 def test_docs_mention_every_option() -> None:
     """docs/pytest-plugin.md documents every flag and ini key the plugin registers."""
-    from pytest_groove._plugin_options import SPECS
+    from pytest_groove.plugin.options import PLUGIN_OPTIONS
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "pytest-plugin.md"
     text = doc.read_text(encoding="utf-8")
-    for spec in SPECS:
-        for name in (spec.flag, spec.ini):
-            if name is not None:
-                assert f"`{name}" in text, name
+    for option in PLUGIN_OPTIONS:
+        if option.plugin_flag:
+            assert f"`{option.pytest_flag}" in text, option.pytest_flag
+        if option.ini:
+            assert f"`{option.ini_key}" in text, option.ini_key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_groove._plugin_options import pytest_flag_names
+from pytest_groove.options import pytest_flag_names
 
 pytest_plugins = ["pytester"]
 

@@ -17,8 +17,8 @@ import pytest
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove._plugin_finish
-import pytest_groove._plugin_session  # noqa: F401
+import pytest_groove.plugin.controller
+import pytest_groove.plugin.session  # noqa: F401
 
 #: what running the example leaves in a KB (index, history); never copied into tests
 LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")

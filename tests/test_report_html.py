@@ -22,12 +22,10 @@ import pytest
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and numpy / PyYAML's C loader (and matplotlib's extensions)
 # do not survive a second import.
-import pytest_groove._plugin_finish
-import pytest_groove._plugin_session
-import pytest_groove.engine  # noqa: F401
 from pytest_groove.config import EvalSettings
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.compare import compare
+from pytest_groove.evaluation.finish import EvalContext, EvalFlags, finish_evaluation
 from pytest_groove.evaluation.metrics import aggregate
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
 from pytest_groove.evaluation.report_html import (
@@ -38,7 +36,6 @@ from pytest_groove.evaluation.report_html import (
     write_html_report,
 )
 from pytest_groove.evaluation.run import QueryResult, RunRecord, TopHit
-from pytest_groove.evaluation.session import EvalContext, EvalFlags, finish_evaluation
 
 try:
     import matplotlib.backends.backend_agg

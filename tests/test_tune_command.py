@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from test_tune_sweep import FakeSource, fixed
 
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
-from pytest_groove.tune.command import (
+from pytest_groove.cli.tune import (
     CONTEXT_NOOP_WARNING,
     not_measurable_message,
     tune_k_values,
     tune_limit,
 )
+from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
 from pytest_groove.tune.sweep import run_preflight
 
 

@@ -39,7 +39,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 import numpy as np
 
 from pytest_groove.embed.base import Matrix, l2_normalise
-from pytest_groove.embed.registry import http_url
+from pytest_groove.embed.names import http_url
 from pytest_groove.errors import GrooveError
 
 __all__ = ["BATCH_SIZE", "DEFAULT_TIMEOUT", "HttpEmbedder", "canonical_url"]

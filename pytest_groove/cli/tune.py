@@ -17,7 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.cli.args import (
+    add_golden_arguments,
+    add_kb_arguments,
+    add_options,
+    check_kb,
+    run_options,
+    run_reporting_errors,
+)
 
 if TYPE_CHECKING:
     from pytest_groove.tune.sweep import Preflight
@@ -40,8 +47,6 @@ CONTEXT_NOOP_WARNING = (
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``tune`` on the ``groove`` command's sub-parsers."""
-    from pytest_groove.cli import add_golden_arguments, add_kb_arguments, positive_int
-
     p: argparse.ArgumentParser = subparsers.add_parser(
         "tune",
         help="measure whether the fusion parameters (rrf_k, bm25 weights) can move quality",
@@ -55,10 +60,10 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     add_golden_arguments(
         p, k_help="k values for recall@k / nDCG@k (5 is always added: nDCG@5 decides)"
     )
-    p.add_argument(
-        "--limit",
-        type=positive_int,
-        help="length of each fused list (default and minimum: the largest k)",
+    add_options(
+        p,
+        ("limit",),
+        help={"limit": "length of each fused list (default and minimum: the largest k)"},
     )
     p.add_argument(
         "--plot",
@@ -114,37 +119,24 @@ def not_measurable_message(pre: Preflight) -> str:
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Execute ``groove tune`` for parsed ``args``; returns the exit status."""
-    from pytest_groove.cli import run_reporting_errors
-
     return run_reporting_errors(_tune, args, out, err)
 
 
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # heavy imports (numpy tables, the engine) only once a run really starts
-    from pytest_groove._eval_setup import EvalRequest, resolve_eval_setup
     from pytest_groove.config import SEARCH_LIMIT_MAX
     from pytest_groove.evaluation.compare import color_enabled
     from pytest_groove.evaluation.golden import load_golden
+    from pytest_groove.evaluation.setup import eval_request, resolve_eval_setup
     from pytest_groove.tune.plot import check_plot_target, write_heatmap
     from pytest_groove.tune.report import analyse, render_json, render_text
     from pytest_groove.tune.sweep import build_metric_table, run_preflight
 
     kb: Path = args.kb_path
-    if not kb.is_dir():
-        raise GrooveError(f"knowledge base not found: {kb} is not a directory (check --kb-path)")
-    requested_k = None if not args.k else tuple(k for ks in args.k for k in ks)
-    setup = resolve_eval_setup(
-        EvalRequest(
-            kb=kb,
-            golden=args.golden,
-            config_file=args.config,
-            k_values=requested_k,
-            limit=args.limit or None,  # an explicit 0 means "not set"
-            model=args.model,
-            reranker="none",  # tune measures the fusion stage, before any reranker
-            index_dir=args.index_dir,
-        )
-    )
+    check_kb(kb)
+    # tune measures the fusion stage, before any reranker
+    request = replace(eval_request(kb, run_options(args)), reranker="none")
+    setup = resolve_eval_setup(request)
     k_values = tune_k_values(setup.k_values)
     limit = min(tune_limit(setup.limit, k_values), SEARCH_LIMIT_MAX)
     for note in setup.notes:

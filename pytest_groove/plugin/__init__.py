@@ -4,10 +4,20 @@ This module is loaded by every pytest run in an environment where pytest-groove 
 installed, so it is deliberately thin and import-light: at import time it needs only
 pytest and the standard library.  It registers the options, the ini keys and the hook
 specifications, and -- only when a knowledge base is configured (``--groove-kb`` or
-the ``groove_kb`` ini key) -- creates the per-run :class:`GrooveSession`
-(``_plugin_session``), which imports the engine and the evaluation code and does the
-actual work.  With neither set, nothing else happens: no marker, no collection, no
-files read or written.
+the ``groove_kb`` ini key) -- registers hook objects by role:
+
+- every process gets the per-process :class:`~.session.GrooveSession` (settings,
+  golden set, collection, searches), which imports the engine and the evaluation code;
+- the controller or the single process -- where ``config.workerinput`` is absent --
+  also gets the controller's hooks (``controller.py``: prepare, gather, finish), and
+  the xdist hand-off when pytest-xdist is loaded.
+
+With neither set, nothing else happens: no marker, no collection, no files read or
+written.  The package's modules:
+
+- ``options``: the pytest spelling of the shared option table (:mod:`pytest_groove.options`);
+- ``hookspecs``: the hooks a ``conftest.py`` can implement;
+- ``session``, ``items``, ``retriever``, ``controller``: the active plugin.
 
 How the golden items are collected (documented in docs/pytest-plugin.md):
 
@@ -24,28 +34,33 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_groove import _plugin_options
+from pytest_groove.plugin import hookspecs
+from pytest_groove.plugin.options import add_options, read_options
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add the ``groove`` option group and its ini keys."""
-    _plugin_options.add_options(parser)
+    add_options(parser)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Register ``pytest_groove_embedder`` and ``pytest_groove_retriever``."""
-    from pytest_groove import _plugin_hooks
-
-    pluginmanager.add_hookspecs(_plugin_hooks)
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Switch the plugin on when a knowledge base is configured; else stay inert."""
-    options = _plugin_options.read_options(config)
+    options = read_options(config)
     if options is None:
         return
     # Heavy imports happen here, and only here.
-    from pytest_groove._plugin_session import activate
+    from pytest_groove.plugin.session import activate
 
-    activate(config, options)
+    session = activate(config, options)
+    if not hasattr(config, "workerinput"):
+        # the controller, or the single process without xdist: it prepares, gathers
+        # and finishes; an xdist worker only searches
+        from pytest_groove.plugin.controller import register_controller
+
+        register_controller(config, session)

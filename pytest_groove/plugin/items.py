@@ -23,8 +23,10 @@ from pytest_groove.evaluation.records import GoldenQuery
 from pytest_groove.evaluation.run import QueryResult
 
 if TYPE_CHECKING:
-    from pytest_groove._plugin_session import GrooveSession
+    from pytest_groove.plugin.session import GrooveSession
 
+#: where the active plugin keeps its per-process state (set by ``session.activate``)
+SESSION_KEY = pytest.StashKey["GrooveSession"]()
 #: the marker every golden item carries (``-m groove`` / ``-m "not groove"``)
 GROOVE_MARKER = "groove"
 #: hits listed in a failure text
@@ -115,7 +117,7 @@ class GrooveQueryItem(pytest.Item):
         session = groove_session(self.config)
         result = session.run_query(self.query)
         self.groove_result = result
-        if session.options.junit_properties:
+        if session.options.run.junit_properties:
             self.user_properties.extend(session.junit_properties(result))
         k_values = session.setup.k_values
         if is_miss(result.metrics, k_values):
@@ -149,6 +151,4 @@ class GrooveQueryItem(pytest.Item):
 
 def groove_session(config: pytest.Config) -> GrooveSession:
     """The plugin's per-run state (exists whenever golden items were collected)."""
-    from pytest_groove._plugin_session import SESSION_KEY
-
     return config.stash[SESSION_KEY]

@@ -14,6 +14,7 @@ largest *requested* k; a limit over the cap is lowered with a note; the fetch de
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,7 +27,12 @@ from pytest_groove.config import (
     normalise_k_values,
     with_overrides,
 )
+from pytest_groove.evaluation.finish import EvalContext, EvalFlags
 from pytest_groove.evaluation.golden import resolve_golden_path
+from pytest_groove.evaluation.records import GoldenSet
+from pytest_groove.evaluation.run import Fingerprint, RunRecord
+from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+from pytest_groove.options import RunOptions
 
 #: the note printed (after a ``prog: `` prefix) when the limit is lowered to the cap
 LIMIT_CAP_NOTE = "note: limit {requested} exceeds the retrieval cap; using {cap}"
@@ -46,6 +52,39 @@ class EvalRequest:
     reranker: str | None = None
     overrides: SearchOverrides = field(default_factory=SearchOverrides)
     index_dir: Path | None = None
+
+
+def eval_request(kb: Path, run: RunOptions) -> EvalRequest:
+    """What a door was asked for, as an :class:`EvalRequest` (the one place it is built)."""
+    return EvalRequest(
+        kb=kb,
+        golden=run.golden,
+        config_file=run.config,
+        k_values=run.k,
+        limit=run.limit,
+        model=run.model,
+        reranker=run.reranker,
+        overrides=SearchOverrides(
+            mmr=run.mmr,
+            mmr_lambda=run.mmr_lambda,
+            mmr_same_doc_penalty=run.mmr_same_doc_penalty,
+            parent_retriever=run.parent_retriever,
+        ),
+        index_dir=run.index_dir,
+    )
+
+
+def eval_flags(run: RunOptions, *, color: bool) -> EvalFlags:
+    """The per-invocation switches of the session end, from a door's options."""
+    return EvalFlags(
+        no_history=run.no_history,
+        no_diff=run.no_diff,
+        fail_on_regression=run.fail_on_regression,
+        freeze_baseline=run.freeze_baseline,
+        color=color,
+        json_path=run.json,
+        html_path=run.html,
+    )
 
 
 @dataclass(frozen=True)
@@ -105,4 +144,37 @@ def resolve_eval_setup(request: EvalRequest) -> EvalSetup:
         limit=limit,
         depth=max(max(k_values), limit),
         notes=tuple(notes),
+    )
+
+
+def eval_context(
+    setup: EvalSetup,
+    golden: GoldenSet,
+    fingerprint: Fingerprint,
+    flags: EvalFlags,
+    *,
+    history: Sequence[RunRecord],
+    history_warnings: Sequence[str],
+    corpus: CorpusSnapshot | None,
+    chunk_texts: Iterable[ChunkText] | None,
+    prog: str,
+    fail_flag: str = "--fail-on-regression",
+) -> EvalContext:
+    """The session end's inputs besides the results (the one place they are assembled).
+
+    ``corpus`` and ``chunk_texts`` come from the read snapshot that answered the
+    searches (None when a custom retriever answered them).
+    """
+    return EvalContext(
+        kb=setup.kb,
+        golden=golden,
+        fingerprint=fingerprint,
+        corpus=corpus,
+        settings=setup.settings.eval,
+        flags=flags,
+        chunk_texts=chunk_texts,
+        history=history,
+        history_warnings=history_warnings,
+        prog=prog,
+        fail_flag=fail_flag,
     )

@@ -1,24 +1,22 @@
-"""The plugin's per-run state and the hooks that only run when the plugin is active.
+"""The plugin's per-process state: settings, golden set, engine or retriever, searches.
 
-One :class:`GrooveSession` per pytest process is registered as a plugin by
-:func:`activate` (called from ``plugin.pytest_configure`` when a knowledge base is
-configured).  It owns:
+One :class:`GrooveSession` per pytest process is created by :func:`activate` (called
+from ``pytest_configure`` in ``plugin/__init__.py`` when a knowledge base is
+configured) and registered as a plugin object carrying the hooks every process needs
+whatever its role -- the report header, collecting the golden file, putting each
+query's result on its report, closing the engine.  It owns:
 
 - the effective settings and the loaded golden set (both read at configure time, so
   a bad config or golden file stops the run with one usage-error line, exit 4);
-- routing the golden file into collection (see ``plugin.py``'s docstring);
-- *preparing* the evaluation on the controller: bringing the index up to date,
-  building the run fingerprint, loading the history and choosing the baseline;
-- searching and scoring each golden item, and putting the result on its report;
-- at session end, on the controller only, once: the text report, the history, the
-  JSON report, the findings and the regression gate (via ``session.exitstatus``).
+- routing the golden file into collection (see the docstring of ``plugin/__init__.py``);
+- *preparing* the evaluation (controller or single process): bringing the index up
+  to date, building the run fingerprint, loading the history, choosing the baseline;
+- searching and scoring each golden item (:meth:`GrooveSession.run_query`).
 
-pytest-xdist: the controller collects nothing and runs nothing, so it prepares in
-``pytest_sessionstart`` -- before xdist's own (``trylast``) sessionstart launches the
-workers -- and hands each worker the baseline through ``workerinput``.  Workers open
-the ready index without re-indexing, search their share of the queries, and ship each
-:class:`QueryResult` as JSON on the test report; the controller rebuilds them in
-``pytest_runtest_logreport`` and finishes exactly as a single process would.
+What only the controller does -- gathering results, the session end, the xdist
+hand-off -- is in ``plugin/controller.py``, registered only where it applies.  An
+xdist worker gets the baseline from ``workerinput`` at activation and opens the
+index the controller already brought up to date.
 """
 
 from __future__ import annotations
@@ -32,15 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_groove._eval_setup import EvalRequest, EvalSetup, resolve_eval_setup
-from pytest_groove._plugin_items import (
-    GROOVE_MARKER,
-    GrooveGoldenFile,
-    GrooveQueryItem,
-    tag_marker,
-)
-from pytest_groove._plugin_options import PluginOptions, pytest_flag_names
-from pytest_groove.config import SearchOverrides
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.compare import match_queries, query_regressed
 from pytest_groove.evaluation.golden import load_golden, node_ids
@@ -57,14 +46,24 @@ from pytest_groove.evaluation.run import (
     RunRecord,
     evaluate_query,
 )
+from pytest_groove.evaluation.setup import EvalSetup, eval_request, resolve_eval_setup
+from pytest_groove.options import pytest_flag_names
+from pytest_groove.plugin.items import (
+    GROOVE_MARKER,
+    SESSION_KEY,
+    GrooveGoldenFile,
+    GrooveQueryItem,
+    tag_marker,
+)
+from pytest_groove.plugin.options import PluginOptions
+from pytest_groove.plugin.retriever import normalise_hits, retriever_name
 from pytest_groove.search.hits import SearchHit
 
 if TYPE_CHECKING:
-    from pytest_groove._plugin_hooks import Retriever
     from pytest_groove.embed.base import Embedder
     from pytest_groove.engine import Engine
+    from pytest_groove.plugin.hookspecs import Retriever
 
-SESSION_KEY = pytest.StashKey["GrooveSession"]()
 PLUGIN_NAME = "groove-session"
 #: the name every message of the plugin starts with
 PROG = "groove"
@@ -81,12 +80,19 @@ def usage_error(exc: GrooveError) -> pytest.UsageError:
     return pytest.UsageError(pytest_flag_names(exc.message))
 
 
-def activate(config: pytest.Config, options: PluginOptions) -> None:
-    """Create the session, route the golden file into collection, register markers."""
+def activate(config: pytest.Config, options: PluginOptions) -> GrooveSession:
+    """Create the session, route the golden file into collection, register markers.
+
+    In an xdist worker (``config.workerinput`` set) the session takes the baseline
+    the controller handed over and searches the index the controller prepared.
+    """
     try:
         session = GrooveSession(config, options)
     except GrooveError as exc:
         raise usage_error(exc) from None
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        session.become_worker(workerinput)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     config.addinivalue_line(
@@ -97,6 +103,7 @@ def activate(config: pytest.Config, options: PluginOptions) -> None:
     ):
         config.addinivalue_line("markers", f"{marker}: golden query tag (pytest-groove)")
     _route_golden(config, options, session.golden_path)
+    return session
 
 
 def _names_golden(arg: str, base: Path, golden: Path) -> bool:
@@ -108,7 +115,7 @@ def _names_golden(arg: str, base: Path, golden: Path) -> bool:
 
 
 def _route_golden(config: pytest.Config, options: PluginOptions, golden: Path) -> None:
-    """Make collection include the golden file (see ``plugin.py`` for the rules)."""
+    """Make collection include the golden file (rules: ``plugin/__init__.py``)."""
     args = config.args
     base = config.invocation_params.dir
     if any(_names_golden(arg, base, golden) for arg in args):
@@ -117,67 +124,6 @@ def _route_golden(config: pytest.Config, options: PluginOptions, golden: Path) -
         args[:] = [str(golden)]
     else:
         args.append(str(golden))
-
-
-# --------------------------------------------------------------------------- hits
-
-
-def _field(hit: Any, name: str) -> Any:
-    if isinstance(hit, dict):
-        return hit.get(name)
-    return getattr(hit, name, None)
-
-
-def normalise_hits(raw: Any, retriever: str) -> list[SearchHit]:
-    """A custom retriever's answer as ranked :class:`SearchHit` s (order kept).
-
-    Each hit needs a string ``path``; ``heading`` may be missing or None; ``score``
-    may be missing (then 0.0) but must be a number when given.
-    """
-    if raw is None or isinstance(raw, str | bytes | dict):
-        raise GrooveError(
-            f"custom retriever {retriever} must return a sequence of hits, got {type(raw).__name__}"
-        )
-    hits: list[SearchHit] = []
-    for position, hit in enumerate(raw, start=1):
-        if isinstance(hit, SearchHit):
-            hits.append(hit)
-            continue
-        path = _field(hit, "path")
-        heading = _field(hit, "heading")
-        score = _field(hit, "score")
-        if not isinstance(path, str) or not path:
-            raise GrooveError(
-                f"custom retriever {retriever}: hit {position} has no string `path` "
-                f"(got {path!r}); return SearchHit objects or dicts with path/heading/score"
-            )
-        if heading is not None and not isinstance(heading, str):
-            raise GrooveError(
-                f"custom retriever {retriever}: hit {position} has a non-string "
-                f"`heading` ({heading!r}); use a string or None"
-            )
-        if score is None:
-            score = 0.0
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            raise GrooveError(
-                f"custom retriever {retriever}: hit {position} has a non-numeric "
-                f"`score` ({score!r})"
-            )
-        hits.append(SearchHit(rank=position, path=path, heading=heading, score=float(score)))
-    return hits
-
-
-def retriever_name(retriever: Callable[..., Any]) -> str:
-    """How a custom retriever is named in the fingerprint and the report."""
-    explicit = getattr(retriever, "groove_name", None)
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    target: Any = retriever
-    if not hasattr(target, "__qualname__"):
-        target = type(retriever)
-    module = getattr(target, "__module__", None)
-    qualname = getattr(target, "__qualname__", repr(target))
-    return f"{module}.{qualname}" if module else str(qualname)
 
 
 # --------------------------------------------------------------------------- session
@@ -198,37 +144,30 @@ class Prepared:
     history_warnings: list[str] = field(default_factory=list)
 
 
+def baseline_from_workerinput(workerinput: dict[str, Any]) -> dict[str, QueryResult]:
+    """The per-item baseline the controller put in ``workerinput`` (bad entries skipped)."""
+    payload = workerinput.get(WORKER_INPUT) or {}
+    baseline: dict[str, QueryResult] = {}
+    for name, raw in (payload.get("baseline") or {}).items():
+        try:
+            baseline[name] = QueryResult.from_json(raw)
+        except RecordFormatError:
+            continue
+    return baseline
+
+
 class GrooveSession:
     """Per-process state of an active plugin; also a pytest plugin object."""
 
     def __init__(self, config: pytest.Config, options: PluginOptions) -> None:
         self.config = config
         self.options = options
-        self.is_worker = hasattr(config, "workerinput")
-        self.collect_only = bool(config.getoption("collectonly", False))
         kb = options.kb.resolve()
         if not kb.is_dir():
             raise GrooveError(
                 f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)"
             )
-        self.setup: EvalSetup = resolve_eval_setup(
-            EvalRequest(
-                kb=kb,
-                golden=options.golden,
-                config_file=options.config_file,
-                k_values=options.k_values,
-                limit=options.limit,
-                model=options.model,
-                reranker=options.reranker,
-                overrides=SearchOverrides(
-                    mmr=options.mmr,
-                    mmr_lambda=options.mmr_lambda,
-                    mmr_same_doc_penalty=options.mmr_same_doc_penalty,
-                    parent_retriever=options.parent_retriever,
-                ),
-                index_dir=options.index_dir,
-            )
-        )
+        self.setup: EvalSetup = resolve_eval_setup(eval_request(kb, options.run))
         self.golden_path = self.setup.golden_path.resolve()
         self.golden = load_golden(self.setup.golden_path, kb)
         self.names: list[str] = node_ids(self.golden.queries)
@@ -236,18 +175,19 @@ class GrooveSession:
         self._retriever_looked_up = False
         self.engine: Engine | None = None
         self.prepared: Prepared | None = None
-        #: results seen on reports, by item name (controller / single process)
-        self.results: dict[str, QueryResult] = {}
-        self.interrupted = False
-        #: lines for the terminal summary, filled at session end
-        self.summary: str | None = None
-        #: messages for stderr, written after the summary section
-        self.pending_stderr: list[str] = []
-        self.finished = False
-        self._worker_baseline: dict[str, QueryResult] | None = None
-        if self.is_worker:
-            self._worker_baseline = self._baseline_from_workerinput()
-            _share_cores_between_workers()
+        #: baseline result per item name (from :meth:`prepare`, or the controller's hand-off)
+        self.baseline_queries: dict[str, QueryResult] = {}
+        #: how the first search gets an engine: prepare here, or (worker) open the ready index
+        self._ensure_engine: Callable[[], object] = self.prepare
+        #: a worker prints nothing: its output would interleave with the controller's
+        self._quiet = False
+
+    def become_worker(self, workerinput: dict[str, Any]) -> None:
+        """Take the xdist worker role: the controller prepared the index and the baseline."""
+        self.baseline_queries = baseline_from_workerinput(workerinput)
+        self._quiet = True
+        self._ensure_engine = self._open_ready_index
+        _share_cores_between_workers()
 
     # ------------------------------------------------------------------ helpers
 
@@ -278,35 +218,42 @@ class GrooveSession:
         return embedder
 
     def _open_engine(self, *, reindex: bool) -> Engine:
+        """Open the index, bringing it up to date first when ``reindex`` (and saying so)."""
         from pytest_groove.embed.registry import get_embedder
         from pytest_groove.engine import index_dir_for, open_engine
         from pytest_groove.kb.store import DB_FILE_NAME
 
         embedder = self._embedder() or get_embedder(self.setup.settings.index.model)
-        if not reindex and not self.is_worker:
+        if not reindex:
             db = index_dir_for(self.kb, self.setup.settings, embedder.name) / DB_FILE_NAME
             if not db.is_file():
                 raise GrooveError(
                     f"No index found at {db}. Drop --groove-no-reindex (the plugin then "
                     f"builds it) or run `groove index --kb-path {self.kb}` first."
                 )
-        log = None if self.is_worker else (lambda msg: self._write_line(f"{PROG}: {msg}"))
         engine = open_engine(
             self.kb,
             self.setup.settings,
             embedder=embedder,
             reindex=reindex,
-            progress=None if not self.is_worker else False,
-            log=log,
+            log=lambda msg: self._write_line(f"{PROG}: {msg}"),
         )
         report = engine.index_report
-        if (
-            report is not None
-            and not self.is_worker
-            and (report.added or report.changed or report.renamed or report.removed)
+        if report is not None and (
+            report.added or report.changed or report.renamed or report.removed
         ):
             self._write_line(f"{PROG}: {report.summary()}")
         return engine
+
+    def _open_ready_index(self) -> None:
+        """Worker: open the index the controller brought up to date, quietly."""
+        from pytest_groove.embed.registry import get_embedder
+        from pytest_groove.engine import open_engine
+
+        embedder = self._embedder() or get_embedder(self.setup.settings.index.model)
+        self.engine = open_engine(
+            self.kb, self.setup.settings, embedder=embedder, reindex=False, progress=False
+        )
 
     # ------------------------------------------------------------------ prepare
 
@@ -323,21 +270,23 @@ class GrooveSession:
             self.prepared = self._prepare()
         except GrooveError as exc:
             raise usage_error(exc) from None
+        self.baseline_queries = self.prepared.baseline_queries
         return self.prepared
 
-    def _prepare(self) -> Prepared:
-        setup = self.setup
+    def _fingerprint(self) -> Fingerprint:
+        """Open the engine (unless a custom retriever answers) and fingerprint the run."""
         retriever = self.retriever()
         if retriever is not None:
-            name = retriever_name(retriever)
-            model, reranker_id, context_mode, custom = "custom", None, None, name
+            model, reranker_id, context_mode = "custom", None, None
+            custom: str | None = retriever_name(retriever)
         else:
-            self.engine = self._open_engine(reindex=not self.options.no_reindex)
+            self.engine = self._open_engine(reindex=not self.options.run.no_reindex)
             model = self.engine.model_name
             reranker_id = self.engine.reranker_id
             context_mode = self.engine.context_mode
             custom = None
-        fingerprint = Fingerprint.build(
+        setup = self.setup
+        return Fingerprint.build(
             model=model,
             reranker_id=reranker_id,
             limit=setup.limit,
@@ -347,16 +296,18 @@ class GrooveSession:
             context_mode=context_mode,
             retriever=custom,
         )
+
+    def _prepare(self) -> Prepared:
+        fingerprint = self._fingerprint()
+        run = self.options.run
         runs: list[RunRecord] = []
         history_warnings: list[str] = []
-        if not self.options.no_history:
+        if not run.no_history:
             # Read once, now: a refused or unreadable history stops the run before any
             # search (exit 4), and the session end reuses these runs.
             runs = load_history(history_path(self.kb), warnings=history_warnings)
         choice = (
-            None
-            if self.options.no_diff or self.options.no_history
-            else (choose_baseline(runs, fingerprint))
+            None if run.no_diff or run.no_history else choose_baseline(runs, fingerprint)
         )
         baseline_queries: dict[str, QueryResult] = {}
         if choice is not None and choice.baseline is not None:
@@ -372,17 +323,6 @@ class GrooveSession:
             history_warnings=history_warnings,
         )
 
-    def _baseline_from_workerinput(self) -> dict[str, QueryResult]:
-        workerinput: dict[str, Any] = getattr(self.config, "workerinput", {})
-        payload = workerinput.get(WORKER_INPUT) or {}
-        baseline: dict[str, QueryResult] = {}
-        for name, raw in (payload.get("baseline") or {}).items():
-            try:
-                baseline[name] = QueryResult.from_json(raw)
-            except RecordFormatError:
-                continue
-        return baseline
-
     # ------------------------------------------------------------------ per query
 
     def _search(self, text: str) -> list[SearchHit]:
@@ -394,11 +334,7 @@ class GrooveSession:
             # so `limit` means the same for every retriever
             return normalise_hits(retriever(text, depth), name)[:depth]
         if self.engine is None:
-            if self.is_worker:
-                # the controller brought the index up to date before we started
-                self.engine = self._open_engine(reindex=False)
-            else:
-                self.prepare()
+            self._ensure_engine()
         assert self.engine is not None
         return self.engine.search(text, depth)
 
@@ -406,22 +342,16 @@ class GrooveSession:
         """Search one golden query and score it."""
         return evaluate_query(query, self._search(query.query), self.setup.k_values)
 
-    def _baseline_for(self, name: str) -> QueryResult | None:
-        if self.is_worker:
-            return (self._worker_baseline or {}).get(name)
-        prepared = self.prepared
-        return None if prepared is None else prepared.baseline_queries.get(name)
-
     def query_regression(self, name: str, result: QueryResult) -> str | None:
         """The headline of an item's regression failure, or None when it did not regress.
 
         Only under ``--groove-fail-on-regression`` (and never with ``--groove-no-diff`` /
         ``--groove-no-history``, where there is nothing to compare with).
         """
-        opts = self.options
+        opts = self.options.run
         if not opts.fail_on_regression or opts.no_diff or opts.no_history:
             return None
-        previous = self._baseline_for(name)
+        previous = self.baseline_queries.get(name)
         names = query_regressed(result, previous, self.threshold)
         if not names or previous is None:
             return None
@@ -448,7 +378,7 @@ class GrooveSession:
         )
         return props
 
-    # ------------------------------------------------------------------ hooks
+    # ------------------------------------------------------------------ hooks (every role)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         retriever = self.retriever()
@@ -477,33 +407,6 @@ class GrooveSession:
         collector: pytest.Collector = GrooveGoldenFile.from_parent(parent, path=file_path)
         return collector
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
-        """xdist controller, just before the workers start: bring the index up to date.
-
-        The workers search; they must find the index built, and building it once here
-        (under the indexer's file lock) keeps them from racing to do it.
-        """
-        if not self.is_worker and not self.collect_only:
-            self.prepare()
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        # Without xdist, prepare only when a golden query was selected, so that
-        # `pytest -m "not groove"` in a project with groove_kb set does no index work.
-        if self.is_worker or self.collect_only:
-            return
-        if any(isinstance(item, GrooveQueryItem) for item in session.items):
-            self.prepare()
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        """xdist controller: hand each worker the baseline of each query."""
-        prepared = self.prepared
-        baseline = {} if prepared is None else prepared.baseline_queries
-        node.workerinput[WORKER_INPUT] = {
-            "baseline": {name: result.to_json() for name, result in baseline.items()}
-        }
-
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report = yield
@@ -513,45 +416,7 @@ class GrooveSession:
                 setattr(report, REPORT_RESULT, item.groove_result.to_json())
         return report
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.is_worker or report.when != "call":
-            return
-        raw = getattr(report, REPORT_RESULT, None)
-        name = getattr(report, REPORT_NAME, None)
-        if raw is None or not isinstance(name, str):
-            return
-        try:
-            self.results[name] = QueryResult.from_json(raw)
-        except RecordFormatError:
-            return
-
-    def pytest_keyboard_interrupt(self) -> None:
-        self.interrupted = True
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker or self.collect_only or self.finished:
-            return
-        self.finished = True
-        from pytest_groove._plugin_finish import finish
-
-        finish(self, session, exitstatus)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker:
-            return
-        if self.summary is not None:
-            terminalreporter.write_sep("=", "groove retrieval quality")
-            for line in self.summary.rstrip("\n").split("\n"):
-                terminalreporter.write_line(line)
-        from pytest_groove._plugin_finish import flush_stderr
-
-        flush_stderr(self)
-
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.pending_stderr:
-            from pytest_groove._plugin_finish import flush_stderr
-
-            flush_stderr(self)
         if self.engine is not None:
             self.engine.close()
             self.engine = None
@@ -583,8 +448,3 @@ def _metric_value(result: QueryResult, metric: str) -> float:
     if metric.startswith("nDCG@"):
         return metrics.ndcg_at_k.get(int(metric.removeprefix("nDCG@")), 0.0)
     return metrics.reciprocal_rank
-
-
-def ordered_results(session: GrooveSession) -> list[QueryResult]:
-    """Results in golden order (queries that did not run are left out)."""
-    return [session.results[name] for name in session.names if name in session.results]

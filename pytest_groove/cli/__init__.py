@@ -1,0 +1,132 @@
+"""The ``groove`` command line: ``index``, ``search``, ``eval`` and ``tune``.
+
+Every subcommand is a thin door onto the same engine the pytest plugin uses: this
+module holds ``main``, ``index`` and ``search``; ``eval`` and ``tune`` have their own
+modules, and the arguments the subcommands share are in :mod:`.args`.  Input
+problems end as one ``Error: ...`` line on stderr and a non-zero exit status, never
+a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from pytest_groove.cli.args import (
+    add_format_argument,
+    add_kb_arguments,
+    add_pipeline_arguments,
+    load_cli_settings,
+    whole_number,
+)
+from pytest_groove.errors import GrooveError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+#: ``groove search --limit 0`` is a valid (empty) request
+non_negative_int = whole_number(0)
+
+
+# --------------------------------------------------------------------------- index
+
+
+def _run_index(args: argparse.Namespace) -> int:
+    from pytest_groove.engine import run_indexer
+
+    settings = load_cli_settings(args)
+    report = run_indexer(
+        args.kb_path,
+        settings,
+        force=args.force,
+        log=lambda line: print(line, file=sys.stderr),
+    )
+    print(report.summary())
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- search
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    from pytest_groove.engine import open_engine
+
+    settings = load_cli_settings(args)
+    with open_engine(args.kb_path, settings, reindex=False) as engine:
+        response = engine.search_response(args.query, args.limit)
+    if args.format == "json":
+        payload = {
+            "query": args.query,
+            "results": [hit.to_json() for hit in response.hits],
+            "low_confidence": response.low_confidence,
+        }
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    if not response.hits:
+        print("no results")
+        return EXIT_OK
+    for hit in response.hits:
+        heading = f" > {hit.heading}" if hit.heading else ""
+        print(f"{hit.rank:>3}. {hit.path}{heading}  (score {hit.score:.4f})")
+        snippet = " ".join(hit.content.split())
+        if snippet:
+            print(f"     {snippet[:160]}{'...' if len(snippet) > 160 else ''}")
+    if response.low_confidence:
+        print("(low confidence: no result stands out from the rest)")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="groove",
+        description="Index a Markdown knowledge base, search it, and measure retrieval quality.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p_index = sub.add_parser("index", help="build or update the index of a knowledge base")
+    add_kb_arguments(p_index)
+    p_index.add_argument(
+        "--force", action="store_true", help="rebuild the index from scratch"
+    )
+    p_index.set_defaults(func=_run_index)
+
+    p_search = sub.add_parser("search", help="run one query through the hybrid search")
+    add_kb_arguments(p_search)
+    add_pipeline_arguments(p_search)
+    p_search.add_argument(
+        "--limit",
+        type=non_negative_int,
+        default=5,
+        metavar="N",
+        help="how many hits to show (default: 5; 0 is an empty answer)",
+    )
+    add_format_argument(p_search)
+    p_search.add_argument("query", help="the query text (prefix a word with - to exclude it)")
+    p_search.set_defaults(func=_run_search)
+
+    from pytest_groove.cli import evaluate, tune
+
+    evaluate.add_arguments(sub)
+    tune.add_arguments(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = int(args.func(args))
+    except GrooveError as exc:
+        print(f"Error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return code

@@ -1,0 +1,334 @@
+"""The one table of options both doors share: the pytest plugin and the ``groove`` CLI.
+
+Each option is declared once -- name, kind (which fixes how a value is checked), help
+text, metavar, and which spellings exist -- and every spelling is derived from it:
+
+- ``--groove-<name>`` on the pytest command line (``plugin/options.py``);
+- ``groove_<name>`` in the pytest ini file (same module);
+- ``--<name>`` on the ``groove`` subcommands that take it (``cli/args.py``).
+
+Both doors read the given values into one :class:`RunOptions`, and the evaluation
+inputs are built from that record in one place (``evaluation/setup.py``).  Options
+only one door has (``groove search --limit``, ``--format``, ``--plot``...) are
+declared by that door.
+
+Standard library only: the plugin imports this module in every pytest run of an
+environment where pytest-groove is installed.  The checks that need
+:mod:`pytest_groove.config` (also stdlib only) import it when a value is given.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+#: how a value is written and checked
+Kind = Literal["path", "text", "klist", "limit", "tristate", "unit", "flag"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: spelled ``--groove-<name>`` / ``groove_<name>`` / ``--<name>``."""
+
+    name: str
+    kind: Kind
+    help: str
+    metavar: str | None = None
+    #: ``--groove-<name>`` exists
+    plugin_flag: bool = True
+    #: the ``groove_<name>`` ini key exists
+    ini: bool = True
+    #: ``--<name>`` exists on the ``groove`` subcommands that list it
+    cli: bool = True
+
+    @property
+    def dest(self) -> str:
+        """The Python name of the value (``mmr-lambda`` -> ``mmr_lambda``)."""
+        return self.name.replace("-", "_")
+
+    @property
+    def pytest_flag(self) -> str:
+        return f"--groove-{self.name}"
+
+    @property
+    def ini_key(self) -> str:
+        return f"groove_{self.dest}"
+
+    @property
+    def cli_flag(self) -> str:
+        return f"--{self.name}"
+
+    def parse(self, shown_as: str, text: str) -> Any:
+        """``text`` checked and converted; ``shown_as`` names the option in a ValueError."""
+        return _PARSERS[self.kind](shown_as, text)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "kb",
+        "path",
+        "evaluate the Markdown knowledge base in DIR: one test per golden query "
+        "(switches the plugin on; without it pytest-groove does nothing)",
+        "DIR",
+        cli=False,  # the CLI spells it --kb-path and requires it (cli/args.py)
+    ),
+    Option(
+        "golden",
+        "path",
+        "golden file (default: [eval].golden in groove.toml, else <kb>/.groove-eval.yml)",
+        "FILE",
+    ),
+    Option(
+        "config",
+        "path",
+        "groove.toml to read (default: <kb>/groove.toml when it exists)",
+        "FILE",
+    ),
+    Option(
+        "k",
+        "klist",
+        "cut-offs for recall@k and nDCG@k, e.g. 1,5,10 (default: [eval].k_values)",
+        "LIST",
+    ),
+    Option(
+        "limit",
+        "limit",
+        "hits fetched per query (default: the largest k; capped at 1000)",
+        "N",
+    ),
+    Option(
+        "model",
+        "text",
+        "embedding model, e.g. e5-small (default) or hash (fast, lexical, not semantic)",
+        "NAME",
+    ),
+    Option(
+        "reranker",
+        "text",
+        "reranker stage, e.g. a cross-encoder (default: the config's, else none)",
+        "NAME",
+    ),
+    Option(
+        "mmr",
+        "tristate",
+        "turn maximal marginal relevance re-ranking on or off (true/false)",
+        "BOOL",
+    ),
+    Option(
+        "mmr-lambda",
+        "unit",
+        "MMR relevance/diversity balance in [0, 1]",
+        "X",
+    ),
+    Option(
+        "mmr-same-doc-penalty",
+        "unit",
+        "extra MMR penalty for a second chunk of the same document, in [0, 1]",
+        "X",
+    ),
+    Option(
+        "parent-retriever",
+        "tristate",
+        "turn the parent retriever (neighbouring / whole-document context) on or off",
+        "BOOL",
+    ),
+    Option(
+        "index-dir",
+        "path",
+        "keep the index in DIR instead of <kb>/.groove/<model>/ (e.g. a CI cache)",
+        "DIR",
+    ),
+    Option(
+        "no-reindex",
+        "flag",
+        "use the index as it is (error when there is none) instead of bringing it up to date",
+    ),
+    Option(
+        "no-history",
+        "flag",
+        "neither read nor write <kb>/.groove-eval-history.json (no diff, no gate)",
+    ),
+    Option(
+        "no-diff",
+        "flag",
+        "do not compare with the baseline run (the run is still recorded; the regression "
+        "gate is then a no-op)",
+    ),
+    Option(
+        "fail-on-regression",
+        "flag",
+        "exit with status 1 when a metric dropped by more than [eval].regression_threshold "
+        "against the baseline run (under pytest each regressed query fails too)",
+    ),
+    Option(
+        "freeze-baseline",
+        "flag",
+        "record this run as the frozen baseline that later runs are compared with",
+        ini=False,
+    ),
+    Option(
+        "json",
+        "path",
+        "also write the run as JSON (the `groove eval --format json` shape) to FILE",
+        "FILE",
+        cli=False,  # groove eval prints the same JSON with --format json
+    ),
+    Option(
+        "html",
+        "path",
+        "also write an HTML report with plots to FILE (needs pytest-groove[plots])",
+        "FILE",
+    ),
+    Option(
+        "junit-properties",
+        "flag",
+        "add each golden query's metrics to the JUnit XML as <properties> (off by default: "
+        "they break strict JUnit schema validation)",
+        plugin_flag=False,
+        cli=False,
+    ),
+)
+
+OPTIONS_BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The values a door was given, one field per option of :data:`OPTIONS` but ``kb``.
+
+    None means "not given": the config file or the built-in default decides.  Paths
+    are as the door resolved them (the plugin makes them absolute).
+    """
+
+    golden: Path | None = None
+    config: Path | None = None
+    k: tuple[int, ...] | None = None
+    limit: int | None = None
+    model: str | None = None
+    reranker: str | None = None
+    mmr: bool | None = None
+    mmr_lambda: float | None = None
+    mmr_same_doc_penalty: float | None = None
+    parent_retriever: bool | None = None
+    index_dir: Path | None = None
+    no_reindex: bool = False
+    no_history: bool = False
+    no_diff: bool = False
+    fail_on_regression: bool = False
+    freeze_baseline: bool = False
+    json: Path | None = None
+    html: Path | None = None
+    junit_properties: bool = False
+
+
+def read_run_options(value_of: Callable[[Option], Any]) -> RunOptions:
+    """A :class:`RunOptions` from ``value_of(option)`` (None = not given)."""
+    values: dict[str, Any] = {}
+    for field in fields(RunOptions):
+        option = OPTIONS_BY_NAME[field.name.replace("_", "-")]
+        value = value_of(option)
+        if option.kind == "flag":
+            value = bool(value)
+        elif option.kind == "klist" and value is not None:
+            value = tuple(value) or None
+        elif option.kind == "path" and value is not None:
+            value = Path(value)
+        values[field.name] = value
+    return RunOptions(**values)
+
+
+# --------------------------------------------------------------------------- checks
+#
+# Each check takes the option as the user spelled it and the raw text, and returns
+# the value or raises ValueError with a one-line message; each door wraps that in
+# the error type it needs (argparse's, pytest's usage error).
+
+
+def _parse_path(name: str, text: str) -> str:
+    if not text.strip():
+        raise ValueError(f"{name} needs a path, got an empty value")
+    return text
+
+
+def _parse_text(name: str, text: str) -> str:
+    value = text.strip()
+    if not value:
+        raise ValueError(f"{name} needs a value, got an empty one")
+    return value
+
+
+def _parse_klist(name: str, text: str) -> tuple[int, ...]:
+    from pytest_groove.config import parse_k_list
+    from pytest_groove.errors import GrooveError
+
+    try:
+        return parse_k_list(name, text)
+    except GrooveError as exc:
+        raise ValueError(exc.message) from None
+
+
+def _parse_limit(name: str, text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(f"{name} takes a whole number of hits (got {text!r})") from None
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1 (got {value})")
+    return value
+
+
+def _parse_tristate(name: str, text: str) -> bool:
+    from pytest_groove.config import parse_bool_flag
+    from pytest_groove.errors import GrooveError
+
+    try:
+        return parse_bool_flag(name, text)
+    except GrooveError as exc:
+        raise ValueError(exc.message) from None
+
+
+def _parse_unit(name: str, text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{name} must be a number in [0, 1] (got {text!r})") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1] (got {text!r})")
+    return value
+
+
+def _parse_flag(name: str, text: str) -> bool:
+    raise ValueError(f"{name} takes no value")  # flags are store_true; never parsed
+
+
+_PARSERS: dict[Kind, Callable[[str, str], Any]] = {
+    "path": _parse_path,
+    "text": _parse_text,
+    "klist": _parse_klist,
+    "limit": _parse_limit,
+    "tristate": _parse_tristate,
+    "unit": _parse_unit,
+    "flag": _parse_flag,
+}
+
+
+# --------------------------------------------------------------------------- messages
+
+#: ``--<name>`` of every option both doors spell, longest first so a regex prefers it
+_SHARED = sorted(
+    (o.name for o in OPTIONS if o.cli and o.plugin_flag), key=len, reverse=True
+)
+_CLI_FLAG = re.compile(rf"(?<![\w-])--({'|'.join(map(re.escape, _SHARED))})(?![\w-])")
+
+
+def pytest_flag_names(message: str) -> str:
+    """An engine message with ``groove`` flag names rewritten to ``--groove-<name>``.
+
+    The engine names the knob as the CLI spells it; under pytest the same knob is
+    ``--groove-<name>``.
+    """
+    return _CLI_FLAG.sub(r"--groove-\1", message)

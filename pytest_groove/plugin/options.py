@@ -1,0 +1,195 @@
+"""Command-line options and ini keys of the pytest plugin, and their validation.
+
+Every ``--groove-*`` option has an ini twin (``groove_*``) so a project can set it once
+in ``pytest.ini`` / ``pyproject.toml`` / ``tox.ini``; the command line wins over the
+ini file, and both win over ``groove.toml``.  Values are validated when they are read:
+a bad command-line value fails at argument parsing (argparse ``type=``), a bad ini
+value raises :class:`pytest.UsageError` naming the key.  Either way pytest exits with
+status 4 and one line, never a traceback.
+
+The options themselves -- names, checks, help -- are the shared table in
+:mod:`pytest_groove.options`; this module only spells them the pytest way and reads
+them back.  Import-light on purpose: it is imported by ``pytest_addoption`` in every
+pytest run where the plugin is installed, so it needs nothing beyond the standard
+library and pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from pytest_groove.options import (
+    OPTIONS,
+    OPTIONS_BY_NAME,
+    Option,
+    RunOptions,
+    pytest_flag_names,
+    read_run_options,
+)
+
+__all__ = ["KB_KEY", "PLUGIN_OPTIONS", "PluginOptions", "add_options", "pytest_flag_names",
+           "read_options"]
+
+GROUP = "groove"
+#: ini key that switches the plugin on
+KB_KEY = "groove_kb"
+
+#: the table options that exist under pytest (as ``--groove-<name>`` and/or ``groove_<name>``)
+PLUGIN_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.plugin_flag or o.ini)
+
+
+def _dest(option: Option) -> str:
+    """The pytest option's dest: ``groove_<name>`` (the ini key's spelling)."""
+    return option.ini_key
+
+
+def _argparse_type(option: Option) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return option.parse(option.pytest_flag, text)
+        except ValueError as exc:
+            # argparse prints "argument --groove-k: <message>"; pytest exits 4
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = _dest(option)
+    return convert
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the ``groove`` option group and the ini keys, from the one table."""
+    group = parser.getgroup(GROUP, "pytest-groove: retrieval quality of a knowledge base")
+    for option in PLUGIN_OPTIONS:
+        if option.plugin_flag:
+            if option.kind == "flag":
+                group.addoption(
+                    option.pytest_flag,
+                    action="store_true",
+                    default=None,
+                    dest=_dest(option),
+                    help=option.help,
+                )
+            else:
+                group.addoption(
+                    option.pytest_flag,
+                    dest=_dest(option),
+                    default=None,
+                    metavar=option.metavar,
+                    type=_argparse_type(option),
+                    help=option.help,
+                )
+        if option.ini:
+            ini_type: Literal["bool", "string"] = "bool" if option.kind == "flag" else "string"
+            parser.addini(option.ini_key, option.help, type=ini_type, default=None)
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True)
+class PluginOptions:
+    """The plugin's effective options (command line, else ini).
+
+    Paths are absolute: a command-line path is relative to the directory pytest was
+    started in, an ini path to the directory of the ini file.
+    """
+
+    kb: Path
+    #: True when --groove-kb was given on the command line (not only in the ini file)
+    kb_from_cli: bool
+    run: RunOptions
+
+
+def _ini_base(config: pytest.Config) -> Path:
+    inipath = config.inipath
+    return inipath.parent if inipath is not None else config.rootpath
+
+
+def _unset(raw: object) -> bool:
+    """An ini value that counts as not given.
+
+    pytest 7.4 answers ``[]`` for a key declared with ``default=None`` that the ini
+    file does not set; a blank string is not a value either.
+    """
+    return raw is None or raw == [] or (isinstance(raw, str) and not raw.strip())
+
+
+def _ini_value(config: pytest.Config, option: Option) -> Any:
+    """The ini value of ``option`` parsed and validated, None when unset."""
+    if not option.ini:
+        return None
+    raw = config.getini(option.ini_key)
+    if _unset(raw):
+        return None
+    if option.kind == "flag":
+        return bool(raw)
+    try:
+        value = option.parse(option.ini_key, str(raw))
+    except ValueError as exc:
+        where = config.inipath or "the ini file"
+        raise pytest.UsageError(f"invalid {option.ini_key} in {where}: {exc}") from None
+    if option.kind == "path":
+        return _ini_base(config) / value
+    return value
+
+
+def _cli_value(config: pytest.Config, option: Option) -> Any:
+    if not option.plugin_flag:
+        return None
+    value = config.getoption(_dest(option), default=None)
+    if option.kind == "path" and value is not None:
+        return config.invocation_params.dir / value
+    return value
+
+
+def _lookup(config: pytest.Config, option: Option) -> Any:
+    value = _cli_value(config, option)
+    return value if value is not None else _ini_value(config, option)
+
+
+def read_options(config: pytest.Config) -> PluginOptions | None:
+    """The plugin's options, or None when the plugin should stay inert.
+
+    The plugin is switched on by ``--groove-kb`` or the ``groove_kb`` ini key.  Any
+    other ``--groove-*`` option on the command line without a knowledge base is a
+    usage error (it would otherwise be silently ignored); other ini keys without
+    ``groove_kb`` are fine -- they configure runs that pass ``--groove-kb``.
+    """
+    kb_option = OPTIONS_BY_NAME["kb"]
+    kb_cli = _cli_value(config, kb_option)
+    kb = kb_cli if kb_cli is not None else _ini_value(config, kb_option)
+    if kb is None:
+        for option in PLUGIN_OPTIONS:
+            if option.plugin_flag and config.getoption(_dest(option), default=None) is not None:
+                raise pytest.UsageError(
+                    f"{option.pytest_flag} needs a knowledge base: pass --groove-kb DIR "
+                    f"(or set {KB_KEY} in the pytest ini file)"
+                )
+        return None
+
+    run = read_run_options(lambda option: _lookup(config, option))
+    if run.freeze_baseline and run.no_history:
+        raise pytest.UsageError(
+            "--groove-freeze-baseline needs the history: drop --groove-no-history"
+        )
+    if run.html is not None:
+        _check_html(config)
+    return PluginOptions(kb=Path(kb), kb_from_cli=kb_cli is not None, run=run)
+
+
+def _check_html(config: pytest.Config) -> None:
+    """The HTML report needs the ``plots`` extra: say so now, before any search."""
+    from pytest_groove.errors import GrooveError
+    from pytest_groove.evaluation.report_html import check_html_available
+
+    option = OPTIONS_BY_NAME["html"]
+    name = option.pytest_flag if _cli_value(config, option) is not None else option.ini_key
+    try:
+        check_html_available(name)
+    except GrooveError as exc:
+        raise pytest.UsageError(exc.message) from None

@@ -1,0 +1,131 @@
+"""The layout rules of ARCHITECTURE.md, checked on the source.
+
+- No import cycle among pytest_groove's modules, counting imports inside functions
+  (only ``if TYPE_CHECKING:`` blocks are left out: they never run).
+- A library package never imports a door (``plugin/``, ``cli/``).
+
+The graph is built with :mod:`ast`, without importing anything.  An edge goes from a
+module to each module it names in an import statement: ``from a.b import c`` names
+``a.b.c`` when that is a module, else ``a.b``.  Importing a submodule also runs its
+package's ``__init__``, but that is Python's doing, not a dependency the code
+chose, so it is not an edge.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_groove"
+DOORS = ("pytest_groove.plugin", "pytest_groove.cli")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run, at any depth, outside TYPE_CHECKING blocks."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imports_of(name: str) -> set[str]:
+    path = MODULES[name]
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                for alias in node.names
+            ]
+        found.update(t for t in targets if t in MODULES and t != name)
+    return found
+
+
+GRAPH: dict[str, set[str]] = {name: imports_of(name) for name in MODULES}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path ``a -> b -> ... -> a``, or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle is not None:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            cycle = visit(start)
+            if cycle is not None:
+                return cycle
+    return None
+
+
+def test_the_graph_sees_function_level_imports() -> None:
+    # guards the walker: the plugin entry imports its session inside pytest_configure
+    assert "pytest_groove.plugin.session" in GRAPH["pytest_groove.plugin"]
+    assert "pytest_groove.cli.evaluate" in GRAPH["pytest_groove.cli"]
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_in_pytest_groove() -> None:
+    cycle = find_cycle(GRAPH)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_library_module_imports_a_door() -> None:
+    def is_door(name: str) -> bool:
+        return any(name == door or name.startswith(door + ".") for door in DOORS)
+
+    offenders = sorted(
+        f"{name} -> {target}"
+        for name, targets in GRAPH.items()
+        if not is_door(name)
+        for target in targets
+        if is_door(target)
+    )
+    assert not offenders, offenders
