@@ -13,6 +13,8 @@ from eval_factories import corpus, fingerprint, query, run
 from pytest_groove.evaluation.compare import (
     CONFIG_CHANGED,
     GOLDEN_CHANGED,
+    ThresholdError,
+    Thresholds,
     color_enabled,
     compare,
     corpus_change,
@@ -20,6 +22,7 @@ from pytest_groove.evaluation.compare import (
     format_delta,
     gate_failures,
     match_queries,
+    parse_thresholds,
     project_baseline,
     query_regressed,
 )
@@ -362,3 +365,59 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPa
     assert not color_enabled(False, Tty())
     monkeypatch.setenv("NO_COLOR", "")
     assert color_enabled(False, Tty())
+
+
+# --------------------------------------------------------------------------- per-metric thresholds
+
+
+def test_one_number_is_the_threshold_of_every_metric() -> None:
+    assert parse_thresholds("0.03", 0.05) == Thresholds(0.03)
+    assert parse_thresholds(" 0 ", 0.05).for_metric("recall@5") == 0.0
+
+
+def test_named_metrics_get_their_own_threshold_and_the_rest_keep_the_default() -> None:
+    limits = parse_thresholds("recall@5=0.02, MRR=0.1,nDCG@10=0", 0.05)
+    assert limits.for_metric("recall@5") == 0.02
+    assert limits.for_metric("MRR") == limits.for_metric("reciprocal rank") == 0.1
+    assert limits.for_metric("nDCG@10") == 0.0
+    assert limits.for_metric("recall@1") == 0.05
+    assert limits.describe() == "0.05 (recall@5: 0.02, mrr: 0.1, ndcg@10: 0)"
+    assert limits.unknown_k((1, 5)) == ["ndcg@10"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "empty threshold"),
+        ("fast", "is not a number"),
+        ("1.5", "from 0 to 1"),
+        ("nan", "from 0 to 1"),
+        ("precision@5=0.1", "unknown metric 'precision@5'"),
+        ("recall=0.1", "unknown metric 'recall'"),
+        ("recall@5", "is not a number"),
+        ("recall@5=0.1,mrr", "expected metric=number"),
+        ("mrr=0.1,MRR=0.2", "mrr is named twice"),
+        ("mrr=-0.1", "from 0 to 1"),
+    ],
+)
+def test_bad_threshold_specifications_are_refused(spec: str, message: str) -> None:
+    with pytest.raises(ThresholdError, match=message):
+        parse_thresholds(spec, 0.05)
+
+
+def test_the_gate_applies_each_metric_its_own_threshold() -> None:
+    before = run(recall=0.80, mrr=0.80, ndcg=0.80)
+    now = run(minutes=1, recall=0.77, mrr=0.77, ndcg=0.77)
+    assert compare(now, before, T).regressions == ()
+    strict = parse_thresholds("recall@5=0.02,mrr=0.01", T)
+    comparison = compare(now, before, strict)
+    assert comparison.regressions == ("recall@5", "MRR")
+    assert gate_failures(comparison) == ["recall@5", "MRR"]
+    assert comparison.limits is strict and comparison.threshold == T
+
+
+def test_a_query_regresses_against_its_metric_threshold() -> None:
+    before = query("q", recall=1.0, rr=1.0)
+    now = query("q", recall=1.0, rr=0.97)
+    assert query_regressed(now, before, T) == []
+    assert query_regressed(now, before, parse_thresholds("mrr=0.01", T)) == ["reciprocal rank"]

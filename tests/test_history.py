@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from eval_factories import big_run, corpus, fingerprint, run
 from hypothesis import HealthCheck, given, settings
@@ -22,8 +23,11 @@ from pytest_groove.evaluation.history import (
     bound_history,
     choose_baseline,
     encode_history,
+    find_run,
+    freeze_run,
     history_path,
     load_history,
+    named_baseline,
     parse_history,
     save_history,
     select_baseline,
@@ -95,14 +99,18 @@ def test_one_warning_counts_every_skipped_run(hist: Path) -> None:
     assert len(warnings) == 1 and "2 of 3 stored run(s)" in warnings[0]
 
 
+def backups(hist: Path) -> list[Path]:
+    return sorted(hist.parent.glob(hist.name + ".bak-*"))
+
+
 def test_saving_over_skipped_runs_first_keeps_the_original_as_bak(hist: Path) -> None:
     runs = [run(minutes=2), run(minutes=1)]
     original = damaged(runs, 0)
     hist.write_bytes(original)
     loaded = load_history(hist, warnings=[])
-    backup = hist.with_name(hist.name + ".bak")
-    assert not backup.exists()  # loading never writes
+    assert backups(hist) == []  # loading never writes
     save_history(hist, loaded, run(minutes=3), 10)
+    (backup,) = backups(hist)
     assert backup.read_bytes() == original
     assert stamps(load_history(hist)) == [3, 1]
     leftovers = [p.name for p in hist.parent.iterdir() if p.name.endswith(".tmp")]
@@ -115,7 +123,7 @@ def test_saving_over_an_unparsable_file_keeps_it_as_bak(hist: Path) -> None:
     runs = load_history(hist, warnings=warnings)
     assert f"{hist}.bak" in warnings[0]
     save_history(hist, runs, run(minutes=3), 10)
-    assert hist.with_name(hist.name + ".bak").read_bytes() == b"<<<<<<< HEAD\n{}"
+    assert [b.read_bytes() for b in backups(hist)] == [b"<<<<<<< HEAD\n{}"]
 
 
 def test_a_whole_history_needs_no_bak(hist: Path) -> None:
@@ -123,7 +131,7 @@ def test_a_whole_history_needs_no_bak(hist: Path) -> None:
     save(hist, run(minutes=2))
     hist.write_bytes(b"")
     save(hist, run(minutes=3))
-    assert not hist.with_name(hist.name + ".bak").exists()
+    assert backups(hist) == []
 
 
 def test_a_bak_that_cannot_be_written_stops_the_save(
@@ -131,17 +139,18 @@ def test_a_bak_that_cannot_be_written_stops_the_save(
 ) -> None:
     original = damaged([run(minutes=2), run(minutes=1)], 1)
     hist.write_bytes(original)
-    real_replace = os.replace
+    real_open = os.open
 
-    def refuse_bak(src: Any, dst: Any) -> None:
-        if str(dst).endswith(".bak"):
+    def refuse_bak(path: Any, *args: Any, **kwargs: Any) -> int:
+        if ".bak-" in str(path):
             raise OSError(28, "No space left on device")
-        real_replace(src, dst)
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(os, "replace", refuse_bak)
-    with pytest.raises(GrooveError, match=r"\.bak"):
+    monkeypatch.setattr(os, "open", refuse_bak)
+    with pytest.raises(GrooveError, match=r"\.bak-.*No space left"):
         save(hist, run(minutes=3))
     assert hist.read_bytes() == original
+    assert backups(hist) == []
 
 
 def test_without_a_warning_list_the_warning_is_issued(hist: Path) -> None:
@@ -192,12 +201,15 @@ def test_legacy_runs_without_corpus_or_findings_load(hist: Path) -> None:
     assert loaded.fingerprint.metric_version == 1
 
 
-def test_encoding_matches_json_dumps(hist: Path) -> None:
+def test_encoding_writes_format_2_with_one_run_per_line(hist: Path) -> None:
     runs = [run(minutes=2, corpus=corpus()), run(minutes=1)]
     data = encode_history(runs)
     doc = json.loads(data)
-    assert data == (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-    assert encode_history([]) == b'{\n  "runs": []\n}\n'
+    assert doc["format"] == 2
+    lines = data.decode().splitlines()
+    # a committed history changes by one line per run
+    assert [json.loads(line.rstrip(",")) for line in lines[3:5]] == doc["runs"]
+    assert encode_history([]) == b'{\n  "format": 2,\n  "runs": []\n}\n'
 
 
 # --------------------------------------------------------------------------- refusals
@@ -317,9 +329,9 @@ def test_a_failed_replace_keeps_the_old_file(hist: Path, monkeypatch: pytest.Mon
 
 
 def test_history_is_trimmed_oldest_first_to_fit_the_cap(hist: Path) -> None:
-    cap = 600 * 1024
     stored = [big_run(minute, queries=100, hits=10) for minute in range(8, -1, -1)]
     hist.write_bytes(encode_history(stored))
+    cap = hist.stat().st_size // 4
     assert hist.stat().st_size > 3 * cap
     messages = save_history(hist, load_history(hist), big_run(9, queries=100), 10, cap)
     kept = load_history(hist)
@@ -342,7 +354,7 @@ def test_a_single_run_over_the_cap_is_an_error_naming_no_history(hist: Path) -> 
 
 def test_realistic_history_size_is_well_under_the_cap() -> None:
     size = len(encode_history([big_run(m, queries=25, hits=10) for m in range(10)]))
-    assert 256 * 1024 < size < 8 * 1024 * 1024
+    assert 32 * 1024 < size < 1024 * 1024
 
 
 def _save_many(path: str, base: int) -> None:
@@ -372,7 +384,7 @@ def test_freezing_writes_the_baseline_key_and_reloads_frozen(hist: Path) -> None
     save(hist, run(minutes=3))
     doc = json.loads(hist.read_text())
     assert doc["baseline"] == "2026-04-24T05:34:01Z"
-    assert list(doc) == ["baseline", "runs"]
+    assert list(doc) == ["format", "baseline", "runs"]
     assert [r.frozen for r in load_history(hist)] == [False, True, False]
 
 
@@ -560,3 +572,217 @@ def test_a_history_damaged_anywhere_parses_or_is_rejected_cleanly(
     assert all(isinstance(r, RunRecord) for r in runs)
     # whatever parsed can be written back and read again
     assert parse_history(encode_history(runs)) == runs
+
+
+# --------------------------------------------------------------------------- format 2
+
+
+def format_1(runs: list[RunRecord]) -> bytes:
+    """A history as versions before format 2 wrote it (pretty-printed full runs)."""
+    doc = {"runs": [r.to_json() for r in runs]}
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def float32_run(minutes: int, queries: int = 12, hits: int = 10) -> RunRecord:
+    """A run shaped like a real one: float32 scores, Japanese and English headings."""
+    base = big_run(minutes, queries=queries, hits=hits)
+    per_query = []
+    for i, result in enumerate(base.per_query):
+        top = tuple(
+            replace(
+                hit,
+                # a KB of 20 documents: the same paths come back for many queries
+                path=f"docs/area-{(i + j) % 20}/some-document.md",
+                heading=("戻した後にやること" if j % 2 else f"Section {(i + j) % 20} of the guide"),
+                score=float(np.float32(0.0327868 / (1 + 0.013 * j + 0.001 * i))),
+            )
+            for j, hit in enumerate(result.top_k)
+        )
+        metrics = replace(
+            result.metrics,
+            ndcg_at_k={1: 0.0, 5: 0.6309297535714575, 10: 0.6309297535714575},
+            reciprocal_rank=1 / 3,
+        )
+        per_query.append(replace(result, top_k=top, metrics=metrics))
+    return replace(base, per_query=tuple(per_query))
+
+
+def test_format_1_is_read_and_rewritten_as_format_2(hist: Path) -> None:
+    old = [float32_run(2), run(minutes=1, corpus=corpus())]
+    hist.write_bytes(format_1(old))
+    assert load_history(hist) == old
+    save(hist, run(minutes=3))
+    assert json.loads(hist.read_bytes())["format"] == 2
+    assert load_history(hist)[1:] == old
+    assert backups(hist) == []  # nothing was lost, so nothing needed a copy
+
+
+def test_a_twelve_query_run_takes_at_most_a_quarter_of_format_1() -> None:
+    runs = [float32_run(0)]
+    old, new = len(format_1(runs)), len(encode_history(runs))
+    assert new * 4 <= old, (old, new)
+    assert parse_history(encode_history(runs)) == runs  # and nothing is lost
+
+
+def test_scores_that_are_not_32_bit_floats_round_trip_exactly() -> None:
+    runs = [big_run(0, queries=3, hits=4)]  # scores 1/i: doubles
+    assert "scores" not in json.loads(encode_history(runs))["runs"][0]
+    assert parse_history(encode_history(runs)) == runs
+
+
+def test_unusual_ranks_and_k_values_round_trip() -> None:
+    base = big_run(0, queries=2, hits=3)
+    odd = replace(
+        base.per_query[1],
+        top_k=tuple(replace(h, rank=h.rank * 2) for h in base.per_query[1].top_k),
+        metrics=replace(base.per_query[1].metrics, recall_at_k={3: 0.5}),
+    )
+    runs = [replace(base, per_query=(base.per_query[0], odd))]
+    assert parse_history(encode_history(runs)) == runs
+
+
+@pytest.mark.parametrize(
+    "breaks",
+    [
+        {"paths": ["a.md"]},
+        {
+            "queries": [
+                {"id": "q", "query": "x", "expected": [[5, None]], "hits": [], "metrics": {}}
+            ]
+        },
+        {"scores": "float16"},
+        {"metric_k": ["1"]},
+    ],
+)
+def test_a_damaged_compact_run_is_skipped_not_a_crash(hist: Path, breaks: dict[str, Any]) -> None:
+    runs = [float32_run(2, queries=2), float32_run(1, queries=2)]
+    doc = json.loads(encode_history(runs))
+    doc["runs"][0].update(breaks)
+    if "paths" in breaks:
+        doc["runs"][0]["paths"] = []  # every index now points past the table
+    hist.write_text(json.dumps(doc))
+    warnings: list[str] = []
+    assert load_history(hist, warnings=warnings) == [runs[1]]
+    assert "runs[0]" in warnings[0]
+
+
+# --------------------------------------------------------------------------- damage never blocks
+
+
+def with_lone_surrogate(runs: list[RunRecord]) -> bytes:
+    """A history whose first run's query text holds ``\\udfff`` (valid JSON, not UTF-8-able)."""
+    data = encode_history(runs).decode()
+    return data.replace('"query":"how does feature', '"query":"how \\udfff feature', 1).encode()
+
+
+def test_a_lone_surrogate_is_repaired_and_later_runs_save(hist: Path) -> None:
+    stored = [big_run(2, queries=2, hits=2), big_run(1, queries=2, hits=2)]
+    original = with_lone_surrogate(stored)
+    assert b"\\udfff" in original
+    hist.write_bytes(original)
+    warnings: list[str] = []
+    loaded = load_history(hist, warnings=warnings)
+    assert len(loaded) == 2 and "\ufffd" in loaded[0].per_query[0].query
+    assert "lone surrogate" in warnings[0] and "runs[0]" in warnings[0]
+    save_history(hist, loaded, run(minutes=3), 10)
+    save_history(hist, load_history(hist), run(minutes=4), 10)  # and every save after it
+    assert stamps(load_history(hist, warnings=[])) == [4, 3, 2, 1]
+    (backup,) = backups(hist)
+    assert backup.read_bytes() == original
+
+
+def test_a_new_run_holding_a_lone_surrogate_still_saves(hist: Path) -> None:
+    bad = run(minutes=1, per_query=[replace(big_run(0, 1, 1).per_query[0], query="a\udfffb")])
+    save(hist, bad)
+    (loaded,) = load_history(hist, warnings=[])
+    assert loaded.per_query[0].query == "a\ufffdb"
+
+
+def test_every_damage_event_keeps_its_own_backup(hist: Path) -> None:
+    first = b"<<<<<<< HEAD\n{first}"
+    hist.write_bytes(first)
+    save(hist, run(minutes=1))
+    second = damaged([run(minutes=3), run(minutes=2)], 0)
+    hist.write_bytes(second)
+    save(hist, run(minutes=4))
+    third = b"{half a file"
+    hist.write_bytes(third)
+    save(hist, run(minutes=5))
+    assert sorted(b.read_bytes() for b in backups(hist)) == sorted([first, second, third])
+
+
+def test_a_backup_name_already_taken_is_never_overwritten(hist: Path) -> None:
+    from datetime import UTC, datetime
+
+    from pytest_groove.evaluation.history import new_backup_path
+
+    moment = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    first = new_backup_path(hist, moment)
+    assert first.name == ".groove-eval-history.json.bak-20260102T030405.000006Z"
+    first.write_text("kept")
+    second = new_backup_path(hist, moment)
+    assert second != first and second.name.endswith("Z-2")
+
+
+def test_stale_temporary_files_of_a_killed_save_are_removed(hist: Path) -> None:
+    save(hist, run(minutes=1))
+    stale = [
+        hist.with_name(hist.name + ".k2j4_x9q.tmp"),
+        hist.with_name(hist.name + ".bak.0a1b2c3d.tmp"),
+    ]
+    for path in stale:
+        path.write_bytes(b"x" * 1000)
+    others = [hist.with_name("notes.tmp"), hist.with_name(hist.name + ".mine.tmp.txt")]
+    for path in others:
+        path.write_text("not ours")
+    save(hist, run(minutes=2))
+    assert [p.exists() for p in stale] == [False, False]
+    assert [p.exists() for p in others] == [True, True]
+    assert stamps(load_history(hist)) == [2, 1]
+
+
+# --------------------------------------------------------------------------- finding, freezing
+
+
+def test_a_run_is_found_by_its_timestamp_or_a_unique_prefix(hist: Path) -> None:
+    runs = [run(minutes=62), run(minutes=61), run(minutes=1)]
+    # 2026-04-24T06:34:01Z, 06:33:01Z, 05:33:01Z
+    assert find_run(runs, "2026-04-24T06:34:01Z", hist) is runs[0]
+    assert find_run(runs, "2026-04-24T08:34:01+02:00", hist) is runs[0]  # the same instant
+    assert find_run(runs, "2026-04-24T05", hist) is runs[2]
+    with pytest.raises(GrooveError, match=r"matches 2 runs .*give more of the timestamp"):
+        find_run(runs, "2026-04-24T06", hist)
+    with pytest.raises(GrooveError, match=r"no run in .* matches '2025'.*groove history"):
+        find_run(runs, "2025", hist)
+    with pytest.raises(GrooveError, match="no run"):
+        find_run(runs, "", hist)
+
+
+def test_freezing_a_past_run_keeps_every_run(hist: Path) -> None:
+    for minutes in (1, 2, 3):
+        save(hist, run(minutes=minutes))
+    frozen = freeze_run(hist, "2026-04-24T05:34")
+    assert frozen.frozen and stamps([frozen]) == [2]
+    loaded = load_history(hist)
+    assert stamps(loaded) == [3, 2, 1]
+    assert [r.frozen for r in loaded] == [False, True, False]
+    assert choose_baseline(loaded, fingerprint()).baseline == loaded[1]
+    freeze_run(hist, "2026-04-24T05:33")
+    assert [r.frozen for r in load_history(hist)] == [False, False, True]
+
+
+def test_freezing_without_a_history_is_one_clear_error(hist: Path) -> None:
+    with pytest.raises(GrooveError, match="no eval history to freeze a run in"):
+        freeze_run(hist, "2026")
+    assert not hist.exists()
+
+
+def test_a_named_baseline_is_used_or_the_difference_is_named(hist: Path) -> None:
+    runs = [run(minutes=3), run(minutes=2, fp=fingerprint(model="e5-small")), run(minutes=1)]
+    choice = named_baseline(runs, fingerprint(), "2026-04-24T05:33", hist)
+    assert choice.baseline is runs[2] and choice.named
+    with pytest.raises(
+        GrooveError,
+        match=r"cannot be compared with this run: model: e5-small \(that run\) vs bge-m3",
+    ):
+        named_baseline(runs, fingerprint(), "2026-04-24T05:34", hist)

@@ -112,8 +112,10 @@ def _history(kb: Path) -> list[dict[str, Any]]:
     path = kb / ".groove-eval-history.json"
     if not path.exists():
         return []
-    runs: list[dict[str, Any]] = json.loads(path.read_text())["runs"]
-    return runs
+    # the stored runs in their full JSON form, whatever the file's compact form
+    from pytest_groove.evaluation.history import load_history
+
+    return [r.to_json() for r in load_history(path)]
 
 
 def test_fresh_kb_is_indexed_once_then_reused(

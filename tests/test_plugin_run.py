@@ -122,8 +122,10 @@ class Project:
     def history(self) -> list[dict[str, Any]]:
         if not self.history_file.exists():
             return []
-        runs: list[dict[str, Any]] = json.loads(self.history_file.read_text())["runs"]
-        return runs
+        # the stored runs in their full JSON form, whatever the file's compact form
+        from pytest_groove.evaluation.history import load_history
+
+        return [r.to_json() for r in load_history(self.history_file)]
 
 
 @pytest.fixture

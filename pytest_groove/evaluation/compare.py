@@ -7,13 +7,16 @@ inert exactly when it matters; a change is reported instead (:func:`corpus_chang
 
 A metric *regressed* when ``previous - now > threshold`` (strictly, computed in that
 order, so 0.80 -> 0.75 is a regression at 0.05 and 0.70 -> 0.65 is not); a pair with
-a non-finite value is never a regression.
+a non-finite value is never a regression.  The threshold may differ per metric
+(:class:`Thresholds`, parsed from ``recall@5=0.02,mrr=0.05`` by
+:func:`parse_thresholds`); a single query's reciprocal rank uses the ``mrr`` one.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -21,7 +24,7 @@ from typing import Protocol, TextIO
 
 from pytest_groove.evaluation.metrics import FALLBACK_K, aggregate, is_miss
 from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.evaluation.run import QueryResult, RunRecord
+from pytest_groove.evaluation.run import Fingerprint, QueryResult, RunRecord
 from pytest_groove.kb.records import CorpusSnapshot
 
 GOLDEN_CHANGED = "golden changed since last run"
@@ -33,6 +36,101 @@ GREEN = "\x1b[32m"
 RED = "\x1b[31m"
 GRAY = "\x1b[90m"
 RESET = "\x1b[0m"
+
+
+# --------------------------------------------------------------------------- thresholds
+
+_METRIC_NAME = re.compile(r"(recall|ndcg)@([1-9][0-9]{0,3})|mrr")
+
+
+def metric_key(name: str) -> str:
+    """The threshold key of a metric as reports name it: ``recall@5``, ``mrr``, ``ndcg@10``.
+
+    Case does not matter (``nDCG@10``, ``MRR``); a single query's ``reciprocal rank``
+    is the ``mrr`` metric.
+    """
+    key = name.strip().lower()
+    return "mrr" if key == "reciprocal rank" else key
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """How far each aggregate metric may drop before it counts as a regression."""
+
+    #: for every metric not named in ``per_metric`` ([eval].regression_threshold)
+    default: float
+    #: ``(metric_key, threshold)`` pairs, in the order given
+    per_metric: tuple[tuple[str, float], ...] = ()
+
+    def for_metric(self, name: str) -> float:
+        key = metric_key(name)
+        return next((value for named, value in self.per_metric if named == key), self.default)
+
+    def describe(self) -> str:
+        """``0.05`` or ``0.05 (recall@5: 0.02, mrr: 0.1)`` for messages and reports."""
+        if not self.per_metric:
+            return f"{self.default:g}"
+        named = ", ".join(f"{key}: {value:g}" for key, value in self.per_metric)
+        return f"{self.default:g} ({named})"
+
+    def unknown_k(self, k_values: Sequence[int]) -> list[str]:
+        """Named metrics whose k this run does not measure (so they could never apply)."""
+        measured = set(k_values)
+        return [
+            key
+            for key, _ in self.per_metric
+            if "@" in key and int(key.split("@", 1)[1]) not in measured
+        ]
+
+
+def as_thresholds(threshold: float | Thresholds) -> Thresholds:
+    return threshold if isinstance(threshold, Thresholds) else Thresholds(threshold)
+
+
+class ThresholdError(ValueError):
+    """A threshold specification that cannot be used (the message says why and how)."""
+
+
+def _threshold_value(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ThresholdError(f"{where}: {text[:40]!r} is not a number") from None
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ThresholdError(f"{where}: {text[:40]!r} must be a number from 0 to 1")
+    return value
+
+
+def parse_thresholds(text: str, default: float) -> Thresholds:
+    """``"0.03"`` (every metric) or ``"recall@5=0.02,mrr=0.05"`` (those metrics;
+    the others keep ``default``).
+
+    Raises :class:`ThresholdError` for an unknown metric name, a value outside
+    0..1, a metric named twice, or an empty specification.
+    """
+    spec = text.strip()
+    if not spec:
+        raise ThresholdError("empty threshold: give one number, or metric=number pairs")
+    if "=" not in spec and "," not in spec:
+        return Thresholds(_threshold_value(spec, "threshold"))
+    pairs: list[tuple[str, float]] = []
+    for part in spec.split(","):
+        name, sep, value = part.partition("=")
+        key = metric_key(name)
+        if not sep:
+            raise ThresholdError(
+                f"threshold {part.strip()[:40]!r}: expected metric=number "
+                "(for example recall@5=0.02,mrr=0.05)"
+            )
+        if not _METRIC_NAME.fullmatch(key):
+            raise ThresholdError(
+                f"threshold: unknown metric {name.strip()[:40]!r}; use recall@K, mrr or "
+                "ndcg@K as the reports name them (K one of the k values)"
+            )
+        if any(key == seen for seen, _ in pairs):
+            raise ThresholdError(f"threshold: {key} is named twice")
+        pairs.append((key, _threshold_value(value.strip(), f"threshold {key}")))
+    return Thresholds(default, tuple(pairs))
 
 
 # --------------------------------------------------------------------------- records
@@ -78,9 +176,16 @@ class Comparison:
     #: None = cannot tell (no baseline, or one side recorded no corpus)
     corpus_changed: bool | None
     corpus_phrase: str | None
-    #: aggregate metrics that regressed by more than the threshold
+    #: aggregate metrics that regressed by more than their threshold
     regressions: tuple[str, ...]
+    #: the threshold of every metric not named in ``thresholds``
     threshold: float
+    thresholds: Thresholds | None = None
+
+    @property
+    def limits(self) -> Thresholds:
+        """The per-metric thresholds this comparison applied."""
+        return self.thresholds if self.thresholds is not None else Thresholds(self.threshold)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -91,6 +196,27 @@ def regressed(previous: float, now: float, threshold: float) -> bool:
     if not (math.isfinite(previous) and math.isfinite(now)):
         return False
     return previous - now > threshold
+
+
+def _short(value: object) -> str:
+    text = "none" if value is None else str(value)
+    return text if len(text) <= 24 else text[:12] + "…" + text[-6:]
+
+
+def fingerprint_difference(now: Fingerprint, stored: Fingerprint) -> str:
+    """What differs between two fingerprints, for people: ``model: hash (that run)
+    vs e5-small (this run)``, every differing key, ``; ``-separated."""
+    mine, theirs = now.to_json(), stored.to_json()
+    keys = list(mine) + [key for key in theirs if key not in mine]
+    parts = []
+    for key in keys:
+        if mine.get(key) != theirs.get(key):
+            label = "golden file (content hash)" if key == "golden_hash" else key
+            parts.append(
+                f"{label}: {_short(theirs.get(key))} (that run) vs {_short(mine.get(key))} "
+                "(this run)"
+            )
+    return "; ".join(parts) or "the settings differ"
 
 
 def incompatibility(now: RunRecord, previous: RunRecord) -> str | None:
@@ -183,7 +309,7 @@ def _regressed_names(
     rank: tuple[float, float],
     ndcg: tuple[Mapping[int, float], Mapping[int, float]],
     rank_label: str,
-    threshold: float,
+    threshold: Thresholds,
 ) -> list[str]:
     """Names of the metrics that regressed, each pair given as ``(previous, now)``.
 
@@ -196,17 +322,17 @@ def _regressed_names(
         return [
             f"{name}@{k}"
             for k, value in sorted(now.items())
-            if regressed(previous.get(k, 0.0), value, threshold)
+            if regressed(previous.get(k, 0.0), value, threshold.for_metric(f"{name}@{k}"))
         ]
 
     names = over_k("recall", *recall)
-    if regressed(*rank, threshold):
+    if regressed(*rank, threshold.for_metric(rank_label)):
         names.append(rank_label)
     return names + over_k("nDCG", *ndcg)
 
 
 def _aggregate_regressions(
-    run: RunRecord, baseline: RunRecord, threshold: float
+    run: RunRecord, baseline: RunRecord, threshold: Thresholds
 ) -> tuple[str, ...]:
     now, prev = run.aggregate, baseline.aggregate
     return tuple(
@@ -221,7 +347,7 @@ def _aggregate_regressions(
 
 
 def query_regressed(
-    current: QueryResult, previous: QueryResult | None, threshold: float
+    current: QueryResult, previous: QueryResult | None, threshold: float | Thresholds
 ) -> list[str]:
     """Metrics of one query that dropped by more than ``threshold`` since ``previous``.
 
@@ -237,15 +363,16 @@ def query_regressed(
         (prev.reciprocal_rank, now.reciprocal_rank),
         (prev.ndcg_at_k, now.ndcg_at_k),
         "reciprocal rank",
-        threshold,
+        as_thresholds(threshold),
     )
 
 
 def _query_rows(
-    run: RunRecord, baseline: RunRecord | None, threshold: float
+    run: RunRecord, baseline: RunRecord | None, thresholds: Thresholds
 ) -> tuple[QueryDelta, ...]:
     k_values = run.fingerprint.k_values
     k = largest_k(k_values)
+    threshold = thresholds.for_metric(f"recall@{k}")
     paired = (
         [None] * len(run.per_query) if baseline is None else match_queries(run.per_query, baseline)
     )
@@ -285,8 +412,11 @@ def project_baseline(baseline: RunRecord, queries: Sequence[QueryLike | str]) ->
     )
 
 
-def compare(run: RunRecord, baseline: RunRecord | None, threshold: float) -> Comparison:
+def compare(
+    run: RunRecord, baseline: RunRecord | None, threshold: float | Thresholds
+) -> Comparison:
     """Compare ``run`` with ``baseline`` (the chosen previous run, compatible or not)."""
+    thresholds = as_thresholds(threshold)
     changed, phrase = corpus_change(run.corpus, None if baseline is None else baseline.corpus)
     reason = None if baseline is None else incompatibility(run, baseline)
     compatible = baseline is not None and reason is None
@@ -298,33 +428,36 @@ def compare(run: RunRecord, baseline: RunRecord | None, threshold: float) -> Com
             mrr=run.aggregate.mrr - baseline.aggregate.mrr,
             ndcg_at_k=_map_diff(run.aggregate.ndcg_at_k, baseline.aggregate.ndcg_at_k),
         )
-        regressions = _aggregate_regressions(run, baseline, threshold)
+        regressions = _aggregate_regressions(run, baseline, thresholds)
     return Comparison(
         run=run,
         baseline=baseline,
         compatible=compatible,
         reason=reason,
         diff=diff,
-        queries=_query_rows(run, baseline if compatible else None, threshold),
+        queries=_query_rows(run, baseline if compatible else None, thresholds),
         corpus_changed=changed,
         corpus_phrase=phrase,
         regressions=regressions,
-        threshold=threshold,
+        threshold=thresholds.default,
+        thresholds=thresholds,
     )
 
 
-def gate_failures(comparison: Comparison, threshold: float | None = None) -> list[str]:
+def gate_failures(comparison: Comparison, threshold: float | Thresholds | None = None) -> list[str]:
     """Aggregate metrics that regressed by more than the threshold (the CI gate).
 
     That is :attr:`Comparison.regressions`, computed once by :func:`compare`; it is
     empty when there is no compatible baseline, so the gate is a no-op then.  Only
     a ``threshold`` other than the comparison's asks for the same rule again.
     """
-    if threshold is None or threshold == comparison.threshold:
+    if threshold is None or as_thresholds(threshold) == comparison.limits:
         return list(comparison.regressions)
     if not comparison.compatible or comparison.baseline is None:
         return []
-    return list(_aggregate_regressions(comparison.run, comparison.baseline, threshold))
+    return list(
+        _aggregate_regressions(comparison.run, comparison.baseline, as_thresholds(threshold))
+    )
 
 
 # --------------------------------------------------------------------------- display

@@ -1,37 +1,48 @@
 """The eval history file: stored runs, the frozen baseline, and baseline selection.
 
-File: ``<kb>/.groove-eval-history.json`` (:data:`HISTORY_FILE_NAME`), UTF-8 JSON,
-pretty-printed with two-space indentation::
+File: ``<kb>/.groove-eval-history.json`` (:data:`HISTORY_FILE_NAME`), UTF-8 JSON
+with one stored run per line, so that a committed history diffs one line per run::
 
     {
+      "format": 2,
       "baseline": "2026-04-23T09:10:11.500Z",   <- optional: the frozen run
-      "runs": [ {run}, {run}, ... ]              <- newest first
+      "runs": [
+    {run},                                       <- newest first
+    {run}
+      ]
     }
 
-Each run is a :class:`~pytest_groove.evaluation.run.RunRecord` in its JSON form.
-``baseline`` holds the timestamp of the run frozen with ``--freeze-baseline``
-(compared as an instant, so any RFC 3339 spelling of it matches); it is absent when
-no run is frozen, and a value that names no stored run is ignored.  Readers that
-only know ``runs`` (the reference tool) ignore it.  The frozen run is *pinned*: it
-is kept even when it falls out of the newest ``history_size`` runs, in which case
-it is written last (it is the oldest).
+Each run is written in the compact form of :mod:`~pytest_groove.evaluation.history_codec`
+(about a fifth of the format-1 size).  Format 1 -- no ``format`` key, each run the
+pretty-printed :meth:`RunRecord.to_json <pytest_groove.evaluation.run.RunRecord.to_json>`
+object -- is still read, run by run, and the next save rewrites it as format 2.
+``baseline`` holds the timestamp of the run frozen with ``--freeze-baseline`` or
+:func:`freeze_run` (compared as an instant, so any RFC 3339 spelling of it
+matches); it is absent when no run is frozen, and a value that names no stored run
+is ignored.  The frozen run is *pinned*: it is kept even when it falls out of the
+newest ``history_size`` runs, in which case it is written last (it is the oldest).
 
 Reading (:func:`load_history`) goes through the guarded reader.  A file that cannot
 be read, or is refused (symlink, hard link, not a regular file, over the cap),
 stops the run with an error and is never overwritten: treating it as empty would
 replace every baseline with one run and let the gate pass without comparing
 anything.  Runs are parsed one at a time: a run that does not parse (a hand edit,
-a bad merge) is skipped with a warning and every other run is kept.  Bytes that do
-not parse as a history at all start the run fresh, with a warning.  Whenever
-something was dropped either way, the next save first copies the file's original
-bytes to ``<file>.bak`` (:func:`backup_path`), so nothing is lost for good.
+a bad merge) is skipped with a warning and every other run is kept.  A run that
+parses but holds text no file can store (a lone surrogate escape such as
+``"\\udfff"``) is repaired: each such code point becomes U+FFFD.  Bytes that do not
+parse as a history at all start the run fresh, with a warning.  Whenever the file
+as read lost or changed anything either way, the next save first copies the
+file's original bytes to a backup of its own, ``<file>.bak-<UTC time>``
+(:func:`new_backup_path`), which no later save overwrites.
 
-Saving (:func:`save_history`) takes ``<file>.lock`` (a :class:`filelock.FileLock`)
-and, while holding it, re-reads the file, puts the new run in front, keeps the
-newest ``history_size`` runs (plus the pinned baseline), drops the oldest further
-until the file fits the cap, and replaces the file atomically (temporary file in
-the same directory, fsync, ``os.replace``).  Re-reading under the lock means two CI
-jobs or pytest sessions finishing together never lose each other's run.
+Saving (:func:`save_history`, :func:`freeze_run`) takes ``<file>.lock`` (a
+:class:`filelock.FileLock`) and, while holding it, removes temporary files an
+interrupted save of this file left behind, re-reads the file, puts the new run in
+front, keeps the newest ``history_size`` runs (plus the pinned baseline), drops the
+oldest further until the file fits the cap, and replaces the file atomically
+(temporary file in the same directory, fsync, ``os.replace``).  Re-reading under
+the lock means two CI jobs or pytest sessions finishing together never lose each
+other's run.
 """
 
 from __future__ import annotations
@@ -39,18 +50,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import tempfile
-import textwrap
 import warnings as _warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import filelock
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.compare import fingerprint_difference
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
+from pytest_groove.evaluation.history_codec import decode_run, encode_run, is_compact
 from pytest_groove.evaluation.run import (
     Fingerprint,
     RecordFormatError,
@@ -78,15 +93,37 @@ def history_path(kb: Path) -> Path:
 
 # --------------------------------------------------------------------------- reading
 
+#: the format this version writes (format 1 had no ``format`` key)
+HISTORY_FORMAT = 2
 
-def backup_path(path: Path) -> Path:
-    """Where a save keeps the original bytes of a history it could not fully read."""
-    return path.with_name(path.name + ".bak")
+#: the mark a backup's name carries after the history's own name
+BACKUP_MARK = ".bak-"
+
+
+def new_backup_path(path: Path, moment: datetime | None = None) -> Path:
+    """A name for a backup of ``path`` that no earlier backup holds.
+
+    ``<file>.bak-<UTC time, to the microsecond>``, with ``-2``, ``-3``... added
+    when that name is taken: every damage event keeps its own copy.
+    """
+    moment = (moment or datetime.now(UTC)).astimezone(UTC)
+    stem = path.name + BACKUP_MARK + moment.strftime("%Y%m%dT%H%M%S.%fZ")
+    candidate = path.with_name(stem)
+    n = 1
+    while candidate.exists() or candidate.is_symlink():
+        n += 1
+        candidate = path.with_name(f"{stem}-{n}")
+    return candidate
+
+
+def backup_pattern(path: Path) -> str:
+    """How messages name the backups of ``path`` before one is written."""
+    return f"{path}{BACKUP_MARK}<time>"
 
 
 @dataclass(frozen=True)
 class ParsedHistory:
-    """A history file's runs, and the stored runs that did not parse."""
+    """A history file's runs, and what reading them dropped or changed."""
 
     #: the runs that parsed, newest first
     runs: list[RunRecord]
@@ -94,14 +131,60 @@ class ParsedHistory:
     stored: int
     #: one reason per skipped run (naming its JSON location), in file order
     skipped: tuple[str, ...] = ()
+    #: the JSON location of each run whose text had to be repaired to be storable
+    repaired: tuple[str, ...] = ()
+
+    @property
+    def damaged(self) -> bool:
+        """Writing these runs back would not reproduce what the file holds."""
+        return bool(self.skipped or self.repaired)
+
+
+#: a ``\uD800``-``\uDFFF`` escape: the only way JSON text can carry a surrogate
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def _without_lone_surrogates(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone surrogate replaced by U+FFFD, and whether any was.
+
+    JSON can spell a lone surrogate (``"\\udfff"``); Python reads it into a string
+    that cannot be encoded as UTF-8, so such a run could never be written again.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            fixed = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            return fixed, True
+        return value, False
+    if isinstance(value, list):
+        items = [_without_lone_surrogates(item) for item in value]
+        return [item for item, _ in items], any(changed for _, changed in items)
+    if isinstance(value, dict):
+        changed = False
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            new_key, key_changed = _without_lone_surrogates(key)
+            new_item, item_changed = _without_lone_surrogates(item)
+            out[new_key] = new_item
+            changed = changed or key_changed or item_changed
+        return out, changed
+    return value, False
+
+
+def _decode_run(raw: Any, where: str) -> RunRecord:
+    if is_compact(raw):
+        return decode_run(raw, where)
+    return RunRecord.from_json(raw, where)
 
 
 def read_history(data: bytes) -> ParsedHistory:
-    """Decode a history file's bytes run by run.
+    """Decode a history file's bytes (format 1 or 2) run by run.
 
     Raises :class:`RecordFormatError` when the bytes are not a history at all (not
     UTF-8 JSON, no ``runs`` list); a run that does not parse is skipped and named
-    in :attr:`ParsedHistory.skipped`.
+    in :attr:`ParsedHistory.skipped`, one holding lone surrogates is repaired and
+    named in :attr:`ParsedHistory.repaired`.
     """
     try:
         doc = json.loads(data.decode("utf-8"))
@@ -118,16 +201,26 @@ def read_history(data: bytes) -> ParsedHistory:
     raw_runs = doc["runs"]
     if not isinstance(raw_runs, list):
         raise RecordFormatError("runs: expected a list")
+    may_hold_surrogates = _SURROGATE_ESCAPE.search(data) is not None
     runs: list[RunRecord] = []
     skipped: list[str] = []
+    repaired: list[str] = []
     for i, raw in enumerate(raw_runs):
+        where = f"runs[{i}]"
         try:
-            runs.append(RunRecord.from_json(raw, f"runs[{i}]"))
+            changed = False
+            if may_hold_surrogates:
+                raw, changed = _without_lone_surrogates(raw)
+            runs.append(_decode_run(raw, where))
+            if changed:
+                repaired.append(where)
         except RecordFormatError as exc:
             skipped.append(str(exc))
         except RecursionError:
-            skipped.append(f"runs[{i}]: JSON nested too deeply")
-    parsed = ParsedHistory(runs=runs, stored=len(raw_runs), skipped=tuple(skipped))
+            skipped.append(f"{where}: JSON nested too deeply")
+    parsed = ParsedHistory(
+        runs=runs, stored=len(raw_runs), skipped=tuple(skipped), repaired=tuple(repaired)
+    )
     marker = doc.get("baseline")
     if isinstance(marker, str):
         try:
@@ -147,17 +240,26 @@ def parse_history(data: bytes) -> list[RunRecord]:
 
 
 def _blank(data: bytes) -> bool:
-    """An empty (or whitespace-only) file held nothing worth a ``.bak`` copy."""
+    """An empty (or whitespace-only) file held nothing worth a backup copy."""
     return not data.strip()
 
 
-def _skipped_message(path: Path, parsed: ParsedHistory) -> str:
-    count = len(parsed.skipped)
-    reason = parsed.skipped[0] + (f"; and {count - 1} more" if count > 1 else "")
+def _damage_message(path: Path, parsed: ParsedHistory) -> str:
+    parts = []
+    if parsed.skipped:
+        count = len(parsed.skipped)
+        reason = parsed.skipped[0] + (f"; and {count - 1} more" if count > 1 else "")
+        parts.append(
+            f"skipped {count} of {parsed.stored} stored run(s) that do not parse ({reason})"
+        )
+    if parsed.repaired:
+        parts.append(
+            f"repaired {len(parsed.repaired)} stored run(s) holding a lone surrogate escape "
+            f"({', '.join(parsed.repaired[:3])}; each becomes U+FFFD)"
+        )
     return (
-        f"eval history {path}: skipped {count} of {parsed.stored} stored run(s) that do not "
-        f"parse ({reason}); the other runs are kept, and the next save first copies the "
-        f"file to {backup_path(path)}"
+        f"eval history {path}: {'; '.join(parts)}; the other runs are kept, and the next "
+        f"save first copies the file to {backup_pattern(path)}"
     )
 
 
@@ -168,9 +270,9 @@ def load_history(
 
     Raises :class:`GrooveError` when the file is refused or cannot be read (the
     caller must then stop without saving).  Stored runs that do not parse are
-    skipped; content that is not a history at all yields ``[]``.  Either way one
-    warning says so, appended to ``warnings`` when given, else issued as a
-    :class:`HistoryWarning`.  Loading never writes.
+    skipped, runs holding lone surrogates repaired; content that is not a history
+    at all yields ``[]``.  Either way one warning says so, appended to ``warnings``
+    when given, else issued as a :class:`HistoryWarning`.  Loading never writes.
     """
     data = read_guarded(path, HISTORY_WHAT, cap)
     if data is None:
@@ -182,17 +284,55 @@ def load_history(
         runs: list[RunRecord] = []
         message = f"eval history {path} is not a readable history ({exc}); starting fresh"
         if not _blank(data):
-            message += f" (the next save first copies the file to {backup_path(path)})"
+            message += f" (the next save first copies the file to {backup_pattern(path)})"
     else:
         runs = parsed.runs
-        if parsed.skipped:
-            message = _skipped_message(path, parsed)
+        if parsed.damaged:
+            message = _damage_message(path, parsed)
     if message is not None:
         if warnings is None:
             _warnings.warn(message, HistoryWarning, stacklevel=2)
         else:
             warnings.append(message)
     return runs
+
+
+# --------------------------------------------------------------------------- finding a run
+
+
+def run_label(run: RunRecord) -> str:
+    """A run's name on the command line: its timestamp exactly as stored."""
+    return format_timestamp(run.timestamp)
+
+
+def find_run(runs: Sequence[RunRecord], wanted: str, path: Path) -> RunRecord:
+    """The stored run ``wanted`` names: its timestamp (any RFC 3339 spelling of the
+    same instant) or a prefix of it as stored that only one run has.
+
+    Raises :class:`GrooveError` (one line, naming ``path``) when no run or several
+    runs match.
+    """
+    text = wanted.strip()
+    try:
+        moment = parse_timestamp(text, "RUN")
+    except RecordFormatError:
+        matches = [r for r in runs if text and run_label(r).startswith(text)]
+    else:
+        matches = [r for r in runs if r.timestamp == moment]
+    if len(matches) == 1:
+        return matches[0]
+    shown = wanted if len(wanted) <= 40 else wanted[:39] + "…"
+    if not matches:
+        newest = f" (newest: {run_label(runs[0])})" if runs else " (it holds no run)"
+        raise GrooveError(
+            f"no run in {path} matches {shown!r}{newest}; `groove history` lists the "
+            "stored runs by timestamp"
+        )
+    examples = ", ".join(run_label(r) for r in matches[:3])
+    raise GrooveError(
+        f"{shown!r} matches {len(matches)} runs in {path} ({examples}"
+        f"{', …' if len(matches) > 3 else ''}); give more of the timestamp"
+    )
 
 
 # --------------------------------------------------------------------------- baseline
@@ -210,6 +350,8 @@ class BaselineChoice:
     frozen: bool
     #: stored runs newer than the baseline that were skipped as incompatible
     skipped: int
+    #: the baseline is the run the user named (``--baseline RUN``)
+    named: bool = False
 
     @property
     def shown(self) -> RunRecord | None:
@@ -233,6 +375,25 @@ def choose_baseline(runs: Sequence[RunRecord], fingerprint: Fingerprint) -> Base
     return BaselineChoice(None, newest, frozen=False, skipped=len(runs))
 
 
+def named_baseline(
+    runs: Sequence[RunRecord], fingerprint: Fingerprint, wanted: str, path: Path
+) -> BaselineChoice:
+    """The run ``wanted`` names (:func:`find_run`), as the baseline.
+
+    Raises :class:`GrooveError` when no run or several match, or when that run was
+    measured with other settings (the message names each difference).
+    """
+    chosen = find_run(runs, wanted, path)
+    if chosen.fingerprint != fingerprint:
+        raise GrooveError(
+            f"baseline {run_label(chosen)} in {path} cannot be compared with this run: "
+            f"{fingerprint_difference(fingerprint, chosen.fingerprint)}; name a run measured "
+            "with the same settings (`groove history` lists them)"
+        )
+    newer = next(i for i, r in enumerate(runs) if r is chosen)
+    return BaselineChoice(chosen, runs[0], frozen=chosen.frozen, skipped=newer, named=True)
+
+
 def select_baseline(runs: Sequence[RunRecord], fingerprint: Fingerprint) -> RunRecord | None:
     """The run to diff against (see :func:`choose_baseline`), or None."""
     return choose_baseline(runs, fingerprint).baseline
@@ -242,9 +403,13 @@ def select_baseline(runs: Sequence[RunRecord], fingerprint: Fingerprint) -> RunR
 
 
 def _encode_run(run: RunRecord) -> bytes:
-    # indented one level deeper, exactly as json.dumps(indent=2) nests it in "runs"
-    text = json.dumps(run.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
-    return textwrap.indent(text, "    ").encode("utf-8")
+    """One run on one line (compact form, no spaces: the file is meant to be committed)."""
+    text = json.dumps(encode_run(run), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # a lone surrogate from the golden file: store U+FFFD rather than fail the save
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
 _OPEN = b'  "runs": [\n'
@@ -254,9 +419,10 @@ _EMPTY = b'  "runs": []\n}\n'
 
 
 def _head(baseline: RunRecord | None) -> bytes:
+    head = b'{\n  "format": ' + str(HISTORY_FORMAT).encode() + b",\n"
     if baseline is None:
-        return b"{\n"
-    return b'{\n  "baseline": "' + format_timestamp(baseline.timestamp).encode() + b'",\n'
+        return head
+    return head + b'  "baseline": "' + format_timestamp(baseline.timestamp).encode() + b'",\n'
 
 
 def _assemble(pieces: Sequence[bytes], baseline: RunRecord | None) -> bytes:
@@ -384,6 +550,134 @@ def _write_atomic(
             os.close(dir_fd)
 
 
+#: temporary files of this module's own naming (``tempfile.mkstemp`` beside the
+#: history, ``<file>.<8 characters>.tmp``; older versions also wrote ``<file>.bak.…``)
+def _temp_file_pattern(path: Path) -> re.Pattern[str]:
+    return re.compile(re.escape(path.name) + r"\.(?:bak\.)?[a-z0-9_]{8}\.tmp")
+
+
+def remove_stale_temp_files(path: Path) -> int:
+    """Delete temporary files an interrupted save of ``path`` left; returns how many.
+
+    Only called with the history lock held: every save writes its temporary file
+    under that lock, so any such file seen then belongs to a save that died.
+    """
+    pattern = _temp_file_pattern(path)
+    removed = 0
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not pattern.fullmatch(entry.name):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                os.unlink(entry.path)  # a symlink is removed itself, never followed
+                removed += 1
+    return removed
+
+
+def _write_backup(path: Path, data: bytes) -> Path:
+    """Keep ``data`` (the history's bytes as read) in a backup no one has used yet."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = 0o644
+    for _attempt in range(100):
+        backup = new_backup_path(path)
+        try:
+            fd = os.open(
+                backup,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                mode,
+            )
+        except FileExistsError:
+            continue  # another name taken between the check and the open: try the next
+        except OSError as exc:
+            raise _backup_failed(backup, exc) from None
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                backup.unlink()
+            raise _backup_failed(backup, exc) from None
+        return backup
+    raise GrooveError(f"could not find a free name for a backup of the eval history {path}")
+
+
+def _backup_failed(backup: Path, exc: OSError) -> GrooveError:
+    return GrooveError(
+        f"could not write the eval history backup {backup}: {exc.strerror or exc}; the "
+        "history was left as it is (check that the directory is writable, or pass "
+        "--no-history)"
+    )
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold ``<file>.lock``; one clear :class:`GrooveError` when it cannot be had."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = path.with_name(path.name + ".lock")
+    if lock_path.is_symlink():
+        raise GrooveError(
+            f"refusing to use the history lock file {lock_path}: it is a symbolic link; "
+            "delete it and run again"
+        )
+    lock = filelock.FileLock(str(lock_path), timeout=LOCK_TIMEOUT_SECONDS)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise GrooveError(
+            f"timed out after {LOCK_TIMEOUT_SECONDS:g} s waiting for {lock_path}: another "
+            "groove run is saving the eval history (delete the lock file if none is)"
+        ) from None
+    except OSError as exc:
+        raise GrooveError(
+            f"could not lock the eval history {lock_path}: {exc.strerror or exc}"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@dataclass(frozen=True)
+class _Current:
+    """The history as it is on disk, read under the lock."""
+
+    data: bytes | None
+    runs: Sequence[RunRecord]
+    #: replacing the file with ``runs`` would drop or change something it holds
+    damaged: bool
+
+
+def _read_current(path: Path, fallback: Sequence[RunRecord], cap: int) -> _Current:
+    # read with the loader's cap: a smaller write cap trims, it never refuses
+    data = read_guarded(path, HISTORY_WHAT, max(cap, HISTORY_CAP))
+    if data is None:
+        return _Current(None, [], damaged=False)
+    try:
+        parsed = read_history(data)
+    except RecordFormatError:
+        # the load already warned about these bytes
+        return _Current(data, fallback, damaged=not _blank(data))
+    return _Current(data, parsed.runs, damaged=parsed.damaged)
+
+
+def _replace(path: Path, current: _Current, encoded: bytes) -> None:
+    """Write ``encoded`` over the history, after backing up bytes it would lose."""
+    remove_stale_temp_files(path)
+    if current.data is not None and current.damaged:
+        # before the rewrite: if the copy fails, the original stays in place
+        _write_backup(path, current.data)
+    _write_atomic(path, encoded)
+
+
 def save_history(
     path: Path,
     runs: Sequence[RunRecord],
@@ -398,52 +692,41 @@ def save_history(
     ``runs`` is the history as this process loaded it.  Under the lock the file is
     read again and what it holds now is used instead, so runs saved by another
     process in the meantime are kept; ``runs`` only stands in when the file no
-    longer parses.  When the file as read drops anything (runs that do not parse,
-    or bytes that are no history), its original bytes are first copied to
-    :func:`backup_path`.  ``freeze_baseline`` makes ``new_run`` the frozen baseline.
-    Raises :class:`GrooveError` (file untouched) when the file is refused, the lock
-    cannot be taken, the new run alone exceeds ``cap``, or writing (either file)
+    longer parses.  When the file as read loses or changes anything (runs that do
+    not parse or were repaired, or bytes that are no history), its original bytes
+    are first copied to a new backup (:func:`new_backup_path`).  Temporary files
+    of an interrupted save are removed.  ``freeze_baseline`` makes ``new_run`` the
+    frozen baseline.  Raises :class:`GrooveError` (file untouched) when the file
+    is refused, the lock cannot be taken, the new run alone exceeds ``cap``, or
+    writing (either file) fails.
+    """
+    with _locked(path):
+        current = _read_current(path, runs, cap)
+        stored = [
+            replace(r, frozen=False) if freeze_baseline and r.frozen else r for r in current.runs
+        ]
+        ordered = [replace(new_run, frozen=freeze_baseline), *stored]
+        _kept, encoded, messages = bound_history(ordered, history_size, cap)
+        _replace(path, current, encoded)
+        return messages
+
+
+def freeze_run(path: Path, wanted: str, cap: int = HISTORY_CAP) -> RunRecord:
+    """Make the stored run ``wanted`` names (:func:`find_run`) the frozen baseline.
+
+    Done under the lock on the file as it is then; every run is kept.  Returns the
+    run now frozen.  Raises :class:`GrooveError` when the file is missing,
+    refused or no history, when ``wanted`` names no single run, or when writing
     fails.
     """
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = path.with_name(path.name + ".lock")
-    if lock_path.is_symlink():
-        raise GrooveError(
-            f"refusing to use the history lock file {lock_path}: it is a symbolic link; "
-            "delete it and run again"
-        )
-    lock = filelock.FileLock(str(lock_path), timeout=LOCK_TIMEOUT_SECONDS)
-    try:
-        with lock:
-            # read with the loader's cap: a smaller write cap trims, it never refuses
-            data = read_guarded(path, HISTORY_WHAT, max(cap, HISTORY_CAP))
-            current: Sequence[RunRecord] = []
-            #: replacing the file as read would drop something it holds
-            loses = False
-            if data is not None:
-                try:
-                    parsed = read_history(data)
-                    current, loses = parsed.runs, bool(parsed.skipped)
-                except RecordFormatError:
-                    current = runs  # the load already warned about these bytes
-                    loses = not _blank(data)
-            stored = [
-                replace(r, frozen=False) if freeze_baseline and r.frozen else r for r in current
-            ]
-            ordered = [replace(new_run, frozen=freeze_baseline), *stored]
-            _kept, encoded, messages = bound_history(ordered, history_size, cap)
-            if data is not None and loses:
-                # before the rewrite: if the copy fails, the original stays in place
-                _write_atomic(backup_path(path), data, what="eval history backup", like=path)
-            _write_atomic(path, encoded)
-            return messages
-    except filelock.Timeout:
-        raise GrooveError(
-            f"timed out after {LOCK_TIMEOUT_SECONDS:g} s waiting for {lock_path}: another "
-            "groove run is saving the eval history (delete the lock file if none is)"
-        ) from None
-    except OSError as exc:
-        raise GrooveError(
-            f"could not lock the eval history {lock_path}: {exc.strerror or exc}"
-        ) from None
+    with _locked(path):
+        current = _read_current(path, [], cap)
+        if current.data is None or (not current.runs and current.damaged):
+            raise GrooveError(
+                f"there is no eval history to freeze a run in: {path} "
+                f"{'does not exist' if current.data is None else 'holds no readable run'}"
+            )
+        chosen = find_run(current.runs, wanted, path)
+        ordered = [replace(r, frozen=r is chosen) for r in current.runs]
+        _replace(path, current, encode_history(ordered))
+        return replace(chosen, frozen=True)

@@ -78,7 +78,7 @@ def render_text(
     """
     fp = run.fingerprint
     agg = run.aggregate
-    threshold = comparison.threshold
+    limits = comparison.limits
     diff = comparison.diff
     lines = [f"{title} — {display_timestamp(run.timestamp)}"]
     line2 = (
@@ -101,11 +101,15 @@ def render_text(
                 f"recall@{k}",
                 agg.recall_at_k.get(k, 0.0),
                 _delta(None if diff is None else diff.recall_at_k, k),
-                threshold,
+                limits.for_metric(f"recall@{k}"),
                 color,
             )
         )
-    lines.append(_metric_line("MRR", agg.mrr, None if diff is None else diff.mrr, threshold, color))
+    lines.append(
+        _metric_line(
+            "MRR", agg.mrr, None if diff is None else diff.mrr, limits.for_metric("mrr"), color
+        )
+    )
     if fp.k_values:
         k = largest_k(fp.k_values)
         lines.append(
@@ -113,7 +117,7 @@ def render_text(
                 f"nDCG@{k}",
                 agg.ndcg_at_k.get(k, 0.0),
                 _delta(None if diff is None else diff.ndcg_at_k, k),
-                threshold,
+                limits.for_metric(f"ndcg@{k}"),
                 color,
             )
         )
