@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import eval_factories as f
 import pytest
@@ -425,3 +426,135 @@ def test_the_plugin_without_matplotlib_is_a_usage_error(
     )
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
     assert not (plugin_kb / ".groove").exists()  # no index built, no query searched
+
+
+# --------------------------------------------------------------------------- layout and fonts
+
+JAPANESE_IDS = ["戻し方", "カナリア-停止", "費用の見張り"]
+
+
+def japanese_runs() -> tuple[RunRecord, RunRecord]:
+    """A baseline and a run whose query ids, text and headings are Japanese."""
+
+    def one(minutes: int, values: list[float]) -> RunRecord:
+        per_query = [
+            replace(
+                f.query(
+                    qid,
+                    recall=v,
+                    rr=v,
+                    text=f"{qid}について本番に出した変更を前のバージョンへ戻したい",
+                    expected=("ops/deploy-rollback.ja.md",),
+                    top=tuple(f"ops/document-number-{j}.ja.md" for j in range(10)),
+                ),
+            )
+            for qid, v in zip(JAPANESE_IDS, values, strict=True)
+        ]
+        record = f.run(minutes=minutes, per_query=per_query, corpus=f.corpus())
+        return replace(record, aggregate=aggregate([q.metrics for q in per_query]))
+
+    return one(1, [1.0, 1.0, 0.0]), one(5, [1.0, 0.0, 1.0])
+
+
+@needs_matplotlib
+def test_plots_draw_japanese_with_the_cjk_font_found_on_the_system() -> None:
+    import numpy as np
+    from matplotlib import font_manager, ft2font
+
+    from pytest_groove.evaluation.report_html import _Plotter, cjk_font_family
+
+    family = cjk_font_family()
+    if family is None:
+        pytest.skip("no CJK-capable font installed (Debian: fonts-noto-cjk)")
+    path = font_manager.findfont(
+        font_manager.FontProperties(family=family), fallback_to_default=False
+    )
+    assert all(ord(ch) in ft2font.FT2Font(path).get_charmap() for ch in "戻し方カナリア費用")
+
+    def pixels(plotter: _Plotter, **font: str) -> Any:
+        fig = plotter.new(1.0, 1.0)
+        fig.text(0.1, 0.3, "戻し方", fontsize=20, **font)
+        fig.canvas.draw()
+        return np.asarray(fig.canvas.buffer_rgba()).copy()
+
+    with _Plotter() as plotter:
+        drawn = pixels(plotter)  # the report's own font settings
+        with_cjk = pixels(plotter, family=family)
+        without = pixels(plotter, family="DejaVu Sans")  # boxes: DejaVu has no kana
+    assert np.array_equal(drawn, with_cjk)
+    assert not np.array_equal(drawn, without)
+
+
+@needs_matplotlib
+def test_without_a_cjk_font_the_report_says_how_to_get_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_groove.evaluation import report_html
+
+    before, run = japanese_runs()
+    monkeypatch.setattr(report_html, "cjk_font_family", lambda: None)
+    html = render_html_report(run, compare(run, before, 0.05), [before], title="t")
+    assert "fonts-noto-cjk" in html
+    assert len(pngs(html)) == TREND_PLOTS + 1  # the plots are still drawn
+    # Latin ids need no such note
+    plain_before, plain = scored(1, [1.0, 0.0]), scored(5, [0.0, 1.0])
+    html = render_html_report(plain, compare(plain, plain_before, 0.05), [], title="t")
+    assert "fonts-noto-cjk" not in html
+
+
+def chromium() -> str | None:
+    names = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+    return next((found for name in names if (found := shutil.which(name))), None)
+
+
+#: appended to a copy of the report (the report itself runs no script): it writes
+#: the page's width and its tallest per-query row where --dump-dom prints them
+_MEASURE = """<script>
+window.addEventListener("load", () => {
+  const rows = [...document.querySelectorAll("table.queries tr")].slice(1);
+  const tallest = Math.max(...rows.map((r) => r.getBoundingClientRect().height));
+  document.body.dataset.measure =
+    document.documentElement.scrollWidth + "x" + Math.round(tallest);
+});
+</script>"""
+
+
+def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    browser = chromium()
+    assert browser is not None
+    return subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1280,2400",
+            *args,
+            html_file.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@needs_matplotlib
+@pytest.mark.skipif(chromium() is None, reason="no headless Chromium installed (Debian: chromium)")
+def test_the_report_fits_a_1280_pixel_window_in_chromium(tmp_path: Path) -> None:
+    before, run = japanese_runs()
+    long_id = "a-very-long-query-identifier-" * 3
+    run = with_query(run, 0, replace(run.per_query[0], id=long_id))
+    page = tmp_path / "report.html"
+    write_html_report(page, run, compare(run, before, 0.05), [before], title="groove report")
+    shot = tmp_path / "report.png"
+    done = browse(page, f"--screenshot={shot}")
+    assert shot.is_file(), done.stderr
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.read_text(encoding="utf-8") + _MEASURE, encoding="utf-8")
+    dom = browse(measured, "--dump-dom").stdout
+    found = re.search(r'data-measure="(\d+)x(\d+)"', dom)
+    assert found is not None, dom[-500:]
+    width, tallest_row = int(found.group(1)), int(found.group(2))
+    assert width <= 1280  # nothing scrolls sideways
+    assert tallest_row <= 160  # hits are folded: a row is a few lines, not a page

@@ -23,6 +23,13 @@ from a user (queries, ids, paths, headings, model names, the title) is HTML-esca
 The output depends only on its inputs (no generation time), so the same run gives
 the same bytes.
 
+The page fits a 1280-pixel window: the per-query table has a fixed layout, long
+ids and paths wrap, and each query's hits fold into a ``<details>`` element (no
+JavaScript), so a row is a few lines tall.  Plots label queries by id.  Text in
+Japanese, Chinese or Korean is drawn with a CJK-capable font when the system has
+one (:func:`cjk_font_family`, e.g. Debian's ``fonts-noto-cjk``); without one the
+report says that such labels may show as boxes and how to fix it.
+
 matplotlib is an optional extra (``pip install "pytest-groove[plots]"``), imported
 only when a report is written.  Plots are drawn on an Agg canvas directly, never
 through pyplot: inside a user's pytest session, switching pyplot's backend would
@@ -33,9 +40,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import importlib.util
 import io
 import math
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -171,6 +180,78 @@ def _short(text: str) -> str:
     return text if len(text) <= AXIS_LABEL_CHARS else text[: AXIS_LABEL_CHARS - 1] + "…"
 
 
+# --------------------------------------------------------------------------- fonts
+
+#: family names of fonts that cover Japanese (and mostly Chinese and Korean), best first
+CJK_FAMILIES = (
+    "Noto Sans CJK JP",
+    "Noto Sans JP",
+    "Source Han Sans JP",
+    "Source Han Sans",
+    "IPAexGothic",
+    "IPAGothic",
+    "TakaoGothic",
+    "VL Gothic",
+    "Hiragino Sans",
+    "Hiragino Kaku Gothic ProN",
+    "Yu Gothic",
+    "Meiryo",
+    "MS Gothic",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK KR",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "Microsoft YaHei",
+)
+#: font file names that announce CJK coverage (matched when the font cache is stale)
+_CJK_FILE = re.compile(r"cjk|ipa|takao|wqy|droidsansfallback|sourcehansans|notosansjp", re.I)
+#: Hiragana, Katakana, CJK ideographs, Hangul and their punctuation and forms
+_CJK_TEXT = re.compile(
+    "[\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+)
+#: what the report says when CJK labels cannot be drawn
+NO_CJK_FONT_NOTE = (
+    "No font with Japanese, Chinese or Korean glyphs was found, so such text in the plots "
+    "may show as boxes (the tables are unaffected). Install one, for example Debian's "
+    "fonts-noto-cjk (apt-get install fonts-noto-cjk), and write the report again."
+)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_TEXT.search(text) is not None
+
+
+@functools.cache
+def cjk_font_family() -> str | None:
+    """The family name of an installed CJK-capable font matplotlib can use, or None.
+
+    Looks in matplotlib's font list first; that list is cached on disk and misses
+    fonts installed after it was built, so the system's font files are scanned
+    next and a match is added to it.
+    """
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    known = {entry.name for entry in manager.ttflist}
+    for family in CJK_FAMILIES:
+        if family in known:
+            return family
+    try:
+        files = font_manager.findSystemFonts()
+    except (OSError, RuntimeError, ValueError):  # fc-list missing or unreadable dirs
+        return None
+    for path in sorted(files):
+        if not _CJK_FILE.search(Path(path).name):
+            continue
+        try:
+            manager.addfont(path)
+        except (OSError, RuntimeError, ValueError):
+            continue
+    known = {entry.name for entry in manager.ttflist}
+    return next((family for family in CJK_FAMILIES if family in known), None)
+
+
 # --------------------------------------------------------------------------- plots
 
 
@@ -195,12 +276,19 @@ class _Plotter:
     def __init__(self) -> None:
         self._mpl, self._figure, self._canvas = _matplotlib()
         self._stack = contextlib.ExitStack()
+        #: a CJK-capable family used for glyphs the default font lacks (None: none found)
+        self.cjk_family = cjk_font_family()
 
     def __enter__(self) -> _Plotter:
         mpl = self._mpl
         self._stack.enter_context(mpl.style.context("default"))
-        # ids and paths are text, never mathtext ("$x$" stays "$x$")
-        self._stack.enter_context(mpl.rc_context({"text.parse_math": False}))
+        rc: dict[str, Any] = {"text.parse_math": False}  # ids are text, never mathtext
+        if self.cjk_family is not None:
+            # per-glyph fallback (matplotlib >= 3.6) works across the families named in
+            # font.family, not within a generic one: Latin from the default font, the
+            # rest from the CJK one
+            rc["font.family"] = [mpl.rcParamsDefault["font.sans-serif"][0], self.cjk_family]
+        self._stack.enter_context(mpl.rc_context(rc))
         self._stack.enter_context(warnings.catch_warnings())
         # a query id in a script the default font lacks draws boxes, not a warning
         warnings.filterwarnings("ignore", message=r"Glyph .* missing from")
@@ -226,7 +314,7 @@ def _trend_figure(
     runs: Sequence[RunRecord],
     baseline_index: int | None,
 ) -> Any:
-    fig = plotter.new(4.6, 2.7)
+    fig = plotter.new(3.9, 2.4)
     ax = fig.subplots()
     xs = list(range(len(runs)))
     ys = [metric.value(r.aggregate) for r in runs]
@@ -383,13 +471,19 @@ def _trend(run: RunRecord, comparison: Comparison, history: Sequence[RunRecord])
 # --------------------------------------------------------------------------- HTML parts
 
 _CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem;
-       color: #212121; line-height: 1.4; }
+body { font-family: system-ui, -apple-system, "Segoe UI", "Noto Sans CJK JP",
+       "Hiragino Sans", "Yu Gothic", "Noto Sans JP", sans-serif;
+       max-width: 1240px; margin: 1rem auto; padding: 0 1rem; box-sizing: border-box;
+       color: #212121; line-height: 1.4; font-size: 14px; }
 h1 { font-size: 1.5rem; margin-bottom: 0.2rem; }
 h2 { font-size: 1.15rem; margin-top: 2rem; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: 0.5rem 0; }
-th, td { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: left;
-         vertical-align: top; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.4rem; text-align: left;
+         vertical-align: top; overflow-wrap: anywhere; }
+table.queries { table-layout: fixed; width: 100%; }
+table.queries th { font-size: 0.85em; overflow-wrap: break-word; }
+table.queries ul { margin: 0; padding-left: 1rem; }
+details summary { cursor: pointer; }
 th { background: #f5f5f5; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .meta th { background: none; border: none; padding-right: 1rem; color: #616161; }
@@ -403,6 +497,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.miss td:first-child { border-left: 4px solid #c62828; }
 tr.regressed td:first-child { border-left: 4px solid #ef6c00; }
 .plots { display: flex; flex-wrap: wrap; gap: 0.5rem; }
+.plots img { width: 390px; }
 img { max-width: 100%; }
 ol.hits { margin: 0; padding-left: 1.6rem; }
 .expected-hit { font-weight: 600; }
@@ -470,7 +565,7 @@ def _header(run: RunRecord, comparison: Comparison, title: str) -> list[str]:
 
 def _aggregate_table(run: RunRecord, comparison: Comparison) -> list[str]:
     baseline = comparison.baseline if comparison.compatible else None
-    threshold = comparison.threshold
+    limits = comparison.limits
     head = "<tr><th>metric</th><th>this run</th>"
     if baseline is not None:
         head += "<th>baseline</th><th>Δ</th>"
@@ -480,13 +575,13 @@ def _aggregate_table(run: RunRecord, comparison: Comparison) -> list[str]:
         row = f"<td>{_e(metric.name)}</td><td class='num'>{_num(metric.value(run.aggregate))}</td>"
         if baseline is not None:
             row += f"<td class='num'>{_num(metric.value(baseline.aggregate))}</td>"
-            row += _delta_cell(metric.delta(comparison), threshold)
+            row += _delta_cell(metric.delta(comparison), limits.for_metric(metric.name))
         css = ' class="regressed"' if metric.name in regressions else ""
         out.append(f"<tr{css}>{row}</tr>")
     out.append("</table>")
     if regressions:
         out.append(
-            f'<p class="down">Regressed by more than {threshold:g}: '
+            f'<p class="down">Regressed by more than {_e(limits.describe())}: '
             f"{_e(', '.join(comparison.regressions))}.</p>"
         )
     return out
@@ -523,6 +618,8 @@ def _delta_section(plotter: _Plotter, comparison: Comparison) -> list[str]:
     if available > len(rows):
         note += f" Showing the {len(rows)} of {available} queries that moved most."
     png = plotter.png(_delta_figure(plotter, rows, k))
+    if plotter.cjk_family is None and any(has_cjk(row.id) for row in rows):
+        note += " " + NO_CJK_FONT_NOTE
     return [
         "<h2>Per-query change</h2>",
         f'<p class="note">{_e(note)}</p>',
@@ -546,36 +643,59 @@ def _expected_cell(result: QueryResult) -> tuple[str, str]:
 
 
 def _hits_cell(result: QueryResult, k: int) -> str:
+    """The top ``k`` hits, folded: the summary says where the first expected one is."""
     shown = result.top_k[:k]
     items = []
+    first_wanted: int | None = None
     for hit in shown:
         wanted = any(entry_satisfied(e, hit.path, hit.heading) for e in result.expected)
+        if wanted and first_wanted is None:
+            first_wanted = hit.rank
         css = ' class="expected-hit"' if wanted else ""
         mark = "✓ " if wanted else ""
         items.append(
             f"<li value='{hit.rank}'{css}>{mark}<code>{_e(_entry_label(hit.path, hit.heading))}"
             f"</code> <span class='note'>{_num(hit.score, 4)}</span></li>"
         )
+    if not items:
+        return "—"
     more = len(result.top_k) - len(shown)
     tail = f'<div class="note">{more} more not shown</div>' if more > 0 else ""
-    return f"<ol class='hits'>{''.join(items)}</ol>{tail}" if items else "—"
+    top = shown[0]
+    summary = f"{len(shown)} hits, top: <code>{_e(top.path)}</code>"
+    if first_wanted is not None and first_wanted != top.rank:
+        summary += f" <span class='note'>(✓ at {first_wanted})</span>"
+    elif first_wanted is not None:
+        summary = "✓ " + summary
+    return (
+        f"<details><summary>{summary}</summary>"
+        f"<ol class='hits'>{''.join(items)}</ol>{tail}</details>"
+    )
 
 
 def _query_table(run: RunRecord, comparison: Comparison) -> list[str]:
     ks = run.fingerprint.k_values
     k = largest_k(ks)
     show_delta = comparison.compatible
-    head = ["#", "id", "query", "expected", "first expected rank"]
-    head += [f"recall@{x}" for x in ks] + ["RR"] + [f"nDCG@{x}" for x in ks]
+    limits = comparison.limits
+    # (header, column width): fixed widths keep the table inside a 1280-pixel window
+    columns = [("#", "2rem"), ("id", "9rem"), ("query", "13.4rem"), ("expected", "12rem")]
+    columns.append(("first expected rank", "4.6rem"))
+    columns += [(f"recall@{x}", "3.4rem") for x in ks]
+    columns.append(("RR", "3rem"))
+    if ks:
+        columns.append((f"nDCG@{k}", "3.4rem"))
     if show_delta:
-        head.append(f"Δ recall@{k}")
-    head.append(f"top {k} hits")
+        columns.append((f"Δ recall@{k}", "4rem"))
+    columns.append((f"top {k} hits", "auto"))
     out = [
         "<h2>Per query</h2>",
         '<p class="note">Rows marked red missed (nothing expected in the top '
-        f"{k}); orange regressed by more than {comparison.threshold:g}.</p>",
-        "<table>",
-        "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>",
+        f"{k}); orange regressed by more than {limits.for_metric(f'recall@{k}'):g}. "
+        "Open a row's hits to see them all.</p>",
+        '<table class="queries">',
+        "<colgroup>" + "".join(f'<col style="width: {w}">' for _, w in columns) + "</colgroup>",
+        "<tr>" + "".join(f"<th>{_e(h)}</th>" for h, _ in columns) + "</tr>",
     ]
     # compare() gives one row per query of the run, in run order
     for position, (result, delta) in enumerate(
@@ -592,10 +712,11 @@ def _query_table(run: RunRecord, comparison: Comparison) -> list[str]:
         ]
         cells += [f"<td class='num'>{_num(m.recall_at_k.get(x, 0.0), 2)}</td>" for x in ks]
         cells.append(f"<td class='num'>{_num(m.reciprocal_rank, 2)}</td>")
-        cells += [f"<td class='num'>{_num(m.ndcg_at_k.get(x, 0.0), 2)}</td>" for x in ks]
+        if ks:
+            cells.append(f"<td class='num'>{_num(m.ndcg_at_k.get(k, 0.0), 2)}</td>")
         if show_delta:
             change = None if delta.previous is None else delta.now - delta.previous
-            cells.append(_delta_cell(change, comparison.threshold))
+            cells.append(_delta_cell(change, limits.for_metric(f"recall@{k}")))
         cells.append(f"<td>{_hits_cell(result, k)}</td>")
         css = ""
         if delta.miss:
