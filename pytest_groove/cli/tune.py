@@ -12,8 +12,8 @@ error.  tune applies nothing and writes no history.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -27,7 +27,10 @@ from pytest_groove.cli.args import (
 )
 
 if TYPE_CHECKING:
-    from pytest_groove.tune.sweep import Preflight
+    from pytest_groove.config import SearchSettings
+    from pytest_groove.evaluation.records import GoldenSet
+    from pytest_groove.evaluation.setup import EvalSetup
+    from pytest_groove.tune.sweep import CandidateSource, MetricTable, Preflight
 
 PROG = "groove tune"
 EXIT_OK = 0
@@ -95,6 +98,15 @@ def _warn(err: TextIO, line: str) -> None:
     err.write(f"{PROG}: {line}\n")
 
 
+def _progress(err: TextIO) -> Callable[[str], None]:
+    """Progress lines of the sweep, as they come, on stderr."""
+
+    def write(line: str) -> None:
+        err.write(line + "\n")
+
+    return write
+
+
 def not_measurable_message(pre: Preflight) -> str:
     """The exit-2 diagnosis: why no grid point could differ from another."""
     q = len(pre.queries)
@@ -122,15 +134,50 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     return run_reporting_errors(_tune, args, out, err)
 
 
+@dataclass(frozen=True)
+class _TuneSetup:
+    """The effective inputs of one tune run."""
+
+    setup: EvalSetup
+    golden: GoldenSet
+    #: the eval k values plus k=5
+    k_values: tuple[int, ...]
+    #: the length of each fused list
+    limit: int
+
+
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # heavy imports (numpy tables, the engine) only once a run really starts
+    from pytest_groove.engine import open_engine
+    from pytest_groove.tune.sweep import build_metric_table
+
+    run = _setup(args, err)
+    settings = run.setup.settings
+    settings = replace(settings, search=replace(settings.search, reranker="none"))
+    engine = open_engine(
+        run.setup.kb, settings, reindex=not args.no_reindex, log=lambda line: _warn(err, line)
+    )
+    try:
+        # one read snapshot: every candidate list describes the same index state
+        with engine.read_snapshot():
+            pre = _preflight(engine, run, err)
+            if pre is None:
+                return EXIT_NOT_MEASURABLE
+            _warn(err, "sweeping 64 bm25 weight conditions x 6 rrf_k values...")
+            table = build_metric_table(engine, pre, log=_progress(err))
+        model = engine.model_name
+    finally:
+        engine.close()
+    _report(args, run, model, pre, table, out, err)
+    return EXIT_OK
+
+
+def _setup(args: argparse.Namespace, err: TextIO) -> _TuneSetup:
+    """Settings (as ``groove eval`` resolves them, with notes), golden set, k values, limit."""
     from pytest_groove.config import SEARCH_LIMIT_MAX
-    from pytest_groove.evaluation.compare import color_enabled
     from pytest_groove.evaluation.golden import load_golden
     from pytest_groove.evaluation.setup import eval_request, resolve_eval_setup
-    from pytest_groove.tune.plot import check_plot_target, write_heatmap
-    from pytest_groove.tune.report import analyse, render_json, render_text
-    from pytest_groove.tune.sweep import build_metric_table, run_preflight
+    from pytest_groove.tune.plot import check_plot_target
 
     kb: Path = args.kb_path
     check_kb(kb)
@@ -141,7 +188,15 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     limit = min(tune_limit(setup.limit, k_values), SEARCH_LIMIT_MAX)
     for note in setup.notes:
         _warn(err, note)
-    search = setup.settings.search
+    _config_notes(setup.settings.search, err)
+    if args.plot is not None:
+        check_plot_target(args.plot)
+    golden = load_golden(setup.golden_path, kb)
+    return _TuneSetup(setup=setup, golden=golden, k_values=k_values, limit=limit)
+
+
+def _config_notes(search: SearchSettings, err: TextIO) -> None:
+    """Say which configured search settings the sweep does not measure."""
     if search.mmr.enabled or search.parent_retriever.enabled:
         _warn(
             err,
@@ -154,63 +209,61 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "note: [search.fusion] is customised in the config; every delta below is still "
             "measured against the BUILT-IN defaults, not against your values.",
         )
-    if args.plot is not None:
-        check_plot_target(args.plot)
-    golden = load_golden(setup.golden_path, kb)
 
-    from pytest_groove.engine import open_engine
 
-    settings = replace(setup.settings, search=replace(search, reranker="none"))
-    engine = open_engine(
-        kb, settings, reindex=not args.no_reindex, log=lambda line: _warn(err, line)
+def _preflight(source: CandidateSource, run: _TuneSetup, err: TextIO) -> Preflight | None:
+    """Which queries can react to the fusion parameters; None (after saying why) if none."""
+    from pytest_groove.tune.sweep import run_preflight
+
+    pre = run_preflight(source, run.golden.queries, run.limit, run.k_values, log=_progress(err))
+    effective = pre.effective
+    if not effective:
+        err.write(not_measurable_message(pre))
+        return None
+    if pre.context_axis_noop:
+        err.write(CONTEXT_NOOP_WARNING)
+    _warn(
+        err,
+        f"{len(effective)} of {len(pre.queries)} golden queries are effective "
+        "(FTS candidates >= 2)",
     )
-
-    def progress(line: str) -> None:
-        err.write(line + "\n")
-
-    try:
-        source = engine
-        # one read snapshot: every candidate list describes the same index state
-        with engine.read_snapshot():
-            pre = run_preflight(source, golden.queries, limit, k_values, log=progress)
-            effective = pre.effective
-            if not effective:
-                err.write(not_measurable_message(pre))
-                return EXIT_NOT_MEASURABLE
-            if pre.context_axis_noop:
-                err.write(CONTEXT_NOOP_WARNING)
-            _warn(
-                err,
-                f"{len(effective)} of {len(pre.queries)} golden queries are effective "
-                "(FTS candidates >= 2)",
+    for q in pre.queries:
+        if not q.diagnostics.effective:
+            err.write(
+                f"  insensitive: {q.diagnostics.id} (FTS candidates = "
+                f"{q.diagnostics.fts_candidates}; the fusion parameters cannot move it)\n"
             )
-            for q in pre.queries:
-                if not q.diagnostics.effective:
-                    err.write(
-                        f"  insensitive: {q.diagnostics.id} (FTS candidates = "
-                        f"{q.diagnostics.fts_candidates}; the fusion parameters cannot move it)\n"
-                    )
-            if len(effective) < SMALL_N_WARN:
-                _warn(
-                    err,
-                    f"WARNING: effective N = {len(effective)} is below {SMALL_N_WARN}, the usual "
-                    "minimum number of topics in IR evaluation; treat the numbers below as "
-                    "suggestive, not conclusive.",
-                )
-            _warn(err, "sweeping 64 bm25 weight conditions x 6 rrf_k values...")
-            table = build_metric_table(source, pre, log=progress)
-        model = engine.model_name
-    finally:
-        engine.close()
+    if len(effective) < SMALL_N_WARN:
+        _warn(
+            err,
+            f"WARNING: effective N = {len(effective)} is below {SMALL_N_WARN}, the usual "
+            "minimum number of topics in IR evaluation; treat the numbers below as "
+            "suggestive, not conclusive.",
+        )
+    return pre
 
-    result = analyse(str(kb), str(setup.golden_path), model, pre, table)
+
+def _report(
+    args: argparse.Namespace,
+    run: _TuneSetup,
+    model: str,
+    pre: Preflight,
+    table: MetricTable,
+    out: TextIO,
+    err: TextIO,
+) -> None:
+    """The verdict on stdout, then the heatmap and the cost split on stderr."""
+    from pytest_groove.evaluation.compare import color_enabled
+    from pytest_groove.tune.plot import write_heatmap
+    from pytest_groove.tune.report import analyse, render_json, render_text
+
+    result = analyse(str(run.setup.kb), str(run.setup.golden_path), model, pre, table)
     if args.format == "json":
         out.write(render_json(result))
     else:
         out.write(render_text(result, color=color_enabled(args.no_color, out)))
     out.flush()
     if args.plot is not None:
-        write_heatmap(args.plot, table.primary, effective, result.verdict.refit.index)
+        write_heatmap(args.plot, table.primary, pre.effective, result.verdict.refit.index)
         _warn(err, f"heatmap written to {args.plot}")
     _warn(err, f"cost split: {pre.timings.summary()}")
-    return EXIT_OK

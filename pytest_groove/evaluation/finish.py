@@ -166,6 +166,18 @@ def _regression_message(ctx: EvalContext, comparison: Comparison, failures: list
     )
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """Which results this run has, and whether it is recorded and gated."""
+
+    #: results in golden order
+    per_query: list[QueryResult]
+    #: not the whole golden set (or not asked to record): reported, never recorded or gated
+    subset: bool
+    #: the run goes into the history
+    will_record: bool
+
+
 def finish_evaluation(
     ctx: EvalContext, results: Sequence[QueryResult], *, record: bool
 ) -> EvalOutcome:
@@ -178,87 +190,18 @@ def finish_evaluation(
     *save* is returned in :attr:`EvalOutcome.error` so the reports still reach the
     user.
     """
-    flags = ctx.flags
     warnings: list[str] = []
-    golden = ctx.golden.queries
-    per_query = order_results(ctx.golden, results)
-    complete = len(per_query) == len(golden) and all(
-        r.id == q.id and r.query == q.query for r, q in zip(per_query, golden, strict=True)
-    )
-    if record and not complete:
-        warnings.append(
-            f"only {len(per_query)} of {len(golden)} golden queries have results; "
-            "this run is reported but not recorded"
-        )
-    subset = not (record and complete)
-    will_record = not subset and not flags.no_history
-    if flags.freeze_baseline and not will_record:
-        warnings.append("--freeze-baseline ignored: this run is not recorded in the history")
-
-    if ctx.findings is not None:
-        findings = list(ctx.findings)
-    elif ctx.chunk_texts is not None:
-        findings = scan_golden_quotes(per_query, ctx.chunk_texts)
-    else:
-        findings = []
-    run = build_run(ctx.fingerprint, per_query, ctx.corpus, findings)
-
-    path = ctx.resolved_history_path
-    if flags.no_history:
-        runs: list[RunRecord] = []
-    elif ctx.history is not None:
-        runs = list(ctx.history)
-        warnings += ctx.history_warnings
-    else:
-        runs = load_history(path, warnings=warnings, cap=ctx.history_cap)
-    choice = None if flags.no_history or flags.no_diff else choose_baseline(runs, ctx.fingerprint)
-    shown = None if choice is None else choice.shown
-    if subset and choice is not None and choice.baseline is not None:
-        # like for like: the same queries of the baseline, re-averaged
-        shown = project_baseline(choice.baseline, per_query)
+    scope = _scope(ctx, results, record=record, warnings=warnings)
+    findings = _findings(ctx, scope.per_query)
+    run = build_run(ctx.fingerprint, scope.per_query, ctx.corpus, findings)
+    runs, choice, shown = _baseline(ctx, scope, warnings)
     threshold = ctx.settings.regression_threshold
     comparison = compare(run, shown, threshold)
-    failures = (
-        gate_failures(comparison, threshold) if flags.fail_on_regression and not subset else []
-    )
-
-    error: str | None = None
-    recorded = False
-    if will_record:
-        try:
-            warnings += save_history(
-                path,
-                runs,
-                run,
-                ctx.settings.history_size,
-                ctx.history_cap,
-                freeze_baseline=flags.freeze_baseline,
-            )
-            recorded = True
-        except GrooveError as exc:
-            error = exc.message
-
-    footer: str | None = None
-    if subset:
-        footer = (
-            f"Subset run ({len(per_query)} of {len(golden)} golden queries): "
-            "not recorded in the history and not gated."
-        )
-    elif recorded and not comparison.compatible:
-        footer = NEXT_RUN_HINT
-    text = render_text(
-        run, comparison, color=flags.color, choice=choice, footer=footer, title=ctx.prog
-    )
-    report = build_json_report(run, comparison, recorded=recorded)
-    # Each report is written even when an earlier write failed: CI should not lose its
-    # JSON artefact because the history file could not be saved.  The first error wins.
-    errors = [error]
-    if flags.json_path is not None:
-        errors.append(_write_json(flags.json_path, report))
-    if flags.html_path is not None:
-        errors.append(_write_html(flags.html_path, run, comparison, runs, f"{ctx.prog} report"))
-    error = next((e for e in errors if e is not None), None)
-
+    gate_applies = ctx.flags.fail_on_regression and not scope.subset
+    failures = gate_failures(comparison, threshold) if gate_applies else []
+    recorded, error = _save(ctx, scope, runs, run, warnings)
+    text, report, report_error = _reports(ctx, scope, run, comparison, choice, runs, recorded)
+    error = error or report_error
     return EvalOutcome(
         run=run,
         comparison=comparison,
@@ -273,6 +216,109 @@ def finish_evaluation(
         recorded=recorded,
         choice=choice,
     )
+
+
+def _scope(
+    ctx: EvalContext, results: Sequence[QueryResult], *, record: bool, warnings: list[str]
+) -> _Scope:
+    """Put the results in golden order and decide whether the run is recorded."""
+    golden = ctx.golden.queries
+    per_query = order_results(ctx.golden, results)
+    complete = len(per_query) == len(golden) and all(
+        r.id == q.id and r.query == q.query for r, q in zip(per_query, golden, strict=True)
+    )
+    if record and not complete:
+        warnings.append(
+            f"only {len(per_query)} of {len(golden)} golden queries have results; "
+            "this run is reported but not recorded"
+        )
+    subset = not (record and complete)
+    will_record = not subset and not ctx.flags.no_history
+    if ctx.flags.freeze_baseline and not will_record:
+        warnings.append("--freeze-baseline ignored: this run is not recorded in the history")
+    return _Scope(per_query=per_query, subset=subset, will_record=will_record)
+
+
+def _findings(ctx: EvalContext, per_query: Sequence[QueryResult]) -> list[Finding]:
+    """The caller's findings, else the quote scan over the indexed chunks, else none."""
+    if ctx.findings is not None:
+        return list(ctx.findings)
+    if ctx.chunk_texts is not None:
+        return scan_golden_quotes(per_query, ctx.chunk_texts)
+    return []
+
+
+def _baseline(
+    ctx: EvalContext, scope: _Scope, warnings: list[str]
+) -> tuple[list[RunRecord], BaselineChoice | None, RunRecord | None]:
+    """(the stored runs, how the baseline was chosen, the run to show the diff against)."""
+    flags = ctx.flags
+    if flags.no_history:
+        runs: list[RunRecord] = []
+    elif ctx.history is not None:
+        runs = list(ctx.history)
+        warnings += ctx.history_warnings
+    else:
+        runs = load_history(ctx.resolved_history_path, warnings=warnings, cap=ctx.history_cap)
+    choice = None if flags.no_history or flags.no_diff else choose_baseline(runs, ctx.fingerprint)
+    shown = None if choice is None else choice.shown
+    if scope.subset and choice is not None and choice.baseline is not None:
+        # like for like: the same queries of the baseline, re-averaged
+        shown = project_baseline(choice.baseline, scope.per_query)
+    return runs, choice, shown
+
+
+def _save(
+    ctx: EvalContext, scope: _Scope, runs: list[RunRecord], run: RunRecord, warnings: list[str]
+) -> tuple[bool, str | None]:
+    """Append the run to the history when it is recorded: (recorded, error message)."""
+    if not scope.will_record:
+        return False, None
+    try:
+        warnings += save_history(
+            ctx.resolved_history_path,
+            runs,
+            run,
+            ctx.settings.history_size,
+            ctx.history_cap,
+            freeze_baseline=ctx.flags.freeze_baseline,
+        )
+    except GrooveError as exc:
+        return False, exc.message
+    return True, None
+
+
+def _reports(
+    ctx: EvalContext,
+    scope: _Scope,
+    run: RunRecord,
+    comparison: Comparison,
+    choice: BaselineChoice | None,
+    runs: Sequence[RunRecord],
+    recorded: bool,
+) -> tuple[str, dict[str, Any], str | None]:
+    """(text report, JSON report, first error writing the report files)."""
+    footer: str | None = None
+    if scope.subset:
+        footer = (
+            f"Subset run ({len(scope.per_query)} of {len(ctx.golden.queries)} golden queries): "
+            "not recorded in the history and not gated."
+        )
+    elif recorded and not comparison.compatible:
+        footer = NEXT_RUN_HINT
+    flags = ctx.flags
+    text = render_text(
+        run, comparison, color=flags.color, choice=choice, footer=footer, title=ctx.prog
+    )
+    report = build_json_report(run, comparison, recorded=recorded)
+    # Each report is written even when an earlier write failed: CI should not lose its
+    # JSON artefact because the history file could not be saved.  The first error wins.
+    errors: list[str | None] = []
+    if flags.json_path is not None:
+        errors.append(_write_json(flags.json_path, report))
+    if flags.html_path is not None:
+        errors.append(_write_html(flags.html_path, run, comparison, runs, f"{ctx.prog} report"))
+    return text, report, next((e for e in errors if e is not None), None)
 
 
 def _write_json(path: Path, report: dict[str, Any]) -> str | None:
