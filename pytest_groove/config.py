@@ -262,75 +262,27 @@ def check_k_values(k_values: tuple[int, ...], where: str) -> None:
 def parse_settings(data: dict[str, Any], source: Path) -> Settings:
     """Validate a parsed ``groove.toml`` document into :class:`Settings`."""
     top = _Section(data, "", source)
-    model = top.pop_str("model", DEFAULT_MODEL)
     reranker = top.pop_str("reranker", "none")
+    index = _parse_index(top)
+    search = _parse_search(top.pop_section("search"), reranker)
+    ev = _parse_eval(top.pop_section("eval"))
+    top.finish()
+    return Settings(index=index, search=search, eval=ev, source=source)
+
+
+def _parse_index(top: _Section) -> IndexSettings:
+    """The top-level keys and tables that shape the index: model, exclusions, parsers."""
+    source = top.source
+    model = top.pop_str("model", DEFAULT_MODEL)
     exclude_dirs = top.pop_str_list("exclude_dirs", DEFAULT_EXCLUDE_DIRS)
     exclude_headings = top.pop_str_list("exclude_headings", ())
     if any(not h.strip() for h in exclude_headings):
         # an empty entry is a substring of every heading: it would drop every section
         raise GrooveError(f"invalid config {source}: exclude_headings cannot hold an empty string")
-    index_dir_raw = top._data.pop("index_dir", None)
-
-    parsers: tuple[str, ...] = ("md",)
-    parsers_sec = top.pop_section("parsers")
-    if parsers_sec is not None:
-        parsers = parsers_sec.pop_str_list("enabled", ("md",))
-        parsers_sec.finish()
-        if not parsers:
-            raise GrooveError(f"invalid config {source}: [parsers].enabled cannot be empty")
-        seen: set[str] = set()
-        for pid in parsers:
-            low = pid.lower()
-            if low not in KNOWN_PARSERS:
-                raise GrooveError(
-                    f"invalid config {source}: unknown parser {pid!r} in [parsers].enabled "
-                    f"(known: {', '.join(KNOWN_PARSERS)})"
-                )
-            if low in seen:
-                raise GrooveError(f"invalid config {source}: parser {pid!r} listed twice")
-            seen.add(low)
-        parsers = tuple(p.lower() for p in parsers)
-
-    contextual = False
-    ctx_sec = top.pop_section("contextual")
-    if ctx_sec is not None:
-        contextual = ctx_sec.pop_bool("enabled", False)
-        ctx_sec.finish()
-
-    search = SearchSettings(reranker=reranker)
-    search_sec = top.pop_section("search")
-    if search_sec is not None:
-        ratio = search_sec.pop_float("min_confidence_ratio", 1.5, 0.0, 1e9)
-        search = SearchSettings(
-            fusion=_parse_fusion(search_sec.pop_section("fusion")),
-            mmr=_parse_mmr(search_sec.pop_section("mmr")),
-            parent_retriever=_parse_parent(search_sec.pop_section("parent_retriever")),
-            reranker=reranker,
-            min_confidence_ratio=ratio,
-        )
-        search_sec.finish()
-
-    ev = EvalSettings()
-    eval_sec = top.pop_section("eval")
-    if eval_sec is not None:
-        golden_raw = eval_sec.pop_str("golden", "")
-        golden = (source.parent / golden_raw) if golden_raw else None
-        ev = EvalSettings(
-            golden=golden,
-            history_size=eval_sec.pop_int("history_size", 10, 1, 10_000),
-            k_values=eval_sec.pop_int_list("k_values", (1, 5, 10)),
-            regression_threshold=eval_sec.pop_float("regression_threshold", 0.05, 0.0, 1.0),
-        )
-        eval_sec.finish()
-        check_k_values(ev.k_values, f"config {source}: [eval]")
-
-    top.finish()
-    index_dir: Path | None = None
-    if index_dir_raw is not None:
-        if not isinstance(index_dir_raw, str) or not index_dir_raw:
-            raise GrooveError(f"invalid config {source}: index_dir must be a non-empty string")
-        index_dir = source.parent / index_dir_raw
-    index = IndexSettings(
+    index_dir = _parse_index_dir(top)
+    parsers = _parse_parsers(top.pop_section("parsers"))
+    contextual = _parse_contextual(top.pop_section("contextual"))
+    return IndexSettings(
         model=model,
         contextual=contextual,
         exclude_dirs=exclude_dirs,
@@ -338,7 +290,74 @@ def parse_settings(data: dict[str, Any], source: Path) -> Settings:
         parsers=parsers,
         index_dir=index_dir,
     )
-    return Settings(index=index, search=search, eval=ev, source=source)
+
+
+def _parse_index_dir(top: _Section) -> Path | None:
+    if "index_dir" not in top._data:
+        return None
+    raw = top._data.pop("index_dir")
+    if not isinstance(raw, str) or not raw:
+        raise GrooveError(f"invalid config {top.source}: index_dir must be a non-empty string")
+    return top.source.parent / raw
+
+
+def _parse_parsers(sec: _Section | None) -> tuple[str, ...]:
+    if sec is None:
+        return ("md",)
+    parsers = sec.pop_str_list("enabled", ("md",))
+    sec.finish()
+    if not parsers:
+        raise GrooveError(f"invalid config {sec.source}: [parsers].enabled cannot be empty")
+    seen: set[str] = set()
+    for pid in parsers:
+        low = pid.lower()
+        if low not in KNOWN_PARSERS:
+            raise GrooveError(
+                f"invalid config {sec.source}: unknown parser {pid!r} in [parsers].enabled "
+                f"(known: {', '.join(KNOWN_PARSERS)})"
+            )
+        if low in seen:
+            raise GrooveError(f"invalid config {sec.source}: parser {pid!r} listed twice")
+        seen.add(low)
+    return tuple(p.lower() for p in parsers)
+
+
+def _parse_contextual(sec: _Section | None) -> bool:
+    if sec is None:
+        return False
+    enabled = sec.pop_bool("enabled", False)
+    sec.finish()
+    return enabled
+
+
+def _parse_search(sec: _Section | None, reranker: str) -> SearchSettings:
+    if sec is None:
+        return SearchSettings(reranker=reranker)
+    ratio = sec.pop_float("min_confidence_ratio", 1.5, 0.0, 1e9)
+    search = SearchSettings(
+        fusion=_parse_fusion(sec.pop_section("fusion")),
+        mmr=_parse_mmr(sec.pop_section("mmr")),
+        parent_retriever=_parse_parent(sec.pop_section("parent_retriever")),
+        reranker=reranker,
+        min_confidence_ratio=ratio,
+    )
+    sec.finish()
+    return search
+
+
+def _parse_eval(sec: _Section | None) -> EvalSettings:
+    if sec is None:
+        return EvalSettings()
+    golden_raw = sec.pop_str("golden", "")
+    ev = EvalSettings(
+        golden=(sec.source.parent / golden_raw) if golden_raw else None,
+        history_size=sec.pop_int("history_size", 10, 1, 10_000),
+        k_values=sec.pop_int_list("k_values", (1, 5, 10)),
+        regression_threshold=sec.pop_float("regression_threshold", 0.05, 0.0, 1.0),
+    )
+    sec.finish()
+    check_k_values(ev.k_values, f"config {sec.source}: [eval]")
+    return ev
 
 
 def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
