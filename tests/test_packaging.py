@@ -9,7 +9,12 @@ matrix runs on.  A floor raised in one place and not the other would make the
 from __future__ import annotations
 
 import configparser
+import importlib.metadata
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
 from collections import defaultdict
 
@@ -18,6 +23,7 @@ from packaging.specifiers import Specifier
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+import pytest_groove
 from conftest import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -94,3 +100,16 @@ def test_the_tested_pythons_are_the_classified_ones() -> None:
     requires = Specifier(PYPROJECT["project"]["requires-python"])
     assert requires.operator == ">="
     assert requires.version == min(pythons, key=Version)
+
+
+def test_groove_version_is_the_installed_version() -> None:
+    """One version, in ``pytest_groove.__version__``: the built metadata reads it from
+    there (pyproject's dynamic version) and ``groove --version`` prints it."""
+    installed = importlib.metadata.version("pytest-groove")
+    assert installed == pytest_groove.__version__
+    groove = shutil.which("groove", path=os.path.dirname(sys.executable))
+    assert groove is not None, "the groove console script is not installed beside python"
+    result = subprocess.run(
+        [groove, "--version"], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"groove {installed}\n", "")

@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from pytest_groove import __version__
 from pytest_groove.cli.args import (
     add_format_argument,
     add_kb_arguments,
@@ -86,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groove",
         description="Index a Markdown knowledge base, search it, and measure retrieval quality.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
