@@ -267,6 +267,14 @@ def test_cli_kb_with_paths_runs_both(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*kb/.groove-eval.yml::deploy-days PASSED*"])
 
 
+def test_a_path_that_holds_the_kb_collects_each_query_once(project: pytest.Pytester) -> None:
+    """pytest < 8 collects a file named on the command line again after a directory
+    walk reached it; the golden file the plugin adds must not run twice."""
+    result = project.runpytest(".", "--groove-kb", "kb", "-v")
+    result.assert_outcomes(passed=4)
+    assert result.stdout.str().count("::deploy-days PASSED") == 1
+
+
 def test_ini_kb_runs_the_usual_tests_and_the_golden_items(project: pytest.Pytester) -> None:
     project.makeini("[pytest]\ngroove_kb = kb\n")
     result = project.runpytest("-v")

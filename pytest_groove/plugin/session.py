@@ -102,7 +102,7 @@ def activate(config: pytest.Config, options: PluginOptions) -> GrooveSession:
         {m for q in session.golden.queries for m in map(tag_marker, q.tags) if m is not None}
     ):
         config.addinivalue_line("markers", f"{marker}: golden query tag (pytest-groove)")
-    _route_golden(config, options, session.golden_path)
+    session.collect_golden_once = _route_golden(config, options, session.golden_path)
     return session
 
 
@@ -114,16 +114,25 @@ def _names_golden(arg: str, base: Path, golden: Path) -> bool:
         return False
 
 
-def _route_golden(config: pytest.Config, options: PluginOptions, golden: Path) -> None:
-    """Make collection include the golden file (rules: ``plugin/__init__.py``)."""
+def _route_golden(config: pytest.Config, options: PluginOptions, golden: Path) -> bool:
+    """Make collection include the golden file (rules: ``plugin/__init__.py``).
+
+    True when the golden file was added to the paths to collect.  It goes first: a
+    directory among the other paths may hold it too, and pytest before 8 collects a
+    file named on the command line once more even when a directory walk already
+    collected it.  Named first, its collector is made there, and the walk's second
+    request gets none (:meth:`GrooveSession.pytest_collect_file`) -- so each golden
+    query is one item on every pytest version.
+    """
     args = config.args
     base = config.invocation_params.dir
     if any(_names_golden(arg, base, golden) for arg in args):
-        return
+        return False
     if options.kb_from_cli and config.args_source != pytest.Config.ArgsSource.ARGS:
         args[:] = [str(golden)]
     else:
-        args.append(str(golden))
+        args.insert(0, str(golden))
+    return True
 
 
 # --------------------------------------------------------------------------- session
@@ -181,6 +190,9 @@ class GrooveSession:
         self._ensure_engine: Callable[[], object] = self.prepare
         #: a worker prints nothing: its output would interleave with the controller's
         self._quiet = False
+        #: the plugin added the golden file to the paths: hand out its collector once
+        self.collect_golden_once = False
+        self._golden_collected = False
 
     def become_worker(self, workerinput: dict[str, Any]) -> None:
         """Take the xdist worker role: the controller prepared the index and the baseline."""
@@ -404,6 +416,9 @@ class GrooveSession:
                 return None
         except OSError:
             return None
+        if self.collect_golden_once and self._golden_collected:
+            return None  # a directory walk reached it again (pytest < 8)
+        self._golden_collected = True
         collector: pytest.Collector = GrooveGoldenFile.from_parent(parent, path=file_path)
         return collector
 
