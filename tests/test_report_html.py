@@ -23,6 +23,9 @@ import pytest
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and numpy / PyYAML's C loader (and matplotlib's extensions)
 # do not survive a second import.
+import pytest_groove.engine
+import pytest_groove.plugin.controller
+import pytest_groove.plugin.session  # noqa: F401
 from pytest_groove.config import EvalSettings
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.compare import compare
