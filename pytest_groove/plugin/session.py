@@ -188,8 +188,6 @@ class GrooveSession:
         self.baseline_queries: dict[str, QueryResult] = {}
         #: how the first search gets an engine: prepare here, or (worker) open the ready index
         self._ensure_engine: Callable[[], object] = self.prepare
-        #: a worker prints nothing: its output would interleave with the controller's
-        self._quiet = False
         #: the plugin added the golden file to the paths: hand out its collector once
         self.collect_golden_once = False
         self._golden_collected = False
@@ -197,7 +195,6 @@ class GrooveSession:
     def become_worker(self, workerinput: dict[str, Any]) -> None:
         """Take the xdist worker role: the controller prepared the index and the baseline."""
         self.baseline_queries = baseline_from_workerinput(workerinput)
-        self._quiet = True
         self._ensure_engine = self._open_ready_index
         _share_cores_between_workers()
 
@@ -258,7 +255,11 @@ class GrooveSession:
         return engine
 
     def _open_ready_index(self) -> None:
-        """Worker: open the index the controller brought up to date, quietly."""
+        """Worker: open the index the controller brought up to date.
+
+        Quietly -- no log, no progress bar: a worker's output would interleave with
+        the controller's.
+        """
         from pytest_groove.embed.registry import get_embedder
         from pytest_groove.engine import open_engine
 
