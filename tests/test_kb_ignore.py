@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -335,3 +337,84 @@ def test_literal_anchored_pattern_matches_itself_case_insensitively(rel: str) ->
     assert warnings == []
     assert rules.ignores(rel, False)
     assert rules.ignores(rel.swapcase(), False)
+
+
+# --------------------------------------------------------------------------- linear-time matching
+
+
+def _oracle_segment(seg: str) -> str:
+    return "".join(
+        "[^/]*" if piece.startswith("*") else re.escape(piece)
+        for piece in re.split(r"(\*+)", seg)
+        if piece
+    )
+
+
+def _oracle(pattern: str) -> re.Pattern[str]:
+    dir_only = pattern.endswith("/")
+    body = pattern[:-1] if dir_only else pattern
+    anchored = body.startswith("/")
+    body = body[1:] if anchored else body
+    anchored = anchored or "/" in body
+    segments: list[str] = []
+    for seg in body.split("/"):
+        if seg == "**" and segments and segments[-1] == "**":
+            continue
+        segments.append(seg)
+    out: list[str] = []
+    last = len(segments) - 1
+    for i, seg in enumerate(segments):
+        after = i > 0 and segments[i - 1] == "**"
+        if seg == "**":
+            if i == 0:
+                out.append(".*" if i == last else "(?:.*/)?")
+            elif i == last:
+                out.append("/.+")
+            else:
+                out.append("/(?:.*/)?")
+            continue
+        if i > 0 and not after:
+            out.append("/")
+        out.append(_oracle_segment(seg))
+    regex = "".join(out)
+    if not anchored:
+        regex = "(?:.*/)?" + regex
+    return re.compile(regex, re.IGNORECASE | re.DOTALL)
+
+
+_GLOB_SEGMENT = st.text(alphabet="ab*", min_size=1, max_size=5)
+_GLOB = st.builds(
+    lambda lead, segs: lead + "/".join(segs),
+    st.sampled_from(["", "/"]),
+    st.lists(st.one_of(_GLOB_SEGMENT, st.just("**")), min_size=1, max_size=4),
+).filter(lambda p: p.strip("/") != "")
+_PATH = st.lists(st.text(alphabet="ab", min_size=1, max_size=5), min_size=1, max_size=4).map(
+    "/".join
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_GLOB, _PATH)
+def test_linear_translation_means_what_the_plain_glob_means(pattern: str, rel: str) -> None:
+    """Fuzz: the atomic translation agrees with the naive backtracking one."""
+    compiled = parse_ignore_text(pattern)[0].patterns[0]
+    assert compiled.matches(rel, False) == (_oracle(pattern).fullmatch(rel) is not None)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "name"),
+    [
+        ("*a" * 12 + "*c", "a" * 40),
+        ("*a" * 30 + "*c", "a" * 200),
+        ("**/a/" * 12 + "**/c", "/".join(["a"] * 40)),
+        ("*a*a*a*a*a*a*a*a*a*a*a*a*c/", "a" * 40),
+    ],
+)
+def test_hostile_patterns_match_in_bounded_time(pattern: str, name: str) -> None:
+    """A backtracking translation takes minutes on each of these."""
+    rules = rules_for(pattern)
+    started = time.monotonic()
+    for _ in range(20):
+        assert not excluded(rules, name)
+        assert not excluded(rules, f"dir/{name}", True)
+    assert time.monotonic() - started < 10

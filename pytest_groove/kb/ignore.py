@@ -119,57 +119,95 @@ def _translate_class(segment: str, start: int) -> tuple[str, int]:
     return (f"[^/{body}]" if negated else f"(?!/)[{body}]"), i
 
 
-def _translate_segment(segment: str) -> str:
-    """Regex for one path segment: ``*`` and ``?`` never cross a ``/``."""
-    out: list[str] = []
+def _segment_pieces(segment: str) -> list[list[str]]:
+    """Split one segment at its ``*`` runs into lists of one-character regexes.
+
+    ``a*b?c*`` becomes ``[["a"], ["b", "[^/]", "c"], []]``: each piece matches a
+    fixed number of characters, and a star sits between each two pieces.
+    """
+    pieces: list[list[str]] = [[]]
     i = 0
     while i < len(segment):
         char = segment[i]
         if char == "*":
             while i < len(segment) and segment[i] == "*":
                 i += 1
-            out.append("[^/]*")
+            pieces.append([])
             continue
         if char == "?":
-            out.append("[^/]")
+            pieces[-1].append("[^/]")
         elif char == "[":
             regex, i = _translate_class(segment, i)
-            out.append(regex)
+            pieces[-1].append(regex)
             continue
         elif char == "\\":
             if i + 1 >= len(segment):
                 raise BadPattern("dangling '\\' at the end")
             i += 1
-            out.append(re.escape(segment[i]))
+            pieces[-1].append(re.escape(segment[i]))
         else:
-            out.append(re.escape(char))
+            pieces[-1].append(re.escape(char))
         i += 1
+    return pieces
+
+
+def _translate_segment(segment: str) -> str:
+    """Regex for one path segment: ``*`` and ``?`` never cross a ``/``.
+
+    Linear-time by construction.  A plain ``[^/]*`` per star backtracks
+    polynomially in the number of stars (``*a*a*a*...c`` against ``aaaa...``
+    runs for minutes).  Every piece between two stars has a fixed width, so its
+    leftmost occurrence is always the best choice: each star but the last
+    becomes an atomic, lazy ``(?>[^/]*?piece)`` that never backtracks, and only
+    the last star (whose piece must end the segment) is an ordinary one.
+    """
+    pieces = _segment_pieces(segment)
+    out = ["".join(pieces[0])]
+    for piece in pieces[1:-1]:
+        out.append("(?>[^/]*?" + "".join(piece) + ")")
+    if len(pieces) > 1:
+        out.append("[^/]*" + "".join(pieces[-1]))
     return "".join(out)
 
 
-def _translate_path(pattern: str) -> str:
-    """Regex for a slash-separated glob, with ``**`` segments spanning directories."""
-    segments: list[str] = []
+def _translate_path(pattern: str, anchored: bool) -> str:
+    """Regex for a slash-separated glob, with ``**`` segments spanning directories.
+
+    An unanchored pattern behaves as if it started with ``**/``.  The same
+    leftmost-is-best argument as in :func:`_translate_segment` applies one level
+    up: a run of plain segments between two ``**`` matches a fixed number of
+    segments, so its first occurrence is taken atomically; only the run after
+    the last ``**`` (which must end the path) is searched for normally.
+    """
+    segments: list[str] = [] if anchored else ["**"]
     for segment in pattern.split("/"):
         if segment == "**" and segments and segments[-1] == "**":
             continue  # "**/**" means the same as "**"
         segments.append(segment)
-    last = len(segments) - 1
-    out: list[str] = []
-    for i, segment in enumerate(segments):
-        after_globstar = i > 0 and segments[i - 1] == "**"
+    if segments == ["**"]:
+        return ".*"  # alone: everything
+    trailing = segments[-1] == "**"
+    if trailing:
+        segments.pop()  # everything inside, not the directory itself: added below
+    # runs of plain segments; every run after the first follows a "**"
+    runs: list[list[str]] = [[]]
+    for segment in segments:
         if segment == "**":
-            if i == 0:
-                # alone: everything; leading: zero or more leading directories
-                out.append(".*" if i == last else "(?:.*/)?")
-            elif i == last:
-                out.append("/.+")  # everything inside, not the directory itself
-            else:
-                out.append("/(?:.*/)?")  # zero or more directories in between
-            continue
-        if i > 0 and not after_globstar:
-            out.append("/")
-        out.append(_translate_segment(segment))
+            runs.append([])
+        else:
+            runs[-1].append(_translate_segment(segment))
+    out: list[str] = ["/".join(runs[0])]
+    started = bool(runs[0])
+    for number, run in enumerate(runs[1:], start=2):
+        lead = "/" if started else ""
+        body = "/".join(run)
+        if number == len(runs) and not trailing:
+            out.append(f"{lead}(?:[^/]*/)*{body}")
+        else:
+            out.append(f"(?>{lead}(?:[^/]*/)*?{body}(?=/|\\Z))")
+        started = True
+    if trailing:
+        out.append("/.+")
     return "".join(out)
 
 
@@ -202,9 +240,7 @@ def compile_pattern(text: str, line: int = 0) -> IgnorePattern:
         raise BadPattern("the pattern is empty")
     # an inner slash anchors the pattern at the root, like a leading one
     anchored = anchored or "/" in pattern
-    regex = _translate_path(pattern)
-    if not anchored:
-        regex = "(?:.*/)?" + regex  # a bare name matches at any depth
+    regex = _translate_path(pattern, anchored)  # a bare name matches at any depth
     try:
         compiled = re.compile(regex, re.IGNORECASE | re.DOTALL)
     except re.error as exc:  # pragma: no cover - translation should not produce bad regexes
