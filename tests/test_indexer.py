@@ -254,14 +254,16 @@ def test_unlistable_folder_keeps_its_documents(
     write(kb, "ops/a.md", "## A\n\n" + "alpha words " * 10)
     write(kb, "top.md", "## T\n\n" + "top words " * 10)
     run_indexer(kb, SETTINGS, progress=False)
-    real_scandir = os.scandir
+    import pytest_groove.kb.walk as walk
 
-    def refuse_ops(path: object) -> object:
-        if str(path).endswith("ops"):
+    real_open_folder = walk.open_folder
+
+    def refuse_ops(root_fd: int, root: Path, rel: str) -> int:
+        if rel.rstrip("/").endswith("ops"):
             raise PermissionError(13, "Permission denied")
-        return real_scandir(path)  # type: ignore[arg-type]
+        return real_open_folder(root_fd, root, rel)
 
-    monkeypatch.setattr(os, "scandir", refuse_ops)
+    monkeypatch.setattr(walk, "open_folder", refuse_ops)
     report = run_indexer(kb, SETTINGS, progress=False)
     monkeypatch.undo()
     assert report.removed == 0

@@ -22,13 +22,14 @@ from pathlib import Path
 from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
+from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_lock import index_lock, probe_lock_file
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.quality import quality_score, token_count
 from pytest_groove.kb.records import ParsedDocument
 from pytest_groove.kb.store import DB_FILE_NAME, Store
-from pytest_groove.kb.walk import collect_files
+from pytest_groove.kb.walk import CollectResult, collect_files
 
 #: a KB file larger than this is skipped with a warning
 FILE_SIZE_CAP = 50 * 1024 * 1024
@@ -72,19 +73,36 @@ def _embedding_input(context: str | None, content: str, contextual: bool) -> str
     return content
 
 
-def _read_capped(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > FILE_SIZE_CAP:
-            raise OSError(f"{size} bytes, over the {FILE_SIZE_CAP} byte limit")
-        # read what stat promised (+1 to notice growth); asking for the cap itself would
-        # make Python allocate a 50 MiB buffer for every small note
-        data = handle.read(size + 1)
-        if len(data) > size:
-            data += handle.read(FILE_SIZE_CAP + 1 - len(data))
-    if len(data) > FILE_SIZE_CAP:
-        raise OSError(f"grew past the {FILE_SIZE_CAP} byte limit while being read")
-    return data
+def _read_collected(
+    kb: Path, collected: CollectResult, warnings: list[str] | None = None
+) -> dict[str, bytes | None]:
+    """The bytes of every collected file, in walk order; None for a skipped one.
+
+    Files are read below the KB root without following links, and only if each is
+    still the file the walk saw: a swap since then is skipped, never followed
+    (:mod:`pytest_groove.kb.beneath`).  Each skip adds a line to ``warnings``.
+    """
+    root = kb.resolve()
+    contents: dict[str, bytes | None] = {}
+    try:
+        root_fd = open_root(root)
+    except OSError as exc:
+        raise GrooveError(
+            f"cannot read the knowledge base folder {kb} ({exc.strerror}); check its permissions"
+        ) from None
+    try:
+        for rel in collected.files:
+            try:
+                contents[rel] = read_beneath(
+                    root_fd, root, rel, collected.identities.get(rel), FILE_SIZE_CAP
+                )
+            except Skipped as exc:
+                contents[rel] = None
+                if warnings is not None:
+                    warnings.append(f"skipped {rel}: {exc.reason}")
+    finally:
+        os.close(root_fd)
+    return contents
 
 
 class _Progress:
@@ -254,10 +272,10 @@ def current_read_only(
     collected = collect_files(kb, settings)
     report.warnings.extend(collected.warnings)
     seen: set[str] = set()
+    contents = _read_collected(kb, collected)
     for rel in collected.files:
-        try:
-            data = _read_capped(kb / rel)
-        except OSError:
+        data = contents.get(rel)
+        if data is None:
             seen.add(rel)  # the indexer keeps the rows of a file it cannot read
             report.skipped += 1
             continue
@@ -300,13 +318,10 @@ def _index_locked(
 
     scanned: list[_ScannedFile] = []
     skipped: set[str] = set()
-    for rel in collected.files:
-        try:
-            data = _read_capped(kb / rel)
-        except OSError as exc:
+    for rel, data in _read_collected(kb, collected, report.warnings).items():
+        if data is None:
             skipped.add(rel)
             report.skipped += 1
-            report.warnings.append(f"skipped {rel}: {exc.strerror or exc}")
             continue
         scanned.append(_ScannedFile(rel, data, hashlib.sha256(data).hexdigest()))
 

@@ -24,13 +24,16 @@ the index.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_groove.config import IndexSettings
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb.beneath import FileIdentity, open_folder, open_root
 from pytest_groove.kb.ignore import IgnoreRules, load_ignore_rules
+
+_SCANDIR_FD = os.scandir in os.supports_fd
 
 #: directory names excluded in every configuration (compared ASCII-case-insensitively)
 FAILSAFE_DIRS = frozenset({".git", ".svn", "node_modules", ".groove"})
@@ -154,6 +157,8 @@ class CollectResult:
     #: KB-relative prefixes ("" for the root, else "dir/") of folders that could not be
     #: listed: what was indexed below them must be kept, not pruned as deleted
     unlisted: tuple[str, ...] = ()
+    #: device and inode the walk saw for each file: reading must find the same file
+    identities: Mapping[str, FileIdentity] = field(default_factory=dict)
 
 
 def _path_key(rel: str) -> tuple[str, ...]:
@@ -188,47 +193,99 @@ def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
     wanted = {_ascii_lower(p) for p in settings.parsers}
     warnings: list[str] = list(ignore_warnings)
     files: list[str] = []
+    identities: dict[str, FileIdentity] = {}
     unlisted: list[str] = []
-    pending: list[tuple[Path, str]] = [(root, "")]
-    while pending:
-        folder, prefix = pending.pop()
-        try:
-            with os.scandir(folder) as entries:
-                listing = list(entries)
-        except OSError as exc:
-            warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
-            unlisted.append(prefix)
-            continue
-        for entry in listing:
-            rel = prefix + entry.name
-            if _has_undecodable_name(entry.name):
-                warnings.append(f"skipped {folder / entry.name!s}: its name is not valid UTF-8")
+    # folders are listed through descriptors opened below the root without following
+    # links, so a folder swapped for a link mid-walk is never listed (kb.beneath)
+    try:
+        root_fd = open_root(root)
+    except OSError as exc:
+        raise GrooveError(
+            f"cannot read the knowledge base folder {kb_root} ({exc.strerror}); "
+            "check its permissions"
+        ) from None
+    try:
+        pending: list[str] = [""]
+        while pending:
+            prefix = pending.pop()
+            folder = root / prefix if prefix else root
+            try:
+                folder_fd = open_folder(root_fd, root, prefix)
+            except OSError as exc:
+                warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
+                unlisted.append(prefix)
                 continue
             try:
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if not rules.excludes_entry(rel, True):
-                        pending.append((Path(entry.path), rel + "/"))
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue  # sockets, FIFOs, devices
-            except OSError:
-                continue  # vanished or unreadable while we looked
-            if is_office_lock_file(entry.name) or file_extension(entry.name) not in wanted:
-                continue
-            if rules.excludes_entry(rel, False):
-                continue
-            try:
-                links = entry.stat(follow_symlinks=False).st_nlink
-            except OSError:
-                links = 1  # cannot tell: allow, reading it will report any real problem
-            if links > 1:
-                warnings.append(
-                    f"skipped {rel}: it is a hard link ({links} names for one file); "
-                    "copy it instead"
+                _list_folder(
+                    folder_fd,
+                    folder,
+                    prefix,
+                    rules,
+                    wanted,
+                    pending,
+                    files,
+                    identities,
+                    warnings,
+                    unlisted,
                 )
-                continue
-            files.append(rel)
+            finally:
+                os.close(folder_fd)
+    finally:
+        os.close(root_fd)
     files.sort(key=_path_key)
-    return CollectResult(tuple(files), tuple(warnings), tuple(sorted(unlisted)))
+    return CollectResult(tuple(files), tuple(warnings), tuple(sorted(unlisted)), identities)
+
+
+def _list_folder(
+    folder_fd: int,
+    folder: Path,
+    prefix: str,
+    rules: ExclusionRules,
+    wanted: set[str],
+    pending: list[str],
+    files: list[str],
+    identities: dict[str, FileIdentity],
+    warnings: list[str],
+    unlisted: list[str],
+) -> None:
+    """Sort the entries of one folder into files to index and folders to visit."""
+    try:
+        # entries' stat() calls go through folder_fd, which stays open meanwhile
+        with os.scandir(folder_fd if _SCANDIR_FD else folder) as entries:
+            listing = list(entries)
+    except OSError as exc:
+        warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
+        unlisted.append(prefix)
+        return
+    for entry in listing:
+        rel = prefix + entry.name
+        if _has_undecodable_name(entry.name):
+            warnings.append(f"skipped {folder / entry.name!s}: its name is not valid UTF-8")
+            continue
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if not rules.excludes_entry(rel, True):
+                    pending.append(rel + "/")
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                continue  # sockets, FIFOs, devices
+        except OSError:
+            continue  # vanished or unreadable while we looked
+        if is_office_lock_file(entry.name) or file_extension(entry.name) not in wanted:
+            continue
+        if rules.excludes_entry(rel, False):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue  # vanished while we looked
+        if info.st_nlink > 1:
+            warnings.append(
+                f"skipped {rel}: it is a hard link ({info.st_nlink} names for one file); "
+                "copy it instead"
+            )
+            continue
+        files.append(rel)
+        identities[rel] = FileIdentity.of(info)
