@@ -26,12 +26,19 @@ byte for byte like the reference implementation.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.kb.text import trim
 from pytest_groove.search.exclusion import is_excluded, split_exclusions
-from pytest_groove.search.querytext import CharClass, char_class, fts_sendable, split_quotes
+from pytest_groove.search.querytext import (
+    CharClass,
+    class_code,
+    class_codes,
+    fts_sendable,
+    split_quotes,
+)
 
 __all__ = [
     "FTS_QUERY_VERSION",
@@ -68,34 +75,20 @@ class ParsedQuery:
     fts: str | None
 
 
+#: a stretch of characters that are not separators, in the class-code string
+_GROUP = re.compile(f"[^{class_code(CharClass.SEPARATOR)}]+")
+#: a stretch of one class letter repeated, in the class-code string
+_RUN = re.compile(r"(.)\1*", re.DOTALL)
+
+
 def _groups(text: str) -> list[str]:
     """Stage 2: maximal non-empty stretches between separator characters."""
-    groups: list[str] = []
-    current: list[str] = []
-    for char in text:
-        if char_class(char) is CharClass.SEPARATOR:
-            if current:
-                groups.append("".join(current))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        groups.append("".join(current))
-    return groups
+    return [text[m.start() : m.end()] for m in _GROUP.finditer(class_codes(text))]
 
 
 def _runs(group: str) -> list[str]:
     """Stage 3: maximal stretches of one character class within a group."""
-    runs: list[str] = []
-    previous: CharClass | None = None
-    for char in group:
-        klass = char_class(char)
-        if klass is previous:
-            runs[-1] += char
-        else:
-            runs.append(char)
-            previous = klass
-    return runs
+    return [group[m.start() : m.end()] for m in _RUN.finditer(class_codes(group))]
 
 
 def _emit_group(runs: list[str]) -> list[str]:

@@ -10,6 +10,8 @@ nothing found".
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pytest_groove.kb.text import split_white_space, trim
 from pytest_groove.search.exclusion import split_exclusions
 from pytest_groove.search.fts_query import query_phrases
@@ -21,7 +23,10 @@ MAX_TERMS = 100
 MAX_SPANS = 100
 
 
-def _terms(query: str) -> list[str] | None:
+@lru_cache(maxsize=16)
+def _terms(query: str) -> tuple[str, ...] | None:
+    # cached: the pipeline asks once per hit with the same query, and compiling a
+    # long query is the costly part (a 1 MiB golden query, ten hits)
     # Excluded terms are not highlighted: they never occur in a returned chunk anyway.
     text = trim(split_exclusions(query).positive)
     if not text:
@@ -29,7 +34,7 @@ def _terms(query: str) -> list[str] | None:
     terms = query_phrases(text) or split_white_space(text)
     if any(not term.isascii() for term in terms):
         return None
-    return sorted({term.lower() for term in terms if term})[:MAX_TERMS]
+    return tuple(sorted({term.lower() for term in terms if term})[:MAX_TERMS])
 
 
 def _occurrences(haystack: bytes, needle: bytes, limit: int) -> list[tuple[int, int]]:
