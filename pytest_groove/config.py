@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_groove.embed.names import DEFAULT_MODEL
-from pytest_groove.errors import GrooveError, UsageError
+from pytest_groove.errors import GrooveError, UsageError, clip, clip_repr
 
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".obsidian",
@@ -119,7 +119,7 @@ class _Section:
     def _fail(self, key: str, expected: str) -> GrooveError:
         return GrooveError(
             f"invalid config {self.source}: {self.where}{key} must be {expected} "
-            f"(got {self._data.get(key)!r})"
+            f"(got {clip_repr(self._data.get(key))})"
         )
 
     def pop_section(self, key: str) -> _Section | None:
@@ -191,7 +191,7 @@ class _Section:
 
     def finish(self) -> None:
         if self._data:
-            unknown = ", ".join(sorted(self._data))
+            unknown = clip(", ".join(sorted(self._data)))
             table = self.where.rstrip(".") or "top level"
             raise GrooveError(
                 f"invalid config {self.source}: unknown key(s) in [{table}]: {unknown} "
@@ -313,11 +313,12 @@ def _parse_parsers(sec: _Section | None) -> tuple[str, ...]:
         low = pid.lower()
         if low not in KNOWN_PARSERS:
             raise GrooveError(
-                f"invalid config {sec.source}: unknown parser {pid!r} in [parsers].enabled "
+                f"invalid config {sec.source}: unknown parser {clip_repr(pid)} in "
+                "[parsers].enabled "
                 f"(known: {', '.join(KNOWN_PARSERS)})"
             )
         if low in seen:
-            raise GrooveError(f"invalid config {sec.source}: parser {pid!r} listed twice")
+            raise GrooveError(f"invalid config {sec.source}: parser {clip_repr(pid)} listed twice")
         seen.add(low)
     return tuple(p.lower() for p in parsers)
 
@@ -443,7 +444,7 @@ def parse_bool_flag(name: str, text: str) -> bool:
         return True
     if low in ("false", "no", "0", "off"):
         return False
-    raise UsageError(f"{name} takes true or false (got {text!r})")
+    raise UsageError(f"{name} takes true or false (got {clip_repr(text)})")
 
 
 def parse_k_list(name: str, text: str) -> tuple[int, ...]:
@@ -457,7 +458,7 @@ def parse_k_list(name: str, text: str) -> tuple[int, ...]:
             k = int(part)
         except ValueError:
             raise UsageError(
-                f"{name}: {part!r} is not a whole number (use e.g. {name} 1,5,10)"
+                f"{name}: {clip_repr(part)} is not a whole number (use e.g. {name} 1,5,10)"
             ) from None
         if k < 1:
             raise UsageError(f"{name}: every k must be at least 1 (got {k})")

@@ -51,3 +51,36 @@ class LockFailed(GrooveError):
 
 class OutputFailed(GrooveError):
     """Standard output is closed, full or gone: the report could not be written."""
+
+
+#: most characters of a value (a query, a key, a field) quoted back in a message
+ECHO_LIMIT = 80
+_ELLIPSIS = "..."
+
+
+def clip(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` made fit to quote in a one-line message.
+
+    Control characters, line breaks and lone surrogates are escaped so the message
+    stays one line, and anything past ``limit`` characters becomes ``...``: a
+    refused 100 KB query must not come back as 100 KB of error.
+    """
+    if len(text) > limit:
+        text = text[:limit] + _ELLIPSIS
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for ch in text
+    )
+
+
+def clip_repr(value: object, limit: int = ECHO_LIMIT) -> str:
+    """``repr(value)``, cut to ``limit`` characters with ``...`` (for ``got ...`` parts).
+
+    Strings are cut before ``repr`` so a huge value is never copied whole.
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit]) + _ELLIPSIS
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[:limit] + _ELLIPSIS

@@ -65,6 +65,15 @@ _ENTRY_FIELDS = ("path", "heading")
 
 _U32_MAX = 2**32 - 1
 
+#: pytest's built-in markers that change a test's outcome; a tag naming one is refused
+#: (markers other plugins register are checked by the plugin, which can see them)
+PYTEST_BEHAVIOUR_MARKERS = frozenset(
+    {"skip", "skipif", "xfail", "usefixtures", "parametrize", "filterwarnings"}
+)
+_NOT_MARKER_CHAR = re.compile(r"\W+")
+#: characters that can never be part of an indexed path as written in YAML
+_PATH_FORBIDDEN = {"\x00": "NUL", "\n": "newline", "\r": "carriage return"}
+
 
 # --------------------------------------------------------------------------- locating
 
@@ -442,6 +451,10 @@ def _check_path(path: str, where: str, line: int, kb: Path) -> None:
     """
     if path == "":
         _fail(where, "the path is empty; write it relative to the knowledge base", line)
+    for char, name in _PATH_FORBIDDEN.items():
+        if char in path:
+            # Deliberate addition: such a path can never equal an indexed one.
+            _fail(where, f"path `{_clip(path)}` contains a {name} character; remove it", line)
     if "\\" in path:
         fixed = path.replace("\\", "/")
         _fail(
@@ -485,7 +498,7 @@ def _parse_entry(value: object, where: str, line: int, kb: Path) -> ExpectedEntr
     heading = _want_optional_string(
         entry.get("heading"), _join(where, "heading"), _key_line(entry, "heading")
     )
-    return ExpectedEntry(path=path, heading=heading)
+    return ExpectedEntry(path=path, heading=heading, line=path_line)
 
 
 def _parse_expected(query_map: _LineDict, where: str, kb: Path) -> tuple[ExpectedEntry, ...]:
@@ -520,6 +533,18 @@ def _parse_expected(query_map: _LineDict, where: str, kb: Path) -> tuple[Expecte
     return tuple(entries)
 
 
+def marker_name_for_tag(tag: str) -> str | None:
+    """The pytest marker a golden ``tags`` entry becomes (None when nothing usable is left).
+
+    Markers must be usable in ``-m`` expressions, so runs of characters other than
+    letters, digits and ``_`` become ``_`` ("needs review" -> ``needs_review``); a
+    leading ``_`` or digit is not allowed by pytest's mark generator and is dropped.
+    """
+    name = _NOT_MARKER_CHAR.sub("_", tag.strip()).strip("_")
+    name = name.lstrip("0123456789_")
+    return name or None
+
+
 def _parse_tags(query_map: _LineDict, where: str) -> tuple[str, ...]:
     raw = query_map.get("tags")
     if raw is None:
@@ -528,7 +553,21 @@ def _parse_tags(query_map: _LineDict, where: str) -> tuple[str, ...]:
     items = _want_list(raw, here, _key_line(query_map, "tags"), "a list of strings")
     tags: list[str] = []
     for index, item in enumerate(items):
-        tags.append(_want_string(item, f"{here}[{index}]", _item_line(items, index)))
+        item_where = f"{here}[{index}]"
+        item_line = _item_line(items, index)
+        tag = _want_string(item, item_where, item_line)
+        marker = marker_name_for_tag(tag)
+        if marker in PYTEST_BEHAVIOUR_MARKERS:
+            # Deliberate addition: tags become pytest markers, and these markers act:
+            # `skip` would turn every run into a subset run (nothing recorded, the
+            # gate silently off), `xfail` would turn a miss into an expected failure.
+            _fail(
+                item_where,
+                f"tag `{_clip(tag)}` would become pytest's `{marker}` marker and change "
+                "this query's outcome; rename it (for example `needs-{marker}`)",
+                item_line,
+            )
+        tags.append(tag)
     return tuple(tags)
 
 
@@ -536,6 +575,9 @@ def _check_query_text(text: str, where: str, line: int) -> None:
     if not text.strip():
         # Deliberate addition: an empty query retrieves nothing meaningful.
         _fail(where, "the query text is empty", line)
+    if not text.replace("\x00", " ").strip():
+        # Deliberate addition: NUL is dropped before searching, so this is empty too.
+        _fail(where, "the query text holds nothing but NUL characters and whitespace", line)
     # Deliberate addition (the seed's v1.1.0 rule): a query that only excludes
     # terms has nothing positive to search for.  The query compiler says why.
     # The query compiler is the authority on what a query means; it is imported on

@@ -11,6 +11,9 @@ class ExpectedEntry:
 
     path: str
     heading: str | None = None
+    #: 1-based line of the entry in the golden file (for messages), 0 if unknown;
+    #: not part of equality: two entries naming the same answer are the same entry
+    line: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)

@@ -476,6 +476,15 @@ class Store:
         params.append(limit)
         return [ChunkRow(*row) for row in self.conn.execute(sql, params)]
 
+    def headings_by_path(self) -> dict[str, set[str | None]]:
+        """Every indexed path with the headings its chunks carry (None: no heading)."""
+        out: dict[str, set[str | None]] = {}
+        for path, heading in self.conn.execute(
+            "SELECT d.path, c.heading FROM documents d LEFT JOIN chunks c ON c.document_id = d.id"
+        ):
+            out.setdefault(str(path), set()).add(None if heading is None else str(heading))
+        return out
+
     def fts_candidates(
         self, match_expr: str, weights: tuple[float, float, float], limit: int
     ) -> list[int]:

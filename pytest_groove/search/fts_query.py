@@ -29,7 +29,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_repr
 from pytest_groove.kb.text import trim
 from pytest_groove.search.exclusion import is_excluded, split_exclusions
 from pytest_groove.search.querytext import (
@@ -43,6 +43,7 @@ from pytest_groove.search.querytext import (
 __all__ = [
     "FTS_QUERY_VERSION",
     "MAX_PHRASES",
+    "MAX_QUERY_CHARS",
     "MIN_PHRASE_CHARS",
     "ParsedQuery",
     "build_fts_query",
@@ -57,6 +58,11 @@ FTS_QUERY_VERSION = 3
 
 #: shortest phrase the trigram tokenizer can match
 MIN_PHRASE_CHARS = 3
+#: longest query accepted, in characters (code points).  The default embedder reads
+#: every token of a query (long texts in 512-token windows), so cost grows with
+#: length: a 1 MiB golden query took minutes.  A question of 4,000 characters is
+#: already far past anything a person asks.
+MAX_QUERY_CHARS = 4000
 #: most phrases sent to FTS5 in one MATCH (per side: positive phrases, excluded terms)
 MAX_PHRASES = 32
 
@@ -201,15 +207,24 @@ def parse_query(text: str, *, require_positive: bool = True) -> ParsedQuery:
     quote marks): always when the query excludes terms, and for an empty query unless
     ``require_positive`` is False (the compiler alone maps an empty query to None).
     """
+    if len(text) > MAX_QUERY_CHARS:
+        raise GrooveError(
+            f"query {clip_repr(text)} is {len(text)} characters long, over the "
+            f"{MAX_QUERY_CHARS}-character limit; shorten it (a query is a question, "
+            "not a document)"
+        )
     split = split_exclusions(text)
     if not trim(split.positive.replace('"', "")):
         if split.exclusions:
             raise GrooveError(
-                f"query {text!r} only excludes terms (-term) and has nothing to search for; "
+                f"query {clip_repr(text)} only excludes terms (-term) and has nothing to "
+                "search for; "
                 "add at least one positive term, e.g. 'rust -async'"
             )
         if require_positive:
-            raise GrooveError(f"query {text!r} is empty: give at least one term to search for")
+            raise GrooveError(
+                f"query {clip_repr(text)} is empty: give at least one term to search for"
+            )
     positive = _positive_expression(split.positive)
     negative = _exclusion_expression(split.exclusions)
     if positive is not None and negative is not None:

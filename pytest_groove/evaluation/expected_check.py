@@ -1,0 +1,94 @@
+"""Before any search: every expected path (and heading) of the golden set must exist.
+
+An expected path that is not in the index -- a typo, a renamed or deleted file, a
+file the indexer skipped -- would be scored as an ordinary miss, and the run would be
+recorded as the next baseline.  That is a mistake in the golden file, not a retrieval
+result, so both doors call :func:`check_expected_entries` after indexing and before
+the first search, and stop with one line naming the golden file, the line, the
+missing path or heading and the closest existing spellings.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from pytest_groove.errors import GrooveError, clip
+from pytest_groove.evaluation.metrics import normalise_heading
+from pytest_groove.evaluation.records import ExpectedEntry, GoldenSet
+
+#: suggestions shown after "did you mean"
+_SUGGESTIONS = 3
+#: how alike (difflib ratio) a suggestion must be
+_CUTOFF = 0.6
+
+
+def _did_you_mean(wanted: str, choices: Collection[str]) -> str:
+    close = difflib.get_close_matches(wanted, list(choices), n=_SUGGESTIONS, cutoff=_CUTOFF)
+    if not close:
+        return ""
+    return "; did you mean " + ", ".join(f"`{clip(choice)}`" for choice in close) + "?"
+
+
+def _problem(
+    entry: ExpectedEntry, indexed: Mapping[str, Collection[str | None]], kb: Path
+) -> str | None:
+    headings = indexed.get(entry.path)
+    if headings is None:
+        why = "is not in the index"
+        if (kb / entry.path).is_file():
+            why += " (the file exists but was not indexed: see the indexing warnings)"
+        return f"expected path `{clip(entry.path)}` {why}" + _did_you_mean(entry.path, indexed)
+    if entry.heading is None:
+        return None
+    wanted = normalise_heading(entry.heading)
+    named = {normalise_heading(h): h for h in headings if h is not None}
+    if wanted in named:
+        return None
+    return (
+        f"expected heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
+        + _did_you_mean(entry.heading, list(named.values()))
+    )
+
+
+def check_expected_entries(
+    golden: GoldenSet, indexed: Mapping[str, Collection[str | None]], kb: Path
+) -> None:
+    """Raise :class:`GrooveError` unless every expected entry names indexed content.
+
+    ``indexed`` maps each indexed path to the headings its chunks carry (``None``
+    for a chunk without one), as :meth:`Store.headings_by_path` returns it.  The
+    message names the first problem and counts the others.
+    """
+    problems: list[tuple[int, str]] = []
+    for query in golden.queries:
+        for entry in query.expected:
+            problem = _problem(entry, indexed, kb)
+            if problem is not None:
+                problems.append((entry.line or query.line, problem))
+    if not problems:
+        return
+    line, first = problems[0]
+    more = len(problems) - 1
+    tail = f" (and {more} more expected entr{'y' if more == 1 else 'ies'} like it)" if more else ""
+    raise GrooveError(
+        f"golden file {golden.path}: line {line}: {first}{tail}; fix the golden file "
+        "before searching (nothing was recorded)"
+    )
+
+
+def check_kb_has_documents(indexed: Collection[str], kb: Path, parsers: Collection[str]) -> None:
+    """Refuse a knowledge base in which nothing was indexed.
+
+    Every query of such a run fails with "no hits", and an all-zero run recorded as
+    the baseline would make every later run look like an improvement.
+    """
+    if indexed:
+        return
+    kinds = ", ".join(f".{p}" for p in sorted(parsers)) or ".md"
+    raise GrooveError(
+        f"the knowledge base {kb} has no indexable document: only {kinds} files are "
+        "indexed (Markdown by default; enable other kinds under [parsers] in groove.toml); "
+        "nothing was recorded"
+    )
