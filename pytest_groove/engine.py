@@ -135,6 +135,11 @@ class Engine:
         with self._faults():
             yield from self.store.iter_chunk_texts()
 
+    def headings_by_path(self) -> dict[str, set[str | None]]:
+        """Every indexed path with its chunks' headings (for the pre-search golden check)."""
+        with self._faults():
+            return self.store.headings_by_path()
+
     # ------------------------------------------------------------------ tune's low level
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -319,9 +319,7 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
 # --------------------------------------------------------------------------- messages
 
 #: ``--<name>`` of every option both doors spell, longest first so a regex prefers it
-_SHARED = sorted(
-    (o.name for o in OPTIONS if o.cli and o.plugin_flag), key=len, reverse=True
-)
+_SHARED = sorted((o.name for o in OPTIONS if o.cli and o.plugin_flag), key=len, reverse=True)
 _CLI_FLAG = re.compile(rf"(?<![\w-])--({'|'.join(map(re.escape, _SHARED))})(?![\w-])")
 
 

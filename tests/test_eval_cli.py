@@ -339,6 +339,8 @@ class FakeEngine:
         self.outside: list[str] = []
         self.limits: list[int] = []
         self.closed = False
+        #: indexed paths no answer returns
+        self.extra_paths: set[str] = set()
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:
@@ -365,6 +367,18 @@ class FakeEngine:
     def corpus_snapshot(self) -> CorpusSnapshot:
         self._check("corpus")
         return corpus(3, 7)
+
+    def headings_by_path(self) -> dict[str, set[str | None]]:
+        """Every path and heading any answer holds: the fake KB's index."""
+        self._check("headings")
+        indexed: dict[str, set[str | None]] = {}
+        for answers in (self.answers, GOOD):
+            for hits in answers.values():
+                for path, heading in hits:
+                    indexed.setdefault(path, set()).add(heading)
+        for path in self.extra_paths:
+            indexed.setdefault(path, {None})
+        return indexed
 
     def iter_chunk_texts(self) -> Iterator[ChunkText]:
         self._check("scan")

@@ -149,28 +149,53 @@ def test_xdist_and_one_process_agree_on_the_engine(pytester: pytest.Pytester, kb
     assert len(_history(kb)) == 2  # one record per session, not one per worker
 
 
-def test_deleting_an_expected_document_trips_the_gate_and_restoring_passes(
+def test_losing_an_expected_answer_trips_the_gate_and_restoring_passes(
     pytester: pytest.Pytester, kb: Path, dist: list[str]
 ) -> None:
     assert _run(pytester, *dist).ret == pytest.ExitCode.OK
-    removed = (kb / "tokens.md").read_text(encoding="utf-8")
-    (kb / "tokens.md").unlink()
+    original = (kb / "tokens.md").read_text(encoding="utf-8")
+    (kb / "tokens.md").write_text(
+        "## Gardening\n\nTomatoes want sun and water.\n\n## Weather\n\nRain today.\n",
+        encoding="utf-8",
+    )
 
     broken = _run(pytester, "--groove-fail-on-regression", *dist)
     assert broken.ret == pytest.ExitCode.TESTS_FAILED
-    broken.stdout.fnmatch_lines(["*golden query 'tokens' missed*"])
-    broken.stdout.fnmatch_lines(["    ⚠️ corpus changed since last run (4 -> 3 documents, *"])
+    broken.stdout.fnmatch_lines(["*golden query 'tokens' regressed*"])
+    broken.stdout.fnmatch_lines(["    ⚠️ corpus changed since last run (*"])
     broken.stderr.fnmatch_lines(
-        [
-            "groove: retrieval quality regressed by more than 0.050 *(recall@1, *"
-            "The indexed corpus changed since that run as well (4 -> 3 documents*"
-        ]
+        ["groove: retrieval quality regressed by more than 0.050 *(recall@1, *"]
     )
 
-    (kb / "tokens.md").write_text(removed, encoding="utf-8")
+    (kb / "tokens.md").write_text(original, encoding="utf-8")
     restored = _run(pytester, "--groove-fail-on-regression", *dist)
     assert restored.ret == pytest.ExitCode.OK
     restored.assert_outcomes(passed=4)
+
+
+def test_deleting_an_expected_document_stops_the_session_before_any_search(
+    pytester: pytest.Pytester, kb: Path, dist: list[str]
+) -> None:
+    """A missing expected path is a golden-file mistake, not a miss (usage error, exit 4)."""
+    assert _run(pytester, *dist).ret == pytest.ExitCode.OK
+    recorded = len(_history(kb))
+    removed = (kb / "tokens.md").read_text(encoding="utf-8")
+    (kb / "tokens.md").rename(kb / "token.md")
+
+    broken = _run(pytester, *dist)
+    assert broken.ret == pytest.ExitCode.USAGE_ERROR
+    broken.stderr.fnmatch_lines(
+        [
+            "ERROR: golden file *: line *: expected path `tokens.md` is not in the index; "
+            "did you mean `token.md`?*"
+        ]
+    )
+    assert "Traceback" not in broken.stderr.str() + broken.stdout.str()
+    assert len(_history(kb)) == recorded
+
+    (kb / "token.md").unlink()
+    (kb / "tokens.md").write_text(removed, encoding="utf-8")
+    assert _run(pytester, *dist).ret == pytest.ExitCode.OK
 
 
 def test_no_reindex_uses_the_index_as_it_is(pytester: pytest.Pytester, kb: Path) -> None:

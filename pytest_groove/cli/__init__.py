@@ -96,9 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_index = sub.add_parser("index", help="build or update the index of a knowledge base")
     add_kb_arguments(p_index)
-    p_index.add_argument(
-        "--force", action="store_true", help="rebuild the index from scratch"
-    )
+    p_index.add_argument("--force", action="store_true", help="rebuild the index from scratch")
     p_index.set_defaults(func=_run_index)
 
     p_search = sub.add_parser("search", help="run one query through the hybrid search")

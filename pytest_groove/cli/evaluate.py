@@ -30,6 +30,7 @@ from pytest_groove.cli.args import (
 from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.errors import UsageError
 from pytest_groove.evaluation.compare import color_enabled
+from pytest_groove.evaluation.expected_check import check_before_search
 from pytest_groove.evaluation.finish import finish_evaluation
 from pytest_groove.evaluation.golden import load_golden
 from pytest_groove.evaluation.history import history_path, load_history
@@ -67,6 +68,8 @@ class EvalEngine(Protocol):
     def corpus_snapshot(self) -> CorpusSnapshot: ...
 
     def iter_chunk_texts(self) -> Iterator[ChunkText]: ...
+
+    def headings_by_path(self) -> dict[str, set[str | None]]: ...
 
     def read_snapshot(self) -> AbstractContextManager[Any]: ...
 
@@ -138,6 +141,9 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         # one read snapshot: searches, corpus counts and the quote scan see one index
         with engine.read_snapshot():
+            # a golden entry naming nothing indexed, or an empty KB, is a mistake in
+            # the input: stop before the first search, record nothing
+            check_before_search(golden, engine.headings_by_path(), kb, setup.settings.index.parsers)
             results: list[QueryResult] = [
                 evaluate_query(q, engine.search(q.query, setup.depth, search), setup.k_values)
                 for q in golden.queries

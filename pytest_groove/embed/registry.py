@@ -36,6 +36,7 @@ __all__ = [
 
 EmbedderFactory = Callable[[str], Embedder]
 
+
 @dataclass(frozen=True)
 class _Entry:
     factory: EmbedderFactory

@@ -92,3 +92,14 @@ def check_kb_has_documents(indexed: Collection[str], kb: Path, parsers: Collecti
         "indexed (Markdown by default; enable other kinds under [parsers] in groove.toml); "
         "nothing was recorded"
     )
+
+
+def check_before_search(
+    golden: GoldenSet,
+    indexed: Mapping[str, Collection[str | None]],
+    kb: Path,
+    parsers: Collection[str],
+) -> None:
+    """Both checks, in the order a user fixes them: an empty KB, then the golden entries."""
+    check_kb_has_documents(indexed, kb, parsers)
+    check_expected_entries(golden, indexed, kb)

@@ -10,14 +10,13 @@ what was expected, where each expected entry ranked, and the top hits.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.golden import node_ids
+from pytest_groove.evaluation.golden import marker_name_for_tag, node_ids
 from pytest_groove.evaluation.metrics import expected_ranks, is_miss
 from pytest_groove.evaluation.records import GoldenQuery
 from pytest_groove.evaluation.run import QueryResult
@@ -32,19 +31,8 @@ GROOVE_MARKER = "groove"
 #: hits listed in a failure text
 SHOWN_HITS = 10
 
-_NOT_MARKER_CHAR = re.compile(r"\W+")
-
-
-def tag_marker(tag: str) -> str | None:
-    """The marker name for a golden ``tags`` entry (None when nothing usable is left).
-
-    Markers must be usable in ``-m`` expressions, so runs of characters other than
-    letters, digits and ``_`` become ``_`` ("needs review" -> ``needs_review``); a
-    leading ``_`` or digit is not allowed by pytest's mark generator and is dropped.
-    """
-    name = _NOT_MARKER_CHAR.sub("_", tag.strip()).strip("_")
-    name = name.lstrip("0123456789_")
-    return name or None
+#: the marker name a golden tag becomes (one definition, shared with the golden loader)
+tag_marker = marker_name_for_tag
 
 
 class QueryFailed(Exception):

@@ -33,8 +33,14 @@ from pytest_groove.options import (
     read_run_options,
 )
 
-__all__ = ["KB_KEY", "PLUGIN_OPTIONS", "PluginOptions", "add_options", "pytest_flag_names",
-           "read_options"]
+__all__ = [
+    "KB_KEY",
+    "PLUGIN_OPTIONS",
+    "PluginOptions",
+    "add_options",
+    "pytest_flag_names",
+    "read_options",
+]
 
 GROUP = "groove"
 #: ini key that switches the plugin on

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip
 from pytest_groove.evaluation.compare import match_queries, query_regressed
+from pytest_groove.evaluation.expected_check import check_before_search
 from pytest_groove.evaluation.golden import load_golden, node_ids
 from pytest_groove.evaluation.history import (
     BaselineChoice,
@@ -93,6 +95,10 @@ def activate(config: pytest.Config, options: PluginOptions) -> GrooveSession:
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is not None:
         session.become_worker(workerinput)
+    try:
+        refuse_tags_naming_foreign_markers(config, session)
+    except GrooveError as exc:
+        raise usage_error(exc) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     config.addinivalue_line(
@@ -104,6 +110,52 @@ def activate(config: pytest.Config, options: PluginOptions) -> GrooveSession:
         config.addinivalue_line("markers", f"{marker}: golden query tag (pytest-groove)")
     session.collect_golden_once = _route_golden(config, options, session.golden_path)
     return session
+
+
+def _marker_names(lines: Iterable[str]) -> set[str]:
+    """Marker names from ``markers`` ini lines (``name(args): description``)."""
+    return {line.split(":", 1)[0].split("(", 1)[0].strip() for line in lines if line.strip()}
+
+
+def _ini_marker_lines(config: pytest.Config) -> list[str]:
+    """The ``markers`` the user's own ini file registers (pytest keeps raw values)."""
+    # pytest offers no other way to tell the ini file's markers from those plugins
+    # added; the attribute is deprecated (not yet removed), so read it quietly
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inicfg = getattr(config, "inicfg", None)
+        raw = inicfg.get("markers") if inicfg else None
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return raw.splitlines()
+    return [str(line) for line in raw]
+
+
+def refuse_tags_naming_foreign_markers(config: pytest.Config, session: GrooveSession) -> None:
+    """A golden tag must never become a marker pytest or another plugin registered.
+
+    The golden loader already refuses pytest's built-in acting markers (``skip``,
+    ``xfail`` ...).  Other plugins register markers that act too (``timeout``,
+    ``flaky``, ``asyncio`` ...) and nothing says which do, so any marker registered
+    by someone other than the user's own ini file is off limits for tags.  Markers
+    the user registers in their ini file stay usable (``-m smoke``).
+    """
+    foreign = (
+        _marker_names(config.getini("markers"))
+        - _marker_names(_ini_marker_lines(config))
+        - {GROOVE_MARKER}
+    )
+    for query in session.golden.queries:
+        for tag in query.tags:
+            marker = tag_marker(tag)
+            if marker is not None and marker in foreign:
+                raise GrooveError(
+                    f"golden file {session.golden_path}: line {query.line}: tag "
+                    f"`{clip(tag)}` would become the `{marker}` marker, which pytest or a "
+                    "plugin registered and which may change the query's outcome; "
+                    "rename the tag"
+                )
 
 
 def _names_golden(arg: str, base: Path, golden: Path) -> bool:
@@ -294,6 +346,14 @@ class GrooveSession:
             custom: str | None = retriever_name(retriever)
         else:
             self.engine = self._open_engine(reindex=not self.options.run.no_reindex)
+            # a golden entry naming nothing indexed, or an empty KB, is a mistake in
+            # the input: stop before the first search (usage error), record nothing
+            check_before_search(
+                self.golden,
+                self.engine.headings_by_path(),
+                self.kb,
+                self.setup.settings.index.parsers,
+            )
             model = self.engine.model_name
             reranker_id = self.engine.reranker_id
             context_mode = self.engine.context_mode
@@ -319,9 +379,7 @@ class GrooveSession:
             # Read once, now: a refused or unreadable history stops the run before any
             # search (exit 4), and the session end reuses these runs.
             runs = load_history(history_path(self.kb), warnings=history_warnings)
-        choice = (
-            None if run.no_diff or run.no_history else choose_baseline(runs, fingerprint)
-        )
+        choice = None if run.no_diff or run.no_history else choose_baseline(runs, fingerprint)
         baseline_queries: dict[str, QueryResult] = {}
         if choice is not None and choice.baseline is not None:
             paired = match_queries(self.golden.queries, choice.baseline)
