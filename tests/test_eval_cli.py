@@ -500,6 +500,7 @@ def test_queries_sharing_a_derived_id_show_no_regression_when_nothing_changed(
 ) -> None:
     (kb / ".groove-eval.yml").write_text(SHARED_PREFIX_GOLDEN, encoding="utf-8")
     engine.answers = SHARED_PREFIX_ANSWERS
+    engine.extra_paths = {"small-2.md"}
     assert invoke("--kb-path", str(kb))[0] == 0
     code, out, err = invoke("--kb-path", str(kb), "--fail-on-regression")
     assert code == 0, err

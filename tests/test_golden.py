@@ -313,7 +313,7 @@ def test_missing_fields(tmp_path: Path, text: str, cause: str) -> None:
         ("queries: {a: 1}\n", "queries: invalid type: a mapping, expected a list"),
         ("queries: null\n", "queries: invalid type: null, expected a list"),
         ("- 1\n", "invalid type: a list, expected a mapping"),
-        ("just text\n", "invalid type: string `just text`, expected a mapping"),
+        ("just text\n", "invalid type: a string, expected a mapping"),
         ("queries: [alpha]\n", "queries[0]: invalid type: string `alpha`, expected a mapping"),
         (doc(expected=None), "queries[0].expected: invalid type: null, expected a list"),
         (doc(expected="a.md"), "queries[0].expected: invalid type: string `a.md`, expected a list"),

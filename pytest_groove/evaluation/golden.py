@@ -71,6 +71,8 @@ PYTEST_BEHAVIOUR_MARKERS = frozenset(
     {"skip", "skipif", "xfail", "usefixtures", "parametrize", "filterwarnings"}
 )
 _NOT_MARKER_CHAR = re.compile(r"\W+")
+#: a `queries` key written as a YAML key (block or flow style, quoted or not)
+_LOOKS_GOLDEN = re.compile(r"""(?m)(?:^|[{,\s\ufeff])["']?queries["']?\s*:""")
 #: characters that can never be part of an indexed path as written in YAML
 _PATH_FORBIDDEN = {"\x00": "NUL", "\n": "newline", "\r": "carriage return"}
 
@@ -331,6 +333,15 @@ def _describe(value: object) -> str:
         return "a list"
     if isinstance(value, set):
         return "a set"
+    return f"a {type(value).__name__}"
+
+
+def _kind(value: object) -> str:
+    """What was found, without the value itself (for content that must not be quoted)."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
     return f"a {type(value).__name__}"
 
 
@@ -618,8 +629,10 @@ def _parse_document(doc: object, kb: Path) -> tuple[GoldenQuery, ...]:
     top = _want_mapping(
         doc, "", getattr(doc, "line", 1), "a mapping with a `queries` list at the top level"
     )
-    _check_fields(top, _TOP_FIELDS, "")
+    # `queries` first: a file that is not a golden file gets "missing field", never
+    # an "unknown field" message quoting its first key (its content)
     raw_queries = _require(top, "queries", "")
+    _check_fields(top, _TOP_FIELDS, "")
     _check_defaults(top.get("defaults"), _key_line(top, "defaults"))
     queries_line = _key_line(top, "queries")
     items = _want_list(raw_queries, "queries", queries_line, "a list of queries")
@@ -670,13 +683,25 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
             f"{prefix}: not valid UTF-8 (first bad byte at offset {exc.start}, line {line}); "
             "save the file as UTF-8"
         ) from None
+    # A file with no `queries` key is not a golden file at all (a wrong path,
+    # `golden = "/etc/shadow"`): its messages never quote any of its content.
+    looks_golden = _LOOKS_GOLDEN.search(text) is not None
+    not_golden = (
+        f"{prefix}: this is not a golden file (no top-level `queries:` key); point "
+        "--golden or [eval].golden at the YAML file with your queries"
+    )
     try:
         # _GoldenLoader is a SafeLoader: no arbitrary Python objects are built.
         doc = yaml.load(text, Loader=_GoldenLoader)
     except yaml.YAMLError as exc:
-        raise GrooveError(f"{prefix}: {_yaml_cause(exc)}") from None
+        raise GrooveError(f"{prefix}: {_yaml_cause(exc)}" if looks_golden else not_golden) from None
     except RecursionError:
         raise GrooveError(f"{prefix}: invalid YAML: nested too deeply") from None
+    if not looks_golden and doc is not None and not isinstance(doc, _LineDict):
+        raise GrooveError(
+            f"{prefix}: invalid type: {_kind(doc)}, expected a mapping with a `queries` list "
+            "at the top level"
+        )
     try:
         queries = _parse_document(doc, kb)
     except _SchemaError as exc:
