@@ -186,8 +186,8 @@ def test_deleting_an_expected_document_stops_the_session_before_any_search(
     assert broken.ret == pytest.ExitCode.USAGE_ERROR
     broken.stderr.fnmatch_lines(
         [
-            "ERROR: golden file *: line *: expected path `tokens.md` is not in the index; "
-            "did you mean `token.md`?*"
+            "ERROR: golden file *: line *: expected path `tokens.md` is not in the index "
+            "(did you mean `token.md`?)*"
         ]
     )
     assert "Traceback" not in broken.stderr.str() + broken.stdout.str()

@@ -28,7 +28,7 @@ def _did_you_mean(wanted: str, choices: Collection[str]) -> str:
     close = difflib.get_close_matches(wanted, list(choices), n=_SUGGESTIONS, cutoff=_CUTOFF)
     if not close:
         return ""
-    return "; did you mean " + ", ".join(f"`{clip(choice)}`" for choice in close) + "?"
+    return " (did you mean " + ", ".join(f"`{clip(choice)}`" for choice in close) + "?)"
 
 
 def _problem(
@@ -74,7 +74,7 @@ def check_expected_entries(
     tail = f" (and {more} more expected entr{'y' if more == 1 else 'ies'} like it)" if more else ""
     raise GrooveError(
         f"golden file {golden.path}: line {line}: {first}{tail}; fix the golden file "
-        "before searching (nothing was recorded)"
+        "(nothing was searched or recorded)"
     )
 
 

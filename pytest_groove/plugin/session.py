@@ -95,10 +95,6 @@ def activate(config: pytest.Config, options: PluginOptions) -> GrooveSession:
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is not None:
         session.become_worker(workerinput)
-    try:
-        refuse_tags_naming_foreign_markers(config, session)
-    except GrooveError as exc:
-        raise usage_error(exc) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     config.addinivalue_line(
@@ -107,9 +103,13 @@ def activate(config: pytest.Config, options: PluginOptions) -> GrooveSession:
     for marker in sorted(
         {m for q in session.golden.queries for m in map(tag_marker, q.tags) if m is not None}
     ):
-        config.addinivalue_line("markers", f"{marker}: golden query tag (pytest-groove)")
+        config.addinivalue_line("markers", f"{marker}{TAG_MARKER_SUFFIX}")
     session.collect_golden_once = _route_golden(config, options, session.golden_path)
     return session
+
+
+#: the description of the markers golden tags become (how they are told from others')
+TAG_MARKER_SUFFIX = ": golden query tag (pytest-groove)"
 
 
 def _marker_names(lines: Iterable[str]) -> set[str]:
@@ -141,11 +141,8 @@ def refuse_tags_naming_foreign_markers(config: pytest.Config, session: GrooveSes
     by someone other than the user's own ini file is off limits for tags.  Markers
     the user registers in their ini file stay usable (``-m smoke``).
     """
-    foreign = (
-        _marker_names(config.getini("markers"))
-        - _marker_names(_ini_marker_lines(config))
-        - {GROOVE_MARKER}
-    )
+    registered = [line for line in config.getini("markers") if not line.endswith(TAG_MARKER_SUFFIX)]
+    foreign = _marker_names(registered) - _marker_names(_ini_marker_lines(config)) - {GROOVE_MARKER}
     for query in session.golden.queries:
         for tag in query.tags:
             marker = tag_marker(tag)
@@ -450,6 +447,13 @@ class GrooveSession:
         return props
 
     # ------------------------------------------------------------------ hooks (every role)
+
+    def pytest_sessionstart(self) -> None:
+        # after every plugin's and conftest's pytest_configure: their markers are known
+        try:
+            refuse_tags_naming_foreign_markers(self.config, self)
+        except GrooveError as exc:
+            raise usage_error(exc) from None
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         retriever = self.retriever()
