@@ -73,9 +73,12 @@ def to_ascii(text: str) -> str:
 def describe_fd(fd: int, fallback: str) -> str:
     """Where descriptor ``fd`` points (``/dev/full``, a file), for error messages."""
     try:
-        return os.readlink(f"/proc/self/fd/{fd}")
+        target = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         return fallback
+    if target.startswith(("pipe:", "socket:", "anon_inode:")):
+        return f"{fallback} (a {target.split(':')[0].replace('anon_inode', 'descriptor')})"
+    return target
 
 
 def output_failure(exc: OSError, where: str) -> OutputFailed:

@@ -8,6 +8,7 @@ does not allow that.  ``ulimit -f`` is a real resource limit set in the child.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KB_EVAL_GOLDEN
+from conftest import KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE
 
 GROOVE = [sys.executable, "-m", "pytest_groove.cli"]
 HASH = ["--model", "hash"]
@@ -73,13 +74,23 @@ def indexed(kb: Path) -> Path:
     return kb
 
 
+@pytest.fixture(scope="module")
+def shared_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An indexed, once-evaluated KB for the tests that leave it as it is."""
+    kb = tmp_path_factory.mktemp("shared") / "kb-eval"
+    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
+    indexed(kb)
+    assert run(evaluate(kb)).returncode == 0
+    return kb
+
+
 def evaluate(kb: Path, *extra: str) -> list[str]:
     return ["eval", "--kb-path", str(kb), *HASH, "--golden", str(KB_EVAL_GOLDEN), *extra]
 
 
 @needs_mount
-def test_read_only_kb_with_a_current_index_evaluates(kb_eval_copy: Path) -> None:
-    kb = indexed(kb_eval_copy)
+def test_read_only_kb_with_a_current_index_evaluates(shared_kb: Path) -> None:
+    kb = shared_kb
     proc = run(evaluate(kb, "--no-history", "--format", "json"), wrap=read_only(kb))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["recorded"] is False
@@ -177,3 +188,73 @@ def test_path_faults_are_one_line(kb_eval_copy: Path, tmp_path: Path, case: str)
     line = single_error(run(args))
     assert expected in line
     assert history.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- output
+
+
+def test_a_closed_stdout_stops_before_anything_is_recorded(shared_kb: Path) -> None:
+    kb = shared_kb
+    history = kb / ".groove-eval-history.json"
+    before = history.read_bytes()
+    proc = subprocess.run(
+        [*GROOVE, *evaluate(kb)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(1),
+    )
+    line = single_error(subprocess.CompletedProcess(proc.args, proc.returncode, "", proc.stderr))
+    assert "standard output is closed" in line and "/dev/null" in line
+    assert history.read_bytes() == before
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["eval", "search"])
+def test_stdout_on_a_full_device(shared_kb: Path, command: str) -> None:
+    kb = shared_kb
+    args = evaluate(kb, "--no-history") if command == "eval" else ["search", "--kb-path", str(kb)]
+    if command == "search":
+        args += [*HASH, "deploy"]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [*GROOVE, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    line = single_error(subprocess.CompletedProcess(proc.args, proc.returncode, "", proc.stderr))
+    assert "/dev/full" in line and "no space left" in line
+
+
+def test_a_reader_that_goes_away(shared_kb: Path) -> None:
+    kb = shared_kb
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [*GROOVE, *evaluate(kb, "--no-history", "--format", "json")],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    line = single_error(subprocess.CompletedProcess(proc.args, proc.returncode, "", proc.stderr))
+    assert "pipe was closed" in line
+
+
+@pytest.mark.parametrize(
+    "env", [{"LC_ALL": "C", "PYTHONUTF8": "0"}, {"PYTHONIOENCODING": "ascii"}], ids=["C", "ascii"]
+)
+def test_an_ascii_terminal_gets_ascii(shared_kb: Path, env: dict[str, str]) -> None:
+    kb = shared_kb
+    proc = subprocess.run(
+        [*GROOVE, *evaluate(kb, "--no-color")],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONIOENCODING": "", **env},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.isascii() and proc.stderr.isascii()
+    assert b"groove eval - " in proc.stdout  # the em dash, degraded
+    assert b"Traceback" not in proc.stderr

@@ -125,3 +125,15 @@ def test_an_unwritable_index_folder(
 def test_an_index_dir_that_cannot_hold_files(pytester: pytest.Pytester, kb: Path) -> None:
     line = _usage_error(_run(pytester, "--groove-index-dir", "/proc/self"))
     assert "/proc/self" in line
+
+
+@pytest.mark.parametrize("which", ["kb", "golden"])
+def test_a_symlink_loop_is_a_usage_error(pytester: pytest.Pytester, kb: Path, which: str) -> None:
+    (pytester.path / "loop-a").symlink_to(pytester.path / "loop-b")
+    (pytester.path / "loop-b").symlink_to(pytester.path / "loop-a")
+    if which == "kb":
+        result = pytester.runpytest("--groove-kb", "loop-a", "--groove-model", "hash")
+        assert "--groove-kb" in _usage_error(result)
+    else:
+        result = _run(pytester, "--groove-golden", "loop-a")
+        assert "loop-a" in _usage_error(result)

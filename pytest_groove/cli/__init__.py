@@ -10,6 +10,7 @@ a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from pytest_groove.cli.args import (
     load_cli_settings,
     whole_number,
 )
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, OutputFailed
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -121,14 +122,44 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The one error boundary of ``groove``: every fault ends as one line and a status.
+
+    Standard output and error are guarded streams for the run (see
+    :mod:`pytest_groove.console`): characters the terminal's encoding lacks degrade to
+    ASCII, and a closed, full or broken output is one ``Error:`` line, not a traceback.
+    """
+    from pytest_groove.console import guarded_stdio
+
+    with guarded_stdio() as stdout_open:
+        if not stdout_open:
+            print(
+                "Error: standard output is closed; redirect it to a file or /dev/null "
+                "instead of closing it",
+                file=sys.stderr,
+            )
+            return EXIT_ERROR
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         code = int(args.func(args))
+        # inside the boundary: a report still buffered can fail here (/dev/full)
+        sys.stdout.flush()
     except GrooveError as exc:
-        print(f"Error: {exc.message}", file=sys.stderr)
+        _report(f"Error: {exc.message}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _report("interrupted")
         return 130
     return code
+
+
+def _report(line: str) -> None:
+    """Write the final line to stderr; if even that fails there is nobody to tell."""
+    with contextlib.suppress(OutputFailed, OSError, ValueError):
+        sys.stdout.flush()
+    with contextlib.suppress(OutputFailed, OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)

@@ -9,6 +9,7 @@ here, each with its help text.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -153,6 +154,8 @@ def run_reporting_errors(
     try:
         return body(args, out, err)
     except GrooveError as exc:
-        out.flush()
+        # the report may be what failed (a full or closed output): the error line wins
+        with contextlib.suppress(GrooveError, OSError, ValueError):
+            out.flush()
         err.write(f"Error: {exc.message}\n")
         return exc.exit_code

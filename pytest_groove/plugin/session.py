@@ -50,6 +50,7 @@ from pytest_groove.evaluation.run import (
 )
 from pytest_groove.evaluation.setup import EvalSetup, eval_request, resolve_eval_setup
 from pytest_groove.options import pytest_flag_names
+from pytest_groove.paths import resolve_path
 from pytest_groove.plugin.items import (
     GROOVE_MARKER,
     SESSION_KEY,
@@ -159,7 +160,7 @@ def _names_golden(arg: str, base: Path, golden: Path) -> bool:
     path_part = arg.split("::", 1)[0]
     try:
         return (base / path_part).resolve() == golden
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop before Python 3.13
         return False
 
 
@@ -220,14 +221,15 @@ class GrooveSession:
     def __init__(self, config: pytest.Config, options: PluginOptions) -> None:
         self.config = config
         self.options = options
-        kb = options.kb.resolve()
+        kb = resolve_path(options.kb, "knowledge base", "--groove-kb / groove_kb")
         if not kb.is_dir():
             raise GrooveError(
                 f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)"
             )
         self.setup: EvalSetup = resolve_eval_setup(eval_request(kb, options.run))
-        self.golden_path = self.setup.golden_path.resolve()
+        # load first: a golden path that is no plain file gets the loader's own message
         self.golden = load_golden(self.setup.golden_path, kb)
+        self.golden_path = resolve_path(self.setup.golden_path, "golden file", "--groove-golden")
         self.names: list[str] = node_ids(self.golden.queries)
         self._retriever: Retriever | None = None
         self._retriever_looked_up = False
@@ -477,7 +479,7 @@ class GrooveSession:
         try:
             if file_path.resolve() != self.golden_path:
                 return None
-        except OSError:
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop before Python 3.13
             return None
         if self.collect_golden_once and self._golden_collected:
             return None  # a directory walk reached it again (pytest < 8)
