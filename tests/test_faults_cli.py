@@ -97,6 +97,12 @@ def test_read_only_kb_with_a_current_index_evaluates(shared_kb: Path) -> None:
     search = run(["search", "--kb-path", str(kb), *HASH, "deploy"], wrap=read_only(kb))
     assert search.returncode == 0, search.stderr
     assert search.stdout.strip()
+    # recording needs the history written: one line saying how to do without
+    history = kb / ".groove-eval-history.json"
+    before = history.read_bytes()
+    line = single_error(run(evaluate(kb), wrap=read_only(kb)))
+    assert str(history.name) in line and "--no-history" in line
+    assert history.read_bytes() == before
 
 
 @needs_mount

@@ -638,7 +638,8 @@ def _locked(path: Path) -> Iterator[None]:
         ) from None
     except OSError as exc:
         raise GrooveError(
-            f"could not lock the eval history {lock_path}: {exc.strerror or exc}"
+            f"could not lock the eval history {lock_path}: {exc.strerror or exc}; make the "
+            "folder writable or pass --no-history to evaluate without recording the run"
         ) from None
     try:
         yield
