@@ -137,3 +137,14 @@ def test_a_symlink_loop_is_a_usage_error(pytester: pytest.Pytester, kb: Path, wh
     else:
         result = _run(pytester, "--groove-golden", "loop-a")
         assert "loop-a" in _usage_error(result)
+
+
+def test_an_ascii_terminal_does_not_crash_the_session(
+    pytester: pytest.Pytester, kb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _recorded(pytester, kb)  # a previous run: the report then shows arrows and dashes
+    monkeypatch.setenv("PYTHONIOENCODING", "ascii")
+    result = pytester.runpytest_subprocess("--groove-kb", "kb", "--groove-model", "hash")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, output
+    assert "INTERNALERROR" not in output and "UnicodeEncodeError" not in output
