@@ -74,6 +74,12 @@ class SearchSettings:
     #: name of the reranker ("none" = no reranking stage)
     reranker: str = "none"
     min_confidence_ratio: float = 1.5
+    #: which query compiler (and full-text table) the FTS leg uses: 3 = the
+    #: reference's trigram phrases, 4 = content words and CJK bigrams
+    fts_query_version: int = 3
+    #: subtract each language's mean from the vectors (see kb.vectors); applies
+    #: when the engine opens its index
+    vector_centring: bool = True
 
 
 @dataclass(frozen=True)

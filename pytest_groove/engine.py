@@ -78,7 +78,9 @@ class Engine:
         #: what the indexer did when the engine was opened (None with reindex=False)
         self.index_report = index_report
         with self._faults(), store.read_snapshot():
-            self.vectors = VectorIndex.load_for(store, store.path.parent)
+            self.vectors = VectorIndex.load_for(
+                store, store.path.parent, centre=settings.search.vector_centring
+            )
             self.context_mode: str = store.get_meta("context_mode") or "off"
         self.reranker = get_reranker(settings.search.reranker)
         self._searcher = HybridSearcher(store, self.vectors, embedder, self.reranker)

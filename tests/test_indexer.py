@@ -281,7 +281,7 @@ def test_index_with_another_schema_version_is_rebuilt_by_the_indexer(tmp_path: P
     with store.transaction():
         store.set_meta("schema_version", "999")
     store.close()
-    with pytest.raises(GrooveError, match="schema version 999"):
+    with pytest.raises(GrooveError, match="schema 999"):
         open_engine(kb, SETTINGS, reindex=False)
     report = run_indexer(kb, SETTINGS, progress=False)
     assert report.added == 1

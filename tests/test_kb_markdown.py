@@ -16,6 +16,7 @@ from pytest_groove.kb.markdown import (
     read_frontmatter,
     split_frontmatter,
     split_sections,
+    split_title,
 )
 from pytest_groove.kb.parse import (
     CONTEXT_MAX_CHARS,
@@ -24,7 +25,7 @@ from pytest_groove.kb.parse import (
     parse_document,
     path_category_topic,
 )
-from pytest_groove.kb.records import Chunk, ParsedDocument
+from pytest_groove.kb.records import ParsedDocument
 from pytest_groove.kb.text import trim
 
 LONG = "This paragraph is comfortably longer than fifty bytes of text."
@@ -86,24 +87,57 @@ def test_heading_inside_code_fence_still_splits() -> None:
 # --------------------------------------------------------------------------- sections, merge
 
 
-def test_short_child_merges_into_parent_with_h2_marker() -> None:
+def test_short_child_merges_into_parent_keeping_its_heading_line() -> None:
     doc = md("## Big\nshort.\n### Sub\nalso short", path="T.md")
     assert len(doc.chunks) == 1
     chunk = doc.chunks[0]
     assert (chunk.heading, chunk.level, chunk.context) == ("Big", 2, "T > Big")
-    assert chunk.content == "short.\n\n## Sub\n\nalso short"
+    assert chunk.content == "short.\n\n### Sub\n\nalso short"
 
 
-def test_first_section_is_never_merged_even_when_short() -> None:
-    doc = md(f"tiny\n## Next\n{LONG}")
-    assert [c.content for c in doc.chunks] == ["tiny", LONG]
+def test_short_first_section_takes_in_the_next_one() -> None:
+    doc = md(f"tiny\n## Next\n{LONG}\n## Last\n{LONG}")
+    assert [(c.heading, c.content) for c in doc.chunks] == [
+        (None, f"tiny\n\n## Next\n\n{LONG}"),
+        ("Last", LONG),
+    ]
+
+
+def test_heading_only_section_is_no_chunk_but_names_its_subsections() -> None:
+    doc = md(f"## Setup\n### Linux\n{LONG}\n### macOS\n{LONG}", path="T.md")
+    assert [(c.heading, c.context) for c in doc.chunks] == [
+        ("Linux", "T > Setup > Linux"),
+        ("macOS", "T > Setup > macOS"),
+    ]
+
+
+def test_leading_h1_is_the_title_not_a_chunk() -> None:
+    doc = md(f"# Espresso\n\n## Grind size\n{LONG}\n## Dose\n{LONG}", path="notes/coffee.md")
+    assert doc.title == "Espresso"
+    assert [(c.heading, c.content, c.context) for c in doc.chunks] == [
+        ("Grind size", LONG, "Espresso > Grind size"),
+        ("Dose", LONG, "Espresso > Dose"),
+    ]
+
+
+def test_h1_title_with_short_sections_merges_predictably() -> None:
+    doc = md("# Milk\n## Steaming\nHeat to 65 degrees.\n## Storage\nFridge.", path="m.md")
+    assert [(c.heading, c.content, c.context) for c in doc.chunks] == [
+        ("Steaming", "Heat to 65 degrees.\n\n## Storage\n\nFridge.", "Milk > Steaming")
+    ]
+
+
+def test_frontmatter_title_wins_over_h1_and_later_h1_lines_are_text() -> None:
+    doc = md(f"---\ntitle: Real\n---\n# Shown\n{LONG}\n# not a title\n")
+    assert doc.title == "Real"
+    assert doc.chunks[0].context == "Real"
+    assert doc.chunks[0].content == f"{LONG}\n# not a title"
 
 
 def test_merge_into_empty_content_adds_no_leading_blank_line() -> None:
     sections = split_sections("## A\n## B\nshort")
     merged = merge_short_sections(sections)
-    assert len(merged) == 1
-    assert merged[0].content == "## B\n\nshort"
+    assert [(m.heading, m.content) for m in merged] == [("B", "short")]
 
 
 def test_short_preamble_like_section_without_heading_merges_plainly() -> None:
@@ -134,9 +168,8 @@ def test_merge_threshold_boundary_is_fifty_bytes() -> None:
     assert doc.chunks[1].content.endswith("## C\n\n" + "c" * 49)
 
 
-def test_heading_only_file_yields_empty_content_chunk() -> None:
-    doc = md("## Lonely heading\n")
-    assert doc.chunks == (Chunk(0, "Lonely heading", 2, "", "doc > Lonely heading"),)
+def test_heading_only_file_yields_no_chunk() -> None:
+    assert md("## Lonely heading\n### Another\n").chunks == ()
 
 
 def test_empty_file_has_no_chunks() -> None:
@@ -474,13 +507,15 @@ def test_every_body_line_survives_without_exclusions(body: str) -> None:
     doc = md(body)
     everything = "\n".join(c.content for c in doc.chunks)
     chunk_headings = {c.heading for c in doc.chunks}
-    for line in body.split("\n"):
-        found = heading_of(line)
-        if found is None:
+    _title, rest = split_title(body)
+    for line in rest.split("\n"):
+        if heading_of(line) is None:
             assert trim(line.removesuffix("\r")) in everything
-        else:
-            # a heading either heads a chunk or was merged in as a "## text" line
-            assert found[1] in chunk_headings or f"## {found[1]}" in everything
+    for section in split_sections(rest):
+        if section.heading is not None and section.content:
+            # a heading with text heads a chunk or was merged in as a "##"/"###" line
+            marker = "#" * (section.level or 2) + f" {section.heading}"
+            assert section.heading in chunk_headings or marker in everything
 
 
 @_fast

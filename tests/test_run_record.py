@@ -131,6 +131,7 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "golden_hash": GOLDEN_HASH,
         "metric_version": 2,
         "fts_query_version": 3,
+        "chunker_version": 2,
     }
     assert list(data) == [
         "model",
@@ -140,6 +141,7 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "golden_hash",
         "metric_version",
         "fts_query_version",
+        "chunker_version",
     ]
 
 
@@ -158,12 +160,15 @@ def test_old_fingerprint_without_versions_reads_as_version_1() -> None:
     fp = Fingerprint.from_json(legacy())
     assert fp.metric_version == 1
     assert fp.fts_query_version == 1
+    assert fp.chunker_version == 1
     assert fp.reranker is None
     assert fp != build()
 
 
 def test_old_fingerprint_without_optional_objects_equals_a_default_one() -> None:
-    fp = Fingerprint.from_json(legacy(metric_version=2, fts_query_version=3, reranker=None))
+    fp = Fingerprint.from_json(
+        legacy(metric_version=2, fts_query_version=3, chunker_version=2, reranker=None)
+    )
     assert fp.mmr is None and fp.parent_retriever is None
     assert fp.fusion is None and fp.context is None and fp.retriever is None
     assert fp == build()

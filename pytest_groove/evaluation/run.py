@@ -45,6 +45,7 @@ from pytest_groove.evaluation.metrics import (
     query_metrics,
 )
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.kb.markdown import CHUNKER_VERSION
 from pytest_groove.kb.records import CorpusSnapshot
 from pytest_groove.search.fts_query import FTS_QUERY_VERSION
 from pytest_groove.search.hits import SearchHit
@@ -90,6 +91,12 @@ def _str(value: Any, path: str) -> str:
 
 def _opt_str(value: Any, path: str) -> str | None:
     return None if value is None else _str(value, path)
+
+
+def _opt_bool(value: Any, path: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise RecordFormatError(f"{path}: expected true or false")
 
 
 def _int(value: Any, path: str) -> int:
@@ -236,6 +243,8 @@ class Fingerprint:
     golden_hash: str
     metric_version: int = METRIC_VERSION
     fts_query_version: int = FTS_QUERY_VERSION
+    #: the chunking rules the index was cut by (chunk boundaries move every ranking)
+    chunker_version: int = CHUNKER_VERSION
     #: {"lambda", "same_doc_penalty"} when MMR ran
     mmr: dict[str, float] | None = None
     #: {"whole_doc_threshold_tokens", "max_expanded_tokens"} when the parent retriever ran
@@ -246,6 +255,8 @@ class Fingerprint:
     context: dict[str, str] | None = None
     #: qualified name of a custom retriever from conftest.py (pytest door only)
     retriever: str | None = None
+    #: False when the vector leg ran without language centring (the default is on)
+    vector_centring: bool | None = None
     #: keys this version does not know (from a newer version's run), kept verbatim
     #: so they survive a history rewrite; a non-empty ``extra`` never equals a
     #: fingerprint this version builds, so such a run is never compared
@@ -278,6 +289,7 @@ class Fingerprint:
             limit=limit,
             k_values=normalise_k_values(tuple(k_values)),
             golden_hash=golden_hash,
+            fts_query_version=search.fts_query_version,
             mmr=(
                 {"lambda": mmr.lambda_, "same_doc_penalty": mmr.same_doc_penalty}
                 if mmr.enabled
@@ -303,6 +315,7 @@ class Fingerprint:
             ),
             context={"mode": "static"} if context_mode == "static" else None,
             retriever=retriever,
+            vector_centring=None if search.vector_centring else False,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -314,6 +327,7 @@ class Fingerprint:
             "golden_hash": self.golden_hash,
             "metric_version": self.metric_version,
             "fts_query_version": self.fts_query_version,
+            "chunker_version": self.chunker_version,
         }
         optional: dict[str, Any] = {
             "mmr": self.mmr,
@@ -321,6 +335,7 @@ class Fingerprint:
             "fusion": self.fusion,
             "context": self.context,
             "retriever": self.retriever,
+            "vector_centring": self.vector_centring,
         }
         out.update({key: value for key, value in optional.items() if value is not None})
         # after the known keys, in the order they were read; a known key always wins
@@ -346,6 +361,7 @@ class Fingerprint:
             fts_query_version=_int(
                 obj.get("fts_query_version", 1), _where(path, "fts_query_version")
             ),
+            chunker_version=_int(obj.get("chunker_version", 1), _where(path, "chunker_version")),
             mmr=None if mmr is None else _float_fields(mmr, _where(path, "mmr")),
             parent_retriever=(
                 None if parent is None else _int_fields(parent, _where(path, "parent_retriever"))
@@ -353,6 +369,7 @@ class Fingerprint:
             fusion=None if fusion is None else _float_fields(fusion, _where(path, "fusion")),
             context=None if context is None else _str_fields(context, _where(path, "context")),
             retriever=_opt_str(obj.get("retriever"), _where(path, "retriever")),
+            vector_centring=_opt_bool(obj.get("vector_centring"), _where(path, "vector_centring")),
             extra={
                 key: _json_value(value, _where(path, key))
                 for key, value in obj.items()
@@ -371,11 +388,13 @@ FINGERPRINT_KEYS = frozenset(
         "golden_hash",
         "metric_version",
         "fts_query_version",
+        "chunker_version",
         "mmr",
         "parent_retriever",
         "fusion",
         "context",
         "retriever",
+        "vector_centring",
     }
 )
 

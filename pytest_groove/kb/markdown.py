@@ -10,10 +10,20 @@ of what an evaluation run measures:
 
 * only ``## `` and ``### `` lines (after trimming) are headings; there is no
   code-fence awareness, so a ``## `` line inside a fenced block still splits;
+* a ``# Title`` line opening the body is the document's title, not text: it
+  goes into every chunk's breadcrumb (when the frontmatter has no title);
 * the heading line is removed from the body;
 * a section is excluded when any ``exclude_headings`` entry is a substring of
   its heading text, until the next heading of any level;
-* a section under 50 UTF-8 bytes is appended to the previous kept section.
+* a heading with no text of its own (``## Setup`` directly followed by
+  ``### Linux``) is not a chunk: it lives on in its subsections' ancestry;
+* a section under 50 UTF-8 bytes is appended to the previous kept section, its
+  heading kept as a line of the text; a short *first* section takes in the
+  next one instead, so no chunk is a few words long.
+
+:data:`CHUNKER_VERSION` names these rules: an index records it and is rebuilt
+when it differs, and an evaluation run's fingerprint carries it, because chunk
+boundaries move every ranking.
 """
 
 from __future__ import annotations
@@ -35,6 +45,10 @@ from pytest_groove.kb.text import normalise_newlines, split_lines, strip_boms, t
 #: sections whose content is shorter than this many UTF-8 bytes are merged
 #: into the previous section
 MERGE_THRESHOLD_BYTES = 50
+
+#: version of the chunking rules (1 = the reference's: heading-only chunks, a
+#: leading ``# Title`` kept as text, short first sections standing alone)
+CHUNKER_VERSION = 2
 
 _FENCE = "---"
 
@@ -67,6 +81,8 @@ class Section:
 class MarkdownDocument:
     frontmatter: Frontmatter
     sections: tuple[Section, ...]
+    #: text of a ``# Title`` line opening the body, None when there is none
+    h1_title: str | None = None
 
 
 # --------------------------------------------------------------------------- frontmatter
@@ -228,28 +244,67 @@ def split_sections(body: str, exclude_headings: Sequence[str] = ()) -> list[Sect
     return sections
 
 
-def merge_short_sections(sections: Sequence[Section]) -> list[Section]:
-    """Fold each section under 50 bytes into the previous one (no cascading).
+def _marker(section: Section) -> str:
+    """The heading line a folded section keeps inside the text it is merged into."""
+    if section.heading is None:
+        return ""
+    return "#" * (section.level or 2) + f" {section.heading}\n\n"
 
-    The folded section's heading is kept visible as a ``## <heading>`` line
-    (always ``##``, whatever its level); the receiving section keeps its own
-    heading, level and ancestry.  The first section is never folded away.
+
+def _joined(first: str, second: str) -> str:
+    return f"{first}\n\n{second}" if first and second else first or second
+
+
+def merge_short_sections(sections: Sequence[Section]) -> list[Section]:
+    """Drop heading-only sections and fold sections under 50 bytes into a neighbour.
+
+    A section with no text is dropped: its heading is already part of the
+    ancestry of the sections below it.  A short section is appended to the
+    previous kept one with its heading as a ``##``/``###`` line; the receiving
+    section keeps its own heading, level and ancestry (no cascading: a section
+    that grew by merging does not become "long" for the next one).  A short
+    section with nothing before it takes in the next section instead.  Either
+    way a merged chunk is named by its first section, and only a document made
+    of a single short section has a short chunk.
     """
     merged: list[Section] = []
+    pending: Section | None = None  # a short first section waiting for a successor
     for section in sections:
-        short = len(section.content.encode("utf-8")) < MERGE_THRESHOLD_BYTES
-        if not (short and merged):
-            merged.append(section)
+        if not section.content:
             continue
-        target = merged[-1]
-        content = target.content
-        if content:
-            content += "\n\n"
-        if section.heading is not None:
-            content += f"## {section.heading}\n\n"
-        content += section.content
-        merged[-1] = Section(target.heading, target.level, target.ancestry, content)
+        if pending is not None:
+            text = _joined(pending.content, _marker(section) + section.content)
+            merged.append(Section(pending.heading, pending.level, pending.ancestry, text))
+            pending = None
+            continue
+        short = len(section.content.encode("utf-8")) < MERGE_THRESHOLD_BYTES
+        if not short:
+            merged.append(section)
+        elif merged:
+            target = merged[-1]
+            text = _joined(target.content, _marker(section) + section.content)
+            merged[-1] = Section(target.heading, target.level, target.ancestry, text)
+        else:
+            pending = section
+    if pending is not None:
+        merged.append(pending)
     return merged
+
+
+def split_title(body: str) -> tuple[str | None, str]:
+    """``(title, rest)`` when the body opens with a ``# Title`` line, else ``(None, body)``.
+
+    Only the first non-blank line counts; a ``#`` line further down is text.
+    """
+    lines = split_lines(body)
+    for position, line in enumerate(lines):
+        stripped = trim(line)
+        if not stripped:
+            continue
+        if stripped.startswith("# ") and trim(stripped[2:]):
+            return trim(stripped[2:]), "\n".join(lines[position + 1 :])
+        break
+    return None, body
 
 
 def parse_markdown(
@@ -260,5 +315,6 @@ def parse_markdown(
     """Frontmatter plus merged sections of one decoded Markdown file."""
     yaml_text, body = split_frontmatter(text)
     frontmatter = Frontmatter() if yaml_text is None else read_frontmatter(yaml_text, on_warning)
+    h1_title, body = split_title(body)
     sections = merge_short_sections(split_sections(body, exclude_headings))
-    return MarkdownDocument(frontmatter, tuple(sections))
+    return MarkdownDocument(frontmatter, tuple(sections), h1_title)

@@ -94,13 +94,14 @@ def _parse_markdown_file(
 ) -> ParsedDocument:
     doc = parse_markdown(text, settings.exclude_headings, on_warning)
     fm = doc.frontmatter
-    # the breadcrumb needs some title; the stored title stays the frontmatter's own
-    crumb_title = fm.title if fm.title is not None and trim(fm.title) else None
+    # the breadcrumb needs some title: the frontmatter's, else the body's `# Title`,
+    # else one made from the file name; the stored title is the author's own
+    crumb_title = fm.title if fm.title is not None and trim(fm.title) else doc.h1_title
     if crumb_title is None:
         crumb_title = title_from_filename(rel_path)
     topic = fm.topic if fm.topic is not None else path_category_topic(rel_path)[1]
     return ParsedDocument(
-        title=fm.title,
+        title=fm.title if fm.title is not None else doc.h1_title,
         topic=topic,
         date=fm.date,
         depth=fm.depth,

@@ -28,10 +28,13 @@ import numpy.typing as npt
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.kb.index_faults import apsw_fault, index_faults
+from pytest_groove.kb.markdown import CHUNKER_VERSION
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot, ParsedDocument
+from pytest_groove.kb.terms import term_text
 
 #: bump when the table layout changes; an index with another version is rebuilt
-SCHEMA_VERSION = 1
+#: (2: the ``fts_terms`` table)
+SCHEMA_VERSION = 2
 DB_FILE_NAME = "index.db"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -65,7 +68,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
     content='', contentless_delete=1,
     tokenize='trigram remove_diacritics 1 case_sensitive 0'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5(
+    heading, context, content,
+    content='', contentless_delete=1,
+    tokenize='porter unicode61 remove_diacritics 2'
+);
 """
+
+#: the full-text tables a MATCH expression can be run against (see kb.terms)
+FTS_TABLES = ("fts_chunks", "fts_terms")
 
 
 @dataclass(frozen=True)
@@ -136,16 +147,22 @@ class Store:
                 with store.transaction():
                     conn.execute(_SCHEMA)
                     store.set_meta("schema_version", str(SCHEMA_VERSION))
+                    store.set_meta("chunker_version", str(CHUNKER_VERSION))
                     store.set_meta("generation", "0")
                     # names this database's vector caches: a re-created database restarts
                     # its generation count and must never pick up an old cache file
                     store.set_meta("index_id", uuid.uuid4().hex)
-            elif version != SCHEMA_VERSION:
+            elif (version, chunker := store._chunker_version()) != (
+                SCHEMA_VERSION,
+                CHUNKER_VERSION,
+            ):
                 conn.close()
                 if not create:
                     raise GrooveError(
-                        f"index at {db_path} has schema version {version}, this pytest-groove "
-                        f"uses {SCHEMA_VERSION}: rebuild it with `groove index --kb-path <kb>`"
+                        f"index at {db_path} was built by another pytest-groove version "
+                        f"(schema {version}, chunker {chunker}; this one uses "
+                        f"{SCHEMA_VERSION}, {CHUNKER_VERSION}): rebuild it with "
+                        "`groove index --kb-path <kb>`"
                     )
                 # The index is derived data: an indexer (holding the index lock) simply
                 # starts over rather than guessing how to migrate an unknown layout.
@@ -178,15 +195,17 @@ class Store:
             conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
             store = cls(conn, db_path)
             version = store._schema_version()
+            chunker = store._chunker_version()
         except apsw.Error as exc:
             if conn is not None:
                 conn.close()
             raise apsw_fault(exc, db_path) from None
-        if version != SCHEMA_VERSION:
+        if (version, chunker) != (SCHEMA_VERSION, CHUNKER_VERSION):
             conn.close()
             raise GrooveError(
-                f"index at {db_path} has schema version {version}, this pytest-groove uses "
-                f"{SCHEMA_VERSION}, and its folder is not writable: rebuild it elsewhere with "
+                f"index at {db_path} was built by another pytest-groove version (schema "
+                f"{version}, chunker {chunker}; this one uses {SCHEMA_VERSION}, "
+                f"{CHUNKER_VERSION}), and its folder is not writable: rebuild it elsewhere with "
                 "`groove index --kb-path <kb> --index-dir <writable folder>`"
             )
         return store
@@ -202,6 +221,14 @@ class Store:
             return None
         try:
             return int(value)
+        except ValueError:
+            return -1
+
+    def _chunker_version(self) -> int:
+        """Version of the chunking rules the stored chunks were cut by (absent = 1)."""
+        value = self.get_meta("chunker_version")
+        try:
+            return 1 if value is None else int(value)
         except ValueError:
             return -1
 
@@ -264,6 +291,7 @@ class Store:
         """Delete every document, chunk and FTS row (``--force``)."""
         with self.transaction():
             self.conn.execute("DELETE FROM fts_chunks")
+            self.conn.execute("DELETE FROM fts_terms")
             self.conn.execute("DELETE FROM chunks")
             self.conn.execute("DELETE FROM documents")
             self._bump_generation()
@@ -288,6 +316,7 @@ class Store:
         ]
         for cid in ids:
             self.conn.execute("DELETE FROM fts_chunks WHERE rowid=?", (cid,))
+            self.conn.execute("DELETE FROM fts_terms WHERE rowid=?", (cid,))
         self.conn.execute("DELETE FROM chunks WHERE document_id=?", (doc_id,))
 
     def write_document(
@@ -349,6 +378,10 @@ class Store:
                 self.conn.execute(
                     "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
                     (cid, chunk.heading, context, chunk.content),
+                )
+                self.conn.execute(
+                    "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                    (cid, term_text(chunk.heading), term_text(context), term_text(chunk.content)),
                 )
             self._bump_generation()
 
@@ -434,6 +467,16 @@ class Store:
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
         return np.asarray(ids, dtype=np.int64), matrix.copy()
 
+    def chunk_openings(self, length: int = 400) -> dict[int, str]:
+        """The first ``length`` characters of every chunk's heading + content, by id."""
+        return {
+            int(cid): str(text)
+            for cid, text in self.conn.execute(
+                "SELECT id, substr(coalesce(heading, '') || ' ' || content, 1, ?) FROM chunks",
+                (length,),
+            )
+        }
+
     def vectors_for(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         out: dict[int, npt.NDArray[np.float32]] = {}
         for start in range(0, len(ids), 500):
@@ -486,15 +529,21 @@ class Store:
         return out
 
     def fts_candidates(
-        self, match_expr: str, weights: tuple[float, float, float], limit: int
+        self,
+        match_expr: str,
+        weights: tuple[float, float, float],
+        limit: int,
+        table: str = "fts_chunks",
     ) -> list[int]:
-        """Chunk ids matching ``match_expr``, best bm25 first (ties: lower id first)."""
+        """Chunk ids matching ``match_expr`` in ``table``, best bm25 first (ties: lower id)."""
         if limit <= 0:
             return []
+        if table not in FTS_TABLES:
+            raise ValueError(f"unknown full-text table {table!r}")
         try:
             rows = self.conn.execute(
-                "SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? "
-                "ORDER BY bm25(fts_chunks, ?, ?, ?), rowid LIMIT ?",
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? "
+                f"ORDER BY bm25({table}, ?, ?, ?), rowid LIMIT ?",
                 (match_expr, *weights, limit),
             )
             return [int(r[0]) for r in rows]
@@ -503,10 +552,10 @@ class Store:
                 f"full-text query {match_expr!r} was refused by SQLite: {exc}"
             ) from None
 
-    def fts_match_count(self, match_expr: str) -> int:
-        return self._scalar(
-            "SELECT count(*) FROM fts_chunks WHERE fts_chunks MATCH ?", (match_expr,)
-        )
+    def fts_match_count(self, match_expr: str, table: str = "fts_chunks") -> int:
+        if table not in FTS_TABLES:
+            raise ValueError(f"unknown full-text table {table!r}")
+        return self._scalar(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match_expr,))
 
     def iter_chunk_texts(self) -> Iterator[ChunkText]:
         for path, index, heading, context, content in self.conn.execute(

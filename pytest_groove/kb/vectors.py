@@ -6,6 +6,18 @@ id, and it supports removal.  It is built from the database and cached in a file
 beside it, named by the database's random id and write generation, so a second
 process opening an unchanged index reads one file instead of every embedding blob,
 and a re-created database can never pick up a stale cache.
+
+**Language centring.**  A small multilingual model places every text of one
+language in its own region of the space: a Japanese question is closer to any
+Japanese chunk than to the English chunk that answers it.  When the index holds
+chunks of more than one script group (:func:`~pytest_groove.kb.scripts.script_group`:
+Japanese or other), each chunk vector has its group's mean subtracted (and is
+re-normalised), and so has the query vector, with the mean of the query's group.
+What is left is what a text says rather than which language it says it in
+(Libovický et al., "On the Language Neutrality of Pre-trained Multilingual
+Representations", 2020).  A group's mean is shrunk towards the overall mean by
+:data:`CENTRING_PRIOR_CHUNKS` pseudo-chunks, so a group of a handful of chunks
+is not centred on itself.  A single-group index is searched exactly as stored.
 """
 
 from __future__ import annotations
@@ -18,17 +30,49 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
 
+Means = dict[str, npt.NDArray[np.float32]]
+
+
+def group_means(matrix: npt.NDArray[np.float32], groups: list[str]) -> Means:
+    """Each group's mean vector, shrunk towards the overall mean; {} for < 2 groups."""
+    names = sorted(set(groups))
+    if len(names) < 2:
+        return {}
+    labels = np.asarray(groups)
+    overall = matrix.mean(axis=0)
+    means: Means = {}
+    for name in names:
+        members = matrix[labels == name]
+        total = members.sum(axis=0) + CENTRING_PRIOR_CHUNKS * overall
+        means[name] = (total / (len(members) + CENTRING_PRIOR_CHUNKS)).astype(np.float32)
+    return means
+
+
+def _centred(
+    rows: npt.NDArray[np.float32], mean: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    shifted = rows - mean
+    norms = np.linalg.norm(shifted, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(shifted / norms, dtype=np.float32)
+
+
 CACHE_PREFIX = "vectors"
+#: weight (in chunks) of the overall mean in each group's mean
+CENTRING_PRIOR_CHUNKS = 8.0
 
 
 class VectorIndex:
     """Exact cosine search over the chunk embeddings of one store."""
 
-    def __init__(self, index: faiss.Index, dimension: int) -> None:
+    def __init__(self, index: faiss.Index, dimension: int, means: Means | None = None) -> None:
         self._index = index
         self.dimension = dimension
+        #: script group → mean subtracted from its vectors; empty = not centred
+        self.means: Means = means or {}
 
     @property
     def size(self) -> int:
@@ -36,49 +80,93 @@ class VectorIndex:
 
     @classmethod
     def build(
-        cls, ids: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32], dim: int
+        cls,
+        ids: npt.NDArray[np.int64],
+        matrix: npt.NDArray[np.float32],
+        dim: int,
+        groups: list[str] | None = None,
     ) -> VectorIndex:
+        """An index over ``matrix``; with ``groups`` (one per row) language-centred."""
+        means = group_means(matrix, groups) if groups is not None and len(ids) else {}
+        if means and groups is not None:
+            labels = np.asarray(groups)
+            matrix = matrix.copy()
+            for name, mean in means.items():
+                rows = labels == name
+                matrix[rows] = _centred(matrix[rows], mean)
         index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         if len(ids):
             index.add_with_ids(np.ascontiguousarray(matrix, dtype=np.float32), ids)
-        return cls(index, dim)
+        return cls(index, dim, means)
 
     @classmethod
-    def load_for(cls, store: Store, directory: Path) -> VectorIndex:
+    def load_for(cls, store: Store, directory: Path, *, centre: bool = True) -> VectorIndex:
         """The cached index for the store's current generation, else a fresh build.
 
-        Must be called inside ``store.read_snapshot()`` so the generation and the
-        embeddings come from the same committed state.
+        ``centre`` applies language centring when the index has several script
+        groups.  Must be called inside ``store.read_snapshot()`` so the generation
+        and the embeddings come from the same committed state.
         """
         dim = int(store.get_meta("embedding_dim") or "0")
-        cache = directory / f"{CACHE_PREFIX}-{store.index_id}-gen{store.generation}.faiss"
+        mode = "centred" if centre else "raw"
+        cache = directory / f"{CACHE_PREFIX}-{store.index_id}-gen{store.generation}-{mode}.faiss"
+        means_file = cache.with_suffix(".npz")
         if cache.is_file():
             try:
                 index = faiss.read_index(str(cache))
+                means: Means = {}
+                if means_file.is_file():
+                    with np.load(means_file) as saved:
+                        means = {str(k): np.asarray(saved[k], dtype=np.float32) for k in saved}
                 if index.d == dim and index.ntotal == store.counts()[1]:
-                    return cls(index, dim)
-            except RuntimeError:
+                    return cls(index, dim, means)
+            except (RuntimeError, OSError, ValueError):
                 pass  # a damaged cache is rebuilt below
         ids, matrix = store.all_vectors()
-        built = cls.build(ids, matrix, dim)
+        groups = None
+        if centre:
+            openings = store.chunk_openings()
+            groups = [script_group(openings.get(int(cid), "")) for cid in ids]
+        built = cls.build(ids, matrix, dim, groups)
         built._write_cache(directory, cache)
         return built
 
     def _write_cache(self, directory: Path, cache: Path) -> None:
         # The cache is an optimisation: failing to write it (read-only checkout, full
-        # disk) must never fail a search.
+        # disk) must never fail a search.  The means are written first: an index
+        # file without its means is never left behind to be read as "not centred".
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        means_file = cache.with_suffix(".npz")
         try:
+            if self.means:
+                means_tmp = cache.with_name(f".{cache.name}.{os.getpid()}.npz")
+                np.savez(means_tmp, **self.means)  # type: ignore[arg-type]
+                os.replace(means_tmp, means_file)
             faiss.write_index(self._index, str(tmp))
             os.replace(tmp, cache)
         except (OSError, RuntimeError):
             with contextlib.suppress(OSError):
                 tmp.unlink()
             return
-        for old in directory.glob(f"{CACHE_PREFIX}*.faiss"):
-            if old != cache:
+        keep = {cache, means_file}
+        for old in [
+            *directory.glob(f"{CACHE_PREFIX}*.faiss"),
+            *directory.glob(f"{CACHE_PREFIX}*.npz"),
+        ]:
+            if old not in keep:
                 with contextlib.suppress(OSError):
                     old.unlink()
+
+    def prepare_query(self, query: npt.NDArray[np.float32], text: str) -> npt.NDArray[np.float32]:
+        """The query vector as this index compares it: centred by its text's group."""
+        if not self.means:
+            return query
+        mean = self.means.get(script_group(text))
+        if mean is None:
+            mean = np.mean(np.stack(list(self.means.values())), axis=0)
+        row = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        centred: npt.NDArray[np.float32] = _centred(row, mean)[0]
+        return centred
 
     def vector(self, chunk_id: int) -> npt.NDArray[np.float32]:
         """The vector this index holds for ``chunk_id`` (to check it against the store)."""

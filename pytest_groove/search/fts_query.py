@@ -20,7 +20,17 @@ are each likely to occur verbatim in a chunk, and ORs them:
 
 On top of that, ``-term`` exclusion (see :mod:`pytest_groove.search.exclusion`) turns
 ``rust -async`` into ``("rust") NOT ("async")``.  A query without exclusions compiles
-byte for byte like the reference implementation.
+byte for byte like the reference implementation.  That is compiler version 3
+(:func:`build_fts_query`), run against the trigram table ``fts_chunks``.
+
+Version 4 (:func:`build_terms_query`) targets the second table ``fts_terms``
+(:mod:`pytest_groove.kb.terms`: words, and Japanese text as character bigrams).
+It sends *content words* only: English words outside a short stop list, and the
+bigrams of every kanji and katakana run (a one-character run as itself), so
+``牛乳はいつ発注すればいいですか`` becomes ``"牛乳" OR "発注"`` instead of the
+function-word phrases ``"はいつ" OR "すればいいですか"`` that version 3 sends and
+that never name the subject.  Hiragana runs are grammar (particles, endings) and
+are dropped.  A quoted region stays one phrase (of its tokens).
 """
 
 from __future__ import annotations
@@ -30,10 +40,12 @@ import re
 from dataclasses import dataclass
 
 from pytest_groove.errors import GrooveError, clip_repr
+from pytest_groove.kb.terms import bigrams, script_runs
 from pytest_groove.kb.text import trim
 from pytest_groove.search.exclusion import is_excluded, split_exclusions
 from pytest_groove.search.querytext import (
     CharClass,
+    char_class,
     class_code,
     class_codes,
     fts_sendable,
@@ -42,11 +54,13 @@ from pytest_groove.search.querytext import (
 
 __all__ = [
     "FTS_QUERY_VERSION",
+    "FTS_QUERY_VERSIONS",
     "MAX_PHRASES",
     "MAX_QUERY_CHARS",
     "MIN_PHRASE_CHARS",
     "ParsedQuery",
     "build_fts_query",
+    "build_terms_query",
     "is_excluded",
     "parse_query",
     "query_phrases",
@@ -55,6 +69,18 @@ __all__ = [
 #: Bumped whenever the MATCH text produced for some query changes; it is part of the eval
 #: fingerprint (1 → 2: per-token phrases; 2 → 3: ``-term`` exclusion).
 FTS_QUERY_VERSION = 3
+#: the compiler for the ``fts_terms`` table (content words, CJK bigrams)
+TERMS_QUERY_VERSION = 4
+#: every selectable compiler version and the table its expressions are run against
+FTS_QUERY_VERSIONS = {FTS_QUERY_VERSION: "fts_chunks", TERMS_QUERY_VERSION: "fts_terms"}
+
+#: English function words the version-4 compiler leaves out (the stop list of
+#: Lucene's English analyzer); everything else is left to bm25's term weights
+_STOP_WORD_TEXT = (
+    "a an and are as at be but by for if in into is it no not of on or such that the "
+    "their then there these they this to was will with"
+)
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 
 #: shortest phrase the trigram tokenizer can match
 MIN_PHRASE_CHARS = 3
@@ -79,6 +105,8 @@ class ParsedQuery:
     exclusions: tuple[str, ...]
     #: the FTS5 MATCH expression, or None to skip the FTS leg (vector only)
     fts: str | None
+    #: the full-text table ``fts`` is meant for
+    fts_table: str = "fts_chunks"
 
 
 #: a stretch of characters that are not separators, in the class-code string
@@ -200,8 +228,67 @@ def _exclusion_expression(exclusions: tuple[str, ...]) -> str | None:
     return " OR ".join(_quote(term) for term in usable[:MAX_PHRASES])
 
 
-def parse_query(text: str, *, require_positive: bool = True) -> ParsedQuery:
+# --------------------------------------------------------------------------- version 4
+
+
+def _term_phrase(text: str) -> str | None:
+    """``text`` as one phrase of ``fts_terms`` tokens (quoted regions, exclusions)."""
+    tokens = [
+        token
+        for script, run in script_runs(text)
+        for token in (run.split() if script is None else bigrams(run))
+    ]
+    phrase = " ".join(tokens).strip()
+    return phrase if phrase and fts_sendable(phrase) else None
+
+
+def content_terms(text: str) -> list[str]:
+    """The version-4 terms of ``text``: content words and kanji/katakana bigrams.
+
+    Quoted regions come back whole (as a phrase of tokens); duplicates are dropped,
+    first occurrence kept, and at most :data:`MAX_PHRASES` are returned.
+    """
+    terms: list[str] = []
+    for segment in split_quotes(text):
+        if segment.kind == "quoted":
+            phrase = _term_phrase(segment.text)
+            if phrase is not None:
+                terms.append(phrase)
+            continue
+        for group in _groups(segment.text):
+            for run in _runs(group):
+                klass = char_class(run[0])
+                if klass is CharClass.HIRAGANA:
+                    continue
+                if klass is CharClass.WORD:
+                    if run.lower() not in STOP_WORDS:
+                        terms.append(run)
+                else:
+                    terms.extend(bigrams(run))
+    return _dedupe_and_cap([t for t in terms if fts_sendable(t)])[0]
+
+
+def build_terms_query(text: str) -> str | None:
+    """The version-4 MATCH expression for ``fts_terms``, or None to skip the FTS leg."""
+    return parse_query(text, require_positive=False, version=TERMS_QUERY_VERSION).fts
+
+
+def _terms_expressions(split_positive: str, exclusions: tuple[str, ...]) -> str | None:
+    terms = content_terms(split_positive)
+    positive = " OR ".join(_quote(term) for term in terms) if terms else None
+    excluded = [p for p in (_term_phrase(term) for term in exclusions) if p is not None]
+    if positive is not None and excluded:
+        negative = " OR ".join(_quote(p) for p in excluded[:MAX_PHRASES])
+        return f"({positive}) NOT ({negative})"
+    return positive
+
+
+def parse_query(
+    text: str, *, require_positive: bool = True, version: int = FTS_QUERY_VERSION
+) -> ParsedQuery:
     """Split ``text`` into positive part and exclusions and compile the MATCH expression.
+
+    ``version`` picks the compiler (:data:`FTS_QUERY_VERSIONS`) and so the table.
 
     Raises :class:`GrooveError` when nothing is left to search for (only whitespace or
     quote marks): always when the query excludes terms, and for an empty query unless
@@ -225,6 +312,17 @@ def parse_query(text: str, *, require_positive: bool = True) -> ParsedQuery:
             raise GrooveError(
                 f"query {clip_repr(text)} is empty: give at least one term to search for"
             )
+    if version not in FTS_QUERY_VERSIONS:
+        raise GrooveError(
+            f"unknown fts_query_version {version}; choose one of {sorted(FTS_QUERY_VERSIONS)}"
+        )
+    if version == TERMS_QUERY_VERSION:
+        return ParsedQuery(
+            positive=split.positive,
+            exclusions=split.exclusions,
+            fts=_terms_expressions(split.positive, split.exclusions),
+            fts_table=FTS_QUERY_VERSIONS[version],
+        )
     positive = _positive_expression(split.positive)
     negative = _exclusion_expression(split.exclusions)
     if positive is not None and negative is not None:

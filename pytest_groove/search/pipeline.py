@@ -66,6 +66,7 @@ class HybridSearcher:
     ) -> list[int]:
         """Up to ``n`` chunk ids by vector similarity, ``-term`` exclusions applied."""
         filtered = bool(parsed.exclusions)
+        query_vector = self.vectors.prepare_query(query_vector, parsed.positive)
         ids = self.vectors.search(query_vector, vector_fetch(n, filtered))
         return self._drop_excluded(ids, parsed)[:n] if filtered else ids[:n]
 
@@ -76,7 +77,9 @@ class HybridSearcher:
         if parsed.fts is None:
             return []
         filtered = bool(parsed.exclusions)
-        ids = self.store.fts_candidates(parsed.fts, weights, fts_fetch(n, filtered))
+        ids = self.store.fts_candidates(
+            parsed.fts, weights, fts_fetch(n, filtered), parsed.fts_table
+        )
         return self._drop_excluded(ids, parsed)[:n] if filtered else ids
 
     def _drop_excluded(self, ids: Sequence[int], parsed: ParsedQuery) -> list[int]:
@@ -108,7 +111,7 @@ class HybridSearcher:
 
     def search(self, query: str, limit: int, settings: SearchSettings) -> SearchResponse:
         """Run the whole pipeline; ``limit`` is clamped to the retrieval cap."""
-        parsed = parse_query(query)
+        parsed = parse_query(query, version=settings.fts_query_version)
         limit = max(0, min(limit, SEARCH_LIMIT_MAX))
         use_reranker = self.reranker is not None
         plan = pool_sizes(limit, settings.mmr.enabled, use_reranker)

@@ -23,6 +23,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from pytest_groove.kb.scripts import japanese_script
+
 
 class CharClass(enum.Enum):
     """The five character classes of the query compiler, in test order."""
@@ -110,6 +112,13 @@ def is_word_char(char: str) -> bool:
     return _is_other_alphabetic(ord(char))
 
 
+_SCRIPT_CLASS = {
+    "kanji": CharClass.KANJI,
+    "hiragana": CharClass.HIRAGANA,
+    "katakana": CharClass.KATAKANA,
+}
+
+
 def char_class(char: str) -> CharClass:
     """Classify one character; the Japanese script ranges are tested before "word"."""
     return _CLASS_OF_CODE[_CLASS_CODES[ord(char)]]
@@ -156,19 +165,9 @@ def class_code(klass: CharClass) -> str:
 
 
 def _classify(char: str) -> CharClass:
-    code = ord(char)
-    if (
-        0x4E00 <= code <= 0x9FFF
-        or 0x3400 <= code <= 0x4DBF
-        or 0xF900 <= code <= 0xFAFF
-        or 0x2F800 <= code <= 0x2FA1F
-        or code in (0x3005, 0x3006)
-    ):
-        return CharClass.KANJI
-    if 0x3041 <= code <= 0x309F:
-        return CharClass.HIRAGANA
-    if 0x30A1 <= code <= 0x30FF or 0xFF66 <= code <= 0xFF9F:
-        return CharClass.KATAKANA
+    script = japanese_script(char)
+    if script is not None:
+        return _SCRIPT_CLASS[script]
     return CharClass.WORD if is_word_char(char) else CharClass.SEPARATOR
 
 

@@ -1,0 +1,230 @@
+"""Retrieval quality of every pipeline configuration on both bilingual corpora.
+
+    python benchmarks/bench_quality.py [--model e5-small] [--cache DIR] [--only NAME ...]
+
+For each corpus in tests/corpora (kb-eval and kb-bilingual) and each configuration
+below, prints the single-answer group's recall@1 and MRR, the multi-answer group's
+recall@5 and nDCG@5, the share of cross-language queries (ids starting ``x-``)
+answered in the top 3, and the low-confidence flag's precision and recall
+(a query is "wrong" when its rank-1 hit is not an expected document; precision =
+wrong among flagged, recall = flagged among wrong).
+
+Indexes are built once per (corpus, index-affecting settings) under ``--cache``
+(default: a temporary directory), and every embedding is kept there too, keyed by
+model and exact text, so a re-chunked or re-indexed corpus only embeds text it has
+not seen.  Nothing is asserted; the figures are for docs/retrieval-pipeline.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pytest_groove.config import IndexSettings, SearchSettings, Settings
+from pytest_groove.embed.base import Embedder, Matrix
+from pytest_groove.embed.registry import get_embedder
+from pytest_groove.engine import Engine, open_engine
+from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.evaluation.metrics import QueryMetrics, aggregate, query_metrics
+from pytest_groove.evaluation.records import GoldenQuery
+from pytest_groove.search.fts_query import parse_query
+from pytest_groove.search.hits import SearchHit
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = {
+    "kb-eval": (ROOT / "tests/corpora/kb-eval", ROOT / "tests/corpora/kb-eval-golden.yml"),
+    "kb-bilingual": (
+        ROOT / "tests/corpora/kb-bilingual",
+        ROOT / "tests/corpora/kb-bilingual-golden.yml",
+    ),
+}
+LIMIT = 10
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    #: which legs' ranking is scored: "hybrid", "vector", "fts"
+    leg: str = "hybrid"
+    contextual: bool = False
+    search: Callable[[SearchSettings], SearchSettings] = lambda s: s
+
+
+def _fts_v4(search: SearchSettings) -> SearchSettings:
+    return dataclasses.replace(search, fts_query_version=4)
+
+
+def _uncentred(search: SearchSettings) -> SearchSettings:
+    return dataclasses.replace(search, vector_centring=False)
+
+
+def _uncentred_v4(search: SearchSettings) -> SearchSettings:
+    return dataclasses.replace(search, vector_centring=False, fts_query_version=4)
+
+
+CONFIGURATIONS = (
+    Configuration("hybrid, vectors not centred", search=_uncentred),
+    Configuration("vector leg alone, not centred", leg="vector", search=_uncentred),
+    Configuration("hybrid, v4, not centred", search=_uncentred_v4),
+    Configuration("hybrid, default"),
+    Configuration("vector leg alone", leg="vector"),
+    Configuration("full-text leg alone", leg="fts"),
+    Configuration("hybrid, contextual on", contextual=True),
+    Configuration("vector leg alone, contextual on", leg="vector", contextual=True),
+    Configuration("full-text v4 alone", leg="fts", search=_fts_v4),
+    Configuration("hybrid, full-text v4", search=_fts_v4),
+    Configuration("hybrid, full-text v4, contextual on", contextual=True, search=_fts_v4),
+)
+
+
+class CachedEmbedder:
+    """An embedder that remembers every vector on disk (one .npy file per text)."""
+
+    def __init__(self, inner: Embedder, folder: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.folder = folder / "embeddings" / inner.name.replace("/", "_")
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _cached(
+        self, kind: str, texts: Sequence[str], embed: Callable[[list[str]], Matrix]
+    ) -> Matrix:
+        files = [
+            self.folder / (hashlib.sha256(f"{kind}\0{t}".encode()).hexdigest() + ".npy")
+            for t in texts
+        ]
+        missing = sorted({t for t, f in zip(texts, files, strict=True) if not f.exists()})
+        if missing:
+            for text, vector in zip(missing, embed(missing), strict=True):
+                key = hashlib.sha256(f"{kind}\0{text}".encode()).hexdigest()
+                np.save(self.folder / f"{key}.npy", vector)
+        return np.stack([np.load(f) for f in files]).astype(np.float32)
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        return self._cached("passage", texts, self.inner.embed_passages)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self._cached("query", texts, self.inner.embed_queries)
+
+
+@dataclass(frozen=True)
+class Row:
+    single_r1: float
+    single_mrr: float
+    multi_r5: float
+    multi_ndcg5: float
+    cross_top3: tuple[int, int]
+    flag_precision: float | None
+    flag_recall: float | None
+    flagged: int
+    wrong: int
+
+
+def ranked(
+    engine: Engine, query: str, leg: str, search: SearchSettings
+) -> tuple[list[SearchHit], bool]:
+    """Top hits of the pipeline (and its low-confidence flag), or of one leg alone."""
+    if leg == "hybrid":
+        response = engine.search_response(query, LIMIT, search)
+        return response.hits, response.low_confidence
+    parsed = parse_query(query, version=search.fts_query_version)
+    if leg == "vector":
+        ids = engine.vector_leg(engine.embed_queries([parsed.positive])[0], LIMIT, parsed)
+    else:
+        ids = engine.fts_leg(parsed, search.fusion.weights, LIMIT)
+    labels = engine.chunk_labels(ids)
+    hits = [
+        SearchHit(rank=i, path=labels[cid][0], heading=labels[cid][1], score=0.0)
+        for i, cid in enumerate(ids, start=1)
+    ]
+    return hits, False
+
+
+def measure(engine: Engine, queries: tuple[GoldenQuery, ...], config: Configuration) -> Row:
+    search = config.search(engine.settings.search)
+    singles: list[QueryMetrics] = []
+    multis: list[QueryMetrics] = []
+    cross_hit = cross_all = 0
+    flagged = wrong = flagged_wrong = 0
+    for q in queries:
+        hits, flag = ranked(engine, q.query, config.leg, search)
+        metrics = query_metrics(q.expected, hits, (1, 3, 5, 10))
+        (singles if len(q.expected) == 1 else multis).append(metrics)
+        if q.id.startswith("x-"):
+            cross_all += 1
+            cross_hit += metrics.recall_at_k[3] > 0
+        is_wrong = metrics.recall_at_k[1] == 0
+        wrong += is_wrong
+        flagged += flag
+        flagged_wrong += flag and is_wrong
+    single, multi = aggregate(singles), aggregate(multis)
+    return Row(
+        single_r1=single.recall_at_k[1],
+        single_mrr=single.mrr,
+        multi_r5=multi.recall_at_k[5],
+        multi_ndcg5=multi.ndcg_at_k[5],
+        cross_top3=(cross_hit, cross_all),
+        flag_precision=flagged_wrong / flagged if flagged else None,
+        flag_recall=flagged_wrong / wrong if wrong else None,
+        flagged=flagged,
+        wrong=wrong,
+    )
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="e5-small")
+    parser.add_argument("--cache", type=Path, default=None, help="keep indexes here")
+    parser.add_argument("--only", nargs="*", default=None, help="configuration names")
+    parser.add_argument("--corpus", nargs="*", default=list(CORPORA))
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = args.cache or Path(tmp)
+        configs = [c for c in CONFIGURATIONS if args.only is None or c.name in args.only]
+        embedder = CachedEmbedder(get_embedder(args.model), cache)
+        for corpus in args.corpus:
+            kb, golden_path = CORPORA[corpus]
+            golden = load_golden(golden_path, kb)
+            print(f"\n{corpus}: {len(golden.queries)} queries")
+            print(
+                "| configuration | single r@1 | single MRR | multi r@5 | multi nDCG@5 "
+                "| cross-language in top 3 | low-confidence precision / recall (flagged, wrong) |"
+            )
+            print("|---|---|---|---|---|---|---|")
+            for config in configs:
+                index = IndexSettings(
+                    model=args.model,
+                    contextual=config.contextual,
+                    index_dir=cache / f"{corpus}-ctx{int(config.contextual)}",
+                )
+                settings = Settings(index=index, search=config.search(SearchSettings()))
+                with open_engine(kb, settings, embedder=embedder, progress=False) as engine:
+                    row = measure(engine, golden.queries, config)
+                hit, total = row.cross_top3
+                cross = f"{hit}/{total}" if total else "—"
+                print(
+                    f"| {config.name} | {row.single_r1:.2f} | {row.single_mrr:.3f} "
+                    f"| {row.multi_r5:.2f} | {row.multi_ndcg5:.3f} | {cross} "
+                    f"| {_ratio(row.flag_precision)} / {_ratio(row.flag_recall)} "
+                    f"({row.flagged}, {row.wrong}) |",
+                    flush=True,
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""The second full-text table (kb.terms) and its query compiler (version 4)."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.scripts import script_group
+from pytest_groove.kb.terms import bigrams, term_text
+from pytest_groove.search.fts_query import (
+    FTS_QUERY_VERSION,
+    FTS_QUERY_VERSIONS,
+    build_fts_query,
+    build_terms_query,
+    content_terms,
+    parse_query,
+)
+
+
+@pytest.mark.parametrize(
+    ("run", "expected"),
+    [("", []), ("牛", ["牛"]), ("牛乳", ["牛乳"]), ("修理料金", ["修理", "理料", "料金"])],
+)
+def test_bigrams(run: str, expected: list[str]) -> None:
+    assert bigrams(run) == expected
+
+
+def test_term_text_writes_japanese_runs_as_bigrams_and_keeps_other_text() -> None:
+    assert term_text(None) is None
+    assert term_text("牛乳を発注する") == " 牛乳  を  発注  する "
+    assert term_text("sqlite-vec の設定") == "sqlite-vec  の  設定 "
+    assert term_text("再ランキング") == " 再  ラン ンキ キン ング "
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # the issue's example: function-word phrases under version 3, content words here
+        ("牛乳はいつ発注すればいいですか", '"牛乳" OR "発注"'),
+        (
+            "how to stop the brakes from squealing",
+            '"how" OR "stop" OR "brakes" OR "from" OR "squealing"',
+        ),
+        ('"Foundry Local" の設定', '"Foundry Local" OR "設定"'),
+        ("修理料金", '"修理" OR "理料" OR "料金"'),
+        ("血が止まらない", '"血" OR "止"'),
+        ("はい", None),
+        ("the", None),
+        ("rust -async", '("rust") NOT ("async")'),
+        ("設定 -再ランキング", '("設定") NOT ("再 ラン ンキ キン ング")'),
+    ],
+)
+def test_terms_query_examples(query: str, expected: str | None) -> None:
+    assert build_terms_query(query) == expected
+
+
+def test_version_three_is_untouched_and_both_versions_name_their_table() -> None:
+    assert FTS_QUERY_VERSION == 3
+    assert build_fts_query("牛乳はいつ発注すればいいですか") == (
+        '"牛乳はいつ" OR "はいつ" OR "発注すればいいですか" OR "すればいいですか"'
+    )
+    assert FTS_QUERY_VERSIONS == {3: "fts_chunks", 4: "fts_terms"}
+    assert parse_query("abc", version=4).fts_table == "fts_terms"
+    assert parse_query("abc").fts_table == "fts_chunks"
+    with pytest.raises(GrooveError, match="fts_query_version 7"):
+        parse_query("abc", version=7)
+
+
+def test_terms_are_capped_and_deduplicated() -> None:
+    words = " ".join(f"w{i:02d}" for i in range(40))
+    assert len(content_terms(words + " w00")) == 32
+
+
+def _table(rows: list[str]) -> apsw.Connection:
+    conn = apsw.Connection(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(content, "
+        "tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    for i, text in enumerate(rows, start=1):
+        conn.execute("INSERT INTO t(rowid, content) VALUES (?, ?)", (i, term_text(text)))
+    return conn
+
+
+def _match(conn: apsw.Connection, query: str) -> list[int]:
+    expr = build_terms_query(query)
+    assert expr is not None
+    return [
+        int(r[0])
+        for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank", (expr,))
+    ]
+
+
+def test_two_character_words_reach_the_table() -> None:
+    conn = _table(["牛乳は毎週火曜日に発注します。", "コーヒー豆の焙煎について", "brakes squeal"])
+    assert _match(conn, "牛乳はいつ発注すればいいですか") == [1]
+    assert _match(conn, "squealing brake") == [3]  # English words are stemmed
+
+
+def test_every_expression_is_accepted_by_fts5() -> None:
+    conn = _table(["a"])
+    for query in ['"" テスト', 'a"b', "NEAR(a b) * ^x", "emoji 🦀 query", "ｶﾀｶﾅ ＡＢＣ", "-x y"]:
+        expr = build_terms_query(query)
+        if expr is not None:
+            conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expr,)).fetchone()
+
+
+@pytest.mark.parametrize(
+    ("text", "group"),
+    [
+        ("牛乳はいつ発注すればいいですか", "ja"),
+        ("how to bleed a brake", "other"),
+        ("RRF の k", "ja"),
+        ("Set CONFIG_VALUE=3 in the 設定 file please", "other"),
+        ("", "other"),
+    ],
+)
+def test_script_group(text: str, group: str) -> None:
+    assert script_group(text) == group
