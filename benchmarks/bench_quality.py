@@ -58,30 +58,37 @@ class Configuration:
     search: Callable[[SearchSettings], SearchSettings] = lambda s: s
 
 
-def _fts_v4(search: SearchSettings) -> SearchSettings:
-    return dataclasses.replace(search, fts_query_version=4)
+def _with(**changes: object) -> Callable[[SearchSettings], SearchSettings]:
+    def apply(search: SearchSettings) -> SearchSettings:
+        return dataclasses.replace(search, **changes)  # type: ignore[arg-type]
+
+    return apply
 
 
-def _uncentred(search: SearchSettings) -> SearchSettings:
-    return dataclasses.replace(search, vector_centring=False)
+_REFERENCE = _with(vector_centring=False, fts_script_gate=False)
 
-
-def _uncentred_v4(search: SearchSettings) -> SearchSettings:
-    return dataclasses.replace(search, vector_centring=False, fts_query_version=4)
-
-
+#: the reference pipeline first (the reference implementation's behaviour, only the
+#: chunker differs), then one lever at a time, then the default with each lever off
 CONFIGURATIONS = (
-    Configuration("hybrid, vectors not centred", search=_uncentred),
-    Configuration("vector leg alone, not centred", leg="vector", search=_uncentred),
-    Configuration("hybrid, v4, not centred", search=_uncentred_v4),
-    Configuration("hybrid, default"),
-    Configuration("vector leg alone", leg="vector"),
-    Configuration("full-text leg alone", leg="fts"),
-    Configuration("hybrid, contextual on", contextual=True),
-    Configuration("vector leg alone, contextual on", leg="vector", contextual=True),
-    Configuration("full-text v4 alone", leg="fts", search=_fts_v4),
-    Configuration("hybrid, full-text v4", search=_fts_v4),
-    Configuration("hybrid, full-text v4, contextual on", contextual=True, search=_fts_v4),
+    Configuration("reference hybrid (no centring, no gate)", search=_REFERENCE),
+    Configuration("vector leg alone, not centred", leg="vector", search=_REFERENCE),
+    Configuration("full-text leg alone (v3)", leg="fts"),
+    Configuration("full-text leg alone (v4)", leg="fts", search=_with(fts_query_version=4)),
+    Configuration("+ centring (no gate)", search=_with(fts_script_gate=False)),
+    Configuration("vector leg alone, centred", leg="vector"),
+    Configuration("+ centring + script gate = default"),
+    Configuration("default with full-text v4", search=_with(fts_query_version=4)),
+    Configuration(
+        "centring, v4, no gate", search=_with(fts_query_version=4, fts_script_gate=False)
+    ),
+    Configuration("reference hybrid, contextual on", contextual=True, search=_REFERENCE),
+    Configuration("vector leg alone, centred, contextual on", leg="vector", contextual=True),
+    Configuration("default, contextual on", contextual=True),
+    Configuration(
+        "centring, v4, no gate, contextual on",
+        contextual=True,
+        search=_with(fts_query_version=4, fts_script_gate=False),
+    ),
 )
 
 
@@ -139,7 +146,7 @@ def ranked(
     parsed = parse_query(query, version=search.fts_query_version)
     if leg == "vector":
         ids = engine.vector_leg(engine.embed_queries([parsed.positive])[0], LIMIT, parsed)
-    else:
+    else:  # the full-text leg on its own: no gate
         ids = engine.fts_leg(parsed, search.fusion.weights, LIMIT)
     labels = engine.chunk_labels(ids)
     hits = [

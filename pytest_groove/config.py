@@ -80,6 +80,9 @@ class SearchSettings:
     #: subtract each language's mean from the vectors (see kb.vectors); applies
     #: when the engine opens its index
     vector_centring: bool = True
+    #: skip the full-text list when the vector leg's best chunk is written in
+    #: another script than the query (the full-text leg cannot reach it)
+    fts_script_gate: bool = True
 
 
 @dataclass(frozen=True)

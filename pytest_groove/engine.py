@@ -155,15 +155,24 @@ class Engine:
             return self._searcher.vector_leg(query_vector, n, parsed)
 
     def fts_leg(
-        self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
+        self,
+        parsed: ParsedQuery,
+        weights: tuple[float, float, float],
+        n: int,
+        vector_ids: Sequence[int] | None = None,
     ) -> list[int]:
-        """The pipeline's full-text leg alone, with the given bm25 column weights."""
-        with self._faults():
-            return self._searcher.fts_leg(parsed, weights, n)
+        """The pipeline's full-text leg alone, with the given bm25 column weights.
 
-    def fts_match_count(self, match_expr: str) -> int:
+        Pass the vector leg's list for the same query to get exactly what the
+        pipeline fuses (the script gate may leave the full-text list out).
+        """
+        gate = vector_ids if self.settings.search.fts_script_gate else None
         with self._faults():
-            return self.store.fts_match_count(match_expr)
+            return self._searcher.fts_leg(parsed, weights, n, gate)
+
+    def fts_match_count(self, match_expr: str, table: str = "fts_chunks") -> int:
+        with self._faults():
+            return self.store.fts_match_count(match_expr, table)
 
     def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
         with self._faults():

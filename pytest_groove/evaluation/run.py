@@ -257,6 +257,8 @@ class Fingerprint:
     retriever: str | None = None
     #: False when the vector leg ran without language centring (the default is on)
     vector_centring: bool | None = None
+    #: False when the full-text leg ran without the script gate (the default is on)
+    fts_script_gate: bool | None = None
     #: keys this version does not know (from a newer version's run), kept verbatim
     #: so they survive a history rewrite; a non-empty ``extra`` never equals a
     #: fingerprint this version builds, so such a run is never compared
@@ -316,6 +318,7 @@ class Fingerprint:
             context={"mode": "static"} if context_mode == "static" else None,
             retriever=retriever,
             vector_centring=None if search.vector_centring else False,
+            fts_script_gate=None if search.fts_script_gate else False,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -336,6 +339,7 @@ class Fingerprint:
             "context": self.context,
             "retriever": self.retriever,
             "vector_centring": self.vector_centring,
+            "fts_script_gate": self.fts_script_gate,
         }
         out.update({key: value for key, value in optional.items() if value is not None})
         # after the known keys, in the order they were read; a known key always wins
@@ -370,6 +374,7 @@ class Fingerprint:
             context=None if context is None else _str_fields(context, _where(path, "context")),
             retriever=_opt_str(obj.get("retriever"), _where(path, "retriever")),
             vector_centring=_opt_bool(obj.get("vector_centring"), _where(path, "vector_centring")),
+            fts_script_gate=_opt_bool(obj.get("fts_script_gate"), _where(path, "fts_script_gate")),
             extra={
                 key: _json_value(value, _where(path, key))
                 for key, value in obj.items()
@@ -395,6 +400,7 @@ FINGERPRINT_KEYS = frozenset(
         "context",
         "retriever",
         "vector_centring",
+        "fts_script_gate",
     }
 )
 

@@ -53,3 +53,12 @@ def script_group(text: str) -> str:
         total += 1
         japanese += japanese_script(char) is not None
     return "ja" if total and japanese >= JAPANESE_SHARE * total else "other"
+
+
+#: how much of a chunk (heading + content) decides its script group
+OPENING_CHARS = 400
+
+
+def chunk_opening(heading: str | None, content: str) -> str:
+    """The text a chunk's script group is judged by: its heading and the start of its text."""
+    return f"{heading or ''} {content}"[:OPENING_CHARS]

@@ -30,6 +30,7 @@ from pytest_groove.errors import GrooveError
 from pytest_groove.kb.index_faults import apsw_fault, index_faults
 from pytest_groove.kb.markdown import CHUNKER_VERSION
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot, ParsedDocument
+from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
 from pytest_groove.kb.terms import term_text
 
 #: bump when the table layout changes; an index with another version is rebuilt
@@ -467,13 +468,12 @@ class Store:
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
         return np.asarray(ids, dtype=np.int64), matrix.copy()
 
-    def chunk_openings(self, length: int = 400) -> dict[int, str]:
-        """The first ``length`` characters of every chunk's heading + content, by id."""
+    def chunk_openings(self) -> dict[int, str]:
+        """:func:`~pytest_groove.kb.scripts.chunk_opening` of every chunk, by id."""
         return {
-            int(cid): str(text)
-            for cid, text in self.conn.execute(
-                "SELECT id, substr(coalesce(heading, '') || ' ' || content, 1, ?) FROM chunks",
-                (length,),
+            int(cid): chunk_opening(heading, str(content))
+            for cid, heading, content in self.conn.execute(
+                "SELECT id, heading, substr(content, 1, ?) FROM chunks", (OPENING_CHARS,)
             )
         }
 
@@ -551,6 +551,26 @@ class Store:
             raise GrooveError(
                 f"full-text query {match_expr!r} was refused by SQLite: {exc}"
             ) from None
+
+    def fts_term_stats(
+        self, table: str, phrases: Sequence[str], chunk_id: int
+    ) -> list[tuple[int, bool]]:
+        """For each phrase: how many chunks match it, and whether ``chunk_id`` does."""
+        if table not in FTS_TABLES:
+            raise ValueError(f"unknown full-text table {table!r}")
+        stats: list[tuple[int, bool]] = []
+        for phrase in phrases:
+            expr = '"' + phrase.replace('"', '""') + '"'
+            try:
+                row = self.conn.execute(
+                    f"SELECT count(*), coalesce(max(rowid = ?), 0) FROM {table} "
+                    f"WHERE {table} MATCH ?",
+                    (chunk_id, expr),
+                ).fetchone()
+            except apsw.SQLError:
+                continue  # a phrase FTS5 refuses on its own carries no evidence
+            stats.append((int(row[0]), bool(row[1])) if row else (0, False))
+        return stats
 
     def fts_match_count(self, match_expr: str, table: str = "fts_chunks") -> int:
         if table not in FTS_TABLES:

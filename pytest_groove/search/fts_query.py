@@ -62,6 +62,7 @@ __all__ = [
     "build_fts_query",
     "build_terms_query",
     "is_excluded",
+    "leg_terms",
     "parse_query",
     "query_phrases",
 ]
@@ -266,6 +267,13 @@ def content_terms(text: str) -> list[str]:
                 else:
                     terms.extend(bigrams(run))
     return _dedupe_and_cap([t for t in terms if fts_sendable(t)])[0]
+
+
+def leg_terms(parsed: ParsedQuery) -> list[str]:
+    """The phrases or terms the full-text expression of ``parsed`` is made of."""
+    if parsed.fts_table == FTS_QUERY_VERSIONS[TERMS_QUERY_VERSION]:
+        return content_terms(parsed.positive)
+    return query_phrases(parsed.positive)
 
 
 def build_terms_query(text: str) -> str | None:

@@ -8,6 +8,7 @@ the bounded RRF list.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,16 +18,21 @@ import numpy.typing as npt
 
 from pytest_groove.config import SEARCH_LIMIT_MAX, SearchSettings
 from pytest_groove.embed.base import Embedder
+from pytest_groove.kb.scripts import chunk_opening, script_group
 from pytest_groove.kb.store import ChunkRow, Store
 from pytest_groove.kb.vectors import VectorIndex
 from pytest_groove.search.confidence import low_confidence
-from pytest_groove.search.fts_query import ParsedQuery, is_excluded, parse_query
+from pytest_groove.search.fts_query import ParsedQuery, is_excluded, leg_terms, parse_query
 from pytest_groove.search.fusion import fts_fetch, fuse_rrf, pool_sizes, vector_fetch
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.mmr import mmr_select
 from pytest_groove.search.parent import Expansion, ParentChunk, apply_expansion, expand_parent
 from pytest_groove.search.rerank import Reranker, rerank_scores, rerank_text
 from pytest_groove.search.spans import match_spans
+
+#: the script gate keeps a full-text list whose best hit has this share of the
+#: query's idf weight (half: most of what the query asks for was found verbatim)
+GATE_MIN_COVERAGE = 0.5
 
 
 @dataclass
@@ -71,16 +77,59 @@ class HybridSearcher:
         return self._drop_excluded(ids, parsed)[:n] if filtered else ids[:n]
 
     def fts_leg(
-        self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
+        self,
+        parsed: ParsedQuery,
+        weights: tuple[float, float, float],
+        n: int,
+        vector_ids: Sequence[int] | None = None,
     ) -> list[int]:
-        """Up to ``n`` chunk ids by bm25 with the given column weights, exclusions applied."""
+        """Up to ``n`` chunk ids by bm25 with the given column weights, exclusions applied.
+
+        With ``vector_ids`` (the vector leg's list for the same query) the script gate
+        applies and may return an empty list: see :meth:`fts_out_of_reach`.
+        """
         if parsed.fts is None:
             return []
         filtered = bool(parsed.exclusions)
         ids = self.store.fts_candidates(
             parsed.fts, weights, fts_fetch(n, filtered), parsed.fts_table
         )
-        return self._drop_excluded(ids, parsed)[:n] if filtered else ids
+        ids = self._drop_excluded(ids, parsed)[:n] if filtered else ids
+        if vector_ids is not None and ids and self.fts_out_of_reach(parsed, vector_ids, ids[0]):
+            return []
+        return ids
+
+    def fts_out_of_reach(
+        self, parsed: ParsedQuery, vector_ids: Sequence[int], fts_top: int
+    ) -> bool:
+        """True when the full-text list is left out of the fusion (the script gate).
+
+        The full-text leg matches the query's own words, so it can only find chunks
+        written in the query's script.  When the (language-centred) vector leg's best
+        chunk is written in another script, the answer is probably out of the
+        full-text leg's reach, and its list -- all in the query's language -- would
+        only pull the fusion back towards the query's language.  The list is still
+        kept when its best hit holds at least :data:`GATE_MIN_COVERAGE` of the
+        query's terms weighted by idf: an exact identifier found verbatim is strong
+        evidence whatever the vector leg says.  Only applies to an index with more
+        than one script group.
+        """
+        if not vector_ids or not self.vectors.means:
+            return False
+        top = self.store.chunk_rows([vector_ids[0]]).get(vector_ids[0])
+        if top is None:
+            return False
+        if script_group(chunk_opening(top.heading, top.content)) == script_group(parsed.positive):
+            return False
+        return self._coverage(parsed, fts_top) < GATE_MIN_COVERAGE
+
+    def _coverage(self, parsed: ParsedQuery, chunk_id: int) -> float:
+        """Share of the query's idf weight (bm25's idf) whose terms ``chunk_id`` contains."""
+        stats = self.store.fts_term_stats(parsed.fts_table, leg_terms(parsed), chunk_id)
+        total = self.store.counts()[1]
+        weights = [(math.log(1.0 + (total - df + 0.5) / (df + 0.5)), hit) for df, hit in stats]
+        whole = sum(w for w, _ in weights)
+        return sum(w for w, hit in weights if hit) / whole if whole > 0 else 0.0
 
     def _drop_excluded(self, ids: Sequence[int], parsed: ParsedQuery) -> list[int]:
         rows = self.store.chunk_rows(ids)
@@ -118,7 +167,8 @@ class HybridSearcher:
         query_vector = self.embedder.embed_queries([parsed.positive])[0]
 
         vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed)
-        fts_ids = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n)
+        gate = vec_ids if settings.fts_script_gate else None
+        fts_ids = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n, gate)
         fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, plan.fused_limit)
         rows = self.store.chunk_rows([cid for cid, _ in fused])
         pool: list[tuple[int, float]] = [(cid, float(score)) for cid, score in fused if cid in rows]

@@ -75,10 +75,14 @@ class CandidateSource(Protocol):
     ) -> list[int]: ...
 
     def fts_leg(
-        self, parsed: ParsedQuery, weights: tuple[float, float, float], n: int
+        self,
+        parsed: ParsedQuery,
+        weights: tuple[float, float, float],
+        n: int,
+        vector_ids: Sequence[int] | None = None,
     ) -> list[int]: ...
 
-    def fts_match_count(self, match_expr: str) -> int: ...
+    def fts_match_count(self, match_expr: str, table: str = ...) -> int: ...
 
     def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]: ...
 
@@ -234,11 +238,11 @@ def run_preflight(
         fts_ids: list[int] = []
         total = 0
         if pq.fts is not None:
-            fts_ids = source.fts_leg(pq, DEFAULT_CONDITION.params.weights, pool)
+            fts_ids = source.fts_leg(pq, DEFAULT_CONDITION.params.weights, pool, vec_ids)
             timings.fts_calls += 1
         t2 = time.perf_counter()
         if pq.fts is not None:
-            total = source.fts_match_count(pq.fts)
+            total = source.fts_match_count(pq.fts, pq.fts_table)
         t3 = time.perf_counter()
         timings.vector += t1 - t0
         timings.fts += t2 - t1
@@ -359,7 +363,7 @@ def build_metric_table(
             elif w == DEFAULT_TRIPLE:
                 lists.append(query.fts_default)
             else:
-                lists.append(source.fts_leg(query.parsed, weights, pre.pool_size))
+                lists.append(source.fts_leg(query.parsed, weights, pre.pool_size, query.vec_ids))
                 timings.fts_calls += 1
         timings.fts += time.perf_counter() - t0
         query.diagnostics.bm25_sensitive = lists[HEADING_HEAVY] != lists[CONTENT_HEAVY]
