@@ -2,7 +2,7 @@
 
     python benchmarks/bench_quality.py [--model e5-small] [--cache DIR] [--only NAME ...]
 
-For each corpus in tests/corpora (kb-eval and kb-bilingual) and each configuration
+For each corpus (tests/corpora/kb-eval, tests/corpora/kb-bilingual, examples/kb) and each configuration
 below, prints the single-answer group's recall@1 and MRR, the multi-answer group's
 recall@5 and nDCG@5, the share of cross-language queries (ids starting ``x-``)
 answered in the top 3, and the low-confidence flag's precision and recall
@@ -45,6 +45,8 @@ CORPORA = {
         ROOT / "tests/corpora/kb-bilingual",
         ROOT / "tests/corpora/kb-bilingual-golden.yml",
     ),
+    # the README's example: mostly English, a few Japanese notes
+    "examples-kb": (ROOT / "examples/kb", ROOT / "examples/kb/.groove-eval.yml"),
 }
 LIMIT = 10
 

@@ -73,7 +73,8 @@ class SearchSettings:
     parent_retriever: ParentRetrieverSettings = field(default_factory=ParentRetrieverSettings)
     #: name of the reranker ("none" = no reranking stage)
     reranker: str = "none"
-    min_confidence_ratio: float = 1.5
+    #: see search.confidence.DEFAULT_MIN_CONFIDENCE_RATIO (calibrated on labelled queries)
+    min_confidence_ratio: float = 1.1
     #: which query compiler (and full-text table) the FTS leg uses: 3 = the
     #: reference's trigram phrases, 4 = content words and CJK bigrams
     fts_query_version: int = 3
@@ -343,13 +344,17 @@ def _parse_contextual(sec: _Section | None) -> bool:
 def _parse_search(sec: _Section | None, reranker: str) -> SearchSettings:
     if sec is None:
         return SearchSettings(reranker=reranker)
-    ratio = sec.pop_float("min_confidence_ratio", 1.5, 0.0, 1e9)
+    defaults = SearchSettings()
+    ratio = sec.pop_float("min_confidence_ratio", defaults.min_confidence_ratio, 0.0, 1e9)
     search = SearchSettings(
         fusion=_parse_fusion(sec.pop_section("fusion")),
         mmr=_parse_mmr(sec.pop_section("mmr")),
         parent_retriever=_parse_parent(sec.pop_section("parent_retriever")),
         reranker=reranker,
         min_confidence_ratio=ratio,
+        fts_query_version=sec.pop_int("fts_query_version", defaults.fts_query_version, 3, 4),
+        vector_centring=sec.pop_bool("vector_centring", defaults.vector_centring),
+        fts_script_gate=sec.pop_bool("fts_script_gate", defaults.fts_script_gate),
     )
     sec.finish()
     return search

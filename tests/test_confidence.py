@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_groove.config import SearchSettings
 from pytest_groove.search.confidence import DEFAULT_MIN_CONFIDENCE_RATIO, low_confidence
 
 
@@ -48,7 +49,7 @@ def test_non_finite_scores_are_not_flagged() -> None:
 
 
 def test_default_ratio() -> None:
-    assert DEFAULT_MIN_CONFIDENCE_RATIO == 1.5
+    assert DEFAULT_MIN_CONFIDENCE_RATIO == SearchSettings().min_confidence_ratio == 1.1
 
 
 @settings(deadline=None)  # no per-example deadline: CI machines are busy

@@ -582,7 +582,7 @@ def test_end_to_end_with_the_hash_embedder(kb_eval_copy: Path) -> None:
     done = groove("--kb-path", str(kb_eval_copy), "--golden", str(golden), "--model", "hash")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("groove eval — ")
-    assert "queries: 30" in done.stdout and "  corpus: 21 docs / 62 chunks" in done.stdout
+    assert "queries: 30" in done.stdout and "  corpus: 21 docs / 61 chunks" in done.stdout
     assert "On the next run it will automatically show a diff against this one." in done.stdout
     assert "groove eval: 1 document(s) quote 2 or more golden queries verbatim" in done.stderr
     assert "  about-the-eval.md\n" in done.stderr

@@ -57,12 +57,18 @@ class FakeSource:
     ) -> list[int]:
         return self.vec[parsed.positive][:n]
 
-    def fts_leg(self, parsed: ParsedQuery, weights: Weights, n: int) -> list[int]:
+    def fts_leg(
+        self,
+        parsed: ParsedQuery,
+        weights: Weights,
+        n: int,
+        vector_ids: Sequence[int] | None = None,
+    ) -> list[int]:
         assert parsed.fts is not None
         self.fts_calls.append((parsed.positive, weights, n))
         return self.fts[parsed.positive](weights)[:n]
 
-    def fts_match_count(self, match_expr: str) -> int:
+    def fts_match_count(self, match_expr: str, table: str = "fts_chunks") -> int:
         for text, count in self.matches.items():
             if text in match_expr:
                 return count

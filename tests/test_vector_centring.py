@@ -51,11 +51,18 @@ def test_one_group_is_not_centred() -> None:
 
 
 def test_a_small_group_is_pulled_towards_the_overall_mean() -> None:
-    matrix = _unit(*([EN_A] * 20), JA_B)
-    means = group_means(matrix, ["other"] * 20 + ["ja"])
+    matrix = _unit(*([EN_A] * 3), JA_B)
+    means = group_means(matrix, ["other"] * 3 + ["ja"])
     overall = matrix.mean(axis=0)
     # one Japanese chunk: its group mean is mostly the overall mean, not the chunk itself
-    assert np.linalg.norm(means["ja"] - overall) < np.linalg.norm(means["ja"] - matrix[20])
+    assert np.linalg.norm(means["ja"] - overall) < np.linalg.norm(means["ja"] - matrix[3])
+
+
+def test_a_minority_language_leaves_the_index_uncentred() -> None:
+    # 3 of 16 chunks (under a quarter) in a second language: searched as stored
+    matrix = _unit(*([EN_A] * 13), *([JA_B] * 3))
+    assert group_means(matrix, ["other"] * 13 + ["ja"] * 3) == {}
+    assert sorted(group_means(matrix, ["other"] * 12 + ["ja"] * 4)) == ["ja", "other"]
 
 
 def test_centred_cache_is_reused_with_its_means(tmp_path: Path) -> None:

@@ -470,10 +470,17 @@ class Store:
 
     def chunk_openings(self) -> dict[int, str]:
         """:func:`~pytest_groove.kb.scripts.chunk_opening` of every chunk, by id."""
+        # read as bytes: a damaged row must not stop the index from opening (the
+        # search that reads it reports the corruption); only the script counts here
         return {
-            int(cid): chunk_opening(heading, str(content))
+            int(cid): chunk_opening(
+                bytes(heading).decode("utf-8", "replace") if heading is not None else None,
+                bytes(content).decode("utf-8", "replace"),
+            )
             for cid, heading, content in self.conn.execute(
-                "SELECT id, heading, substr(content, 1, ?) FROM chunks", (OPENING_CHARS,)
+                "SELECT id, CAST(heading AS BLOB), CAST(substr(content, 1, ?) AS BLOB) "
+                "FROM chunks",
+                (OPENING_CHARS,),
             )
         }
 

@@ -17,7 +17,9 @@ What is left is what a text says rather than which language it says it in
 (Libovický et al., "On the Language Neutrality of Pre-trained Multilingual
 Representations", 2020).  A group's mean is shrunk towards the overall mean by
 :data:`CENTRING_PRIOR_CHUNKS` pseudo-chunks, so a group of a handful of chunks
-is not centred on itself.  A single-group index is searched exactly as stored.
+is not centred on itself.  An index whose second language holds under a quarter
+of the chunks (:data:`CENTRING_MIN_SHARE`) is searched exactly as stored, like a
+single-language one.
 """
 
 from __future__ import annotations
@@ -37,9 +39,16 @@ Means = dict[str, npt.NDArray[np.float32]]
 
 
 def group_means(matrix: npt.NDArray[np.float32], groups: list[str]) -> Means:
-    """Each group's mean vector, shrunk towards the overall mean; {} for < 2 groups."""
+    """Each group's mean vector, shrunk towards the overall mean.
+
+    Empty (no centring) unless at least two groups each hold
+    :data:`CENTRING_MIN_SHARE` of the chunks: a language that is a small minority
+    of a knowledge base makes it effectively monolingual, and its few chunks give
+    a mean too noisy to subtract.
+    """
     names = sorted(set(groups))
-    if len(names) < 2:
+    shares = [groups.count(name) / len(groups) for name in names] if groups else []
+    if sum(share >= CENTRING_MIN_SHARE for share in shares) < 2:
         return {}
     labels = np.asarray(groups)
     overall = matrix.mean(axis=0)
@@ -63,6 +72,8 @@ def _centred(
 CACHE_PREFIX = "vectors"
 #: weight (in chunks) of the overall mean in each group's mean
 CENTRING_PRIOR_CHUNKS = 8.0
+#: centring needs two script groups of at least this share of the chunks each
+CENTRING_MIN_SHARE = 0.25
 
 
 class VectorIndex:
