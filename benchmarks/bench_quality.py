@@ -3,7 +3,8 @@
     python benchmarks/bench_quality.py [--model e5-small] [--cache DIR] [--only NAME ...]
 
 For each corpus (tests/corpora/kb-eval, tests/corpora/kb-bilingual, examples/kb) and
-each configuration below, prints the single-answer group's recall@1 and MRR, the multi-answer group's
+each configuration below, prints the single-answer group's recall@1 and MRR, the
+multi-answer group's
 recall@5 and nDCG@5, the share of cross-language queries (ids starting ``x-``)
 answered in the top 3, and the low-confidence flag's precision and recall
 (a query is "wrong" when its rank-1 hit is not an expected document; precision =
