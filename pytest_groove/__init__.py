@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "register_embedder": "pytest_groove.embed.registry",
     "SearchHit": "pytest_groove.search.hits",
     "build_fts_query": "pytest_groove.search.fts_query",
+    "build_terms_query": "pytest_groove.search.fts_query",
     "parse_query": "pytest_groove.search.fts_query",
     "GoldenSet": "pytest_groove.evaluation.records",
     "GoldenQuery": "pytest_groove.evaluation.records",
@@ -44,6 +45,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "build_fts_query",
+    "build_terms_query",
     "get_embedder",
     "load_golden",
     "load_settings",
@@ -61,7 +63,7 @@ if TYPE_CHECKING:
     from pytest_groove.errors import GrooveError, UsageError
     from pytest_groove.evaluation.golden import load_golden
     from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
-    from pytest_groove.search.fts_query import build_fts_query, parse_query
+    from pytest_groove.search.fts_query import build_fts_query, build_terms_query, parse_query
     from pytest_groove.search.hits import SearchHit
 
 

@@ -18,6 +18,10 @@ def test_build_fts_query_is_public() -> None:
     assert pytest_groove.build_fts_query("ab") is None
 
 
+def test_build_terms_query_is_public() -> None:
+    assert pytest_groove.build_terms_query("牛乳はいつ発注すればいいですか") == '"牛乳" OR "発注"'
+
+
 def test_importing_the_package_and_plugin_loads_nothing_heavy() -> None:
     code = (
         "import sys, pytest_groove, pytest_groove.plugin; "

@@ -478,8 +478,7 @@ class Store:
                 bytes(content).decode("utf-8", "replace"),
             )
             for cid, heading, content in self.conn.execute(
-                "SELECT id, CAST(heading AS BLOB), CAST(substr(content, 1, ?) AS BLOB) "
-                "FROM chunks",
+                "SELECT id, CAST(heading AS BLOB), CAST(substr(content, 1, ?) AS BLOB) FROM chunks",
                 (OPENING_CHARS,),
             )
         }
