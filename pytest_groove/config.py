@@ -19,7 +19,10 @@ from typing import Any
 
 from pytest_groove.embed.names import DEFAULT_MODEL
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_repr
+from pytest_groove.evaluation.guarded_io import read_guarded
 
+#: the KB's own groove.toml may hold at most this many bytes
+CONFIG_CAP = 1024 * 1024
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".obsidian",
     ".git",
@@ -376,23 +379,65 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
 
 
 def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
-    """Read ``groove.toml`` (explicit path, else ``<kb>/groove.toml``) or use defaults."""
-    path = config
-    if path is None and kb is not None and (kb / CONFIG_FILE_NAME).is_file():
+    """Read ``groove.toml`` (explicit path, else ``<kb>/groove.toml``) or use defaults.
+
+    The KB's own ``groove.toml`` is written by whoever writes the KB, so it is read
+    defensively (no symlink, hard link or non-regular file, at most 1 MiB) and any
+    ``index_dir`` or ``[eval].golden`` in a config file that lives inside the KB must
+    resolve inside the KB; flags may point anywhere.
+    """
+    if config is not None:
+        path = config
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise GrooveError(f"config file not found: {path} (check --config)") from None
+        except OSError as exc:
+            raise GrooveError(f"could not read config file {path}: {exc.strerror}") from None
+    else:
+        if kb is None:
+            return Settings()
         path = kb / CONFIG_FILE_NAME
-    if path is None:
-        return Settings()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise GrooveError(f"config file not found: {path} (check --config)") from None
-    except OSError as exc:
-        raise GrooveError(f"could not read config file {path}: {exc.strerror}") from None
+        own = read_guarded(path, "config file", CONFIG_CAP)
+        if own is None:
+            return Settings()
+        raw = own
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise GrooveError(f"invalid config {path}: not valid TOML ({exc})") from None
-    return parse_settings(data, path.resolve())
+    settings = parse_settings(data, path.resolve())
+    if kb is not None:
+        _keep_inside_kb(settings, kb, path)
+    return settings
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return True
+
+
+def _keep_inside_kb(settings: Settings, kb: Path, source: Path) -> None:
+    """A config file inside the KB may not place the index or the golden file outside it."""
+    try:
+        root = kb.resolve()
+    except (OSError, RuntimeError):
+        return  # the doors report an unusable KB path themselves
+    if not _inside(source, root):
+        return
+    for key, value, flag in (
+        ("index_dir", settings.index.index_dir, "--index-dir / --groove-index-dir"),
+        ("[eval].golden", settings.eval.golden, "--golden / --groove-golden"),
+    ):
+        if value is not None and not _inside(value, root):
+            raise GrooveError(
+                f"invalid config {source}: {key} points outside the knowledge base "
+                f"({clip(str(value))}); a groove.toml inside the KB may only name places "
+                f"inside it, so pass {flag} to use another place"
+            )
 
 
 # --------------------------------------------------------------------------- overrides

@@ -86,10 +86,11 @@ STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 #: shortest phrase the trigram tokenizer can match
 MIN_PHRASE_CHARS = 3
 #: longest query accepted, in characters (code points).  The default embedder reads
-#: every token of a query (long texts in 512-token windows), so cost grows with
-#: length: a 1 MiB golden query took minutes.  A question of 4,000 characters is
-#: already far past anything a person asks.
-MAX_QUERY_CHARS = 4000
+#: every token of a query, long texts in 512-token windows, so cost grows with
+#: length (a 1 MiB golden query took minutes).  One window holds about 2,000
+#: characters of English: far past any question a person asks, and one pass of the
+#: model at most.
+MAX_QUERY_CHARS = 2000
 #: most phrases sent to FTS5 in one MATCH (per side: positive phrases, excluded terms)
 MAX_PHRASES = 32
 
