@@ -3,6 +3,7 @@ messages never quote a file that is not a golden file (issue: a gate people can 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,17 @@ def test_a_query_over_the_length_cap_is_refused_with_a_capped_echo(tmp_path: Pat
     assert f"over the {MAX_QUERY_CHARS}-character limit" in error.message
     assert len(error.message) < 500 + len(str(tmp_path))
     assert "..." in error.message
+
+
+def test_a_one_mib_golden_query_is_refused_in_well_under_ten_seconds(tmp_path: Path) -> None:
+    """The issue's case: one 1 MiB query took 215 s to evaluate; now refused at load."""
+    path = tmp_path / "golden.yml"
+    query = ("retrieval " * 110_000)[: 1024 * 1024 - 100]
+    path.write_text(_golden(query=f'"{query}"'), encoding="utf-8")
+    started = time.monotonic()
+    with pytest.raises(GrooveError, match="characters long, over the"):
+        load_golden(path, tmp_path)
+    assert time.monotonic() - started < 10
 
 
 def test_a_query_at_the_cap_is_accepted() -> None:

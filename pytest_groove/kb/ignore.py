@@ -308,7 +308,13 @@ def _read_ignore_file(path: Path) -> tuple[bytes | None, str | None]:
     reason = _refusal(before)
     if reason is not None:
         return None, reason
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    # O_NONBLOCK: a named pipe swapped in after the lstat must not hang the walk
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_BINARY", 0)
+    )
     try:
         fd = os.open(path, flags)
     except OSError as exc:
