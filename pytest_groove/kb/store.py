@@ -26,7 +26,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_repr
 from pytest_groove.kb.index_faults import apsw_fault, index_faults
 from pytest_groove.kb.markdown import CHUNKER_VERSION
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot, ParsedDocument
@@ -555,7 +555,7 @@ class Store:
             return [int(r[0]) for r in rows]
         except apsw.SQLError as exc:
             raise GrooveError(
-                f"full-text query {match_expr!r} was refused by SQLite: {exc}"
+                f"full-text query {clip_repr(match_expr)} was refused by SQLite: {exc}"
             ) from None
 
     def fts_term_stats(

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_repr
 
 NO_RERANKER = "none"
 #: prefixes selecting a sentence-transformers CrossEncoder (same meaning)
@@ -92,7 +92,7 @@ def resolve_model_id(name: str) -> str | None:
             model = name[len(prefix) :].strip()
             if not model:
                 raise GrooveError(
-                    f"reranker {name!r} names no model: use {prefix}<hub id or local path>"
+                    f"reranker {clip_repr(name)} names no model: use {prefix}<hub id or local path>"
                 )
             return model
     return None
@@ -114,7 +114,7 @@ def get_reranker(name: str) -> Reranker | None:
     if model_id is None:
         choices = ", ".join(known_reranker_names())
         raise GrooveError(
-            f"unknown reranker {name!r}: use one of {choices}, "
+            f"unknown reranker {clip_repr(name)}: use one of {choices}, "
             "or cross-encoder:<hub id or local path>"
         )
     with _lock:
@@ -188,7 +188,7 @@ class CrossEncoderReranker:
             from sentence_transformers import CrossEncoder
         except ImportError:
             raise GrooveError(
-                f"reranker {model_id!r} needs the optional sentence-transformers extra: "
+                f"reranker {clip_repr(model_id)} needs the optional sentence-transformers extra: "
                 f"{EXTRA_INSTALL_HINT}"
             ) from None
         try:
