@@ -671,7 +671,7 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     the relative spelling of an absolute path).  Raises :class:`GrooveError` with a
     single line for a missing, refused, unreadable or invalid file.
     """
-    data = read_guarded(path, "golden file", GOLDEN_CAP)
+    data = read_guarded(path, "golden file", GOLDEN_CAP, within=kb)
     if data is None:
         raise GrooveError(f"no golden file at {path} {_MISSING_HINT}")
     prefix = f"failed to parse golden file: {path}"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb.beneath import open_folder, open_root
 
 #: the golden file may hold at most this many bytes (a 25-query golden set is ~5.5 KB)
 GOLDEN_CAP = 1 * 1024 * 1024
@@ -55,6 +56,7 @@ _OPEN_FLAGS = (
 )
 
 _READ_CHUNK = 1024 * 1024
+_HAS_DIR_FD = os.open in os.supports_dir_fd
 
 
 class ReadRefused(GrooveError):
@@ -104,8 +106,47 @@ def _too_large(path: Path, what: str, size: int, cap: int) -> ReadRefused:
     )
 
 
-def read_guarded(path: Path, what: str, cap: int) -> bytes | None:
+class _LinkOnTheWay(Exception):
+    """A folder between the KB root and the file is a symlink (or not a folder)."""
+
+
+def _open_below(path: Path, within: Path) -> int | None:
+    """Open ``path`` through descriptors below ``within``, links refused on the way.
+
+    Returns None when ``path`` is not lexically inside ``within`` or the system
+    cannot open relative to a folder descriptor (then the caller opens by name).
+    """
+    if not _HAS_DIR_FD:
+        return None
+    root = Path(os.path.abspath(within))
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(root)
+    except ValueError:
+        return None
+    parts = rel.parts
+    if len(parts) < 2:
+        return None  # a direct child: O_NOFOLLOW on the name already covers it
+    root_fd = open_root(root)
+    try:
+        folder_fd = open_folder(root_fd, root, "/".join(parts[:-1]))
+    except OSError as exc:
+        if exc.errno in _SYMLINK_OPEN_ERRNOS | {errno.ENOTDIR}:
+            raise _LinkOnTheWay from exc
+        raise
+    finally:
+        os.close(root_fd)
+    try:
+        return os.open(parts[-1], _OPEN_FLAGS, dir_fd=folder_fd)
+    finally:
+        os.close(folder_fd)
+
+
+def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) -> bytes | None:
     """Return the bytes of ``path``, or ``None`` when no such name exists.
+
+    With ``within`` (the knowledge base), a ``path`` inside it is opened one folder
+    at a time below it, so a folder on the way swapped for a symlink is refused
+    rather than followed.
 
     ``what`` names the file in messages ("golden file", "eval history").  Raises
     :class:`ReadRefused` for a symlink (Unix), a non-regular file, a hard link or a
@@ -120,9 +161,17 @@ def read_guarded(path: Path, what: str, cap: int) -> bytes | None:
         raise GrooveError(f"could not look at {path} ({_os_reason(exc)})") from exc
 
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        below = _open_below(path, within) if within is not None else None
+        fd = below if below is not None else os.open(path, _OPEN_FLAGS)
+    except _LinkOnTheWay:
+        raise _refuse(
+            what,
+            "not_regular",
+            f"a folder on the way to {path} inside the knowledge base is a symbolic link "
+            "(or not a folder); pass the file's real path instead",
+        ) from None
     except OSError as exc:
-        if os.name != "nt" and exc.errno in _SYMLINK_OPEN_ERRNOS:
+        if os.name != "nt" and exc.errno in _SYMLINK_OPEN_ERRNOS | {errno.ENOTDIR}:
             raise _not_regular(path, what) from exc
         raise GrooveError(f"failed to read the {what}: {path} ({_os_reason(exc)})") from exc
 
