@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 #: how a value is written and checked
-Kind = Literal["path", "text", "klist", "limit", "tristate", "unit", "flag"]
+Kind = Literal["path", "text", "klist", "limit", "tristate", "unit", "flag", "threshold"]
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,28 @@ OPTIONS: tuple[Option, ...] = (
         ini=False,
     ),
     Option(
+        "baseline",
+        "text",
+        "compare with the stored run RUN (its timestamp as `groove history` prints it, or a "
+        "unique prefix) instead of the frozen or newest compatible run",
+        "RUN",
+    ),
+    Option(
+        "threshold",
+        "threshold",
+        "how far a metric may drop before it is a regression: one number for every metric, "
+        "or metric=number pairs such as recall@5=0.02,mrr=0.05 (others keep "
+        "[eval].regression_threshold)",
+        "SPEC",
+    ),
+    Option(
+        "retriever",
+        "text",
+        "measure your own retriever instead of the built-in search: module:attr (a callable "
+        "(query, limit), a LangChain or a LlamaIndex retriever) or an http:// search URL",
+        "SPEC",
+    ),
+    Option(
         "json",
         "path",
         "also write the run as JSON (the `groove eval --format json` shape) to FILE",
@@ -220,6 +242,9 @@ class RunOptions:
     no_diff: bool = False
     fail_on_regression: bool = False
     freeze_baseline: bool = False
+    baseline: str | None = None
+    threshold: str | None = None
+    retriever: str | None = None
     json: Path | None = None
     html: Path | None = None
     junit_properties: bool = False
@@ -301,6 +326,16 @@ def _parse_unit(name: str, text: str) -> float:
     return value
 
 
+def _parse_threshold(name: str, text: str) -> str:
+    from pytest_groove.evaluation.compare import ThresholdError, parse_thresholds
+
+    try:
+        parse_thresholds(text, 0.0)  # checked now; the config's default is applied later
+    except ThresholdError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return text.strip()
+
+
 def _parse_flag(name: str, text: str) -> bool:
     raise ValueError(f"{name} takes no value")  # flags are store_true; never parsed
 
@@ -313,6 +348,7 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
     "tristate": _parse_tristate,
     "unit": _parse_unit,
     "flag": _parse_flag,
+    "threshold": _parse_threshold,
 }
 
 

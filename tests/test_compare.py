@@ -388,7 +388,7 @@ def test_named_metrics_get_their_own_threshold_and_the_rest_keep_the_default() -
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("", "empty threshold"),
+        ("", "empty: give one number"),
         ("fast", "is not a number"),
         ("1.5", "from 0 to 1"),
         ("nan", "from 0 to 1"),

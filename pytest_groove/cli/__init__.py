@@ -1,4 +1,4 @@
-"""The ``groove`` command line: ``index``, ``search``, ``eval`` and ``tune``.
+"""The ``groove`` command line: ``index``, ``search``, ``eval``, ``tune``, ``history``.
 
 Every subcommand is a thin door onto the same engine the pytest plugin uses: this
 module holds ``main``, ``index`` and ``search``; ``eval`` and ``tune`` have their own
@@ -114,10 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_search.add_argument("query", help="the query text (prefix a word with - to exclude it)")
     p_search.set_defaults(func=_run_search)
 
-    from pytest_groove.cli import evaluate, tune
+    from pytest_groove.cli import evaluate, history, tune
 
     evaluate.add_arguments(sub)
     tune.add_arguments(sub)
+    history.add_arguments(sub)
     return parser
 
 

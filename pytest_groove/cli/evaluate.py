@@ -31,20 +31,24 @@ from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.errors import UsageError
 from pytest_groove.evaluation.compare import color_enabled
 from pytest_groove.evaluation.expected_check import check_before_search
-from pytest_groove.evaluation.finish import finish_evaluation
+from pytest_groove.evaluation.finish import EvalFlags, EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.history import history_path, load_history
+from pytest_groove.evaluation.history import find_run, history_path, load_history
+from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.report_html import check_html_available
 from pytest_groove.evaluation.report_json import dumps_json_report
-from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
+from pytest_groove.evaluation.run import Fingerprint, QueryResult, RunRecord, evaluate_query
 from pytest_groove.evaluation.setup import (
+    EvalSetup,
     eval_context,
     eval_flags,
     eval_request,
     resolve_eval_setup,
 )
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+from pytest_groove.options import RunOptions
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.retriever import CUSTOM_MODEL, load_retriever
 
 PROG = "groove eval"
 
@@ -104,7 +108,17 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     add_golden_arguments(p)
     add_options(
         p,
-        ("limit", "no-history", "no-diff", "fail-on-regression", "freeze-baseline", "html"),
+        (
+            "limit",
+            "no-history",
+            "no-diff",
+            "fail-on-regression",
+            "freeze-baseline",
+            "baseline",
+            "threshold",
+            "retriever",
+            "html",
+        ),
     )
     p.set_defaults(func=run)
     return p
@@ -117,33 +131,25 @@ def _note(message: str, stream: TextIO) -> None:
     stream.write(f"{PROG}: {message}\n")
 
 
-def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    kb: Path = args.kb_path
-    check_kb(kb)
-    run = run_options(args)
-    if run.no_history and run.freeze_baseline:
-        raise UsageError("--freeze-baseline needs the history: drop --no-history")
-    if run.html is not None:
-        # before any index work or search: a missing extra should not cost a run
-        check_html_available("--html")
-    setup = resolve_eval_setup(eval_request(kb, run))
-    for note in setup.notes:
-        _note(note, err)
-    golden = load_golden(setup.golden_path, kb)
+def _evaluate_engine(
+    run: RunOptions,
+    setup: EvalSetup,
+    golden: GoldenSet,
+    flags: EvalFlags,
+    history: list[RunRecord],
+    history_warnings: list[str],
+) -> EvalOutcome:
+    """Search with the built-in engine (indexing first unless --no-reindex)."""
     search = setup.settings.search
-    flags = eval_flags(run, color=args.format == "text" and color_enabled(args.no_color, out))
-
-    # Read the history before indexing and searching: a refused file stops the run
-    # before any expensive work, and the same runs are compared at the end.
-    history_warnings: list[str] = []
-    history = [] if run.no_history else load_history(history_path(kb), warnings=history_warnings)
-    engine = _open_engine(kb, setup.settings, reindex=not run.no_reindex)
+    engine = _open_engine(setup.kb, setup.settings, reindex=not run.no_reindex)
     try:
         # one read snapshot: searches, corpus counts and the quote scan see one index
         with engine.read_snapshot():
             # a golden entry naming nothing indexed, or an empty KB, is a mistake in
             # the input: stop before the first search, record nothing
-            check_before_search(golden, engine.headings_by_path(), kb, setup.settings.index.parsers)
+            check_before_search(
+                golden, engine.headings_by_path(), setup.kb, setup.settings.index.parsers
+            )
             results: list[QueryResult] = [
                 evaluate_query(q, engine.search(q.query, setup.depth, search), setup.k_values)
                 for q in golden.queries
@@ -168,9 +174,76 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 chunk_texts=engine.iter_chunk_texts(),
                 prog=PROG,
             )
-            outcome = finish_evaluation(ctx, results, record=True)
+            return finish_evaluation(ctx, results, record=True)
     finally:
         engine.close()
+
+
+def _evaluate_retriever(
+    spec: str,
+    setup: EvalSetup,
+    golden: GoldenSet,
+    flags: EvalFlags,
+    history: list[RunRecord],
+    history_warnings: list[str],
+) -> EvalOutcome:
+    """Search with the user's retriever (``--retriever``): no index, no embedder."""
+    retriever = load_retriever(spec, setup.kb)
+    results = [
+        evaluate_query(q, retriever.search(q.query, setup.depth), setup.k_values)
+        for q in golden.queries
+    ]
+    fingerprint = Fingerprint.build(
+        CUSTOM_MODEL,
+        None,
+        setup.limit,
+        setup.k_values,
+        golden.hash,
+        setup.settings.search,
+        None,
+        retriever=retriever.name,
+    )
+    ctx = eval_context(
+        setup,
+        golden,
+        fingerprint,
+        flags,
+        history=history,
+        history_warnings=history_warnings,
+        corpus=None,
+        chunk_texts=None,
+        prog=PROG,
+    )
+    return finish_evaluation(ctx, results, record=True)
+
+
+def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    kb: Path = args.kb_path
+    check_kb(kb)
+    run = run_options(args)
+    if run.no_history and run.freeze_baseline:
+        raise UsageError("--freeze-baseline needs the history: drop --no-history")
+    if run.html is not None:
+        # before any index work or search: a missing extra should not cost a run
+        check_html_available("--html")
+    setup = resolve_eval_setup(eval_request(kb, run))
+    for note in setup.notes:
+        _note(note, err)
+    golden = load_golden(setup.golden_path, kb)
+    flags = eval_flags(run, color=args.format == "text" and color_enabled(args.no_color, out))
+
+    # Read the history before indexing and searching: a refused file stops the run
+    # before any expensive work, and the same runs are compared at the end.
+    history_warnings: list[str] = []
+    history = [] if run.no_history else load_history(history_path(kb), warnings=history_warnings)
+    if run.baseline is not None and not (run.no_history or run.no_diff):
+        find_run(history, run.baseline, history_path(kb))  # an unknown RUN stops us now
+    if run.retriever is not None:
+        outcome = _evaluate_retriever(
+            run.retriever, setup, golden, flags, history, history_warnings
+        )
+    else:
+        outcome = _evaluate_engine(run, setup, golden, flags, history, history_warnings)
 
     out.write(
         dumps_json_report(outcome.json_report) if args.format == "json" else outcome.text_report
@@ -178,6 +251,8 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     out.flush()
     for warning in outcome.warnings:
         _note(f"warning: {warning}", err)
+    for note in outcome.notes:
+        _note(note, err)
     if outcome.findings_warning:
         err.write(outcome.findings_warning)
     # a failed save ends the run before the gate speaks (the run was not recorded)

@@ -91,13 +91,14 @@ class ThresholdError(ValueError):
     """A threshold specification that cannot be used (the message says why and how)."""
 
 
-def _threshold_value(text: str, where: str) -> float:
+def _threshold_value(text: str, key: str | None) -> float:
+    where = f"{key}: " if key else ""
     try:
         value = float(text)
     except ValueError:
-        raise ThresholdError(f"{where}: {text[:40]!r} is not a number") from None
+        raise ThresholdError(f"{where}{text[:40]!r} is not a number") from None
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise ThresholdError(f"{where}: {text[:40]!r} must be a number from 0 to 1")
+        raise ThresholdError(f"{where}{text[:40]!r} must be a number from 0 to 1")
     return value
 
 
@@ -110,26 +111,26 @@ def parse_thresholds(text: str, default: float) -> Thresholds:
     """
     spec = text.strip()
     if not spec:
-        raise ThresholdError("empty threshold: give one number, or metric=number pairs")
+        raise ThresholdError("empty: give one number, or metric=number pairs")
     if "=" not in spec and "," not in spec:
-        return Thresholds(_threshold_value(spec, "threshold"))
+        return Thresholds(_threshold_value(spec, None))
     pairs: list[tuple[str, float]] = []
     for part in spec.split(","):
         name, sep, value = part.partition("=")
         key = metric_key(name)
         if not sep:
             raise ThresholdError(
-                f"threshold {part.strip()[:40]!r}: expected metric=number "
+                f"{part.strip()[:40]!r}: expected metric=number "
                 "(for example recall@5=0.02,mrr=0.05)"
             )
         if not _METRIC_NAME.fullmatch(key):
             raise ThresholdError(
-                f"threshold: unknown metric {name.strip()[:40]!r}; use recall@K, mrr or "
+                f"unknown metric {name.strip()[:40]!r}; use recall@K, mrr or "
                 "ndcg@K as the reports name them (K one of the k values)"
             )
         if any(key == seen for seen, _ in pairs):
-            raise ThresholdError(f"threshold: {key} is named twice")
-        pairs.append((key, _threshold_value(value.strip(), f"threshold {key}")))
+            raise ThresholdError(f"{key} is named twice")
+        pairs.append((key, _threshold_value(value.strip(), key)))
     return Thresholds(default, tuple(pairs))
 
 

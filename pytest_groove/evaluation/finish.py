@@ -25,6 +25,7 @@ from pytest_groove.config import EvalSettings
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.compare import (
     Comparison,
+    Thresholds,
     compare,
     gate_failures,
     project_baseline,
@@ -36,6 +37,7 @@ from pytest_groove.evaluation.history import (
     choose_baseline,
     history_path,
     load_history,
+    named_baseline,
     save_history,
 )
 from pytest_groove.evaluation.records import GoldenSet
@@ -48,6 +50,7 @@ from pytest_groove.evaluation.run import (
     RunRecord,
     build_run,
     display_timestamp,
+    format_timestamp,
 )
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 
@@ -64,6 +67,8 @@ class EvalFlags:
     fail_on_regression: bool = False
     #: record this run as the frozen baseline
     freeze_baseline: bool = False
+    #: compare with the stored run this names (timestamp or unique prefix)
+    baseline: str | None = None
     #: ANSI colour in the text report
     color: bool = False
     #: also write the JSON report to this file
@@ -102,6 +107,14 @@ class EvalContext:
     prog: str = "groove eval"
     #: the flag named by the regression message
     fail_flag: str = "--fail-on-regression"
+    #: per-metric thresholds (None = [eval].regression_threshold for every metric)
+    thresholds: Thresholds | None = None
+
+    @property
+    def limits(self) -> Thresholds:
+        if self.thresholds is not None:
+            return self.thresholds
+        return Thresholds(self.settings.regression_threshold)
 
     @property
     def resolved_history_path(self) -> Path:
@@ -130,6 +143,8 @@ class EvalOutcome:
     recorded: bool = False
     #: how the baseline was chosen (None when no history was consulted)
     choice: BaselineChoice | None = None
+    #: confirmations for stderr (the frozen baseline, where a report was written)
+    notes: tuple[str, ...] = ()
 
 
 def order_results(golden: GoldenSet, results: Sequence[QueryResult]) -> list[QueryResult]:
@@ -152,7 +167,8 @@ def order_results(golden: GoldenSet, results: Sequence[QueryResult]) -> list[Que
 def _regression_message(ctx: EvalContext, comparison: Comparison, failures: list[str]) -> str:
     baseline = comparison.baseline
     assert baseline is not None
-    threshold = ctx.settings.regression_threshold
+    limits = ctx.limits
+    threshold = limits.describe() if limits.per_metric else f"{limits.default:.3f}"
     note = ""
     if comparison.corpus_changed:
         note = (
@@ -160,7 +176,7 @@ def _regression_message(ctx: EvalContext, comparison: Comparison, failures: list
             " which moves rankings on its own."
         )
     return (
-        f"{ctx.prog}: retrieval quality regressed by more than {threshold:.3f} since the run "
+        f"{ctx.prog}: retrieval quality regressed by more than {threshold} since the run "
         f"of {display_timestamp(baseline.timestamp)} ({', '.join(failures)}).{note} "
         f"Exit status 1 because {ctx.fail_flag} was set."
     )
@@ -195,13 +211,22 @@ def finish_evaluation(
     findings = _findings(ctx, scope.per_query)
     run = build_run(ctx.fingerprint, scope.per_query, ctx.corpus, findings)
     runs, choice, shown = _baseline(ctx, scope, warnings)
-    threshold = ctx.settings.regression_threshold
+    threshold = ctx.limits
     comparison = compare(run, shown, threshold)
     gate_applies = ctx.flags.fail_on_regression and not scope.subset
     failures = gate_failures(comparison, threshold) if gate_applies else []
     recorded, error = _save(ctx, scope, runs, run, warnings)
-    text, report, report_error = _reports(ctx, scope, run, comparison, choice, runs, recorded)
+    text, report, report_error, written = _reports(
+        ctx, scope, run, comparison, choice, runs, recorded
+    )
     error = error or report_error
+    notes = list(written)
+    if recorded and ctx.flags.freeze_baseline:
+        notes.insert(
+            0,
+            f"frozen baseline: the run of {display_timestamp(run.timestamp)} "
+            f"({format_timestamp(run.timestamp)}); later runs are compared with it",
+        )
     return EvalOutcome(
         run=run,
         comparison=comparison,
@@ -215,6 +240,7 @@ def finish_evaluation(
         error=error,
         recorded=recorded,
         choice=choice,
+        notes=tuple(notes),
     )
 
 
@@ -248,6 +274,16 @@ def _findings(ctx: EvalContext, per_query: Sequence[QueryResult]) -> list[Findin
     return []
 
 
+def pick_baseline(
+    runs: Sequence[RunRecord], fingerprint: Fingerprint, named: str | None, path: Path
+) -> BaselineChoice:
+    """The run named with ``--baseline`` (an error when unknown or incompatible), else
+    the frozen or newest compatible run."""
+    if named is not None:
+        return named_baseline(runs, fingerprint, named, path)
+    return choose_baseline(runs, fingerprint)
+
+
 def _baseline(
     ctx: EvalContext, scope: _Scope, warnings: list[str]
 ) -> tuple[list[RunRecord], BaselineChoice | None, RunRecord | None]:
@@ -260,7 +296,11 @@ def _baseline(
         warnings += ctx.history_warnings
     else:
         runs = load_history(ctx.resolved_history_path, warnings=warnings, cap=ctx.history_cap)
-    choice = None if flags.no_history or flags.no_diff else choose_baseline(runs, ctx.fingerprint)
+    choice = (
+        None
+        if flags.no_history or flags.no_diff
+        else pick_baseline(runs, ctx.fingerprint, flags.baseline, ctx.resolved_history_path)
+    )
     shown = None if choice is None else choice.shown
     if scope.subset and choice is not None and choice.baseline is not None:
         # like for like: the same queries of the baseline, re-averaged
@@ -296,8 +336,9 @@ def _reports(
     choice: BaselineChoice | None,
     runs: Sequence[RunRecord],
     recorded: bool,
-) -> tuple[str, dict[str, Any], str | None]:
-    """(text report, JSON report, first error writing the report files)."""
+) -> tuple[str, dict[str, Any], str | None, list[str]]:
+    """(text report, JSON report, first error writing the report files, a note per
+    report file written)."""
     footer: str | None = None
     if scope.subset:
         footer = (
@@ -314,11 +355,16 @@ def _reports(
     # Each report is written even when an earlier write failed: CI should not lose its
     # JSON artefact because the history file could not be saved.  The first error wins.
     errors: list[str | None] = []
+    written: list[str] = []
     if flags.json_path is not None:
         errors.append(_write_json(flags.json_path, report))
+        if errors[-1] is None:
+            written.append(f"JSON report written to {flags.json_path}")
     if flags.html_path is not None:
         errors.append(_write_html(flags.html_path, run, comparison, runs, f"{ctx.prog} report"))
-    return text, report, next((e for e in errors if e is not None), None)
+        if errors[-1] is None:
+            written.append(f"HTML report written to {flags.html_path}")
+    return text, report, next((e for e in errors if e is not None), None), written
 
 
 def _write_json(path: Path, report: dict[str, Any]) -> str | None:

@@ -55,9 +55,11 @@ def _aggregate_header(comparison: Comparison, choice: BaselineChoice | None) -> 
     if not comparison.compatible:
         return [f"⚠️ {comparison.reason}, diff disabled", "Aggregate"]
     label = f"previous run: {display_timestamp(baseline.timestamp)}"
-    if choice is not None and choice.frozen:
+    if choice is not None and choice.named:
+        label = f"baseline run you named: {display_timestamp(baseline.timestamp)}"
+    elif choice is not None and choice.frozen:
         label += ", frozen baseline"
-    if choice is not None and choice.skipped:
+    if choice is not None and choice.skipped and not choice.named:
         label += f"; {choice.skipped} newer run(s) with another fingerprint skipped"
     return [f"Aggregate ({label})"]
 

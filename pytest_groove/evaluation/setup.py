@@ -27,6 +27,8 @@ from pytest_groove.config import (
     normalise_k_values,
     with_overrides,
 )
+from pytest_groove.errors import UsageError
+from pytest_groove.evaluation.compare import ThresholdError, Thresholds, parse_thresholds
 from pytest_groove.evaluation.finish import EvalContext, EvalFlags
 from pytest_groove.evaluation.golden import resolve_golden_path
 from pytest_groove.evaluation.records import GoldenSet
@@ -52,6 +54,8 @@ class EvalRequest:
     reranker: str | None = None
     overrides: SearchOverrides = field(default_factory=SearchOverrides)
     index_dir: Path | None = None
+    #: ``--threshold``: one number or metric=number pairs (None = the config's)
+    threshold: str | None = None
 
 
 def eval_request(kb: Path, run: RunOptions) -> EvalRequest:
@@ -71,6 +75,7 @@ def eval_request(kb: Path, run: RunOptions) -> EvalRequest:
             parent_retriever=run.parent_retriever,
         ),
         index_dir=run.index_dir,
+        threshold=run.threshold,
     )
 
 
@@ -81,6 +86,7 @@ def eval_flags(run: RunOptions, *, color: bool) -> EvalFlags:
         no_diff=run.no_diff,
         fail_on_regression=run.fail_on_regression,
         freeze_baseline=run.freeze_baseline,
+        baseline=run.baseline,
         color=color,
         json_path=run.json,
         html_path=run.html,
@@ -103,6 +109,8 @@ class EvalSetup:
     depth: int
     #: notes for stderr, without a program prefix (e.g. the limit-cap note)
     notes: tuple[str, ...] = ()
+    #: the regression threshold of each metric (None = [eval].regression_threshold)
+    thresholds: Thresholds | None = None
 
 
 def resolve_eval_setup(request: EvalRequest) -> EvalSetup:
@@ -136,6 +144,7 @@ def resolve_eval_setup(request: EvalRequest) -> EvalSetup:
         notes.append(MMR_IGNORED_NOTE)
 
     golden_path = resolve_golden_path(kb, request.golden, settings.eval.golden)
+    thresholds = resolve_thresholds(request.threshold, settings.eval.regression_threshold, k_values)
     return EvalSetup(
         kb=kb,
         settings=settings,
@@ -144,7 +153,30 @@ def resolve_eval_setup(request: EvalRequest) -> EvalSetup:
         limit=limit,
         depth=max(max(k_values), limit),
         notes=tuple(notes),
+        thresholds=thresholds,
     )
+
+
+def resolve_thresholds(spec: str | None, default: float, k_values: Sequence[int]) -> Thresholds:
+    """``--threshold`` over ``[eval].regression_threshold``, checked against the k values.
+
+    Raises :class:`UsageError` (before any search) for a bad specification or a
+    metric at a k this run does not measure.
+    """
+    if spec is None:
+        return Thresholds(default)
+    try:
+        thresholds = parse_thresholds(spec, default)
+    except ThresholdError as exc:
+        raise UsageError(f"--threshold: {exc}") from None
+    unknown = thresholds.unknown_k(k_values)
+    if unknown:
+        measured = ", ".join(str(k) for k in k_values)
+        raise UsageError(
+            f"--threshold names {', '.join(unknown)}, which this run does not measure "
+            f"(k values: {measured})"
+        )
+    return thresholds
 
 
 def eval_context(
@@ -177,4 +209,5 @@ def eval_context(
         history_warnings=history_warnings,
         prog=prog,
         fail_flag=fail_flag,
+        thresholds=setup.thresholds,
     )

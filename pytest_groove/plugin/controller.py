@@ -170,16 +170,17 @@ def _summary(end: SessionEnd, outcome: EvalOutcome) -> str:
     if end.interrupted:
         summary += f"{PROG}: the session was interrupted, so this run is not recorded.\n"
     if outcome.gate_failures:
-        threshold = end.setup.settings.eval.regression_threshold
+        threshold = outcome.comparison.limits.describe()
         summary += (
             f"{PROG}: regression gate FAILED ({', '.join(outcome.gate_failures)} dropped by "
-            f"more than {threshold:g}); exit status 1\n"
+            f"more than {threshold}); exit status 1\n"
         )
     return summary
 
 
 def _outcome_messages(outcome: EvalOutcome) -> list[str]:
     lines = [f"{PROG}: warning: {pytest_flag_names(w)}" for w in outcome.warnings]
+    lines += [f"{PROG}: {note}" for note in outcome.notes]
     if outcome.findings_warning:
         lines.append(outcome.findings_warning)
     if outcome.gate_message:

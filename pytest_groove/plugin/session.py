@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_groove.errors import GrooveError, clip
-from pytest_groove.evaluation.compare import match_queries, query_regressed
+from pytest_groove.evaluation.compare import Thresholds, match_queries, query_regressed
 from pytest_groove.evaluation.expected_check import check_before_search
+from pytest_groove.evaluation.finish import pick_baseline
 from pytest_groove.evaluation.golden import load_golden, node_ids
 from pytest_groove.evaluation.history import (
     BaselineChoice,
-    choose_baseline,
     history_path,
     load_history,
 )
@@ -59,13 +59,13 @@ from pytest_groove.plugin.items import (
     tag_marker,
 )
 from pytest_groove.plugin.options import PluginOptions
-from pytest_groove.plugin.retriever import normalise_hits, retriever_name
+from pytest_groove.plugin.retriever import plugin_retriever
 from pytest_groove.search.hits import SearchHit
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
     from pytest_groove.engine import Engine
-    from pytest_groove.plugin.hookspecs import Retriever
+    from pytest_groove.search.retriever import ExternalRetriever
 
 PLUGIN_NAME = "groove-session"
 #: the name every message of the plugin starts with
@@ -76,6 +76,8 @@ REPORT_RESULT = "groove_result"
 REPORT_NAME = "groove_name"
 #: workerinput key: what the controller hands the workers
 WORKER_INPUT = "groove"
+#: set when ``--groove-kb`` without paths made the golden file pytest's only argument
+GOLDEN_ONLY_KEY = pytest.StashKey[bool]()
 
 
 def usage_error(exc: GrooveError) -> pytest.UsageError:
@@ -180,6 +182,7 @@ def _route_golden(config: pytest.Config, options: PluginOptions, golden: Path) -
         return False
     if options.kb_from_cli and config.args_source != pytest.Config.ArgsSource.ARGS:
         args[:] = [str(golden)]
+        config.stash[GOLDEN_ONLY_KEY] = True
     else:
         args.insert(0, str(golden))
     return True
@@ -231,7 +234,7 @@ class GrooveSession:
         self.golden = load_golden(self.setup.golden_path, kb)
         self.golden_path = resolve_path(self.setup.golden_path, "golden file", "--groove-golden")
         self.names: list[str] = node_ids(self.golden.queries)
-        self._retriever: Retriever | None = None
+        self._retriever: ExternalRetriever | None = None
         self._retriever_looked_up = False
         self.engine: Engine | None = None
         self.prepared: Prepared | None = None
@@ -256,8 +259,10 @@ class GrooveSession:
         return self.setup.kb
 
     @property
-    def threshold(self) -> float:
-        return self.setup.settings.eval.regression_threshold
+    def thresholds(self) -> Thresholds:
+        if self.setup.thresholds is not None:
+            return self.setup.thresholds
+        return Thresholds(self.setup.settings.eval.regression_threshold)
 
     def _write_line(self, text: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -266,10 +271,13 @@ class GrooveSession:
         else:
             sys.stderr.write(text + "\n")
 
-    def retriever(self) -> Retriever | None:
-        """The conftest-supplied retriever, if any (looked up once)."""
+    def retriever(self) -> ExternalRetriever | None:
+        """The conftest hook's or ``--groove-retriever``'s retriever (looked up once)."""
         if not self._retriever_looked_up:
-            self._retriever = self.config.hook.pytest_groove_retriever(config=self.config)
+            try:
+                self._retriever = plugin_retriever(self.config, self.options.run.retriever, self.kb)
+            except GrooveError as exc:
+                raise usage_error(exc) from None
             self._retriever_looked_up = True
         return self._retriever
 
@@ -342,7 +350,7 @@ class GrooveSession:
         retriever = self.retriever()
         if retriever is not None:
             model, reranker_id, context_mode = "custom", None, None
-            custom: str | None = retriever_name(retriever)
+            custom: str | None = retriever.name
         else:
             self.engine = self._open_engine(reindex=not self.options.run.no_reindex)
             # a golden entry naming nothing indexed, or an empty KB, is a mistake in
@@ -378,7 +386,11 @@ class GrooveSession:
             # Read once, now: a refused or unreadable history stops the run before any
             # search (exit 4), and the session end reuses these runs.
             runs = load_history(history_path(self.kb), warnings=history_warnings)
-        choice = None if run.no_diff or run.no_history else choose_baseline(runs, fingerprint)
+        choice = (
+            None
+            if run.no_diff or run.no_history
+            else pick_baseline(runs, fingerprint, run.baseline, history_path(self.kb))
+        )
         baseline_queries: dict[str, QueryResult] = {}
         if choice is not None and choice.baseline is not None:
             paired = match_queries(self.golden.queries, choice.baseline)
@@ -399,10 +411,8 @@ class GrooveSession:
         depth = self.setup.depth
         retriever = self.retriever()
         if retriever is not None:
-            name = retriever_name(retriever)
-            # a retriever that returns more than it was asked for is cut to the depth,
-            # so `limit` means the same for every retriever
-            return normalise_hits(retriever(text, depth), name)[:depth]
+            # cut to the depth: `limit` means the same for every retriever
+            return retriever.search(text, depth)
         if self.engine is None:
             self._ensure_engine()
         assert self.engine is not None
@@ -422,7 +432,7 @@ class GrooveSession:
         if not opts.fail_on_regression or opts.no_diff or opts.no_history:
             return None
         previous = self.baseline_queries.get(name)
-        names = query_regressed(result, previous, self.threshold)
+        names = query_regressed(result, previous, self.thresholds)
         if not names or previous is None:
             return None
         parts = [
@@ -430,7 +440,8 @@ class GrooveSession:
             for metric in names
         ]
         return (
-            f"golden query {name!r} regressed by more than {self.threshold:g} against the "
+            f"golden query {name!r} regressed by more than {self.thresholds.describe()} "
+            "against the "
             f"baseline run: {', '.join(parts)}"
         )
 
@@ -460,16 +471,26 @@ class GrooveSession:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         retriever = self.retriever()
         if retriever is not None:
-            engine = f"custom retriever {retriever_name(retriever)}"
+            engine = f"custom retriever {retriever.name}"
         elif config.hook.pytest_groove_embedder.get_hookimpls():
             # not called here: building an embedder can be expensive
             engine = "embedder from pytest_groove_embedder"
         else:
             engine = f"model {self.setup.settings.index.model}"
-        return [
+        lines = [
             f"groove: kb {self.kb}, golden {self.golden_path.name} "
             f"({len(self.golden.queries)} queries), {engine}"
         ]
+        if config.stash.get(GOLDEN_ONLY_KEY, False):
+            try:
+                kb_arg = os.path.relpath(self.kb, config.invocation_params.dir)
+            except ValueError:  # another drive on Windows
+                kb_arg = str(self.kb)
+            lines.append(
+                "groove: running only the golden queries (no test paths given); to run your "
+                f"own tests as well, name them: pytest --groove-kb {kb_arg} tests/"
+            )
+        return lines
 
     def pytest_collect_file(
         self, file_path: Path, parent: pytest.Collector

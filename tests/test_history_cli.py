@@ -1,0 +1,196 @@
+"""``groove history`` and the baseline / threshold / retriever doors of ``groove eval``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from eval_factories import big_run, fingerprint, run
+
+from pytest_groove.evaluation.history import HISTORY_FILE_NAME, encode_history, load_history
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
+
+
+def groove(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_groove.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=300,
+        cwd=cwd,
+    )
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    shutil.copytree(
+        EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*")
+    )
+    return root
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> Path:
+    """A KB folder whose history holds three runs (minutes 3, 2, 1), the oldest frozen."""
+    root = tmp_path / "stored"
+    root.mkdir()
+    from dataclasses import replace
+
+    runs = [
+        big_run(3, queries=2, hits=2),
+        run(minutes=2, fp=fingerprint(model="e5-small")),
+        replace(big_run(1, queries=2, hits=2), frozen=True),
+    ]
+    (root / HISTORY_FILE_NAME).write_bytes(encode_history(runs))
+    return root
+
+
+def test_history_lists_runs_newest_first_with_the_frozen_marker(stored: Path) -> None:
+    done = groove("history", "--kb-path", stored)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("3 run(s) in ") and "* = frozen baseline" in lines[0]
+    assert lines[1].startswith("  2026-04-24T05:35:01Z  bge-m3  4 docs  2 queries  recall@1 0.500")
+    assert lines[2].startswith("  2026-04-24T05:34:01Z  e5-small")
+    assert lines[3].startswith("* 2026-04-24T05:33:01Z")
+
+
+def test_history_as_json(stored: Path) -> None:
+    done = groove("history", "--kb-path", stored, "--format", "json")
+    rows = json.loads(done.stdout)
+    assert [r["run"] for r in rows] == [
+        "2026-04-24T05:35:01Z",
+        "2026-04-24T05:34:01Z",
+        "2026-04-24T05:33:01Z",
+    ]
+    assert [r["frozen"] for r in rows] == [False, False, True]
+    assert rows[0]["aggregate"]["mrr"] == 0.5
+
+
+def test_history_show_prints_the_run_report(stored: Path) -> None:
+    done = groove("history", "show", "2026-04-24T05:35", "--kb-path", stored)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("recorded run — 2026-04-24T05:35:01+00:00")
+    # diffed as when it was recorded: against the frozen baseline older than it
+    assert "Aggregate (previous run: 2026-04-24T05:33:01+00:00, frozen baseline" in done.stdout
+
+
+def test_history_diff_is_the_gate_diff(stored: Path) -> None:
+    done = groove("history", "diff", "2026-04-24T05:33", "2026-04-24T05:35", "--kb-path", stored)
+    assert done.returncode == 0, done.stderr
+    assert "diff against 2026-04-24T05:33:01Z" in done.stdout
+    incompatible = groove(
+        "history", "--kb-path", stored, "diff", "2026-04-24T05:34", "2026-04-24T05:35"
+    )
+    assert "config or metric version changed since last run, diff disabled" in incompatible.stdout
+
+
+def test_history_freeze_moves_the_baseline_and_keeps_every_run(stored: Path) -> None:
+    done = groove("history", "freeze", "2026-04-24T05:35:01Z", "--kb-path", stored)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("frozen baseline: the run of 2026-04-24T05:35:01+00:00")
+    loaded = load_history(stored / HISTORY_FILE_NAME)
+    assert [r.frozen for r in loaded] == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("show", "1999"), "no run in "),
+        (("show", "2026-04-24T05"), "matches 3 runs"),
+        (("freeze", "x"), "no run in "),
+    ],
+)
+def test_unknown_or_ambiguous_runs_are_one_line(
+    stored: Path, args: tuple[str, ...], message: str
+) -> None:
+    done = groove("history", *args, "--kb-path", stored)
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: ") and message in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_history_needs_a_kb(tmp_path: Path) -> None:
+    done = groove("history")
+    assert done.returncode == 1 and "needs --kb-path" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --------------------------------------------------------------------------- groove eval doors
+
+
+def test_eval_with_a_named_baseline_threshold_and_freeze_confirmation(kb: Path) -> None:
+    first = groove("eval", "--kb-path", kb, "--model", "hash")
+    assert first.returncode == 0, first.stderr
+    (recorded,) = load_history(kb / HISTORY_FILE_NAME)
+    stamp = recorded.timestamp.strftime("%Y-%m-%dT%H:%M:%S")
+    second = groove(
+        "eval",
+        "--kb-path",
+        kb,
+        "--model",
+        "hash",
+        "--baseline",
+        stamp,
+        "--threshold",
+        "recall@5=0.02,mrr=0.1",
+        "--freeze-baseline",
+        "--fail-on-regression",
+    )
+    assert second.returncode == 0, second.stderr
+    assert "Aggregate (baseline run you named: " in second.stdout
+    assert "groove eval: frozen baseline: the run of " in second.stderr
+    assert [r.frozen for r in load_history(kb / HISTORY_FILE_NAME)] == [True, False]
+
+
+def test_eval_refuses_bad_baselines_and_thresholds_before_any_search(kb: Path) -> None:
+    unknown = groove("eval", "--kb-path", kb, "--model", "hash", "--baseline", "1999")
+    assert unknown.returncode == 1 and "no run in " in unknown.stderr
+    bad = groove("eval", "--kb-path", kb, "--model", "hash", "--threshold", "precision@5=0.1")
+    assert bad.returncode == 2 and "unknown metric 'precision@5'" in bad.stderr
+    unmeasured = groove("eval", "--kb-path", kb, "--model", "hash", "--threshold", "ndcg@7=0.1")
+    assert (
+        unmeasured.returncode == 2
+        and "ndcg@7, which this run does not measure" in unmeasured.stderr
+    )
+    assert not (kb / ".groove").exists()  # nothing was indexed or searched
+
+
+def test_eval_refuses_an_incompatible_named_baseline(kb: Path) -> None:
+    assert groove("eval", "--kb-path", kb, "--model", "hash", "--k", "1,5").returncode == 0
+    (recorded,) = load_history(kb / HISTORY_FILE_NAME)
+    stamp = recorded.timestamp.isoformat()
+    done = groove("eval", "--kb-path", kb, "--model", "hash", "--baseline", stamp)
+    assert done.returncode == 1
+    assert "k_values: [1, 5] (that run) vs [1, 5, 10] (this run)" in (
+        " ".join(done.stderr.split())
+    )
+
+
+def test_eval_says_where_the_reports_were_written(kb: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "out" / "report.html"
+    done = groove("eval", "--kb-path", kb, "--model", "hash", "--no-history", "--html", target)
+    assert done.returncode == 0, done.stderr
+    assert f"groove eval: HTML report written to {target}" in done.stderr
+
+
+def test_eval_with_a_module_retriever(kb: Path, tmp_path: Path) -> None:
+    (tmp_path / "team_search.py").write_text(
+        "def search(query, limit):\n"
+        "    return [{'path': 'ops/release-train.md', 'heading': 'Schedule', 'score': 1.0}]\n",
+        encoding="utf-8",
+    )
+    done = groove(
+        "eval", "--kb-path", kb, "--retriever", "team_search:search", "--no-history", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "retriever: team_search:search" in done.stdout
+    assert not (kb / ".groove").exists()  # no index was built
