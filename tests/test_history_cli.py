@@ -169,9 +169,7 @@ def test_eval_refuses_an_incompatible_named_baseline(kb: Path) -> None:
     stamp = recorded.timestamp.isoformat()
     done = groove("eval", "--kb-path", kb, "--model", "hash", "--baseline", stamp)
     assert done.returncode == 1
-    assert "k_values: [1, 5] (that run) vs [1, 5, 10] (this run)" in (
-        " ".join(done.stderr.split())
-    )
+    assert "k_values: [1, 5] (that run) vs [1, 5, 10] (this run)" in (" ".join(done.stderr.split()))
 
 
 def test_eval_says_where_the_reports_were_written(kb: Path, tmp_path: Path) -> None:
