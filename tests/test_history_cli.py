@@ -192,3 +192,22 @@ def test_eval_with_a_module_retriever(kb: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "retriever: team_search:search" in done.stdout
     assert not (kb / ".groove").exists()  # no index was built
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('model = "no-such-model"\n', "unknown embedding model 'no-such-model'"),
+        ("[eval\n", "not valid TOML"),
+        ("[eval]\nregression_threshold = 7\n", "regression_threshold"),
+    ],
+)
+def test_eval_exits_1_for_an_invalid_groove_toml_naming_the_file(
+    kb: Path, toml: str, message: str
+) -> None:
+    (kb / "groove.toml").write_text(toml, encoding="utf-8")
+    done = groove("eval", "--kb-path", kb)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"Error: invalid config {kb / 'groove.toml'}")
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not (kb / ".groove").exists()

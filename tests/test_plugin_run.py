@@ -451,6 +451,14 @@ def test_junit_properties_only_when_asked(project: Project, dist: list[str]) -> 
     assert props["ship-days"]["groove.ndcg@10"] == "1.0000"
 
 
+def test_junit_classname_reads_well(project: Project, dist: list[str]) -> None:
+    project.run("--junitxml=plain.xml", "--groove-no-history", *dist)
+    cases = list(ET.parse(project.pytester.path / "plain.xml").iter("testcase"))
+    assert len(cases) == 4
+    # pytest's own rule would give "kb..groove-eval.yml"
+    assert {case.get("classname") for case in cases} == {"kb.groove-eval"}
+
+
 def test_results_travel_on_the_test_reports(project: Project, dist: list[str]) -> None:
     """A conftest on the controller sees each query's result on its report."""
     conftest = project.pytester.path / "conftest.py"

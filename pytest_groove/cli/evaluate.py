@@ -28,7 +28,7 @@ from pytest_groove.cli.args import (
     run_reporting_errors,
 )
 from pytest_groove.config import SearchSettings, Settings
-from pytest_groove.errors import UsageError
+from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.compare import color_enabled
 from pytest_groove.evaluation.expected_check import check_before_search
 from pytest_groove.evaluation.finish import EvalFlags, EvalOutcome, finish_evaluation
@@ -131,6 +131,23 @@ def _note(message: str, stream: TextIO) -> None:
     stream.write(f"{PROG}: {message}\n")
 
 
+def _check_config_model(kb: Path, run: RunOptions, model: str) -> None:
+    """A model named in ``groove.toml`` that no backend knows is a config error (exit 1)
+    naming the file, found before any index work; a bad ``--model`` stays a usage error."""
+    if run.model is not None:
+        return
+    from pytest_groove.config import CONFIG_FILE_NAME
+    from pytest_groove.embed.registry import check_model_name
+
+    path = run.config if run.config is not None else kb / CONFIG_FILE_NAME
+    try:
+        check_model_name(model)
+    except UsageError as exc:
+        if not path.is_file():
+            raise
+        raise GrooveError(f"invalid config {path}: {exc.message}") from None
+
+
 def _evaluate_engine(
     run: RunOptions,
     setup: EvalSetup,
@@ -141,6 +158,7 @@ def _evaluate_engine(
 ) -> EvalOutcome:
     """Search with the built-in engine (indexing first unless --no-reindex)."""
     search = setup.settings.search
+    _check_config_model(setup.kb, run, setup.settings.index.model)
     engine = _open_engine(setup.kb, setup.settings, reindex=not run.no_reindex)
     try:
         # one read snapshot: searches, corpus counts and the quote scan see one index

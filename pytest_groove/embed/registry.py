@@ -79,6 +79,20 @@ def available_models() -> list[str]:
     ]
 
 
+def check_model_name(name: str) -> None:
+    """Raise :class:`UsageError` (as :func:`get_embedder` would) unless ``name`` names a
+    registered model or pattern; builds nothing."""
+    wanted = name.strip()
+    if not wanted:
+        raise UsageError(f"the embedding model name is empty; known models: {_known()}")
+    if wanted in _EXACT:
+        return
+    for prefix in sorted(_PREFIX, key=len, reverse=True):
+        if wanted.startswith(prefix) and wanted[len(prefix) :].strip():
+            return
+    raise UsageError(f"unknown embedding model {wanted!r}; known models: {_known()}")
+
+
 def get_embedder(name: str) -> Embedder:
     """Build the embedder called ``name`` (exact name first, then longest prefix).
 

@@ -65,6 +65,7 @@ from pytest_groove.plugin.session import (
 
 CONTROLLER_NAME = "groove-controller"
 XDIST_HANDOFF_NAME = "groove-xdist-handoff"
+JUNIT_NAMES_NAME = "groove-junit-names"
 
 #: exit statuses after which a run counts as interrupted, whatever results arrived
 _BROKEN = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
@@ -77,6 +78,8 @@ def register_controller(config: pytest.Config, session: GrooveSession) -> None:
     config.pluginmanager.register(GrooveController(session), CONTROLLER_NAME)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHandOff(session), XDIST_HANDOFF_NAME)
+    if config.getoption("xmlpath", None):
+        config.pluginmanager.register(JUnitClassName(session), JUNIT_NAMES_NAME)
 
 
 # --------------------------------------------------------------------------- finish
@@ -290,6 +293,56 @@ class GrooveController:
             sys.stderr.write(text if text.endswith("\n") else text + "\n")
         self.pending_stderr.clear()
         sys.stderr.flush()
+
+
+def junit_classname(golden_nodeid: str) -> str:
+    """How CI viewers should group the golden queries: ``kb/.groove-eval.yml`` ->
+    ``kb.groove-eval`` (pytest's own rule gives ``kb..groove-eval.yml``)."""
+    parts = [part.lstrip(".") for part in golden_nodeid.split("/") if part.strip(".")]
+    if parts:
+        stem, dot, suffix = parts[-1].rpartition(".")
+        if dot and suffix.lower() in ("yml", "yaml"):
+            parts[-1] = stem
+    return ".".join(parts) or "groove"
+
+
+class JUnitClassName:
+    """``--junitxml`` on the controller: give golden queries a classname that reads well.
+
+    pytest's JUnit writer turns the node id's path into the classname by replacing
+    ``/`` with ``.``, which makes ``kb..groove-eval.yml`` of the golden file.  An
+    attribute set on the test case before the writer sees the first report is kept
+    (the writer restores attributes set earlier, as ``record_xml_attribute`` does).
+    """
+
+    def __init__(self, session: GrooveSession) -> None:
+        self.session = session
+        self._prefix: str | None = None
+
+    def _golden_nodeid(self) -> str:
+        if self._prefix is None:
+            config = self.session.config
+            try:
+                relative = self.session.golden_path.relative_to(config.rootpath).as_posix()
+            except ValueError:
+                relative = self.session.golden_path.as_posix()
+            self._prefix = relative
+        return self._prefix
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        golden = self._golden_nodeid()
+        if not report.nodeid.startswith(golden + "::"):
+            return
+        try:
+            # pytest's JUnit writer has no public API for a non-Python item's classname
+            from _pytest.junitxml import xml_key
+
+            xml = self.session.config.stash.get(xml_key, None)
+            if xml is not None:
+                xml.node_reporter(report).add_attribute("classname", junit_classname(golden))
+        except (ImportError, AttributeError):
+            return  # another pytest: keep its own classname
 
 
 class XdistHandOff:
