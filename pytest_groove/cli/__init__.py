@@ -1,4 +1,4 @@
-"""The ``groove`` command line: ``index``, ``search``, ``eval``, ``tune``, ``history``.
+"""The ``groove`` command line: ``index``, ``search``, ``eval``, ``tune``, ``history``, ``init``.
 
 Every subcommand is a thin door onto the same engine the pytest plugin uses: this
 module holds ``main``, ``index`` and ``search``; ``eval`` and ``tune`` have their own
@@ -114,11 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_search.add_argument("query", help="the query text (prefix a word with - to exclude it)")
     p_search.set_defaults(func=_run_search)
 
-    from pytest_groove.cli import evaluate, history, tune
+    from pytest_groove.cli import evaluate, history, init, tune
 
     evaluate.add_arguments(sub)
     tune.add_arguments(sub)
     history.add_arguments(sub)
+    init.add_arguments(sub)
     return parser
 
 

@@ -1,0 +1,83 @@
+"""``groove init``: starter files for a knowledge base.
+
+Writes ``<kb>/.groove-eval.yml`` (a commented golden file listing the KB's documents
+and headings, with one example of each kind of entry) and ``<kb>/groove.toml``
+(every setting at its default, commented out).  An existing file is never
+overwritten: it is left alone and named.  Ends with the next command to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+from pytest_groove.cli.args import check_kb, run_reporting_errors
+from pytest_groove.config import CONFIG_FILE_NAME, Settings
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME
+from pytest_groove.evaluation.starter import golden_starter, outline, toml_starter
+
+PROG = "groove init"
+
+
+def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``init`` on the ``groove`` command's sub-parsers."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "init",
+        help="write a commented starter golden file and groove.toml into a knowledge base",
+        description=(
+            f"Write <kb>/{DEFAULT_GOLDEN_NAME} (listing the KB's documents and headings) and "
+            f"<kb>/{CONFIG_FILE_NAME} (every default, commented out). Existing files are "
+            "never overwritten."
+        ),
+    )
+    p.add_argument(
+        "--kb-path", type=Path, required=True, metavar="DIR", help="the knowledge base folder"
+    )
+    p.set_defaults(func=run)
+    return p
+
+
+def _write_new(path: Path, text: str) -> bool:
+    """Create ``path`` with ``text``; False when it already exists (left untouched)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise GrooveError(f"could not create {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise GrooveError(f"could not write {path}: {exc.strerror or exc}") from None
+    return True
+
+
+def _init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    kb: Path = args.kb_path
+    check_kb(kb)
+    documents, total = outline(kb, Settings())
+    written: list[Path] = []
+    for name, text in (
+        (DEFAULT_GOLDEN_NAME, golden_starter(documents, total)),
+        (CONFIG_FILE_NAME, toml_starter(Settings())),
+    ):
+        path = kb / name
+        if _write_new(path, text):
+            written.append(path)
+            out.write(f"wrote {path}\n")
+        else:
+            out.write(f"kept {path} (it exists; groove init never overwrites a file)\n")
+    out.write(
+        f"{total} document(s) listed. Next: write a few queries in {kb / DEFAULT_GOLDEN_NAME}, "
+        f"then run: groove eval --kb-path {kb}   (or: pytest --groove-kb {kb})\n"
+    )
+    return 0
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    return run_reporting_errors(_init, args, out, err)

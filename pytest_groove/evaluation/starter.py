@@ -1,0 +1,169 @@
+"""Starter files for a knowledge base: a commented golden file and a ``groove.toml``.
+
+``groove init`` writes them.  The golden file lists the KB's documents and their
+headings as comments (so writing the first queries is choosing from a list) and shows
+one entry of each kind: single answer, several answers, a heading-level answer and a
+tagged one.  The examples point at real documents of the KB when it has any; every
+entry is commented out, so the file loads as an empty golden set until the user writes
+queries.  ``groove.toml`` holds every key with its default, commented out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_groove.config import Settings
+from pytest_groove.kb.markdown import parse_markdown
+from pytest_groove.kb.walk import collect_files
+
+#: the most documents listed in the golden file's comments (a big KB gets a note)
+MAX_LISTED_DOCUMENTS = 200
+#: bytes read from each document to find its headings
+HEADING_SCAN_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class DocumentOutline:
+    path: str
+    headings: tuple[str, ...]
+
+
+def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
+    """The KB's indexable Markdown documents and their headings (at most
+    :data:`MAX_LISTED_DOCUMENTS`), and how many documents there are in all."""
+    files = [f for f in collect_files(kb, settings.index).files if f.lower().endswith(".md")]
+    listed: list[DocumentOutline] = []
+    for rel in files[:MAX_LISTED_DOCUMENTS]:
+        headings: tuple[str, ...] = ()
+        try:
+            with (kb / rel).open("rb") as handle:
+                text = handle.read(HEADING_SCAN_BYTES).decode("utf-8", "replace")
+            document = parse_markdown(text, settings.index.exclude_headings)
+            headings = tuple(s.heading for s in document.sections if s.heading)
+        except (OSError, ValueError):
+            headings = ()  # listed without headings; the indexer reports the problem
+        listed.append(DocumentOutline(rel, headings))
+    return listed, len(files)
+
+
+def _quote(text: str) -> str:
+    """``text`` as a double-quoted YAML scalar."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def golden_starter(documents: Sequence[DocumentOutline], total: int) -> str:
+    """The commented starter golden file for these documents."""
+    first = documents[0] if documents else DocumentOutline("guide/setup.md", ("Installing",))
+    second = documents[1] if len(documents) > 1 else DocumentOutline("guide/faq.md", ())
+    heading = next((h for d in documents for h in d.headings), "Installing")
+    heading_doc = next((d.path for d in documents if heading in d.headings), first.path)
+    lines = [
+        "# Golden queries: questions whose answers you know, and where the answers are.",
+        "# Each query becomes one pytest test (`pytest --groove-kb KB`) and one row of",
+        "# `groove eval --kb-path KB`. Write questions the way your users ask them, not",
+        "# copied from the headings. Uncomment an example below, edit it, add more.",
+        "#",
+        "# expected: the documents (KB-relative paths) that answer the query; a `heading`",
+        "# narrows an answer to one section. `tags` become pytest markers (-m smoke).",
+        "",
+        "queries: []",
+        "",
+        "# To start, replace `queries: []` above with these examples, uncommented and edited:",
+        "",
+        "# queries:",
+        "#   # one document answers it",
+        "#   - id: first-question",
+        f"#     query: {_quote('how do I ...')}",
+        "#     expected:",
+        f"#       - path: {_quote(first.path)}",
+        "#",
+        "#   # any of several documents is a right answer",
+        "#   - id: second-question",
+        f"#     query: {_quote('where is ... explained')}",
+        "#     expected:",
+        f"#       - path: {_quote(first.path)}",
+        f"#       - path: {_quote(second.path)}",
+        "#",
+        "#   # the answer is one section of a document",
+        "#   - id: heading-level",
+        f"#     query: {_quote('what happens when ...')}",
+        "#     expected:",
+        f"#       - path: {_quote(heading_doc)}",
+        f"#         heading: {_quote(_one_line(heading))}",
+        "#",
+        "#   # tags become pytest markers: pytest --groove-kb KB -m smoke",
+        "#   - id: smoke-question",
+        f"#     query: {_quote('which ... should I use')}",
+        "#     tags: [smoke]",
+        "#     expected:",
+        f"#       - path: {_quote(first.path)}",
+        "",
+        f"# The documents of this knowledge base ({total}) and their headings:",
+    ]
+    for document in documents:
+        lines.append(f"#   {document.path}")
+        lines += [f"#     - {_one_line(h)}" for h in document.headings]
+    if total > len(documents):
+        lines.append(f"#   ... and {total - len(documents)} more")
+    if not documents:
+        lines.append("#   (none yet: groove indexes *.md files)")
+    return "\n".join(lines) + "\n"
+
+
+def toml_starter(defaults: Settings) -> str:
+    """``groove.toml`` with every key at its default, commented out."""
+    idx, search, ev = defaults.index, defaults.search, defaults.eval
+    fusion, mmr, parent = search.fusion, search.mmr, search.parent_retriever
+
+    def toml_list(values: Sequence[object]) -> str:
+        return "[" + ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in values) + "]"
+
+    body = [
+        "# groove.toml: settings of this knowledge base (docs/configuration.md).",
+        "# Every key is shown with its default, commented out: uncomment what you change.",
+        "",
+        f'# model = "{idx.model}"            # embedding model (hash: fast, lexical)',
+        f'# reranker = "{search.reranker or "none"}"',
+        f"# exclude_dirs = {toml_list(idx.exclude_dirs)}",
+        f"# exclude_headings = {toml_list(idx.exclude_headings)}",
+        "# (index_dir: where the index lives; default <kb>/.groove/<model>/, e.g. a CI cache)",
+        "",
+        "# [parsers]",
+        f"# enabled = {toml_list(idx.parsers)}",
+        "",
+        "# [contextual]",
+        f"# enabled = {str(idx.contextual).lower()}",
+        "",
+        "# [search]",
+        f"# min_confidence_ratio = {search.min_confidence_ratio}",
+        "",
+        "# [search.fusion]",
+        f"# rrf_k = {fusion.rrf_k}",
+        f"# bm25_heading_weight = {fusion.bm25_heading_weight}",
+        f"# bm25_context_weight = {fusion.bm25_context_weight}",
+        f"# bm25_content_weight = {fusion.bm25_content_weight}",
+        "",
+        "# [search.mmr]",
+        f"# enabled = {str(mmr.enabled).lower()}",
+        f"# lambda = {mmr.lambda_}",
+        f"# same_doc_penalty = {mmr.same_doc_penalty}",
+        "",
+        "# [search.parent_retriever]",
+        f"# enabled = {str(parent.enabled).lower()}",
+        f"# whole_doc_threshold_tokens = {parent.whole_doc_threshold_tokens}",
+        f"# max_expanded_tokens = {parent.max_expanded_tokens}",
+        "",
+        "# [eval]",
+        '# golden = ".groove-eval.yml"',
+        f"# history_size = {ev.history_size}",
+        f"# k_values = {toml_list(ev.k_values)}",
+        f"# regression_threshold = {ev.regression_threshold}",
+    ]
+    return "\n".join(body) + "\n"

@@ -1,0 +1,106 @@
+"""``groove init``: starter golden file and groove.toml, never overwriting."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from pytest_groove.config import Settings, parse_settings
+from pytest_groove.evaluation.golden import load_golden
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
+
+
+def groove(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_groove.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    shutil.copytree(
+        EXAMPLE_KB,
+        root,
+        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*", ".groove-eval.yml"),
+    )
+    return root
+
+
+def uncomment(text: str, start: str) -> str:
+    """The lines from ``start`` on, with one leading ``# `` taken off each."""
+    lines = text.splitlines()
+    begin = lines.index(start)
+    out = []
+    for line in lines[begin:]:
+        if not line.startswith("#"):
+            break
+        out.append(line[2:] if line.startswith("# ") else line[1:])
+    return "\n".join(out) + "\n"
+
+
+def test_init_writes_both_starters_and_names_the_next_command(kb: Path) -> None:
+    done = groove("init", "--kb-path", kb)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {kb / '.groove-eval.yml'}" in done.stdout
+    assert f"wrote {kb / 'groove.toml'}" in done.stdout
+    assert f"groove eval --kb-path {kb}" in done.stdout
+
+    golden = (kb / ".groove-eval.yml").read_text("utf-8")
+    # the KB's documents and their headings are listed
+    assert "#   api/authentication.md\n#     - Tokens\n#     - Rotating a token\n" in golden
+    assert "#     - 再発防止のタスク" in golden
+    # the examples, uncommented, are a golden file the loader accepts, pointing at real files
+    examples = uncomment(golden, "# queries:")
+    (kb / "examples.yml").write_text(examples, encoding="utf-8")
+    loaded = load_golden(kb / "examples.yml", kb)
+    assert [q.id for q in loaded.queries] == [
+        "first-question",
+        "second-question",
+        "heading-level",
+        "smoke-question",
+    ]
+    assert len(loaded.queries[1].expected) == 2
+    assert loaded.queries[2].expected[0].heading is not None
+    assert loaded.queries[3].tags == ("smoke",)
+
+
+def test_the_toml_starter_uncommented_is_every_default(kb: Path) -> None:
+    assert groove("init", "--kb-path", kb).returncode == 0
+    text = (kb / "groove.toml").read_text("utf-8")
+    assert tomllib.loads(text) == {}  # everything commented out
+    keys = [
+        line[2:]
+        for line in text.splitlines()
+        if line.startswith("# ") and ("=" in line or line.startswith("# ["))
+    ]
+    settings = parse_settings(tomllib.loads("\n".join(keys)), kb / "groove.toml")
+    defaults = Settings()
+    assert settings.index == defaults.index
+    assert settings.search == defaults.search
+    assert settings.eval.k_values == defaults.eval.k_values
+    assert settings.eval.regression_threshold == defaults.eval.regression_threshold
+
+
+def test_init_never_overwrites(kb: Path) -> None:
+    (kb / "groove.toml").write_text('model = "hash"\n', encoding="utf-8")
+    done = groove("init", "--kb-path", kb)
+    assert done.returncode == 0
+    assert "kept " in done.stdout and "never overwrites" in done.stdout
+    assert (kb / "groove.toml").read_text("utf-8") == 'model = "hash"\n'
+    assert (kb / ".groove-eval.yml").is_file()
+
+
+def test_init_needs_a_folder(tmp_path: Path) -> None:
+    done = groove("init", "--kb-path", tmp_path / "missing")
+    assert done.returncode == 1 and done.stderr.startswith("Error: knowledge base not found")
