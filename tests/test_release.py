@@ -76,8 +76,9 @@ def test_build_makes_an_sdist_and_a_wheel_that_twine_accepts(dist: Path) -> None
         f"pytest_groove-{version}-py3-none-any.whl",
         f"pytest_groove-{version}.tar.gz",
     ]
-    output = _run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dist.iterdir())],
-                  cwd=dist)
+    output = _run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, dist.iterdir())], cwd=dist
+    )
     assert output.count("PASSED") == 2, output
 
 
