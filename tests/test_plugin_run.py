@@ -194,7 +194,7 @@ def test_malformed_hits_fail_the_item_with_one_line(project: Project) -> None:
     result = project.run()
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
-        ["golden query 'pager': custom retriever fake: hit 1 has no string `path`*"]
+        ["golden query 'pager': retriever fake: hit 1 has no path (got None)*"]
     )
 
 
