@@ -31,7 +31,12 @@ from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.compare import color_enabled
 from pytest_groove.evaluation.expected_check import check_before_search
-from pytest_groove.evaluation.finish import EvalFlags, EvalOutcome, finish_evaluation
+from pytest_groove.evaluation.finish import (
+    EvalFlags,
+    EvalOutcome,
+    finish_evaluation,
+    pick_baseline,
+)
 from pytest_groove.evaluation.golden import load_golden
 from pytest_groove.evaluation.history import find_run, history_path, load_history
 from pytest_groove.evaluation.records import GoldenSet
@@ -148,6 +153,15 @@ def _check_config_model(kb: Path, run: RunOptions, model: str) -> None:
         raise GrooveError(f"invalid config {path}: {exc.message}") from None
 
 
+def _check_named_baseline(
+    flags: EvalFlags, history: list[RunRecord], fingerprint: Fingerprint, kb: Path
+) -> None:
+    """``--baseline RUN`` must name a run comparable with this one (checked again, the
+    same way, when the run is finished)."""
+    if flags.baseline is not None and not (flags.no_history or flags.no_diff):
+        pick_baseline(history, fingerprint, flags.baseline, history_path(kb))
+
+
 def _evaluate_engine(
     run: RunOptions,
     setup: EvalSetup,
@@ -168,10 +182,6 @@ def _evaluate_engine(
             check_before_search(
                 golden, engine.headings_by_path(), setup.kb, setup.settings.index.parsers
             )
-            results: list[QueryResult] = [
-                evaluate_query(q, engine.search(q.query, setup.depth, search), setup.k_values)
-                for q in golden.queries
-            ]
             fingerprint = Fingerprint.build(
                 engine.model_name,
                 engine.reranker_id,
@@ -181,6 +191,12 @@ def _evaluate_engine(
                 search,
                 engine.context_mode,
             )
+            # a --baseline run measured with other settings stops us before any search
+            _check_named_baseline(flags, history, fingerprint, setup.kb)
+            results: list[QueryResult] = [
+                evaluate_query(q, engine.search(q.query, setup.depth, search), setup.k_values)
+                for q in golden.queries
+            ]
             ctx = eval_context(
                 setup,
                 golden,
@@ -207,10 +223,6 @@ def _evaluate_retriever(
 ) -> EvalOutcome:
     """Search with the user's retriever (``--retriever``): no index, no embedder."""
     retriever = load_retriever(spec, setup.kb)
-    results = [
-        evaluate_query(q, retriever.search(q.query, setup.depth), setup.k_values)
-        for q in golden.queries
-    ]
     fingerprint = Fingerprint.build(
         CUSTOM_MODEL,
         None,
@@ -221,6 +233,11 @@ def _evaluate_retriever(
         None,
         retriever=retriever.name,
     )
+    _check_named_baseline(flags, history, fingerprint, setup.kb)
+    results = [
+        evaluate_query(q, retriever.search(q.query, setup.depth), setup.k_values)
+        for q in golden.queries
+    ]
     ctx = eval_context(
         setup,
         golden,
