@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_groove.embed.base import Matrix, l2_normalise
 
@@ -31,6 +32,10 @@ __all__ = ["HASH_DIMENSION", "HashEmbedder"]
 #: the short texts tests use
 HASH_DIMENSION = 256
 _GRAM = 3
+#: a Unicode code point fits in 21 bits
+_POINT_MASK = (1 << 21) - 1
+#: an odd 64-bit constant (from the golden ratio) spreading packed grams over table slots
+_SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -49,6 +54,49 @@ def normalise_text(text: str) -> str:
     return f" {collapsed} " if collapsed else ""
 
 
+def _grams_buckets(
+    distinct: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """(bucket, sign) of each packed gram, hashing each one with BLAKE2b."""
+    buckets = np.empty(len(distinct), dtype=np.int64)
+    signs = np.empty(len(distinct), dtype=np.float64)
+    for at, key in enumerate(distinct.tolist()):
+        gram = chr(key >> 42) + chr((key >> 21) & _POINT_MASK) + chr(key & _POINT_MASK)
+        buckets[at], signs[at] = _bucket(gram)
+    return buckets, signs
+
+
+def _buckets_of(
+    keys: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """(bucket, sign) of every packed gram in ``keys``, hashing each distinct gram once.
+
+    Natural text repeats its grams heavily, so the distinct ones are found with an
+    open table indexed by a multiplicative hash of the key (linear time, where
+    ``np.unique`` would sort every gram); the few keys that lose a table slot to
+    another key are resolved with ``np.unique``.
+    """
+    bits = max(10, int(2 * len(keys) - 1).bit_length())
+    slots = (keys.astype(np.uint64) * _SLOT_MULTIPLIER) >> np.uint64(64 - bits)
+    slot = slots.astype(np.int64)
+    table = np.full(1 << bits, -1, dtype=np.int64)
+    table[slot] = keys
+    held = table[slot] == keys
+    occupied = np.flatnonzero(table >= 0)
+    slot_bucket = np.zeros(1 << bits, dtype=np.int64)
+    slot_sign = np.zeros(1 << bits, dtype=np.float64)
+    slot_bucket[occupied], slot_sign[occupied] = _grams_buckets(table[occupied])
+    buckets = slot_bucket[slot]
+    signs = slot_sign[slot]
+    if not held.all():
+        lost = ~held
+        distinct, inverse = np.unique(keys[lost], return_inverse=True)
+        lost_buckets, lost_signs = _grams_buckets(distinct)
+        buckets[lost] = lost_buckets[inverse]
+        signs[lost] = lost_signs[inverse]
+    return buckets, signs
+
+
 class HashEmbedder:
     """Hashed character 3-grams, 256 dimensions: lexical, NOT semantic."""
 
@@ -62,12 +110,28 @@ class HashEmbedder:
         return self._embed(texts)
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
-        out = np.zeros((len(texts), self.dimension), dtype=np.float64)
+        # Vectorised over the whole batch: each gram is packed into one integer
+        # (three 21-bit code points), the batch's distinct grams are hashed once
+        # each, and the signed counts are summed by one bincount.
+        rows: list[npt.NDArray[np.int64]] = []
+        keys: list[npt.NDArray[np.int64]] = []
         for row, text in enumerate(texts):
             padded = normalise_text(text)
-            for start in range(len(padded) - _GRAM + 1):
-                bucket, sign = _bucket(padded[start : start + _GRAM])
-                out[row, bucket] += sign
-        # float64 accumulation then one rounding: the result does not depend on
-        # how the texts were batched.
-        return l2_normalise(out)
+            if len(padded) < _GRAM:
+                continue
+            points = np.frombuffer(
+                padded.encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+            ).astype(np.int64)
+            keys.append((points[:-2] << 42) | (points[1:-1] << 21) | points[2:])
+            rows.append(np.full(len(points) - 2, row, dtype=np.int64))
+        dim = self.dimension
+        if not keys:
+            return l2_normalise(np.zeros((len(texts), dim), dtype=np.float64))
+        all_keys = np.concatenate(keys)
+        buckets, signs = _buckets_of(all_keys)
+        cells = np.concatenate(rows) * dim + buckets
+        # float64 sums of +-1 are exact whatever the order, so the result does not
+        # depend on how the texts were batched.
+        counts = np.bincount(cells, weights=signs, minlength=len(texts) * dim)
+        out = np.asarray(counts, dtype=np.float64)
+        return l2_normalise(out.reshape(len(texts), dim))

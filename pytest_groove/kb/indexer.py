@@ -28,7 +28,7 @@ from pytest_groove.kb.index_lock import index_lock, probe_lock_file
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.quality import quality_score, token_count
 from pytest_groove.kb.records import ParsedDocument
-from pytest_groove.kb.store import DB_FILE_NAME, Store
+from pytest_groove.kb.store import DB_FILE_NAME, DocumentWrite, Store
 from pytest_groove.kb.walk import CollectResult, collect_files
 
 #: a KB file larger than this is skipped with a warning
@@ -299,6 +299,24 @@ def current_read_only(
     return report
 
 
+#: chunks embedded per embedder call and written per transaction.  Large enough that
+#: the embedder runs at its batch speed (a neural model loses most of its throughput
+#: to small calls, worst on a busy machine) and a commit is paid per few hundred
+#: chunks, small enough that a killed run loses little work and the progress bar moves.
+EMBED_GROUP_CHUNKS = 256
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What is on disk: readable files with their bytes, and what could not be seen."""
+
+    files: list[_ScannedFile]
+    #: files that could not be read: their stored rows are kept
+    skipped: set[str]
+    #: folder prefixes that could not be listed: nothing below them is pruned
+    unlisted: tuple[str, ...]
+
+
 def _index_locked(
     kb: Path,
     store: Store,
@@ -307,15 +325,34 @@ def _index_locked(
     force: bool,
     progress: bool | None,
 ) -> IndexReport:
+    """The indexer's steps, in order: scan, renames, index each file, prune."""
     report = IndexReport()
     check_model(store, embedder, force)
     if force:
         store.wipe()
     contextual = resolve_context_mode(store, settings.contextual, force, report) == "static"
+    scan = _scan(kb, settings, report)
+    stored = store.document_hashes()
+    renamed_to = set() if force else _apply_renames(store, scan, stored, report)
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = _Progress(len(scan.files), show)
+    group = _WriteGroup(store, embedder, contextual, report, bar)
+    try:
+        for item in scan.files:
+            # in static mode a renamed file may get a new breadcrumb (from its name)
+            forced = force or (contextual and item.path in renamed_to)
+            _index_file(item, stored, forced, item.path in renamed_to, settings, scan, group)
+        group.flush()
+    finally:
+        bar.close()
+    _prune(store, scan, stored, report)
+    return report
 
+
+def _scan(kb: Path, settings: IndexSettings, report: IndexReport) -> _Scan:
+    """Every KB file's bytes and SHA-256; unreadable files are skipped with a warning."""
     collected = collect_files(kb, settings)
     report.warnings.extend(collected.warnings)
-
     scanned: list[_ScannedFile] = []
     skipped: set[str] = set()
     for rel, data in _read_collected(kb, collected, report.warnings).items():
@@ -324,96 +361,174 @@ def _index_locked(
             report.skipped += 1
             continue
         scanned.append(_ScannedFile(rel, data, hashlib.sha256(data).hexdigest()))
+    return _Scan(scanned, skipped, collected.unlisted)
 
-    stored = store.document_hashes()
-    on_disk = {f.path for f in scanned}
 
-    # rename detection: a vanished path whose bytes reappear under a new path
+def _apply_renames(
+    store: Store, scan: _Scan, stored: dict[str, str], report: IndexReport
+) -> set[str]:
+    """Move rows of files whose bytes reappear under a new path; returns the new paths.
+
+    ``stored`` (path -> hash) is updated to the new paths.
+    """
+    on_disk = {f.path for f in scan.files}
+    orphans = sorted(
+        p
+        for p in stored
+        if p not in on_disk and p not in scan.skipped and not p.startswith(scan.unlisted)
+    )
+    # new paths by content hash, each queue in path order: pairing stays
+    # deterministic with duplicate contents, and linear in the number of files
+    fresh: dict[str, deque[str]] = {}
+    for f in sorted((f for f in scan.files if f.path not in stored), key=lambda f: f.path):
+        fresh.setdefault(f.digest, deque()).append(f.path)
     renames: list[tuple[str, str]] = []
-    if not force:
-        orphans = sorted(
-            p
-            for p in stored
-            if p not in on_disk and p not in skipped and not p.startswith(collected.unlisted)
-        )
-        # new paths by content hash, each queue in path order: pairing stays
-        # deterministic with duplicate contents, and linear in the number of files
-        fresh: dict[str, deque[str]] = {}
-        for f in sorted((f for f in scanned if f.path not in stored), key=lambda f: f.path):
-            fresh.setdefault(f.digest, deque()).append(f.path)
-        for old in orphans:
-            queue = fresh.get(stored[old])
-            if queue:
-                renames.append((old, queue.popleft()))
-        store.rename_documents(renames)
-        report.renamed = len(renames)
-        for old, new in renames:
-            stored[new] = stored.pop(old)
+    for old in orphans:
+        queue = fresh.get(stored[old])
+        if queue:
+            renames.append((old, queue.popleft()))
+    store.rename_documents(renames)
+    report.renamed = len(renames)
+    for old, new in renames:
+        stored[new] = stored.pop(old)
+    return {new for _, new in renames}
 
-    renamed_to = {new for _, new in renames}
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = _Progress(len(scanned), show)
+
+def _index_file(
+    item: _ScannedFile,
+    stored: dict[str, str],
+    forced: bool,
+    renamed: bool,
+    settings: IndexSettings,
+    scan: _Scan,
+    group: _WriteGroup,
+) -> None:
+    """Decide what one file needs (nothing, its document row, or new chunks) and queue it."""
+    report = group.report
+    known = item.path in stored
+    if known and not forced and stored[item.path] == item.digest:
+        if not renamed:
+            report.unchanged += 1
+        group.done_without_write()
+        return
     try:
-        for item in scanned:
-            known = item.path in stored
-            # in static mode a renamed file may get a new breadcrumb (from its name)
-            forced = force or (contextual and item.path in renamed_to)
-            if known and not forced and stored[item.path] == item.digest:
-                if item.path not in renamed_to:
-                    report.unchanged += 1
-                bar.step(report.chunks_embedded)
-                continue
-            try:
-                doc = parse_document(
-                    item.path, item.data, settings, on_warning=_prefixed(report, item.path)
-                )
-            except ParseFailure as exc:
-                report.skipped += 1
-                skipped.add(item.path)
-                report.warnings.append(f"skipped {item.path}: {exc}")
-                bar.step(report.chunks_embedded)
-                continue
-            if not doc.chunks:
-                report.skipped += 1
-                skipped.add(item.path)
-                report.warnings.append(f"skipped {item.path}: no embeddable chunks")
-                bar.step(report.chunks_embedded)
-                continue
-            if known and not forced and _same_chunks(store, item.path, doc, contextual):
-                store.update_document_meta(item.path, item.digest, len(item.data), doc)
-                report.changed += 1
-                bar.step(report.chunks_embedded)
-                continue
-            texts = [_embedding_input(c.context, c.content, contextual) for c in doc.chunks]
-            vectors = embedder.embed_passages(texts)
-            store.write_document(
-                item.path,
-                item.digest,
-                len(item.data),
-                doc,
-                vectors,
-                store_context=contextual,
-                token_counts=[token_count(c.content) for c in doc.chunks],
-                quality_scores=[quality_score(c.content) for c in doc.chunks],
-            )
-            report.chunks_embedded += len(doc.chunks)
-            if known:
-                report.changed += 1
-            else:
-                report.added += 1
-            bar.step(report.chunks_embedded)
-    finally:
-        bar.close()
+        doc = parse_document(
+            item.path, item.data, settings, on_warning=_prefixed(report, item.path)
+        )
+    except ParseFailure as exc:
+        _skip(item.path, str(exc), scan, group)
+        return
+    if not doc.chunks:
+        _skip(item.path, "no embeddable chunks", scan, group)
+        return
+    meta_only = known and not forced and _same_chunks(group.store, item.path, doc, group.contextual)
+    group.add(item, doc, known=known, meta_only=meta_only)
 
+
+def _skip(path: str, why: str, scan: _Scan, group: _WriteGroup) -> None:
+    group.report.skipped += 1
+    scan.skipped.add(path)
+    group.report.warnings.append(f"skipped {path}: {why}")
+    group.done_without_write()
+
+
+class _WriteGroup:
+    """Documents waiting to be embedded and written together.
+
+    Chunks of many documents go to the embedder in one call and to the database in
+    one transaction (one commit per group, not per document).  The progress bar and
+    the report count a document only once its group is committed, so the bar never
+    runs ahead of what is stored.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        contextual: bool,
+        report: IndexReport,
+        bar: _Progress,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.contextual = contextual
+        self.report = report
+        self._bar = bar
+        self._pending: list[tuple[_ScannedFile, ParsedDocument, bool, bool]] = []
+        self._chunks = 0
+        #: files decided without a write while a group was pending (shown after it)
+        self._idle_steps = 0
+
+    def done_without_write(self) -> None:
+        if self._pending:
+            self._idle_steps += 1
+        else:
+            self._bar.step(self.report.chunks_embedded)
+
+    def add(self, item: _ScannedFile, doc: ParsedDocument, *, known: bool, meta_only: bool) -> None:
+        self._pending.append((item, doc, known, meta_only))
+        if not meta_only:
+            self._chunks += len(doc.chunks)
+        if self._chunks >= EMBED_GROUP_CHUNKS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            for _ in range(self._idle_steps):
+                self._bar.step(self.report.chunks_embedded)
+            self._idle_steps = 0
+            return
+        texts = [
+            _embedding_input(c.context, c.content, self.contextual)
+            for item, doc, _known, meta_only in self._pending
+            if not meta_only
+            for c in doc.chunks
+        ]
+        vectors = self.embedder.embed_passages(texts) if texts else None
+        writes: list[DocumentWrite] = []
+        offset = 0
+        for item, doc, _known, meta_only in self._pending:
+            if meta_only or vectors is None:
+                writes.append(DocumentWrite(item.path, item.digest, len(item.data), doc))
+                continue
+            count = len(doc.chunks)
+            writes.append(
+                DocumentWrite(
+                    item.path,
+                    item.digest,
+                    len(item.data),
+                    doc,
+                    vectors[offset : offset + count],
+                    token_counts=[token_count(c.content) for c in doc.chunks],
+                    quality_scores=[quality_score(c.content) for c in doc.chunks],
+                )
+            )
+            offset += count
+        self.store.write_documents(writes, store_context=self.contextual)
+        for _item, doc, known, meta_only in self._pending:
+            if not meta_only:
+                self.report.chunks_embedded += len(doc.chunks)
+            if known:
+                self.report.changed += 1
+            else:
+                self.report.added += 1
+            self._bar.step(self.report.chunks_embedded)
+        for _ in range(self._idle_steps):
+            self._bar.step(self.report.chunks_embedded)
+        self._pending, self._chunks, self._idle_steps = [], 0, 0
+
+
+def _prune(store: Store, scan: _Scan, stored: dict[str, str], report: IndexReport) -> None:
+    """Delete the rows of files that vanished from the KB."""
+    on_disk = {f.path for f in scan.files}
     # below a folder that could not be listed, "not seen" does not mean "deleted"
     vanished = [
         p
         for p in stored
-        if p not in on_disk and p not in skipped and not p.startswith(collected.unlisted)
+        if p not in on_disk and p not in scan.skipped and not p.startswith(scan.unlisted)
     ]
     store.delete_documents(vanished)
     report.removed = len(vanished)
-    return report
 
 
 def _prefixed(report: IndexReport, rel: str) -> Callable[[str], None]:

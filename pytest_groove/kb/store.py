@@ -5,6 +5,14 @@ database so a single transaction keeps them consistent: a reader (WAL mode) sees
 document either entirely before or entirely after a re-index, never half of it.
 The faiss index (:mod:`pytest_groove.kb.vectors`) is derived from the ``embedding``
 column, never the other way round.
+
+Durability: WAL with ``synchronous=NORMAL``.  A commit is not fsynced, so a power
+cut may lose the last few transactions, but the database stays consistent and a
+killed process loses nothing committed.  That trade is right here because the
+whole database is derived from the KB: whatever a crash loses, the next indexer
+run sees as "not indexed yet" (or as an old hash) and redoes.  The indexer writes
+many documents per transaction (see :meth:`Store.write_documents`); each
+document's rows still change together, because a transaction is all or nothing.
 """
 
 from __future__ import annotations
@@ -105,6 +113,23 @@ class StoredChunk:
     context: str | None
 
 
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document's new state, as the indexer hands it to :meth:`Store.write_documents`.
+
+    ``vectors`` None means only the document row changes (a frontmatter-only edit:
+    the chunks and their embeddings stay as stored).
+    """
+
+    path: str
+    content_hash: str
+    size_bytes: int
+    doc: ParsedDocument
+    vectors: npt.NDArray[np.float32] | None = None
+    token_counts: Sequence[int] = ()
+    quality_scores: Sequence[float] = ()
+
+
 def _category_from_path(path: str) -> str | None:
     parts = path.split("/")
     return parts[0] if len(parts) >= 2 else None
@@ -141,6 +166,8 @@ class Store:
             conn = apsw.Connection(str(db_path), flags=flags)
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             conn.execute("PRAGMA journal_mode=WAL")
+            # derived data (see the module docstring): no fsync per commit
+            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             store = cls(conn, db_path)
             version = store._schema_version()
@@ -291,8 +318,10 @@ class Store:
     def wipe(self) -> None:
         """Delete every document, chunk and FTS row (``--force``)."""
         with self.transaction():
-            self.conn.execute("DELETE FROM fts_chunks")
-            self.conn.execute("DELETE FROM fts_terms")
+            # the FTS5 command drops a whole full-text index at once instead of
+            # deleting its entries row by row
+            for table in FTS_TABLES:
+                self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
             self.conn.execute("DELETE FROM chunks")
             self.conn.execute("DELETE FROM documents")
             self._bump_generation()
@@ -312,12 +341,11 @@ class Store:
         return [StoredChunk(h, c, x) for h, c, x in rows]
 
     def _delete_document_rows(self, doc_id: int) -> None:
-        ids = [
-            r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE document_id=?", (doc_id,))
-        ]
-        for cid in ids:
-            self.conn.execute("DELETE FROM fts_chunks WHERE rowid=?", (cid,))
-            self.conn.execute("DELETE FROM fts_terms WHERE rowid=?", (cid,))
+        for table in FTS_TABLES:
+            self.conn.execute(
+                f"DELETE FROM {table} WHERE rowid IN (SELECT id FROM chunks WHERE document_id=?)",
+                (doc_id,),
+            )
         self.conn.execute("DELETE FROM chunks WHERE document_id=?", (doc_id,))
 
     def write_document(
@@ -333,71 +361,121 @@ class Store:
         quality_scores: Sequence[float],
     ) -> None:
         """Replace ``path``'s document and chunks atomically (one transaction)."""
-        if len(vectors) != len(doc.chunks):
-            raise ValueError("one vector per chunk expected")
-        meta = self._doc_meta(path, content_hash, size_bytes, doc)
-        with self.transaction():
-            row = self.conn.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()
-            if row is not None:
-                doc_id = int(row[0])
-                self._delete_document_rows(doc_id)
-                self.conn.execute(
-                    "UPDATE documents SET title=:title, topic=:topic, category=:category, "
-                    "depth=:depth, tags=:tags, date=:date, content_hash=:hash, "
-                    "size_bytes=:size, last_indexed=:now WHERE id=:id",
-                    {**meta, "id": doc_id},
+        self.write_documents(
+            [
+                DocumentWrite(
+                    path, content_hash, size_bytes, doc, vectors, token_counts, quality_scores
                 )
-            else:
-                self.conn.execute(
-                    "INSERT INTO documents(path, title, topic, category, depth, tags, date, "
-                    "content_hash, size_bytes, last_indexed) VALUES (:path, :title, :topic, "
-                    ":category, :depth, :tags, :date, :hash, :size, :now)",
-                    meta,
-                )
-                doc_id = self.conn.last_insert_rowid()
-            for chunk, vector, tokens, quality in zip(
-                doc.chunks, vectors, token_counts, quality_scores, strict=True
+            ],
+            store_context=store_context,
+        )
+
+    def write_documents(self, writes: Sequence[DocumentWrite], *, store_context: bool) -> None:
+        """Apply many documents' new states in ONE transaction.
+
+        A commit costs far more than the rows of a typical document, so the indexer
+        groups documents; each document's rows still change all together (the
+        transaction is all or nothing), and a killed run leaves the documents of the
+        unfinished group at their old hashes, which the next run redoes.
+        """
+        for write in writes:
+            if write.vectors is not None and not (
+                len(write.vectors)
+                == len(write.doc.chunks)
+                == len(write.token_counts)
+                == len(write.quality_scores)
             ):
-                context = chunk.context if store_context else None
-                self.conn.execute(
+                raise ValueError("one vector, token count and quality score per chunk expected")
+        if not writes:
+            return
+        with self.transaction():
+            # AUTOINCREMENT: every chunk id written below is above this one
+            first_new = self._scalar(
+                "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name='chunks'"
+            )
+            chunks_written = False
+            for write in writes:
+                doc_id = self._upsert_document(write)
+                if write.vectors is None:
+                    continue
+                self.conn.executemany(
                     "INSERT INTO chunks(document_id, chunk_index, heading, level, content, "
                     "token_count, quality_score, context_text, embedding) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        doc_id,
-                        chunk.index,
-                        chunk.heading,
-                        chunk.level,
-                        chunk.content,
-                        tokens,
-                        quality,
-                        context,
-                        np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
-                    ),
+                    [
+                        (
+                            doc_id,
+                            chunk.index,
+                            chunk.heading,
+                            chunk.level,
+                            chunk.content,
+                            tokens,
+                            quality,
+                            chunk.context if store_context else None,
+                            np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+                        )
+                        for chunk, vector, tokens, quality in zip(
+                            write.doc.chunks,
+                            write.vectors,
+                            write.token_counts,
+                            write.quality_scores,
+                            strict=True,
+                        )
+                    ],
                 )
-                cid = self.conn.last_insert_rowid()
+                chunks_written = True
+            if chunks_written:
+                # one statement feeds the full-text index every chunk of the group
                 self.conn.execute(
-                    "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    (cid, chunk.heading, context, chunk.content),
+                    "INSERT INTO fts_chunks(rowid, heading, context, content) "
+                    "SELECT id, heading, context_text, content FROM chunks WHERE id > ? "
+                    "ORDER BY id",
+                    (first_new,),
                 )
-                self.conn.execute(
+                # the term table's text is rewritten in Python (Japanese bigrams)
+                self.conn.executemany(
                     "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    (cid, term_text(chunk.heading), term_text(context), term_text(chunk.content)),
+                    [
+                        (cid, term_text(heading), term_text(context), term_text(content))
+                        for cid, heading, context, content in self.conn.execute(
+                            "SELECT id, heading, context_text, content FROM chunks WHERE id > ? "
+                            "ORDER BY id",
+                            (first_new,),
+                        )
+                    ],
                 )
-            self._bump_generation()
+                self._bump_generation()
+
+    def _upsert_document(self, write: DocumentWrite) -> int:
+        """Insert or update ``write``'s document row; a content change drops its chunks."""
+        meta = self._doc_meta(write.path, write.content_hash, write.size_bytes, write.doc)
+        row = self.conn.execute("SELECT id FROM documents WHERE path=?", (write.path,)).fetchone()
+        if row is None:
+            self.conn.execute(
+                "INSERT INTO documents(path, title, topic, category, depth, tags, date, "
+                "content_hash, size_bytes, last_indexed) VALUES (:path, :title, :topic, "
+                ":category, :depth, :tags, :date, :hash, :size, :now)",
+                meta,
+            )
+            return self.conn.last_insert_rowid()
+        doc_id = int(row[0])
+        if write.vectors is not None:
+            self._delete_document_rows(doc_id)
+        self.conn.execute(
+            "UPDATE documents SET title=:title, topic=:topic, category=:category, "
+            "depth=:depth, tags=:tags, date=:date, content_hash=:hash, "
+            "size_bytes=:size, last_indexed=:now WHERE id=:id",
+            {**meta, "id": doc_id},
+        )
+        return doc_id
 
     def update_document_meta(
         self, path: str, content_hash: str, size_bytes: int, doc: ParsedDocument
     ) -> None:
         """Frontmatter-only edit: chunks unchanged, refresh the document row."""
-        meta = self._doc_meta(path, content_hash, size_bytes, doc)
-        with self.transaction():
-            self.conn.execute(
-                "UPDATE documents SET title=:title, topic=:topic, category=:category, "
-                "depth=:depth, tags=:tags, date=:date, content_hash=:hash, size_bytes=:size, "
-                "last_indexed=:now WHERE path=:path",
-                meta,
-            )
+        self.write_documents(
+            [DocumentWrite(path, content_hash, size_bytes, doc)], store_context=False
+        )
 
     def rename_documents(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Move documents whose bytes did not change (rename detection)."""
