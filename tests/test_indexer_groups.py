@@ -1,0 +1,161 @@
+"""Grouped indexing: many documents per embedder call and per transaction, yet every
+document's rows change together and an interrupted run is completed by the next one."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_groove.config import IndexSettings, Settings
+from pytest_groove.embed.base import Matrix
+from pytest_groove.embed.hashing import HashEmbedder
+from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.kb import indexer
+from pytest_groove.kb.store import Store
+
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+
+
+class RecordingEmbedder:
+    """The hash embedder, recording each call's size; fails on call number ``fail_on``."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.inner = HashEmbedder()
+        self.name = self.inner.name
+        self.dimension = self.inner.dimension
+        self.calls: list[int] = []
+        self.fail_on = fail_on
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        self.calls.append(len(texts))
+        if self.fail_on is not None and len(self.calls) == self.fail_on:
+            raise RuntimeError("embedder went away")
+        return self.inner.embed_passages(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_queries(texts)
+
+
+def make_kb(root: Path, docs: int, sections: int = 3) -> Path:
+    for number in range(docs):
+        body = "\n\n".join(
+            f"## Part {s} of note {number}\n\nnote {number} section {s} talks about "
+            f"{'alpha' if number % 2 else 'beta'} things and backups number {number * 7 + s}."
+            for s in range(sections)
+        )
+        path = root / f"folder{number % 4}" / f"note-{number:04d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body + "\n", encoding="utf-8")
+    return root
+
+
+def test_chunks_of_many_documents_go_to_the_embedder_together(kb_eval_copy: Path) -> None:
+    embedder = RecordingEmbedder()
+    report = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
+    assert report.added == 20
+    # kb-eval's 60 chunks fit in one group: one call, not one per document
+    assert embedder.calls == [report.chunks_embedded]
+
+
+def test_groups_are_bounded_and_the_result_equals_one_document_per_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = make_kb(tmp_path / "kb", 40)
+    monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 10)
+    grouped = RecordingEmbedder()
+    run_indexer(kb, SETTINGS, embedder=grouped, progress=False)
+    assert max(grouped.calls) < 10 + 3 and len(grouped.calls) == 10
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        snapshot = engine.corpus_snapshot()
+        hits = [(h.path, h.heading) for h in engine.search("alpha backups 77", 5)]
+
+    monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 1)
+    single = RecordingEmbedder()
+    run_indexer(kb, SETTINGS, embedder=single, force=True, progress=False)
+    assert single.calls == [3] * 40
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert engine.corpus_snapshot() == snapshot
+        assert [(h.path, h.heading) for h in engine.search("alpha backups 77", 5)] == hits
+
+
+def test_a_failed_group_leaves_earlier_groups_stored_and_the_next_run_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = make_kb(tmp_path / "kb", 12)
+    monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 9)  # three documents per group
+    with pytest.raises(RuntimeError, match="went away"):
+        run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(fail_on=2), progress=False)
+    store = Store.open(index_dir_for(kb.resolve(), SETTINGS, "hash"), create=False)
+    try:
+        docs, chunks = store.counts()
+    finally:
+        store.close()
+    # the first group committed whole; nothing of the failed group was written
+    assert (docs, chunks) == (3, 9)
+
+    again = RecordingEmbedder()
+    report = run_indexer(kb, SETTINGS, embedder=again, progress=False)
+    assert (report.added, report.unchanged, report.chunks_embedded) == (9, 3, 27)
+
+
+def test_frontmatter_only_edits_join_the_group_without_embedding(tmp_path: Path) -> None:
+    kb = make_kb(tmp_path / "kb", 6)
+    run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
+    for path in sorted(kb.rglob("*.md"))[:3]:
+        path.write_text("---\ntitle: Renamed\n---\n" + path.read_text(encoding="utf-8"))
+    embedder = RecordingEmbedder()
+    report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    assert (report.changed, report.chunks_embedded, embedder.calls) == (3, 0, [])
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        titles = {h.title for h in engine.search("note section", 50)}
+    assert "Renamed" in titles
+
+
+def _index_state(kb: Path) -> tuple[object, ...]:
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        store = engine.store
+        integrity = store.conn.execute("PRAGMA integrity_check").fetchone()
+        fts_ok = store.conn.execute(
+            "INSERT INTO fts_chunks(fts_chunks, rank) VALUES ('integrity-check', 0)"
+        ).fetchall()
+        return (
+            integrity,
+            fts_ok,
+            engine.corpus_snapshot(),
+            engine.vectors.size,
+            engine.fts_match_count('"alpha"'),
+            [(h.path, h.heading) for h in engine.search("beta backups 140", 8)],
+        )
+
+
+@pytest.mark.slow
+def test_kill_9_at_any_point_leaves_an_index_the_next_run_completes(tmp_path: Path) -> None:
+    if not hasattr(signal, "SIGKILL"):
+        pytest.skip("needs SIGKILL")
+    kb = make_kb(tmp_path / "kb", 600, sections=4)
+    run_indexer(kb, SETTINGS, progress=False)
+    expected = _index_state(kb)
+    shutil.rmtree(kb / ".groove")
+
+    groove = shutil.which("groove", path=str(Path(sys.executable).parent)) or "groove"
+    command = [groove, "index", "--kb-path", str(kb), "--model", "hash"]
+    started = time.monotonic()
+    subprocess.run([*command, "--force"], check=True, capture_output=True)
+    full = time.monotonic() - started
+    for attempt, share in enumerate((0.15, 0.3, 0.45, 0.6, 0.7, 0.8, 0.9, 0.97)):
+        force = ["--force"] if attempt % 2 else []
+        process = subprocess.Popen(
+            command + force, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        time.sleep(full * share)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        subprocess.run(command, check=True, capture_output=True)
+        assert _index_state(kb) == expected, f"killed at {share:.0%} of a run"
