@@ -110,6 +110,10 @@ class Engine:
         with self._faults():
             return self._searcher.search(query, limit, search or self.settings.search)
 
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed the queries about to be searched in one batch (golden sets, tune)."""
+        self._searcher.prepare_queries(queries)
+
     def read_snapshot(self) -> AbstractContextManager[None]:
         """Searches, corpus snapshot and quote scan inside see one index state."""
         return self._read_snapshot()

@@ -21,8 +21,10 @@ from pytest_groove.errors import GrooveError
 __all__ = ["E5SmallEmbedder"]
 
 _DIMENSION = 384
-#: texts per engine call: keeps the token buffers the engine allocates bounded
-_BATCH = 32
+#: texts per engine call.  The engine itself runs a call in slices of ~16k tokens, so
+#: this only bounds the per-text token lists; it is large because every call pays a
+#: fixed cost (thread start-up and barriers) that a busy machine magnifies.
+_BATCH = 512
 
 _model: Any = None
 # One model per process: loading maps ~70 MB of weights.  The lock also serialises

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import faiss
@@ -74,6 +75,26 @@ CACHE_PREFIX = "vectors"
 CENTRING_PRIOR_CHUNKS = 8.0
 #: centring needs two script groups of at least this share of the chunks each
 CENTRING_MIN_SHARE = 0.25
+
+
+@contextlib.contextmanager
+def one_faiss_thread() -> Iterator[None]:
+    """Run faiss on one OpenMP thread for the duration of the block.
+
+    One query over a flat index is a few milliseconds of work: spreading it over
+    OpenMP threads makes it wait at a barrier for every thread, and on a busy machine
+    (a shared CI runner) a descheduled thread stretches each query tenfold.  The
+    process-wide setting is restored afterwards, for other faiss users in the process.
+    """
+    before = faiss.omp_get_max_threads()
+    if before == 1:
+        yield
+        return
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 class VectorIndex:
@@ -189,7 +210,8 @@ class VectorIndex:
         if n <= 0:
             return []
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
-        scores, ids = self._index.search(q, n)
+        with one_faiss_thread():
+            scores, ids = self._index.search(q, n)
         pairs = [(float(s), int(i)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
         # faiss does not promise an order among equal scores; the gate needs one
         pairs.sort(key=lambda p: (-p[0], p[1]))

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from pytest_groove.config import SEARCH_LIMIT_MAX, SearchSettings
 from pytest_groove.embed.base import Embedder
+from pytest_groove.errors import GrooveError
 from pytest_groove.kb.scripts import chunk_opening, script_group
 from pytest_groove.kb.store import ChunkRow, Store
 from pytest_groove.kb.vectors import VectorIndex
@@ -64,6 +65,36 @@ class HybridSearcher:
         self.vectors = vectors
         self.embedder = embedder
         self.reranker = reranker
+        #: query vectors embedded ahead of the searches (see prepare_queries)
+        self._prepared: dict[str, npt.NDArray[np.float32]] = {}
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed the queries of a coming batch of searches in one embedder call.
+
+        A golden set is known before its first search; embedding it in one batch
+        costs a fraction of one call per query (a neural model's fixed cost per call
+        dominates a short query).  Vectors do not depend on the batch they were
+        embedded in, so results are the same as without preparing.
+        """
+        wanted: dict[str, None] = {}
+        for query in queries:
+            try:
+                positive = parse_query(query).positive
+            except GrooveError:
+                continue  # its own search reports the error
+            if positive not in self._prepared:
+                wanted[positive] = None
+        positives = list(wanted)
+        if positives:
+            vectors = self.embedder.embed_queries(positives)
+            self._prepared.update(zip(positives, vectors, strict=True))
+
+    def _query_vector(self, positive: str) -> npt.NDArray[np.float32]:
+        prepared = self._prepared.get(positive)
+        if prepared is not None:
+            return prepared
+        vector: npt.NDArray[np.float32] = self.embedder.embed_queries([positive])[0]
+        return vector
 
     # ------------------------------------------------------------------ legs
 
@@ -164,7 +195,7 @@ class HybridSearcher:
         limit = max(0, min(limit, SEARCH_LIMIT_MAX))
         use_reranker = self.reranker is not None
         plan = pool_sizes(limit, settings.mmr.enabled, use_reranker)
-        query_vector = self.embedder.embed_queries([parsed.positive])[0]
+        query_vector = self._query_vector(parsed.positive)
 
         vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed)
         gate = vec_ids if settings.fts_script_gate else None
