@@ -217,7 +217,7 @@ def test_write_failures_while_indexing_are_one_line(
     def failing(*_args: object, **_kwargs: object) -> None:
         raise fault
 
-    monkeypatch.setattr(Store, "write_document", failing)
+    monkeypatch.setattr(Store, "write_documents", failing)
     md = next(p for p in kb_eval_copy.rglob("*.md") if ".groove" not in p.parts)
     md.write_text(md.read_text(encoding="utf-8") + "\n\nAnother paragraph here.\n", "utf-8")
     with pytest.raises(IndexUnwritable) as caught:
