@@ -40,6 +40,8 @@ class _Seen:
 class _State:
     mode: str = "ok"
     requests: list[_Seen] = field(default_factory=list)
+    #: answer this many requests 503 (Retry-After: 0) before the mode applies
+    overloaded: int = 0
 
 
 class _Server(ThreadingHTTPServer):
@@ -77,7 +79,10 @@ class _Handler(BaseHTTPRequestHandler):
             {"object": "embedding", "index": i, "embedding": v.tolist()}
             for i, v in enumerate(vectors)
         ]
-        if mode == "fail":
+        if state.overloaded > 0:
+            state.overloaded -= 1
+            self._send(503, b'{"error": "busy"}', {"Retry-After": "0"})
+        elif mode == "fail":
             error = {"error": {"message": "model exploded", "type": "server_error"}}
             self._send(500, json.dumps(error).encode())
         elif mode == "unauthorised":
@@ -124,7 +129,13 @@ def server() -> Iterator[_Server]:
 def base(server: _Server, monkeypatch: pytest.MonkeyPatch) -> str:
     """Base URL of a fresh-state server, with no HTTP env configuration leaking in."""
     server.state = _State()
-    for key in ("GROOVE_HTTP_MODEL", "GROOVE_HTTP_API_KEY", "GROOVE_HTTP_TIMEOUT"):
+    for key in (
+        "GROOVE_HTTP_MODEL",
+        "GROOVE_HTTP_API_KEY",
+        "GROOVE_HTTP_TIMEOUT",
+        "GROOVE_HTTP_BATCH",
+        "GROOVE_HTTP_RETRIES",
+    ):
         monkeypatch.delenv(key, raising=False)
     host, port = server.server_address[:2]
     return f"http://{host!s}:{port}"
@@ -157,13 +168,13 @@ def test_empty_input_sends_nothing(server: _Server, base: str) -> None:
     assert len(server.state.requests) == before
 
 
-def test_batches_of_64_in_order(server: _Server, base: str) -> None:
+def test_batches_of_256_in_order(server: _Server, base: str) -> None:
     embedder = HttpEmbedder(base)
     server.state.requests.clear()
-    texts = [f"text number {i}" for i in range(150)]
+    texts = [f"text number {i}" for i in range(600)]
     vectors = embedder.embed_passages(texts)
     sent = [seen.body["input"] for seen in server.state.requests]
-    assert [len(batch) for batch in sent] == [64, 64, 22]
+    assert [len(batch) for batch in sent] == [256, 256, 88]
     assert [t for batch in sent for t in batch] == texts
     np.testing.assert_allclose(vectors, _expected(texts), atol=1e-6)
 
@@ -287,6 +298,40 @@ def test_bad_answers_become_groove_errors(
     with pytest.raises(GrooveError, match=pattern) as info:
         embedder.embed_passages(["one", "two"])
     assert base in info.value.message
+
+
+def test_overloaded_server_is_retried_then_answers(server: _Server, base: str) -> None:
+    embedder = HttpEmbedder(base)
+    server.state.requests.clear()
+    server.state.overloaded = 2
+    vectors = embedder.embed_passages(["one", "two"])
+    np.testing.assert_allclose(vectors, _expected(["one", "two"]), atol=1e-6)
+    assert len(server.state.requests) == 3
+
+
+def test_retries_are_bounded_and_said(
+    server: _Server, base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GROOVE_HTTP_RETRIES", "1")
+    embedder = HttpEmbedder(base)
+    server.state.requests.clear()
+    server.state.overloaded = 5
+    with pytest.raises(GrooveError, match=r"HTTP 503.*still failing after 1 retries"):
+        embedder.embed_passages(["one"])
+    assert len(server.state.requests) == 2
+    monkeypatch.setenv("GROOVE_HTTP_RETRIES", "-2")
+    with pytest.raises(GrooveError, match="GROOVE_HTTP_RETRIES='-2'"):
+        HttpEmbedder(base)
+
+
+def test_batch_size_from_environment(
+    server: _Server, base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GROOVE_HTTP_BATCH", "2")
+    embedder = HttpEmbedder(base)
+    server.state.requests.clear()
+    embedder.embed_passages(["a", "b", "c", "d", "e"])
+    assert [len(r.body["input"]) for r in server.state.requests] == [2, 2, 1]
 
 
 def test_timeout_is_reported(server: _Server, base: str) -> None:

@@ -16,6 +16,13 @@ library only (``urllib.request``).
   Credentials inside the URL are refused so they cannot leak into index metadata
   and run history.
 * Timeout: ``GROOVE_HTTP_TIMEOUT`` seconds per request (default 60).
+* Batches: ``GROOVE_HTTP_BATCH`` texts per request (default 256): large requests
+  keep a remote server's batching busy and pay the round trip once per batch.
+* Retries: a request answered 429, 502, 503 or 504, or whose connection failed
+  after the embedder was built, is retried ``GROOVE_HTTP_RETRIES`` times (default
+  3) with exponential backoff (0.5 s, 1 s, 2 s...) or the server's ``Retry-After``
+  (capped at 30 s).  An unreachable server at start, a timeout and any other
+  status fail at once: retrying those would only make a broken setup slower to report.
 
 The embedder's :attr:`name` is the canonical URL including the model fragment, so
 two server models never share an index.  The dimension is discovered by embedding
@@ -30,6 +37,7 @@ import ipaddress
 import json
 import math
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -42,16 +50,32 @@ from pytest_groove.embed.base import Matrix, l2_normalise
 from pytest_groove.embed.names import http_url
 from pytest_groove.errors import GrooveError
 
-__all__ = ["BATCH_SIZE", "DEFAULT_TIMEOUT", "HttpEmbedder", "canonical_url"]
+__all__ = ["BATCH_SIZE", "DEFAULT_TIMEOUT", "RETRIES", "HttpEmbedder", "canonical_url"]
 
-#: texts per request
-BATCH_SIZE = 64
+#: texts per request unless GROOVE_HTTP_BATCH says otherwise
+BATCH_SIZE = 256
+#: retries of a transient failure unless GROOVE_HTTP_RETRIES says otherwise
+RETRIES = 3
+#: statuses that mean "overloaded or restarting, try again"
+_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+_BACKOFF_S = 0.5
+_RETRY_AFTER_CAP_S = 30.0
 #: seconds per request unless GROOVE_HTTP_TIMEOUT says otherwise
 DEFAULT_TIMEOUT = 60.0
 _PROBE_TEXT = "dimension probe"
 _ERROR_BODY_LIMIT = 2000
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
+class _Transient(Exception):
+    """A failed round trip that may succeed when tried again."""
+
+    def __init__(self, error: GrooveError, delay: float | None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        #: seconds the server asked us to wait (Retry-After), else None
+        self.delay = delay
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -76,6 +100,32 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _env_count(name: str, default: int, minimum: int) -> int:
+    """A whole-number setting from the environment (``default`` when unset)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise GrooveError(f"{name}={raw!r} is not a whole number >= {minimum}")
+    return value
+
+
+def _retry_after(exc: urllib.error.HTTPError) -> float | None:
+    """The server's ``Retry-After`` in seconds (numeric form only), capped."""
+    value = exc.headers.get("Retry-After") if exc.headers is not None else None
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return None
+    return min(seconds, _RETRY_AFTER_CAP_S)
 
 
 def _env_timeout() -> float:
@@ -144,8 +194,11 @@ class HttpEmbedder:
         self._opener = urllib.request.build_opener(*handlers)
         self._api_key = os.environ.get("GROOVE_HTTP_API_KEY", "").strip() or None
 
+        self.batch_size = _env_count("GROOVE_HTTP_BATCH", BATCH_SIZE, 1)
+        self.retries = _env_count("GROOVE_HTTP_RETRIES", RETRIES, 0)
         self.dimension: int = 0
-        probe = self._request([_PROBE_TEXT], input_type="query")
+        # no retries here: a server that is not there at all is reported at once
+        probe = self._request([_PROBE_TEXT], input_type="query", retries=0)
         self.dimension = int(probe.shape[1])
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:
@@ -156,12 +209,14 @@ class HttpEmbedder:
 
     def _embed(self, texts: Sequence[str], *, input_type: str) -> Matrix:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), BATCH_SIZE):
-            batch = list(texts[start : start + BATCH_SIZE])
-            out[start : start + len(batch)] = self._request(batch, input_type=input_type)
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            out[start : start + len(batch)] = self._request(
+                batch, input_type=input_type, retries=self.retries
+            )
         return out
 
-    def _request(self, texts: list[str], *, input_type: str) -> Matrix:
+    def _request(self, texts: list[str], *, input_type: str, retries: int) -> Matrix:
         """POST one batch and return its vectors in input order, L2-normalised."""
         # Lone surrogates (from surrogateescape-decoded files) are not valid UTF-8.
         clean = [t if t.isascii() else t.encode("utf-8", "replace").decode("utf-8") for t in texts]
@@ -179,11 +234,41 @@ class HttpEmbedder:
             headers=headers,
             method="POST",
         )
+        attempt = 0
+        while True:
+            try:
+                raw = self._send(request)
+                break
+            except _Transient as transient:
+                if attempt >= retries:
+                    if not retries:
+                        raise transient.error from transient.error.__cause__
+                    raise GrooveError(
+                        f"{transient.error.message} (still failing after {retries} retries; "
+                        "GROOVE_HTTP_RETRIES sets how many)"
+                    ) from transient.error.__cause__
+                time.sleep(_BACKOFF_S * 2**attempt if transient.delay is None else transient.delay)
+                attempt += 1
+        try:
+            payload = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise GrooveError(
+                f"embedding server {self.endpoint} answered with invalid JSON ({exc})"
+            ) from exc
+        return self._vectors(payload, len(texts))
+
+    def _send(self, request: urllib.request.Request) -> bytes:
+        """One round trip; a failure worth retrying raises :class:`_Transient`."""
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
-                raw = response.read()
+                raw: bytes = response.read()
+                return raw
         except urllib.error.HTTPError as exc:
-            raise GrooveError(self._http_error_message(exc)) from exc
+            error = GrooveError(self._http_error_message(exc))
+            error.__cause__ = exc
+            if exc.code in _RETRY_STATUSES:
+                raise _Transient(error, _retry_after(exc)) from exc
+            raise error from exc
         except (urllib.error.URLError, OSError) as exc:
             # urllib wraps a timeout while waiting for the answer in URLError
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
@@ -192,16 +277,9 @@ class HttpEmbedder:
                     f"embedding server {self.endpoint} did not answer within "
                     f"{self.timeout:g} s (raise GROOVE_HTTP_TIMEOUT or check the server)"
                 ) from exc
-            raise GrooveError(
-                f"could not reach embedding server {self.endpoint}: {reason}"
-            ) from exc
-        try:
-            payload = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise GrooveError(
-                f"embedding server {self.endpoint} answered with invalid JSON ({exc})"
-            ) from exc
-        return self._vectors(payload, len(texts))
+            error = GrooveError(f"could not reach embedding server {self.endpoint}: {reason}")
+            error.__cause__ = exc
+            raise _Transient(error, None) from exc
 
     def _http_error_message(self, exc: urllib.error.HTTPError) -> str:
         detail = ""
