@@ -98,6 +98,8 @@ class IndexSettings:
     parsers: tuple[str, ...] = ("md",)
     #: where the index lives; None = ``<kb>/.groove/<model-slug>/``
     index_dir: Path | None = None
+    #: the vector index searched: "flat" (exact, default) or "hnsw" (approximate)
+    vector_index: str = "flat"
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,10 @@ class Engine:
         self.index_report = index_report
         with self._faults(), store.read_snapshot():
             self.vectors = VectorIndex.load_for(
-                store, store.path.parent, centre=settings.search.vector_centring
+                store,
+                store.path.parent,
+                centre=settings.search.vector_centring,
+                kind=settings.index.vector_index,
             )
             self.context_mode: str = store.get_meta("context_mode") or "off"
         self.reranker = get_reranker(settings.search.reranker)

@@ -1,8 +1,14 @@
-"""The faiss side of an index: exact inner-product search over stored embeddings.
+"""The faiss side of an index: inner-product search over stored embeddings.
 
-``IndexIDMap2`` over ``IndexFlatIP`` on L2-normalised vectors: exhaustive (so the
-ranking is exact and deterministic, which a regression gate needs), keyed by chunk
-id, and it supports removal.  It is built from the database and cached in a file
+By default ``IndexIDMap2`` over ``IndexFlatIP`` on L2-normalised vectors:
+exhaustive (so the ranking is exact and deterministic, which a regression gate
+needs), keyed by chunk id.  For KBs of millions of chunks, ``vector_index = "hnsw"``
+builds an approximate HNSW graph instead (faiss ``IndexHNSWFlat``): much faster per
+query, but it may miss a true neighbour.  It is built on one thread, so the same
+database always gives the same graph and the same results, and the kind is part of
+an eval run's fingerprint, so runs on different kinds are never compared.
+
+Either kind is built from the database and cached in a file
 beside it, named by the database's random id and write generation, so a second
 process opening an unchanged index reads one file instead of every embedding blob,
 and a re-created database can never pick up a stale cache.
@@ -28,6 +34,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
@@ -71,6 +78,27 @@ def _centred(
 
 
 CACHE_PREFIX = "vectors"
+#: the vector index kinds ``vector_index`` accepts
+VECTOR_INDEX_KINDS = ("flat", "hnsw")
+DEFAULT_VECTOR_INDEX = "flat"
+#: HNSW graph degree, construction and search breadth: faiss's usual trade-offs for
+#: recall well above 0.95 on sentence embeddings
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128
+
+
+def _new_index(kind: str, dim: int) -> faiss.Index:
+    if kind == "flat":
+        return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+    if kind == "hnsw":
+        graph = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        return faiss.IndexIDMap2(graph)
+    known = ", ".join(VECTOR_INDEX_KINDS)
+    raise ValueError(f"unknown vector index kind {kind!r} (known: {known})")
+
+
 #: weight (in chunks) of the overall mean in each group's mean
 CENTRING_PRIOR_CHUNKS = 8.0
 #: centring needs two script groups of at least this share of the chunks each
@@ -100,9 +128,21 @@ def one_faiss_thread() -> Iterator[None]:
 class VectorIndex:
     """Exact cosine search over the chunk embeddings of one store."""
 
-    def __init__(self, index: faiss.Index, dimension: int, means: Means | None = None) -> None:
+    def __init__(
+        self,
+        index: faiss.Index,
+        dimension: int,
+        means: Means | None = None,
+        kind: str = DEFAULT_VECTOR_INDEX,
+    ) -> None:
         self._index = index
         self.dimension = dimension
+        self.kind = kind
+        #: the HNSW graph inside the id map (its search breadth is set per query)
+        self._graph: Any = None
+        if kind == "hnsw":
+            id_map: Any = faiss.downcast_index(index)
+            self._graph = faiss.downcast_index(id_map.index)
         #: script group → mean subtracted from its vectors; empty = not centred
         self.means: Means = means or {}
 
@@ -117,6 +157,7 @@ class VectorIndex:
         matrix: npt.NDArray[np.float32],
         dim: int,
         groups: list[str] | None = None,
+        kind: str = DEFAULT_VECTOR_INDEX,
     ) -> VectorIndex:
         """An index over ``matrix``; with ``groups`` (one per row) language-centred."""
         means = group_means(matrix, groups) if groups is not None and len(ids) else {}
@@ -126,13 +167,23 @@ class VectorIndex:
             for name, mean in means.items():
                 rows = labels == name
                 matrix[rows] = _centred(matrix[rows], mean)
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        index = _new_index(kind, dim)
         if len(ids):
-            index.add_with_ids(np.ascontiguousarray(matrix, dtype=np.float32), ids)
-        return cls(index, dim, means)
+            # one thread: a multi-threaded HNSW build inserts in a racy order, and the
+            # graph (so the results) would differ from run to run
+            with one_faiss_thread():
+                index.add_with_ids(np.ascontiguousarray(matrix, dtype=np.float32), ids)
+        return cls(index, dim, means, kind)
 
     @classmethod
-    def load_for(cls, store: Store, directory: Path, *, centre: bool = True) -> VectorIndex:
+    def load_for(
+        cls,
+        store: Store,
+        directory: Path,
+        *,
+        centre: bool = True,
+        kind: str = DEFAULT_VECTOR_INDEX,
+    ) -> VectorIndex:
         """The cached index for the store's current generation, else a fresh build.
 
         ``centre`` applies language centring when the index has several script
@@ -141,7 +192,11 @@ class VectorIndex:
         """
         dim = int(store.get_meta("embedding_dim") or "0")
         mode = "centred" if centre else "raw"
-        cache = directory / f"{CACHE_PREFIX}-{store.index_id}-gen{store.generation}-{mode}.faiss"
+        # the flat cache keeps its name; another kind adds its own
+        infix = "" if kind == DEFAULT_VECTOR_INDEX else f"-{kind}"
+        cache = (
+            directory / f"{CACHE_PREFIX}{infix}-{store.index_id}-gen{store.generation}-{mode}.faiss"
+        )
         means_file = cache.with_suffix(".npz")
         if cache.is_file():
             try:
@@ -151,7 +206,7 @@ class VectorIndex:
                     with np.load(means_file) as saved:
                         means = {str(k): np.asarray(saved[k], dtype=np.float32) for k in saved}
                 if index.d == dim and index.ntotal == store.counts()[1]:
-                    return cls(index, dim, means)
+                    return cls(index, dim, means, kind)
             except (RuntimeError, OSError, ValueError):
                 pass  # a damaged cache is rebuilt below
         ids, matrix = store.all_vectors()
@@ -159,7 +214,7 @@ class VectorIndex:
         if centre:
             openings = store.chunk_openings()
             groups = [script_group(openings.get(int(cid), "")) for cid in ids]
-        built = cls.build(ids, matrix, dim, groups)
+        built = cls.build(ids, matrix, dim, groups, kind)
         built._write_cache(directory, cache)
         return built
 
@@ -210,6 +265,9 @@ class VectorIndex:
         if n <= 0:
             return []
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+        if self._graph is not None:
+            # the search breadth must cover the results asked for
+            self._graph.hnsw.efSearch = max(HNSW_EF_SEARCH, n)
         with one_faiss_thread():
             scores, ids = self._index.search(q, n)
         pairs = [(float(s), int(i)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
