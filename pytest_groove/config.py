@@ -23,6 +23,10 @@ from pytest_groove.evaluation.guarded_io import read_guarded
 
 #: the KB's own groove.toml may hold at most this many bytes
 CONFIG_CAP = 1024 * 1024
+#: the vector index kinds (see pytest_groove.kb.vectors); flat is exact
+VECTOR_INDEX_KINDS = ("flat", "hnsw")
+DEFAULT_VECTOR_INDEX = "flat"
+
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".obsidian",
     ".git",
@@ -99,7 +103,7 @@ class IndexSettings:
     #: where the index lives; None = ``<kb>/.groove/<model-slug>/``
     index_dir: Path | None = None
     #: the vector index searched: "flat" (exact, default) or "hnsw" (approximate)
-    vector_index: str = "flat"
+    vector_index: str = DEFAULT_VECTOR_INDEX
 
 
 @dataclass(frozen=True)
@@ -295,6 +299,12 @@ def _parse_index(top: _Section) -> IndexSettings:
         # an empty entry is a substring of every heading: it would drop every section
         raise GrooveError(f"invalid config {source}: exclude_headings cannot hold an empty string")
     index_dir = _parse_index_dir(top)
+    vector_index = top.pop_str("vector_index", DEFAULT_VECTOR_INDEX)
+    if vector_index not in VECTOR_INDEX_KINDS:
+        raise GrooveError(
+            f"invalid config {source}: vector_index must be one of "
+            f"{', '.join(VECTOR_INDEX_KINDS)} (got {vector_index!r})"
+        )
     parsers = _parse_parsers(top.pop_section("parsers"))
     contextual = _parse_contextual(top.pop_section("contextual"))
     return IndexSettings(
@@ -304,6 +314,7 @@ def _parse_index(top: _Section) -> IndexSettings:
         exclude_headings=exclude_headings,
         parsers=parsers,
         index_dir=index_dir,
+        vector_index=vector_index,
     )
 
 
@@ -485,11 +496,14 @@ def with_overrides(
     model: str | None = None,
     index_dir: Path | None = None,
     overrides: SearchOverrides | None = None,
+    vector_index: str | None = None,
 ) -> Settings:
     """Settings after the per-run choices every door offers (model, index dir, pipeline)."""
     index = settings.index
     if model:
         index = replace(index, model=model)
+    if vector_index is not None:
+        index = replace(index, vector_index=vector_index)
     if index_dir is not None:
         index = replace(index, index_dir=index_dir)
     search = settings.search

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 #: how a value is written and checked
-Kind = Literal["path", "text", "klist", "limit", "tristate", "unit", "flag", "threshold"]
+Kind = Literal["path", "text", "klist", "limit", "tristate", "unit", "flag", "threshold", "vindex"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,13 @@ OPTIONS: tuple[Option, ...] = (
         "BOOL",
     ),
     Option(
+        "vector-index",
+        "vindex",
+        "vector index searched: flat (exact, the default) or hnsw (approximate, for KBs of "
+        "millions of chunks; recorded in the run's fingerprint)",
+        "KIND",
+    ),
+    Option(
         "index-dir",
         "path",
         "keep the index in DIR instead of <kb>/.groove/<model>/ (e.g. a CI cache)",
@@ -236,6 +243,7 @@ class RunOptions:
     mmr_lambda: float | None = None
     mmr_same_doc_penalty: float | None = None
     parent_retriever: bool | None = None
+    vector_index: str | None = None
     index_dir: Path | None = None
     no_reindex: bool = False
     no_history: bool = False
@@ -336,6 +344,15 @@ def _parse_threshold(name: str, text: str) -> str:
     return text.strip()
 
 
+def _parse_vindex(name: str, text: str) -> str:
+    from pytest_groove.config import VECTOR_INDEX_KINDS
+
+    value = text.strip().lower()
+    if value not in VECTOR_INDEX_KINDS:
+        raise ValueError(f"{name} takes one of {', '.join(VECTOR_INDEX_KINDS)} (got {text!r})")
+    return value
+
+
 def _parse_flag(name: str, text: str) -> bool:
     raise ValueError(f"{name} takes no value")  # flags are store_true; never parsed
 
@@ -348,6 +365,7 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
     "tristate": _parse_tristate,
     "unit": _parse_unit,
     "flag": _parse_flag,
+    "vindex": _parse_vindex,
     "threshold": _parse_threshold,
 }
 

@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -341,6 +341,8 @@ class FakeEngine:
         self.closed = False
         #: indexed paths no answer returns
         self.extra_paths: set[str] = set()
+        #: (searches done before, queries) of each prepare_queries call
+        self.prepared: list[tuple[int, list[str]]] = []
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:
@@ -363,6 +365,9 @@ class FakeEngine:
         self._check("search")
         self.limits.append(limit)
         return hits_for(self.answers, query)[:limit]
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        self.prepared.append((len(self.limits), list(queries)))
 
     def corpus_snapshot(self) -> CorpusSnapshot:
         self._check("corpus")
@@ -413,6 +418,8 @@ def test_run_prints_the_text_report_and_records(kb: Path, engine: FakeEngine) ->
     assert err == ""
     assert engine.outside == [] and engine.closed
     assert engine.limits == [10, 10]
+    # every golden query in one batch, before the first search
+    assert engine.prepared == [(0, list(GOOD))]
     assert len(load_history(kb / HISTORY_FILE_NAME)) == 1
 
 
@@ -589,6 +596,25 @@ def test_end_to_end_with_the_hash_embedder(kb_eval_copy: Path) -> None:
     assert load_history(kb_eval_copy / HISTORY_FILE_NAME)[0].findings[0].path == (
         "about-the-eval.md"
     )
+
+
+def test_vector_index_kind_is_in_the_fingerprint(kb_eval_copy: Path) -> None:
+    kb = str(kb_eval_copy)
+    golden = str(Path(__file__).parent / "corpora" / "kb-eval-golden.yml")
+    base = ["--kb-path", kb, "--golden", golden, "--model", "hash", "--format", "json"]
+    code, exact, err = invoke(*base)
+    assert code == 0, err
+    assert "vector_index" not in json.loads(exact)["fingerprint"]
+    code, approx, err = invoke(*base, "--vector-index", "hnsw", "--no-reindex")
+    assert code == 0, err
+    data = json.loads(approx)
+    assert data["fingerprint"]["vector_index"] == "hnsw"
+    # never compared with the exact run before it
+    assert data["diff"] is None
+    # 62 chunks: the graph's search breadth covers them all, same answers
+    assert data["aggregate"] == json.loads(exact)["aggregate"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["eval", "--kb-path", kb, "--vector-index", "ivf"])
 
 
 def test_real_engine_diff_then_gate(kb_eval_copy: Path) -> None:

@@ -236,6 +236,40 @@ def test_embedder_hook_supplies_the_model(
     assert (kb / ".groove" / "team-hash").is_dir()
 
 
+def test_golden_queries_are_embedded_in_one_batch(pytester: pytest.Pytester, kb: Path) -> None:
+    pytester.makeconftest(
+        """
+        import pathlib
+        from pytest_groove.embed.hashing import HashEmbedder
+
+        class Counting(HashEmbedder):
+            def embed_queries(self, texts):
+                with open(pathlib.Path(__file__).parent / "calls.txt", "a") as log:
+                    log.write(f"{len(texts)}\\n")
+                return super().embed_queries(texts)
+
+        def pytest_groove_embedder(config):
+            return Counting()
+        """
+    )
+    result = pytester.runpytest("--groove-kb", "kb", "--groove-no-history")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    # four golden queries: one call of four, not four calls of one
+    assert (pytester.path / "calls.txt").read_text().split() == ["4"]
+
+
+def test_vector_index_option_reaches_the_fingerprint(
+    pytester: pytest.Pytester, kb: Path, dist: list[str]
+) -> None:
+    result = _run(pytester, "--groove-vector-index", "hnsw", "--groove-json", "r.json", *dist)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["fingerprint"]["vector_index"] == "hnsw"
+    bad = _run(pytester, "--groove-vector-index", "ivf")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--groove-vector-index takes one of flat, hnsw*"])
+
+
 def test_notes_quoting_golden_queries_are_reported_on_stderr(
     pytester: pytest.Pytester, kb: Path
 ) -> None:

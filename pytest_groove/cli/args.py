@@ -22,7 +22,14 @@ from pytest_groove.options import OPTIONS_BY_NAME, Option, RunOptions, read_run_
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are
 KB_OPTIONS = ("model", "config", "index-dir")
 #: the search-pipeline overrides ``search`` and ``eval`` share
-PIPELINE_OPTIONS = ("reranker", "mmr", "mmr-lambda", "mmr-same-doc-penalty", "parent-retriever")
+PIPELINE_OPTIONS = (
+    "reranker",
+    "mmr",
+    "mmr-lambda",
+    "mmr-same-doc-penalty",
+    "parent-retriever",
+    "vector-index",
+)
 #: the golden-set flags ``eval`` and ``tune`` share (with --format / --no-color)
 GOLDEN_OPTIONS = ("golden", "k")
 
@@ -111,6 +118,7 @@ def load_cli_settings(args: argparse.Namespace) -> Settings:
         load_settings(args.kb_path, run.config),
         model=run.model,
         index_dir=run.index_dir,
+        vector_index=run.vector_index,
         overrides=SearchOverrides(
             reranker=run.reranker,
             mmr=run.mmr,

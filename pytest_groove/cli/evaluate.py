@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -79,6 +79,8 @@ class EvalEngine(Protocol):
     def iter_chunk_texts(self) -> Iterator[ChunkText]: ...
 
     def headings_by_path(self) -> dict[str, set[str | None]]: ...
+
+    def prepare_queries(self, queries: Sequence[str]) -> None: ...
 
     def read_snapshot(self) -> AbstractContextManager[Any]: ...
 
@@ -190,9 +192,12 @@ def _evaluate_engine(
                 golden.hash,
                 search,
                 engine.context_mode,
+                vector_index=setup.settings.index.vector_index,
             )
             # a --baseline run measured with other settings stops us before any search
             _check_named_baseline(flags, history, fingerprint, setup.kb)
+            # every golden query in one embedder call, before the searches
+            engine.prepare_queries([q.query for q in golden.queries])
             results: list[QueryResult] = [
                 evaluate_query(q, engine.search(q.query, setup.depth, search), setup.k_values)
                 for q in golden.queries

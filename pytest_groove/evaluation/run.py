@@ -259,6 +259,8 @@ class Fingerprint:
     vector_centring: bool | None = None
     #: False when the full-text leg ran without the script gate (the default is on)
     fts_script_gate: bool | None = None
+    #: the approximate vector index kind ("hnsw"); None for the exact flat index
+    vector_index: str | None = None
     #: keys this version does not know (from a newer version's run), kept verbatim
     #: so they survive a history rewrite; a non-empty ``extra`` never equals a
     #: fingerprint this version builds, so such a run is never compared
@@ -275,6 +277,7 @@ class Fingerprint:
         search: SearchSettings,
         context_mode: str | None,
         retriever: str | None = None,
+        vector_index: str | None = None,
     ) -> Fingerprint:
         """The fingerprint of a run with these effective settings.
 
@@ -319,6 +322,9 @@ class Fingerprint:
             retriever=retriever,
             vector_centring=None if search.vector_centring else False,
             fts_script_gate=None if search.fts_script_gate else False,
+            # runs on an approximate index never compare with exact ones (or history
+            # from before the option existed)
+            vector_index=None if vector_index in (None, "flat") else vector_index,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -340,6 +346,7 @@ class Fingerprint:
             "retriever": self.retriever,
             "vector_centring": self.vector_centring,
             "fts_script_gate": self.fts_script_gate,
+            "vector_index": self.vector_index,
         }
         out.update({key: value for key, value in optional.items() if value is not None})
         # after the known keys, in the order they were read; a known key always wins
@@ -375,6 +382,7 @@ class Fingerprint:
             retriever=_opt_str(obj.get("retriever"), _where(path, "retriever")),
             vector_centring=_opt_bool(obj.get("vector_centring"), _where(path, "vector_centring")),
             fts_script_gate=_opt_bool(obj.get("fts_script_gate"), _where(path, "fts_script_gate")),
+            vector_index=_opt_str(obj.get("vector_index"), _where(path, "vector_index")),
             extra={
                 key: _json_value(value, _where(path, key))
                 for key, value in obj.items()
@@ -401,6 +409,7 @@ FINGERPRINT_KEYS = frozenset(
         "retriever",
         "vector_centring",
         "fts_script_gate",
+        "vector_index",
     }
 )
 

@@ -54,6 +54,7 @@ class EvalRequest:
     reranker: str | None = None
     overrides: SearchOverrides = field(default_factory=SearchOverrides)
     index_dir: Path | None = None
+    vector_index: str | None = None
     #: ``--threshold``: one number or metric=number pairs (None = the config's)
     threshold: str | None = None
 
@@ -75,6 +76,7 @@ def eval_request(kb: Path, run: RunOptions) -> EvalRequest:
             parent_retriever=run.parent_retriever,
         ),
         index_dir=run.index_dir,
+        vector_index=run.vector_index,
         threshold=run.threshold,
     )
 
@@ -124,6 +126,7 @@ def resolve_eval_setup(request: EvalRequest) -> EvalSetup:
         load_settings(kb, request.config_file),
         model=request.model,
         index_dir=request.index_dir,
+        vector_index=request.vector_index,
         overrides=replace(request.overrides, reranker=request.reranker),
     )
     search = settings.search

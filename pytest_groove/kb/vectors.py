@@ -3,8 +3,9 @@
 By default ``IndexIDMap2`` over ``IndexFlatIP`` on L2-normalised vectors:
 exhaustive (so the ranking is exact and deterministic, which a regression gate
 needs), keyed by chunk id.  For KBs of millions of chunks, ``vector_index = "hnsw"``
-builds an approximate HNSW graph instead (faiss ``IndexHNSWFlat``): much faster per
-query, but it may miss a true neighbour.  It is built on one thread, so the same
+in groove.toml (or ``--vector-index hnsw``) builds an approximate HNSW graph
+instead (faiss ``IndexHNSWFlat``): much faster per query, but it may miss a true
+neighbour.  It is built on one thread, so the same
 database always gives the same graph and the same results, and the kind is part of
 an eval run's fingerprint, so runs on different kinds are never compared.
 
@@ -40,6 +41,7 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.config import DEFAULT_VECTOR_INDEX, VECTOR_INDEX_KINDS
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
 
@@ -78,9 +80,6 @@ def _centred(
 
 
 CACHE_PREFIX = "vectors"
-#: the vector index kinds ``vector_index`` accepts
-VECTOR_INDEX_KINDS = ("flat", "hnsw")
-DEFAULT_VECTOR_INDEX = "flat"
 #: HNSW graph degree, construction and search breadth: faiss's usual trade-offs for
 #: recall well above 0.95 on sentence embeddings
 HNSW_M = 32

@@ -79,6 +79,9 @@ WORKER_INPUT = "groove"
 #: set when ``--groove-kb`` without paths made the golden file pytest's only argument
 GOLDEN_ONLY_KEY = pytest.StashKey[bool]()
 
+#: golden queries embedded together at a time (see GrooveSession._embed_ahead)
+EMBED_AHEAD = 64
+
 
 def usage_error(exc: GrooveError) -> pytest.UsageError:
     """A GrooveError as the usage error pytest prints as one ``ERROR:`` line (exit 4)."""
@@ -245,6 +248,9 @@ class GrooveSession:
         #: the plugin added the golden file to the paths: hand out its collector once
         self.collect_golden_once = False
         self._golden_collected = False
+        #: golden order of each query id, and the query texts already embedded
+        self._position = {q.id: at for at, q in enumerate(self.golden.queries)}
+        self._embedded: set[str] = set()
 
     def become_worker(self, workerinput: dict[str, Any]) -> None:
         """Take the xdist worker role: the controller prepared the index and the baseline."""
@@ -351,6 +357,7 @@ class GrooveSession:
         if retriever is not None:
             model, reranker_id, context_mode = "custom", None, None
             custom: str | None = retriever.name
+            vector_index = None
         else:
             self.engine = self._open_engine(reindex=not self.options.run.no_reindex)
             # a golden entry naming nothing indexed, or an empty KB, is a mistake in
@@ -365,6 +372,7 @@ class GrooveSession:
             reranker_id = self.engine.reranker_id
             context_mode = self.engine.context_mode
             custom = None
+            vector_index = self.setup.settings.index.vector_index
         setup = self.setup
         return Fingerprint.build(
             model=model,
@@ -375,6 +383,7 @@ class GrooveSession:
             search=setup.settings.search,
             context_mode=context_mode,
             retriever=custom,
+            vector_index=vector_index,
         )
 
     def _prepare(self) -> Prepared:
@@ -420,7 +429,28 @@ class GrooveSession:
 
     def run_query(self, query: Any) -> QueryResult:
         """Search one golden query and score it."""
+        self._embed_ahead(query)
         return evaluate_query(query, self._search(query.query), self.setup.k_values)
+
+    def _embed_ahead(self, query: Any) -> None:
+        """Embed this query with the next golden queries in one embedder call.
+
+        One call per query pays the model's fixed cost per call every time; one call
+        for the whole set would, under xdist, embed in every worker the queries the
+        other workers run.  A window of the queries that follow is the middle way
+        (items run in golden order, and xdist hands them out in runs).
+        """
+        if query.query in self._embedded or self.retriever() is not None:
+            return
+        if self.engine is None:
+            self._ensure_engine()
+        if self.engine is None:
+            return
+        at = self._position.get(query.id, 0)
+        window = [q.query for q in self.golden.queries[at : at + EMBED_AHEAD]]
+        self.engine.prepare_queries([query.query, *window])
+        self._embedded.update(window)
+        self._embedded.add(query.query)
 
     def query_regression(self, name: str, result: QueryResult) -> str | None:
         """The headline of an item's regression failure, or None when it did not regress.
