@@ -167,3 +167,12 @@ def test_any_value_gives_settings_or_one_line_error(
         load_settings(tmp, path)
     except GrooveError as exc:
         assert "\n" not in exc.message and "groove.toml" in exc.message
+
+
+def test_vector_index_kind(tmp_path: Path) -> None:
+    assert load_settings(tmp_path).index.vector_index == "flat"
+    write_config(tmp_path, 'vector_index = "hnsw"\n')
+    assert load_settings(tmp_path).index.vector_index == "hnsw"
+    write_config(tmp_path, 'vector_index = "ivf"\n')
+    with pytest.raises(GrooveError, match=r"groove\.toml: vector_index must be one of flat, hnsw"):
+        load_settings(tmp_path)
