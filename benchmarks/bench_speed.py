@@ -142,19 +142,27 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+#: runs a command and prints its peak RSS in KiB: a small parent process, because
+#: Linux carries a process's peak RSS across fork + exec, so a child forked straight
+#: from this (large) benchmark process would report the benchmark's own peak
+_RSS_WRAPPER = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)\n"
+)
+
+
 def run_child(command: Sequence[str]) -> tuple[float, float]:
-    """Run a command; (wall seconds, peak RSS MiB) of the child process."""
+    """Run a command; (wall seconds, peak RSS MiB) of the command's process."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    done = subprocess.run(
+        [sys.executable, "-c", _RSS_WRAPPER, *command], capture_output=True, text=True
+    )
     wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0, 1):
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}): {err[-2000:]}")
-    if proc.stderr:
-        proc.stderr.close()
-    return wall, usage.ru_maxrss / 1024
+    peak_kib, code = done.stdout.split()[-2:]
+    if int(code) not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed ({code}): {done.stderr[-2000:]}")
+    return wall, int(peak_kib) / 1024
 
 
 def chunks_of(kb: Path, settings: Settings) -> list[tuple[str | None, str]]:
@@ -268,10 +276,16 @@ def hash_kb(tmp: Path, docs: int, seed: int) -> Path:
     return kb
 
 
-def figure_hash(report: Report, scale: float, seed: int, tmp: Path) -> None:
+def doc_counts(scale: float, small: bool) -> list[int]:
+    """Documents (10 chunks each) of the 10k- and 100k-chunk corpora."""
+    counts = [max(2, round(1000 * scale))]
+    return counts if small else [*counts, max(2, round(10000 * scale))]
+
+
+def figure_hash(report: Report, scale: float, seed: int, tmp: Path, small: bool) -> None:
     settings = Settings(index=IndexSettings(model="hash"))
     embedder = get_embedder("hash")
-    for docs in (max(2, round(1000 * scale)), max(2, round(10000 * scale))):
+    for docs in doc_counts(scale, small):
         kb = hash_kb(tmp, docs, seed)
         shutil.rmtree(kb / ".groove", ignore_errors=True)
         index = [str(BIN / "groove"), "index", "--kb-path", str(kb), "--model", "hash"]
@@ -348,21 +362,28 @@ def eval_queries(kind: str, kb: Path, count: int, seed: int) -> list[str]:
     return [q for _, q in make_queries(corpus, count, seed)]
 
 
-def figure_eval(report: Report, scale: float, seed: int, tmp: Path, per_run: int) -> None:
+def figure_eval(
+    report: Report, scale: float, seed: int, tmp: Path, per_run: int, small: bool
+) -> None:
     settings = Settings(index=IndexSettings(model="hash"))
     embedder = get_embedder("hash")
-    cases = [
-        ("10k chunks", hash_kb(tmp, max(2, round(1000 * scale)), seed), "scale", "< 10 ms"),
-        ("100k chunks", hash_kb(tmp, max(2, round(10000 * scale)), seed), "scale", "< 60 ms"),
-        (
-            "120k chunks, every row matches",
-            dense_kb(tmp, max(2, round(12000 * scale)), seed),
-            "dense",
-            "< 150 ms",
-        ),
-    ]
+    small_docs, *large = doc_counts(scale, small)
+    cases = [("10k chunks", hash_kb(tmp, small_docs, seed), "scale", "< 10 ms")]
+    if large:
+        cases += [
+            ("100k chunks", hash_kb(tmp, large[0], seed), "scale", "< 60 ms"),
+            (
+                "120k chunks, every row matches",
+                dense_kb(tmp, max(2, round(12000 * scale)), seed),
+                "dense",
+                "< 150 ms",
+            ),
+        ]
     for label, kb, kind, target in cases:
         run_indexer(kb, settings, embedder=embedder, progress=False)
+        if scale != 1.0:
+            with open_engine(kb, settings, embedder=embedder, reindex=False) as engine:
+                label = f"{label} (scaled: {engine.chunk_count()} chunks)"
         expected = next(iter(sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md"))))
         queries = eval_queries(kind, kb, 2 * per_run, seed)
         small, large = tmp / f"golden-{kind}-1.yml", tmp / f"golden-{kind}-2.yml"
@@ -559,6 +580,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2, help="interleaved repeats (e5)")
     parser.add_argument("--queries", type=int, default=100, help="golden queries per eval run")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--small", action="store_true", help="only the 10k-chunk corpora (skip 100k and 120k)"
+    )
     args = parser.parse_args()
     groups = {g.strip() for g in args.only.split(",") if g.strip()}
     report = Report(args.load)
@@ -567,9 +591,9 @@ def main() -> int:
         if "e5" in groups:
             figure_e5(report, args.repeat, tmp)
         if "hash" in groups:
-            figure_hash(report, args.scale, args.seed, tmp)
+            figure_hash(report, args.scale, args.seed, tmp, args.small)
         if "eval" in groups:
-            figure_eval(report, args.scale, args.seed, tmp, args.queries)
+            figure_eval(report, args.scale, args.seed, tmp, args.queries, args.small)
         if "tune" in groups:
             figure_tune(report, args.scale, args.seed, tmp)
         if "xdist" in groups:
