@@ -16,6 +16,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -343,7 +344,9 @@ def _index_locked(
             forced = force or (contextual and item.path in renamed_to)
             _index_file(item, stored, forced, item.path in renamed_to, settings, scan, group)
         group.flush()
+        group.wait()
     finally:
+        group.shutdown()
         bar.close()
     _prune(store, scan, stored, report)
     return report
@@ -421,7 +424,10 @@ def _index_file(
     if not doc.chunks:
         _skip(item.path, "no embeddable chunks", scan, group)
         return
-    meta_only = known and not forced and _same_chunks(group.store, item.path, doc, group.contextual)
+    meta_only = False
+    if known and not forced:
+        group.wait()  # the store is read below: no write may be in flight meanwhile
+        meta_only = _same_chunks(group.store, item.path, doc, group.contextual)
     group.add(item, doc, known=known, meta_only=meta_only)
 
 
@@ -436,9 +442,12 @@ class _WriteGroup:
     """Documents waiting to be embedded and written together.
 
     Chunks of many documents go to the embedder in one call and to the database in
-    one transaction (one commit per group, not per document).  The progress bar and
-    the report count a document only once its group is committed, so the bar never
-    runs ahead of what is stored.
+    one transaction (one commit per group, not per document).  The transaction runs
+    on a writer thread while this thread reads, parses and embeds the next group
+    (SQLite, feeding FTS5 most of the time, runs without the GIL); at most one group
+    is in flight, and groups commit in order.  The progress bar and the report count
+    a document only once its group is committed, so the bar never runs ahead of what
+    is stored.
     """
 
     def __init__(
@@ -458,6 +467,11 @@ class _WriteGroup:
         self._chunks = 0
         #: files decided without a write while a group was pending (shown after it)
         self._idle_steps = 0
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-writer")
+        #: the group being committed, with what to count once it is
+        self._in_flight: Future[None] | None = None
+        self._in_flight_docs: list[tuple[ParsedDocument, bool, bool]] = []
+        self._in_flight_idle = 0
 
     def done_without_write(self) -> None:
         if self._pending:
@@ -504,8 +518,23 @@ class _WriteGroup:
                 )
             )
             offset += count
-        self.store.write_documents(writes, store_context=self.contextual)
-        for _item, doc, known, meta_only in self._pending:
+        self.wait()
+        self._in_flight = self._writer.submit(
+            self.store.write_documents, writes, store_context=self.contextual
+        )
+        self._in_flight_docs = [
+            (doc, known, meta_only) for _, doc, known, meta_only in self._pending
+        ]
+        self._in_flight_idle = self._idle_steps
+        self._pending, self._chunks, self._idle_steps = [], 0, 0
+
+    def wait(self) -> None:
+        """Let the group in flight commit (its error, if any, is raised here)."""
+        if self._in_flight is None:
+            return
+        future, self._in_flight = self._in_flight, None
+        future.result()
+        for doc, known, meta_only in self._in_flight_docs:
             if not meta_only:
                 self.report.chunks_embedded += len(doc.chunks)
             if known:
@@ -513,9 +542,14 @@ class _WriteGroup:
             else:
                 self.report.added += 1
             self._bar.step(self.report.chunks_embedded)
-        for _ in range(self._idle_steps):
+        for _ in range(self._in_flight_idle):
             self._bar.step(self.report.chunks_embedded)
-        self._pending, self._chunks, self._idle_steps = [], 0, 0
+        self._in_flight_docs, self._in_flight_idle = [], 0
+
+    def shutdown(self) -> None:
+        """Wait for the writer thread to finish (before the store is closed), never raising:
+        on the error path the first error is the one to report."""
+        self._writer.shutdown(wait=True)
 
 
 def _prune(store: Store, scan: _Scan, stored: dict[str, str], report: IndexReport) -> None:
