@@ -36,6 +36,8 @@ _GRAM = 3
 _POINT_MASK = (1 << 21) - 1
 #: an odd 64-bit constant (from the golden ratio) spreading packed grams over table slots
 _SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+#: texts embedded together (bounds the gram table to a few MiB)
+_SLICE = 512
 
 
 @lru_cache(maxsize=1 << 16)
@@ -110,7 +112,15 @@ class HashEmbedder:
         return self._embed(texts)
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
-        # Vectorised over the whole batch: each gram is packed into one integer
+        if len(texts) <= _SLICE:
+            return self._embed_slice(texts)
+        # slices bound the gram table's memory; each row is independent of the others
+        return np.concatenate(
+            [self._embed_slice(texts[at : at + _SLICE]) for at in range(0, len(texts), _SLICE)]
+        )
+
+    def _embed_slice(self, texts: Sequence[str]) -> Matrix:
+        # Vectorised over the whole slice: each gram is packed into one integer
         # (three 21-bit code points), the batch's distinct grams are hashed once
         # each, and the signed counts are summed by one bincount.
         rows: list[npt.NDArray[np.int64]] = []
