@@ -27,8 +27,8 @@ def test_hnsw_builds_the_same_graph_every_time_and_finds_most_true_neighbours() 
     ids = np.arange(10, 3010, dtype=np.int64)
     queries = _random(40, 32, 2)
     exact = VectorIndex.build(ids, matrix, 32)
-    first = VectorIndex.build(ids, matrix, 32, "hnsw")
-    second = VectorIndex.build(ids, matrix, 32, "hnsw")
+    first = VectorIndex.build(ids, matrix, 32, kind="hnsw")
+    second = VectorIndex.build(ids, matrix, 32, kind="hnsw")
     found = 0
     for query in queries:
         truth = exact.search(query, 10)
@@ -40,7 +40,7 @@ def test_hnsw_builds_the_same_graph_every_time_and_finds_most_true_neighbours() 
 
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown vector index kind 'ivf'"):
-        VectorIndex.build(np.zeros(0, dtype=np.int64), np.zeros((0, 4), np.float32), 4, "ivf")
+        VectorIndex.build(np.zeros(0, dtype=np.int64), np.zeros((0, 4), np.float32), 4, kind="ivf")
 
 
 def test_engine_opens_each_kind_with_its_own_cache(kb_eval_copy: Path) -> None:
