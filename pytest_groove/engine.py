@@ -177,6 +177,18 @@ class Engine:
         with self._faults():
             return self._searcher.fts_leg(parsed, weights, n, gate)
 
+    def fts_legs(
+        self,
+        parsed: ParsedQuery,
+        weights: Sequence[tuple[float, float, float]],
+        n: int,
+        vector_ids: Sequence[int] | None = None,
+    ) -> list[list[int]]:
+        """``fts_leg`` under many weight triples at the cost of about one (tune's sweep)."""
+        gate = vector_ids if self.settings.search.fts_script_gate else None
+        with self._faults():
+            return self._searcher.fts_legs(parsed, weights, n, gate)
+
     def fts_match_count(self, match_expr: str, table: str = "fts_chunks") -> int:
         with self._faults():
             return self.store.fts_match_count(match_expr, table)

@@ -68,6 +68,15 @@ class FakeSource:
         self.fts_calls.append((parsed.positive, weights, n))
         return self.fts[parsed.positive](weights)[:n]
 
+    def fts_legs(
+        self,
+        parsed: ParsedQuery,
+        weights: Sequence[Weights],
+        n: int,
+        vector_ids: Sequence[int] | None = None,
+    ) -> list[list[int]]:
+        return [self.fts_leg(parsed, w, n, vector_ids) for w in weights]
+
     def fts_match_count(self, match_expr: str, table: str = "fts_chunks") -> int:
         for text, count in self.matches.items():
             if text in match_expr:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from pytest_groove.config import SEARCH_LIMIT_MAX, SearchSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb.bm25_sweep import best_rowids_per_triple
 from pytest_groove.kb.scripts import chunk_opening, script_group
 from pytest_groove.kb.store import ChunkRow, Store
 from pytest_groove.kb.vectors import VectorIndex
@@ -129,6 +130,33 @@ class HybridSearcher:
         if vector_ids is not None and ids and self.fts_out_of_reach(parsed, vector_ids, ids[0]):
             return []
         return ids
+
+    def fts_legs(
+        self,
+        parsed: ParsedQuery,
+        weights: Sequence[tuple[float, float, float]],
+        n: int,
+        vector_ids: Sequence[int] | None = None,
+    ) -> list[list[int]]:
+        """``fts_leg`` under each weight triple, from ONE pass over the matching rows.
+
+        Same lists as calling ``fts_leg`` per triple: bm25 is recomputed here exactly
+        as FTS5 computes it (see :mod:`pytest_groove.kb.bm25_sweep`).
+        """
+        if parsed.fts is None:
+            return [[] for _ in weights]
+        filtered = bool(parsed.exclusions)
+        hits = self.store.fts_phrase_hits(parsed.fts, parsed.fts_table)
+        lists = best_rowids_per_triple(hits, weights, fts_fetch(n, filtered))
+        if filtered:
+            kept = set(self._drop_excluded(sorted({c for ids in lists for c in ids}), parsed))
+            lists = [[cid for cid in ids if cid in kept][:n] for ids in lists]
+        if vector_ids is not None:
+            lists = [
+                [] if ids and self.fts_out_of_reach(parsed, vector_ids, ids[0]) else ids
+                for ids in lists
+            ]
+        return lists
 
     def fts_out_of_reach(
         self, parsed: ParsedQuery, vector_ids: Sequence[int], fts_top: int

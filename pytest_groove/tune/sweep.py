@@ -4,9 +4,10 @@ Cost structure, cheapest last:
 
 1. the usable queries are embedded in one batch;
 2. the vector list of each query is fetched once (it depends on no fusion knob);
-3. the FTS list of each query is fetched once per weight triple -- 64 lists,
-   because the bm25 weights decide which rows survive the ``LIMIT`` (the
-   pre-flight's default-weight list is reused for the default triple);
+3. the FTS list of each query under every weight triple -- 64 lists, because the
+   bm25 weights decide which rows survive the ``LIMIT`` -- from ONE pass over its
+   matching rows (``fts_legs``: per-phrase, per-column hit counts, bm25 recomputed
+   exactly as FTS5 computes it; the pre-flight's default-weight list is reused);
 4. everything else happens in memory: each distinct FTS list is fused with the
    vector list at all six ``rrf_k`` values in one numpy pass
    (:class:`~pytest_groove.search.fusion.RrfSweep`), and each distinct fused
@@ -81,6 +82,14 @@ class CandidateSource(Protocol):
         n: int,
         vector_ids: Sequence[int] | None = None,
     ) -> list[int]: ...
+
+    def fts_legs(
+        self,
+        parsed: ParsedQuery,
+        weights: Sequence[tuple[float, float, float]],
+        n: int,
+        vector_ids: Sequence[int] | None = None,
+    ) -> list[list[int]]: ...
 
     def fts_match_count(self, match_expr: str, table: str = ...) -> int: ...
 
@@ -356,15 +365,17 @@ def build_metric_table(
             )
         # one FTS fetch per weight triple; the default triple reuses the pre-flight list
         t0 = time.perf_counter()
-        lists: list[list[int]] = []
-        for w, weights in triples:
-            if query.parsed.fts is None:
-                lists.append([])
-            elif w == DEFAULT_TRIPLE:
-                lists.append(query.fts_default)
-            else:
-                lists.append(source.fts_leg(query.parsed, weights, pre.pool_size, query.vec_ids))
-                timings.fts_calls += 1
+        lists: list[list[int]] = [[] for _ in triples]
+        if query.parsed.fts is not None:
+            # every other triple's list from one pass over the matching rows
+            others = [(w, weights) for w, weights in triples if w != DEFAULT_TRIPLE]
+            fetched = source.fts_legs(
+                query.parsed, [t for _, t in others], pre.pool_size, query.vec_ids
+            )
+            for (w, _), fts_list in zip(others, fetched, strict=True):
+                lists[w] = fts_list
+            lists[DEFAULT_TRIPLE] = query.fts_default
+            timings.fts_calls += len(others)
         timings.fts += time.perf_counter() - t0
         query.diagnostics.bm25_sensitive = lists[HEADING_HEAVY] != lists[CONTENT_HEAVY]
 
