@@ -79,6 +79,8 @@ FLOOR_SCHEMA = """
 CREATE TABLE chunks (id INTEGER PRIMARY KEY, heading TEXT, content TEXT, embedding BLOB);
 CREATE VIRTUAL TABLE fts_chunks USING fts5(heading, context, content, content='',
     contentless_delete=1, tokenize='trigram remove_diacritics 1 case_sensitive 0');
+CREATE VIRTUAL TABLE fts_terms USING fts5(heading, context, content, content='',
+    contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
 """
 
 
@@ -190,10 +192,11 @@ def raw_sqlite_inserts(rows: Sequence[tuple[str | None, str]], dim: int, directo
         "INSERT INTO chunks(heading, content, embedding) VALUES (?, ?, ?)",
         ((h, c, blob) for h, c in rows),
     )
-    conn.execute(
-        "INSERT INTO fts_chunks(rowid, heading, context, content) "
-        "SELECT id, heading, NULL, content FROM chunks"
-    )
+    for table in ("fts_chunks", "fts_terms"):  # the engine's two full-text tables
+        conn.execute(
+            f"INSERT INTO {table}(rowid, heading, context, content) "
+            "SELECT id, heading, NULL, content FROM chunks"
+        )
     conn.execute("COMMIT")
     seconds = time.perf_counter() - started
     conn.close()
@@ -353,13 +356,16 @@ def dense_kb(tmp: Path, docs: int, seed: int) -> Path:
 
 
 def eval_queries(kind: str, kb: Path, count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
     if kind == "dense":
-        rng = random.Random(seed)
         return [" ".join(rng.sample(_SMALL_VOCAB, rng.randint(2, 6))) for _ in range(count)]
     from bench_scale import Corpus
 
     corpus = Corpus(root=kb, files=[], chunks=0, bytes=0)
-    return [q for _, q in make_queries(corpus, count, seed)]
+    queries = [q for _, q in make_queries(corpus, count, seed)]
+    # make_queries groups them by shape: mixed, any prefix has the same mix
+    rng.shuffle(queries)
+    return queries
 
 
 def figure_eval(
