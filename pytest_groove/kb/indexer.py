@@ -29,7 +29,7 @@ from pytest_groove.kb.index_lock import index_lock, probe_lock_file
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.quality import quality_score, token_count
 from pytest_groove.kb.records import ParsedDocument
-from pytest_groove.kb.store import DB_FILE_NAME, DocumentWrite, Store
+from pytest_groove.kb.store import DB_FILE_NAME, DocumentWrite, Store, term_fields
 from pytest_groove.kb.walk import CollectResult, collect_files
 
 #: a KB file larger than this is skipped with a warning
@@ -515,6 +515,10 @@ class _WriteGroup:
                     vectors[offset : offset + count],
                     token_counts=[token_count(c.content) for c in doc.chunks],
                     quality_scores=[quality_score(c.content) for c in doc.chunks],
+                    term_texts=[
+                        term_fields(c.heading, c.context if self.contextual else None, c.content)
+                        for c in doc.chunks
+                    ],
                 )
             )
             offset += count

@@ -129,6 +129,17 @@ class DocumentWrite:
     vectors: npt.NDArray[np.float32] | None = None
     token_counts: Sequence[int] = ()
     quality_scores: Sequence[float] = ()
+    #: each chunk's (heading, context, content) as the term table indexes them
+    #: (:func:`term_fields`); empty = worked out here.  The indexer renders them on
+    #: its own thread, so the writer thread only runs SQLite.
+    term_texts: Sequence[tuple[str | None, str | None, str | None]] = ()
+
+
+def term_fields(
+    heading: str | None, context: str | None, content: str
+) -> tuple[str | None, str | None, str | None]:
+    """A chunk's three columns as the ``fts_terms`` table indexes them."""
+    return term_text(heading), term_text(context), term_text(content)
 
 
 def _category_from_path(path: str) -> str | None:
@@ -481,17 +492,29 @@ class Store:
                     "ORDER BY id",
                     (first_new,),
                 )
-                # the term table's text is rewritten in Python (Japanese bigrams)
+                # the term table's text is rewritten in Python (Japanese bigrams); the
+                # new ids come in insertion order, the order of the writes' chunks
+                rendered = [
+                    texts
+                    for write in writes
+                    if write.vectors is not None
+                    for texts in (
+                        write.term_texts
+                        or [
+                            term_fields(c.heading, c.context if store_context else None, c.content)
+                            for c in write.doc.chunks
+                        ]
+                    )
+                ]
+                new_ids = [
+                    int(r[0])
+                    for r in self.conn.execute(
+                        "SELECT id FROM chunks WHERE id > ? ORDER BY id", (first_new,)
+                    )
+                ]
                 self.conn.executemany(
                     "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    [
-                        (cid, term_text(heading), term_text(context), term_text(content))
-                        for cid, heading, context, content in self.conn.execute(
-                            "SELECT id, heading, context_text, content FROM chunks WHERE id > ? "
-                            "ORDER BY id",
-                            (first_new,),
-                        )
-                    ],
+                    [(cid, *texts) for cid, texts in zip(new_ids, rendered, strict=True)],
                 )
                 self._bump_generation()
 
