@@ -12,12 +12,17 @@ def resolve_path(path: Path, what: str, flags: str) -> Path:
 
     ``what`` names the path in the message ("knowledge base", "golden file") and
     ``flags`` the option(s) that set it.  Python before 3.13 raises ``RuntimeError``
-    for a loop, later versions ``OSError``.
+    for a loop; 3.13 returns the path where the loop starts, which is still a link
+    (a fully resolved path never is: a dangling link resolves to its missing target).
     """
     try:
-        return path.resolve()
+        resolved = path.resolve()
+        looped = resolved.is_symlink()
     except (OSError, RuntimeError):
+        looped = True
+    if looped:
         raise GrooveError(
             f"{what} {path} cannot be resolved (a symlink loop?); point {flags} at a real "
             "file or folder"
-        ) from None
+        )
+    return resolved

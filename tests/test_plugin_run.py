@@ -20,7 +20,7 @@ import pytest
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.session  # noqa: F401
 
-PYTEST_8 = int(pytest.__version__.split(".", 1)[0]) >= 8
+PYTEST_9 = int(pytest.__version__.split(".", 1)[0]) >= 9
 
 #: what running the example leaves in a KB (index, history); never copied into tests
 LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
@@ -158,9 +158,9 @@ def test_each_query_is_an_item_and_a_miss_fails_with_a_readable_text(
         ]
     )
     assert "Traceback" not in result.stdout.str()
-    # pytest 8 added the first line of a non-Python item's failure to the short summary
+    # pytest 9 added the first line of a non-Python item's failure to the short summary
     failed = "FAILED kb/.groove-eval.yml::pager"
-    result.stdout.fnmatch_lines([f"{failed} - *" if PYTEST_8 else failed])
+    result.stdout.fnmatch_lines([f"{failed} - *" if PYTEST_9 else failed])
 
 
 def test_expected_entry_beyond_the_largest_k_shows_its_rank(project: Project) -> None:

@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -96,6 +97,25 @@ def test_the_wheel_holds_the_package_and_nothing_else(wheel: Path) -> None:
         if path.is_file() and "__pycache__" not in path.parts
     }
     assert shipped == in_tree, {"missing": in_tree - shipped, "extra": shipped - in_tree}
+
+
+def test_the_sdist_can_run_the_suite_and_holds_no_local_state(dist: Path) -> None:
+    (sdist,) = dist.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    tracked = subprocess.run(
+        ["git", "ls-files", "tests", "examples", "docs"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if tracked.returncode == 0:  # in a checkout: everything tracked there ships
+        assert set(tracked.stdout.split()) <= names
+    assert {"conftest.py", "CHANGELOG.md", "tox.ini", "constraints/lowest.txt"} <= names
+    assert "examples/kb/.groove-eval.yml" in names
+    leaked = [n for n in names if "__pycache__" in n or "/.groove/" in n or "history.json" in n]
+    assert not leaked, leaked
 
 
 def test_the_metadata_is_the_project_page(wheel: Path) -> None:

@@ -21,6 +21,7 @@ index the controller already brought up to date.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 import warnings
@@ -110,7 +111,7 @@ def activate(config: pytest.Config, options: PluginOptions) -> GrooveSession:
         {m for q in session.golden.queries for m in map(tag_marker, q.tags) if m is not None}
     ):
         config.addinivalue_line("markers", f"{marker}{TAG_MARKER_SUFFIX}")
-    session.collect_golden_once = _route_golden(config, options, session.golden_path)
+    _route_golden(config, options, session.golden_path)
     return session
 
 
@@ -169,26 +170,36 @@ def _names_golden(arg: str, base: Path, golden: Path) -> bool:
         return False
 
 
-def _route_golden(config: pytest.Config, options: PluginOptions, golden: Path) -> bool:
+def _walk_reaches(config: pytest.Config, arg: str, base: Path, golden: Path) -> bool:
+    """Whether collecting the directory ``arg`` walks down to the golden file."""
+    try:
+        folder = (base / arg.split("::", 1)[0]).resolve()
+        below = golden.parent.relative_to(folder)
+    except (OSError, RuntimeError, ValueError):
+        return False
+    patterns = config.getini("norecursedirs")
+    return folder.is_dir() and not any(
+        fnmatch.fnmatch(part, pattern) for part in below.parts for pattern in patterns
+    )
+
+
+def _route_golden(config: pytest.Config, options: PluginOptions, golden: Path) -> None:
     """Make collection include the golden file (rules: ``plugin/__init__.py``).
 
-    True when the golden file was added to the paths to collect.  It goes first: a
-    directory among the other paths may hold it too, and pytest before 8 collects a
-    file named on the command line once more even when a directory walk already
-    collected it.  Named first, its collector is made there, and the walk's second
-    request gets none (:meth:`GrooveSession.pytest_collect_file`) -- so each golden
-    query is one item on every pytest version.
+    A directory among the paths that already walks down to the golden file collects
+    it: naming the file as well would collect it twice on pytest 7 and, on pytest 8,
+    makes pytest keep only the narrower path (the other tests of that directory
+    vanish).  So the golden file is added only when no path reaches it.
     """
     args = config.args
     base = config.invocation_params.dir
     if any(_names_golden(arg, base, golden) for arg in args):
-        return False
+        return
     if options.kb_from_cli and config.args_source != pytest.Config.ArgsSource.ARGS:
         args[:] = [str(golden)]
         config.stash[GOLDEN_ONLY_KEY] = True
-    else:
-        args.insert(0, str(golden))
-    return True
+    elif not any(_walk_reaches(config, arg, base, golden) for arg in args):
+        args.append(str(golden))
 
 
 # --------------------------------------------------------------------------- session
@@ -245,9 +256,6 @@ class GrooveSession:
         self.baseline_queries: dict[str, QueryResult] = {}
         #: how the first search gets an engine: prepare here, or (worker) open the ready index
         self._ensure_engine: Callable[[], object] = self.prepare
-        #: the plugin added the golden file to the paths: hand out its collector once
-        self.collect_golden_once = False
-        self._golden_collected = False
         #: golden order of each query id, and the query texts already embedded
         self._position = {q.id: at for at, q in enumerate(self.golden.queries)}
         self._embedded: set[str] = set()
@@ -532,9 +540,6 @@ class GrooveSession:
                 return None
         except (OSError, RuntimeError):  # RuntimeError: a symlink loop before Python 3.13
             return None
-        if self.collect_golden_once and self._golden_collected:
-            return None  # a directory walk reached it again (pytest < 8)
-        self._golden_collected = True
         collector: pytest.Collector = GrooveGoldenFile.from_parent(parent, path=file_path)
         return collector
 
