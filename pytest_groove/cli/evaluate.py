@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -155,24 +156,47 @@ def _check_config_model(kb: Path, run: RunOptions, model: str) -> None:
         raise GrooveError(f"invalid config {path}: {exc.message}") from None
 
 
-def _check_named_baseline(
-    flags: EvalFlags, history: list[RunRecord], fingerprint: Fingerprint, kb: Path
-) -> None:
-    """``--baseline RUN`` must name a run comparable with this one (checked again, the
-    same way, when the run is finished)."""
-    if flags.baseline is not None and not (flags.no_history or flags.no_diff):
-        pick_baseline(history, fingerprint, flags.baseline, history_path(kb))
+@dataclass(frozen=True)
+class _EvalInputs:
+    """What both ways of searching (engine, user's retriever) evaluate against."""
+
+    setup: EvalSetup
+    golden: GoldenSet
+    flags: EvalFlags
+    history: list[RunRecord]
+    history_warnings: list[str]
+
+    def check_named_baseline(self, fingerprint: Fingerprint) -> None:
+        """``--baseline RUN`` must name a run comparable with this one (checked again,
+        the same way, when the run is finished)."""
+        flags = self.flags
+        if flags.baseline is not None and not (flags.no_history or flags.no_diff):
+            pick_baseline(self.history, fingerprint, flags.baseline, history_path(self.setup.kb))
+
+    def finish(
+        self,
+        fingerprint: Fingerprint,
+        results: list[QueryResult],
+        corpus: CorpusSnapshot | None,
+        chunk_texts: Iterable[ChunkText] | None,
+    ) -> EvalOutcome:
+        ctx = eval_context(
+            self.setup,
+            self.golden,
+            fingerprint,
+            self.flags,
+            history=self.history,
+            history_warnings=self.history_warnings,
+            corpus=corpus,
+            chunk_texts=chunk_texts,
+            prog=PROG,
+        )
+        return finish_evaluation(ctx, results, record=True)
 
 
-def _evaluate_engine(
-    run: RunOptions,
-    setup: EvalSetup,
-    golden: GoldenSet,
-    flags: EvalFlags,
-    history: list[RunRecord],
-    history_warnings: list[str],
-) -> EvalOutcome:
+def _evaluate_engine(run: RunOptions, inputs: _EvalInputs) -> EvalOutcome:
     """Search with the built-in engine (indexing first unless --no-reindex)."""
+    setup, golden = inputs.setup, inputs.golden
     search = setup.settings.search
     _check_config_model(setup.kb, run, setup.settings.index.model)
     engine = _open_engine(setup.kb, setup.settings, reindex=not run.no_reindex)
@@ -195,38 +219,23 @@ def _evaluate_engine(
                 vector_index=setup.settings.index.vector_index,
             )
             # a --baseline run measured with other settings stops us before any search
-            _check_named_baseline(flags, history, fingerprint, setup.kb)
+            inputs.check_named_baseline(fingerprint)
             # every golden query in one embedder call, before the searches
             engine.prepare_queries([q.query for q in golden.queries])
             results: list[QueryResult] = [
                 evaluate_query(q, engine.search(q.query, setup.depth, search), setup.k_values)
                 for q in golden.queries
             ]
-            ctx = eval_context(
-                setup,
-                golden,
-                fingerprint,
-                flags,
-                history=history,
-                history_warnings=history_warnings,
-                corpus=engine.corpus_snapshot(),
-                chunk_texts=engine.iter_chunk_texts(),
-                prog=PROG,
+            return inputs.finish(
+                fingerprint, results, engine.corpus_snapshot(), engine.iter_chunk_texts()
             )
-            return finish_evaluation(ctx, results, record=True)
     finally:
         engine.close()
 
 
-def _evaluate_retriever(
-    spec: str,
-    setup: EvalSetup,
-    golden: GoldenSet,
-    flags: EvalFlags,
-    history: list[RunRecord],
-    history_warnings: list[str],
-) -> EvalOutcome:
+def _evaluate_retriever(spec: str, inputs: _EvalInputs) -> EvalOutcome:
     """Search with the user's retriever (``--retriever``): no index, no embedder."""
+    setup, golden = inputs.setup, inputs.golden
     retriever = load_retriever(spec, setup.kb)
     fingerprint = Fingerprint.build(
         CUSTOM_MODEL,
@@ -238,23 +247,12 @@ def _evaluate_retriever(
         None,
         retriever=retriever.name,
     )
-    _check_named_baseline(flags, history, fingerprint, setup.kb)
+    inputs.check_named_baseline(fingerprint)
     results = [
         evaluate_query(q, retriever.search(q.query, setup.depth), setup.k_values)
         for q in golden.queries
     ]
-    ctx = eval_context(
-        setup,
-        golden,
-        fingerprint,
-        flags,
-        history=history,
-        history_warnings=history_warnings,
-        corpus=None,
-        chunk_texts=None,
-        prog=PROG,
-    )
-    return finish_evaluation(ctx, results, record=True)
+    return inputs.finish(fingerprint, results, None, None)
 
 
 def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -278,12 +276,11 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     history = [] if run.no_history else load_history(history_path(kb), warnings=history_warnings)
     if run.baseline is not None and not (run.no_history or run.no_diff):
         find_run(history, run.baseline, history_path(kb))  # an unknown RUN stops us now
+    inputs = _EvalInputs(setup, golden, flags, history, history_warnings)
     if run.retriever is not None:
-        outcome = _evaluate_retriever(
-            run.retriever, setup, golden, flags, history, history_warnings
-        )
+        outcome = _evaluate_retriever(run.retriever, inputs)
     else:
-        outcome = _evaluate_engine(run, setup, golden, flags, history, history_warnings)
+        outcome = _evaluate_engine(run, inputs)
 
     out.write(
         dumps_json_report(outcome.json_report) if args.format == "json" else outcome.text_report
