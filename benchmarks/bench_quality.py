@@ -68,7 +68,7 @@ def _with(**changes: object) -> Callable[[SearchSettings], SearchSettings]:
     return apply
 
 
-_REFERENCE = _with(vector_centring=False, fts_script_gate=False)
+_REFERENCE = _with(vector_centring=False, fts_script_gate=False, document_first=False)
 
 #: the reference pipeline first (the reference implementation's behaviour, only the
 #: chunker differs), then one lever at a time, then the default with each lever off
@@ -77,9 +77,13 @@ CONFIGURATIONS = (
     Configuration("vector leg alone, not centred", leg="vector", search=_REFERENCE),
     Configuration("full-text leg alone (v3)", leg="fts"),
     Configuration("full-text leg alone (v4)", leg="fts", search=_with(fts_query_version=4)),
-    Configuration("+ centring (no gate)", search=_with(fts_script_gate=False)),
+    Configuration(
+        "+ centring (no gate)", search=_with(fts_script_gate=False, document_first=False)
+    ),
     Configuration("vector leg alone, centred", leg="vector"),
-    Configuration("+ centring + script gate = default"),
+    Configuration("+ centring + script gate", search=_with(document_first=False)),
+    Configuration("+ centring + script gate + document-first = default"),
+    Configuration("document-first, no gate", search=_with(fts_script_gate=False)),
     Configuration("default with full-text v4", search=_with(fts_query_version=4)),
     Configuration(
         "centring, v4, no gate", search=_with(fts_query_version=4, fts_script_gate=False)

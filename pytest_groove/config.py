@@ -91,6 +91,9 @@ class SearchSettings:
     #: skip the full-text list when the vector leg's best chunk is written in
     #: another script than the query (the full-text leg cannot reach it)
     fts_script_gate: bool = True
+    #: list each document's best chunk before any document's second chunk (see
+    #: search.documents); applies to the fused list when no reranker or MMR runs
+    document_first: bool = True
 
 
 @dataclass(frozen=True)
@@ -371,6 +374,7 @@ def _parse_search(sec: _Section | None, reranker: str) -> SearchSettings:
         fts_query_version=sec.pop_int("fts_query_version", defaults.fts_query_version, 3, 4),
         vector_centring=sec.pop_bool("vector_centring", defaults.vector_centring),
         fts_script_gate=sec.pop_bool("fts_script_gate", defaults.fts_script_gate),
+        document_first=sec.pop_bool("document_first", defaults.document_first),
     )
     sec.finish()
     return search

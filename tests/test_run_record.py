@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -132,6 +133,8 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "metric_version": 2,
         "fts_query_version": 3,
         "chunker_version": 2,
+        # the default search groups its fused list by document
+        "document_first": True,
     }
     assert list(data) == [
         "model",
@@ -142,7 +145,21 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "metric_version",
         "fts_query_version",
         "chunker_version",
+        "document_first",
     ]
+
+
+def test_document_first_is_recorded_only_when_search_grouped_by_document() -> None:
+    """Runs that grouped by document never compare with runs (or history) that did not."""
+    off = SearchSettings(document_first=False)
+    assert "document_first" not in Fingerprint.build("m", None, 10, (1,), "h", off, None).to_json()
+    mmr = replace(SearchSettings(), mmr=replace(SearchSettings().mmr, enabled=True))
+    assert "document_first" not in Fingerprint.build("m", None, 10, (1,), "h", mmr, None).to_json()
+    reranked = Fingerprint.build("m", "cross", 10, (1,), "h", SearchSettings(), None)
+    assert "document_first" not in reranked.to_json()
+    grouped = build()
+    assert grouped != Fingerprint.from_json({**grouped.to_json(), "document_first": None})
+    assert Fingerprint.from_json(grouped.to_json()) == grouped
 
 
 def legacy(**extra: Any) -> dict[str, Any]:
@@ -165,13 +182,15 @@ def test_old_fingerprint_without_versions_reads_as_version_1() -> None:
     assert fp != build()
 
 
-def test_old_fingerprint_without_optional_objects_equals_a_default_one() -> None:
+def test_old_fingerprint_without_optional_objects_equals_one_without_grouping() -> None:
     fp = Fingerprint.from_json(
         legacy(metric_version=2, fts_query_version=3, chunker_version=2, reranker=None)
     )
     assert fp.mmr is None and fp.parent_retriever is None
     assert fp.fusion is None and fp.context is None and fp.retriever is None
-    assert fp == build()
+    # history from before document-first ordering ranked like a run with it off
+    assert fp == build(SearchSettings(document_first=False))
+    assert fp != build()
 
 
 def test_unknown_fingerprint_keys_are_kept_and_written_back_verbatim() -> None:

@@ -215,7 +215,14 @@ def _preflight(source: CandidateSource, run: _TuneSetup, err: TextIO) -> Preflig
     """Which queries can react to the fusion parameters; None (after saying why) if none."""
     from pytest_groove.tune.sweep import run_preflight
 
-    pre = run_preflight(source, run.golden.queries, run.limit, run.k_values, log=_progress(err))
+    pre = run_preflight(
+        source,
+        run.golden.queries,
+        run.limit,
+        run.k_values,
+        log=_progress(err),
+        document_first=run.setup.settings.search.document_first,
+    )
     effective = pre.effective
     if not effective:
         err.write(not_measurable_message(pre))

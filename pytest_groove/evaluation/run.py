@@ -261,6 +261,9 @@ class Fingerprint:
     fts_script_gate: bool | None = None
     #: the approximate vector index kind ("hnsw"); None for the exact flat index
     vector_index: str | None = None
+    #: True when the fused list was grouped by document (the default since it
+    #: exists): recorded when on, so such runs never compare with older history
+    document_first: bool | None = None
     #: keys this version does not know (from a newer version's run), kept verbatim
     #: so they survive a history rewrite; a non-empty ``extra`` never equals a
     #: fingerprint this version builds, so such a run is never compared
@@ -325,6 +328,9 @@ class Fingerprint:
             # runs on an approximate index never compare with exact ones (or history
             # from before the option existed)
             vector_index=None if vector_index in (None, "flat") else vector_index,
+            document_first=(
+                True if retriever is None and _groups_by_document(search, reranker_id) else None
+            ),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -347,6 +353,7 @@ class Fingerprint:
             "vector_centring": self.vector_centring,
             "fts_script_gate": self.fts_script_gate,
             "vector_index": self.vector_index,
+            "document_first": self.document_first,
         }
         out.update({key: value for key, value in optional.items() if value is not None})
         # after the known keys, in the order they were read; a known key always wins
@@ -383,6 +390,7 @@ class Fingerprint:
             vector_centring=_opt_bool(obj.get("vector_centring"), _where(path, "vector_centring")),
             fts_script_gate=_opt_bool(obj.get("fts_script_gate"), _where(path, "fts_script_gate")),
             vector_index=_opt_str(obj.get("vector_index"), _where(path, "vector_index")),
+            document_first=_opt_bool(obj.get("document_first"), _where(path, "document_first")),
             extra={
                 key: _json_value(value, _where(path, key))
                 for key, value in obj.items()
@@ -410,8 +418,15 @@ FINGERPRINT_KEYS = frozenset(
         "vector_centring",
         "fts_script_gate",
         "vector_index",
+        "document_first",
     }
 )
+
+
+def _groups_by_document(search: SearchSettings, reranker_id: str | None) -> bool:
+    """Whether search grouped the fused list by document (not under a reranker or MMR)."""
+    reranked = reranker_id not in (None, "none")
+    return search.document_first and not reranked and not search.mmr.enabled
 
 
 def _float_fields(obj: Mapping[str, Any], path: str) -> dict[str, float]:

@@ -1,9 +1,10 @@
 """The hybrid search every door runs: the CLI, ``groove eval`` and the pytest items.
 
-Order is fixed: vector leg + full-text leg → reciprocal rank fusion → optional
-cross-encoder rerank → optional MMR → parent-retriever expansion → match spans.
-Every stage after fusion is off by default, in which case the output is exactly
-the bounded RRF list.
+Order is fixed: vector leg + full-text leg → reciprocal rank fusion →
+document-first ordering (on by default) → optional cross-encoder rerank →
+optional MMR → parent-retriever expansion → match spans.  Every other stage
+after fusion is off by default, in which case the output is the RRF list with
+each document's best chunk ahead of any second chunk, cut to the limit.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pytest_groove.kb.scripts import chunk_opening, script_group
 from pytest_groove.kb.store import ChunkRow, Store
 from pytest_groove.kb.vectors import VectorIndex
 from pytest_groove.search.confidence import low_confidence
+from pytest_groove.search.documents import documents_first
 from pytest_groove.search.fts_query import ParsedQuery, is_excluded, leg_terms, parse_query
 from pytest_groove.search.fusion import fts_fetch, fuse_rrf, pool_sizes, vector_fetch
 from pytest_groove.search.hits import SearchHit
@@ -228,9 +230,17 @@ class HybridSearcher:
         vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed)
         gate = vec_ids if settings.fts_script_gate else None
         fts_ids = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n, gate)
-        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, plan.fused_limit)
+        # a reranker or MMR orders the pool its own way; otherwise the whole fused
+        # list is grouped by document before it is cut to the limit
+        by_document = settings.document_first and not use_reranker and not settings.mmr.enabled
+        fused_limit = None if by_document else plan.fused_limit
+        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit)
         rows = self.store.chunk_rows([cid for cid, _ in fused])
         pool: list[tuple[int, float]] = [(cid, float(score)) for cid, score in fused if cid in rows]
+        # the low-confidence flag judges the fused scores, however they are shown
+        flag_scores = [score for _, score in pool[:limit]] if by_document else None
+        if by_document:
+            pool = documents_first(pool, lambda hit: rows[hit[0]].document_id)
 
         if self.reranker is not None and pool:
             docs = [rerank_text(rows[cid].context, rows[cid].content) for cid, _ in pool]
@@ -253,7 +263,9 @@ class HybridSearcher:
                 pool = [pool[i] for i in picks]
         pool = pool[:limit]
 
-        flag = low_confidence([s for _, s in pool], settings.min_confidence_ratio)
+        if flag_scores is None:
+            flag_scores = [s for _, s in pool]
+        flag = low_confidence(flag_scores, settings.min_confidence_ratio)
         hits: list[SearchHit] = []
         for rank, (cid, score) in enumerate(pool, start=1):
             row = rows[cid]

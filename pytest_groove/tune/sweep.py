@@ -37,6 +37,7 @@ from pytest_groove.evaluation.metrics import (
     query_metrics,
 )
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.search.documents import documents_first
 from pytest_groove.search.fts_query import ParsedQuery, parse_query
 from pytest_groove.search.fusion import FusedRanking, RrfSweep, pool_sizes
 from pytest_groove.tune.decide import PRIMARY_K
@@ -182,6 +183,8 @@ class Preflight:
     chunk_total: int
     context_chunks: int
     timings: Timings = field(default_factory=Timings)
+    #: each fused list is grouped by document before it is cut, as search does
+    document_first: bool = False
 
     @property
     def effective(self) -> list[int]:
@@ -205,6 +208,7 @@ def run_preflight(
     limit: int,
     k_values: Sequence[int],
     log: Log | None = None,
+    document_first: bool = False,
 ) -> Preflight:
     """Embed the usable queries, fetch their vector lists and default FTS lists.
 
@@ -274,6 +278,7 @@ def run_preflight(
         chunk_total=chunk_total,
         context_chunks=context_chunks,
         timings=timings,
+        document_first=document_first,
     )
 
 
@@ -381,7 +386,8 @@ def build_metric_table(
 
         # fuse each distinct FTS list once, at all six k
         t0 = time.perf_counter()
-        fuser = RrfSweep(query.vec_ids, RRF_K_VALUES, pre.limit)
+        # grouped by document, a list is cut only after grouping (search does the same)
+        fuser = RrfSweep(query.vec_ids, RRF_K_VALUES, None if pre.document_first else pre.limit)
         fused_by_list: dict[tuple[int, ...], list[FusedRanking]] = {}
         per_triple: list[list[FusedRanking]] = []
         for fts_ids in lists:
@@ -407,6 +413,10 @@ def build_metric_table(
         for w in range(N_WEIGHT_TRIPLES):
             for k_index, ranking in enumerate(per_triple[w]):
                 ids = tuple(int(c) for c in ranking.ids)
+                if pre.document_first:
+                    # a chunk deleted under us has no label; search drops it first too
+                    path_of = {c: labels[c][0] for c in ids if c in labels}
+                    ids = tuple(documents_first(list(path_of), path_of.__getitem__)[: pre.limit])
                 metrics = scored.get(ids)
                 if metrics is None:
                     # a chunk deleted under us has no label; search drops it the same way
