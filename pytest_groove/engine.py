@@ -14,7 +14,8 @@ from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.index_faults import index_faults
+from pytest_groove.kb.beneath import index_folder_beneath
+from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
@@ -234,6 +235,8 @@ def open_engine(
     if reindex:
         report = run_indexer(kb, settings, embedder=embedder, progress=progress, log=log)
     index_dir = index_dir_for(kb, settings, embedder.name)
+    with index_dir_faults(index_dir):
+        index_folder_beneath(kb, index_dir, create=False)
     store = Store.open(index_dir, create=False)
     try:
         with index_faults(store.path, store.conn):

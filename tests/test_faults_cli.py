@@ -231,6 +231,42 @@ def test_stdout_on_a_full_device(shared_kb: Path, command: str) -> None:
     assert "/dev/full" in line and "no space left" in line
 
 
+@pytest.mark.parametrize("output", ["full", "closed-pipe"])
+def test_a_report_that_cannot_be_delivered_records_nothing(shared_kb: Path, output: str) -> None:
+    """The run is saved only after its report is out: the history keeps its bytes."""
+    history = shared_kb / ".groove-eval-history.json"
+    before = history.read_bytes()
+    if output == "full":
+        with open("/dev/full", "w") as target:
+            proc = subprocess.run(
+                [*GROOVE, *evaluate(shared_kb)],
+                stdout=target,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+            )
+    else:
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            proc = subprocess.run(
+                [*GROOVE, *evaluate(shared_kb, "--format", "json")],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+            )
+        finally:
+            os.close(write_end)
+    single_error(subprocess.CompletedProcess(proc.args, proc.returncode, "", proc.stderr))
+    assert history.read_bytes() == before
+    leftovers = [p.name for p in shared_kb.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+    # and the next run, with somewhere to write, is recorded as usual
+    assert run(evaluate(shared_kb)).returncode == 0
+    assert history.read_bytes() != before
+
+
 def test_a_reader_that_goes_away(shared_kb: Path) -> None:
     kb = shared_kb
     read_end, write_end = os.pipe()

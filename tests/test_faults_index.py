@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -169,6 +170,44 @@ def test_symlink_loops_as_kb_or_index_dir(kb_eval_copy: Path, tmp_path: Path) ->
     with pytest.raises(GrooveError) as caught:
         run_indexer(kb_eval_copy, with_index_dir(tmp_path / "loop-a"), progress=False)
     assert "symlink loop" in one_line(caught.value) and "--index-dir" in caught.value.message
+
+
+@pytest.mark.parametrize("planted", ["link-to-folder", "link-to-index", "file"])
+def test_an_index_folder_reached_through_a_link_in_the_kb_is_refused(
+    kb_eval_copy: Path, tmp_path: Path, planted: str
+) -> None:
+    """Whoever writes the KB cannot send the index outside it: not for writing, not
+    for reading (``.groove`` planted as a link, or as a file)."""
+    kb = kb_eval_copy
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if planted == "link-to-index":
+        # an index that really exists outside, reached through the planted link
+        run_indexer(kb, with_index_dir(outside / "hash"), progress=False)
+    before = sorted(p.name for p in outside.rglob("*"))
+    grooves = kb / ".groove"
+    if grooves.exists():
+        shutil.rmtree(grooves)
+    if planted == "file":
+        grooves.write_text("not a folder")
+    else:
+        grooves.symlink_to(outside)
+    with pytest.raises(GrooveError) as caught:
+        run_indexer(kb, SETTINGS, progress=False)
+    message = one_line(caught.value)
+    assert ".groove inside the knowledge base" in message and "--index-dir" in message
+    with pytest.raises(GrooveError) as caught:
+        open_engine(kb, SETTINGS, reindex=False)
+    assert ".groove inside the knowledge base" in one_line(caught.value)
+    assert sorted(p.name for p in outside.rglob("*")) == before
+
+
+def test_an_index_folder_inside_the_kb_is_made_below_it(kb_eval_copy: Path) -> None:
+    nested = kb_eval_copy / "cache" / "deep" / "index"
+    run_indexer(kb_eval_copy, with_index_dir(nested), progress=False)
+    assert (nested / DB_FILE_NAME).is_file()
+    with open_engine(kb_eval_copy, with_index_dir(nested), reindex=False) as engine:
+        assert engine.search("release", 3, SETTINGS.search)
 
 
 # --------------------------------------------------------------------------- unwritable

@@ -7,6 +7,9 @@ engine (hash embedder); the history must come out of each one byte for byte.
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -149,3 +152,70 @@ def test_an_ascii_terminal_does_not_crash_the_session(
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.OK, output
     assert "INTERNALERROR" not in output and "UnicodeEncodeError" not in output
+
+
+def _pytest_with_stdout(
+    pytester: pytest.Pytester, stdout: int | None, *args: str
+) -> tuple[int, str]:
+    """Run ``pytest --groove-kb kb`` in a child process with ``stdout`` as its
+    standard output (None = closed); returns (exit status, stderr)."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--groove-kb", "kb"]
+    command += ["--groove-model", "hash", *args]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if stdout is None:
+        # close descriptor 1 in the child only, the way a shell's ``>&-`` does
+        proc = subprocess.run(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *command],
+            cwd=pytester.path,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+    else:
+        proc = subprocess.run(
+            command,
+            cwd=pytester.path,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize("dist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_a_report_on_a_full_device_records_nothing(
+    pytester: pytest.Pytester, kb: Path, dist: list[str]
+) -> None:
+    before = _recorded(pytester, kb)
+    with open("/dev/full", "w") as full:
+        status, stderr = _pytest_with_stdout(pytester, full.fileno(), *dist)
+    assert status == pytest.ExitCode.USAGE_ERROR, stderr
+    assert "INTERNALERROR" not in stderr and "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1, stderr
+    assert "/dev/full" in errors[0] and "no space left" in errors[0]
+    assert "not recorded" in errors[0]
+    assert (kb / ".groove-eval-history.json").read_bytes() == before
+    assert not [p for p in kb.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_closed_stdout_is_a_usage_error(pytester: pytest.Pytester, kb: Path) -> None:
+    before = _recorded(pytester, kb)
+    status, stderr = _pytest_with_stdout(pytester, None)
+    assert status == pytest.ExitCode.USAGE_ERROR, stderr
+    assert "INTERNALERROR" not in stderr and "Traceback" not in stderr
+    assert stderr.strip().startswith("ERROR: standard output is closed"), stderr
+    assert (kb / ".groove-eval-history.json").read_bytes() == before
+
+
+def test_a_report_that_went_out_is_recorded(pytester: pytest.Pytester, kb: Path) -> None:
+    """The guard is no obstacle: output to a file records the run as before."""
+    before = _recorded(pytester, kb)
+    with open(pytester.path / "out.txt", "w") as out:
+        status, stderr = _pytest_with_stdout(pytester, out.fileno())
+    assert status == pytest.ExitCode.OK, stderr
+    assert "groove retrieval quality" in (pytester.path / "out.txt").read_text()
+    assert (kb / ".groove-eval-history.json").read_bytes() != before

@@ -31,6 +31,7 @@ from pytest_groove.evaluation.history import (
     parse_history,
     save_history,
     select_baseline,
+    stage_save,
 )
 from pytest_groove.evaluation.run import RecordFormatError, RunRecord
 
@@ -790,3 +791,45 @@ def test_a_named_baseline_is_used_or_the_difference_is_named(hist: Path) -> None
         match=r"cannot be compared with this run: model: e5-small \(that run\) vs bge-m3",
     ):
         named_baseline(runs, fingerprint(), "2026-04-24T05:34", hist)
+
+
+# --------------------------------------------------------------------------- staged saves
+
+
+def test_a_staged_save_changes_nothing_until_committed(hist: Path) -> None:
+    save(hist, run(minutes=1))
+    before = hist.read_bytes()
+    staged = stage_save(hist, load_history(hist), run(minutes=2), 10)
+    assert hist.read_bytes() == before
+    assert staged.pending
+    staged.commit()
+    assert not staged.pending
+    assert stamps(load_history(hist)) == [2, 1]
+    staged.commit()  # a second commit does nothing
+    assert stamps(load_history(hist)) == [2, 1]
+
+
+def test_a_discarded_save_leaves_the_history_and_no_temp_file(hist: Path) -> None:
+    save(hist, run(minutes=1))
+    before = hist.read_bytes()
+    stage_save(hist, load_history(hist), run(minutes=2), 10).discard()
+    assert hist.read_bytes() == before
+    assert sorted(p.name for p in hist.parent.iterdir()) == [
+        HISTORY_FILE_NAME,
+        HISTORY_FILE_NAME + ".lock",
+    ]
+    # the lock was released: the next save goes through at once
+    save(hist, run(minutes=3))
+    assert stamps(load_history(hist)) == [3, 1]
+
+
+def test_a_failure_inside_a_staged_save_discards_it(hist: Path) -> None:
+    save(hist, run(minutes=1))
+    before = hist.read_bytes()
+    staged = stage_save(hist, load_history(hist), run(minutes=2), 10)
+    with pytest.raises(OSError, match="report"), staged:
+        raise OSError("the report could not be written")
+    assert hist.read_bytes() == before
+    with stage_save(hist, load_history(hist), run(minutes=2), 10):
+        pass
+    assert stamps(load_history(hist)) == [2, 1]

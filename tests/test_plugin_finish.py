@@ -18,7 +18,7 @@ from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
 from pytest_groove.evaluation.setup import EvalRequest, EvalSetup, resolve_eval_setup
 from pytest_groove.options import RunOptions
-from pytest_groove.plugin.controller import SessionEnd, finish
+from pytest_groove.plugin.controller import Finished, SessionEnd, finish
 from pytest_groove.plugin.session import Prepared
 from pytest_groove.search.hits import SearchHit
 
@@ -86,8 +86,25 @@ def _end(kb: Path, *, found: bool = True, **changes: object) -> SessionEnd:
     return replace(end, **changes)  # type: ignore[arg-type]
 
 
-def test_a_complete_run_is_reported_and_recorded(kb: Path) -> None:
+def finish_and_record(end: SessionEnd) -> Finished:
+    """:func:`finish`, then the save the controller commits once the summary is out."""
+    done = finish(end)
+    if done.pending is not None:
+        assert done.pending.commit() is None
+    return done
+
+
+def test_the_run_is_recorded_only_when_committed(kb: Path) -> None:
     done = finish(_end(kb))
+    assert done.pending is not None
+    assert not history_path(kb).exists()  # staged: written beside, not yet in place
+    done.pending.discard()
+    assert not history_path(kb).exists()
+    assert not [p.name for p in kb.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_complete_run_is_reported_and_recorded(kb: Path) -> None:
+    done = finish_and_record(_end(kb))
     assert done.exitstatus == pytest.ExitCode.OK
     assert done.summary is not None and "recall@1" in done.summary
     assert done.stderr == ()
@@ -107,7 +124,7 @@ def test_nothing_prepared_prints_nothing(kb: Path) -> None:
 
 
 def test_a_regression_under_the_gate_makes_the_status_1(kb: Path) -> None:
-    finish(_end(kb))  # the baseline: every query found
+    finish_and_record(_end(kb))  # the baseline: every query found
     setup, golden = _setup(kb)
     worse = _end(
         kb,
@@ -115,16 +132,16 @@ def test_a_regression_under_the_gate_makes_the_status_1(kb: Path) -> None:
         prepared=_prepared(setup, golden),
         run=RunOptions(fail_on_regression=True),
     )
-    done = finish(worse)
+    done = finish_and_record(worse)
     assert done.exitstatus == pytest.ExitCode.TESTS_FAILED
     assert done.summary is not None and "regression gate FAILED" in done.summary
     assert any("--groove-fail-on-regression was set" in line for line in done.stderr)
 
 
 def test_the_gate_does_not_hide_a_worse_status(kb: Path) -> None:
-    finish(_end(kb))
+    finish_and_record(_end(kb))
     setup, golden = _setup(kb)
-    done = finish(
+    done = finish_and_record(
         _end(
             kb,
             found=False,
@@ -145,6 +162,6 @@ def test_an_interrupted_run_is_reported_but_not_recorded(kb: Path) -> None:
 def test_an_unwritable_json_report_is_an_error_line_and_status_4(kb: Path) -> None:
     target = kb / "report-dir"
     target.mkdir()  # a directory where the JSON file should go
-    done = finish(_end(kb, run=RunOptions(json=target)))
+    done = finish_and_record(_end(kb, run=RunOptions(json=target)))
     assert done.exitstatus == pytest.ExitCode.USAGE_ERROR
     assert any(line.startswith("ERROR: could not write the JSON report") for line in done.stderr)

@@ -191,7 +191,7 @@ class _EvalInputs:
             chunk_texts=chunk_texts,
             prog=PROG,
         )
-        return finish_evaluation(ctx, results, record=True)
+        return finish_evaluation(ctx, results, record=True, staged=True)
 
 
 def _evaluate_engine(run: RunOptions, inputs: _EvalInputs) -> EvalOutcome:
@@ -282,10 +282,19 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         outcome = _evaluate_engine(run, inputs)
 
-    out.write(
-        dumps_json_report(outcome.json_report) if args.format == "json" else outcome.text_report
-    )
-    out.flush()
+    # The run is saved only once its report is out: when standard output cannot take
+    # it (a full device, a closed pipe) the history stays exactly as it was.
+    try:
+        out.write(
+            dumps_json_report(outcome.json_report)
+            if args.format == "json"
+            else outcome.text_report
+        )
+        out.flush()
+    except BaseException:
+        outcome.discard()
+        raise
+    commit_error = outcome.commit()
     for warning in outcome.warnings:
         _note(f"warning: {warning}", err)
     for note in outcome.notes:
@@ -293,11 +302,12 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if outcome.findings_warning:
         err.write(outcome.findings_warning)
     # a failed save ends the run before the gate speaks (the run was not recorded)
-    if outcome.error:
-        err.write(f"Error: {outcome.error}\n")
+    error = outcome.error or commit_error
+    if error:
+        err.write(f"Error: {error}\n")
     elif outcome.gate_message:
         err.write(outcome.gate_message + "\n")
-    return outcome.exit_code
+    return 1 if commit_error else outcome.exit_code
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:

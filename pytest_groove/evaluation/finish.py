@@ -34,11 +34,12 @@ from pytest_groove.evaluation.findings import findings_warning, scan_golden_quot
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history import (
     BaselineChoice,
+    StagedSave,
     choose_baseline,
     history_path,
     load_history,
     named_baseline,
-    save_history,
+    stage_save,
 )
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
@@ -145,6 +146,24 @@ class EvalOutcome:
     choice: BaselineChoice | None = None
     #: confirmations for stderr (the frozen baseline, where a report was written)
     notes: tuple[str, ...] = ()
+    #: the save waiting for :meth:`commit` (``finish_evaluation(..., staged=True)``)
+    staged: StagedSave | None = None
+
+    def commit(self) -> str | None:
+        """Put a staged run into the history once the report is delivered; returns
+        the error message when that last step fails (None: done, or nothing staged)."""
+        if self.staged is None:
+            return None
+        try:
+            self.staged.commit()
+        except GrooveError as exc:
+            return exc.message
+        return None
+
+    def discard(self) -> None:
+        """Leave the history as it was (the report could not be delivered)."""
+        if self.staged is not None:
+            self.staged.discard()
 
 
 def order_results(golden: GoldenSet, results: Sequence[QueryResult]) -> list[QueryResult]:
@@ -195,7 +214,7 @@ class _Scope:
 
 
 def finish_evaluation(
-    ctx: EvalContext, results: Sequence[QueryResult], *, record: bool
+    ctx: EvalContext, results: Sequence[QueryResult], *, record: bool, staged: bool = False
 ) -> EvalOutcome:
     """Turn per-query results into a run: findings, history, diff, gate, reports.
 
@@ -205,6 +224,11 @@ def finish_evaluation(
     anything is built when the history file is refused or unreadable; a failure to
     *save* is returned in :attr:`EvalOutcome.error` so the reports still reach the
     user.
+
+    With ``staged`` the save stops one step short (:func:`~pytest_groove.evaluation.
+    history.stage_save`, holding the history's lock): the caller delivers the report
+    and then calls :meth:`EvalOutcome.commit`, or :meth:`EvalOutcome.discard` when
+    the report could not be delivered, which leaves the history untouched.
     """
     warnings: list[str] = []
     scope = _scope(ctx, results, record=record, warnings=warnings)
@@ -215,10 +239,23 @@ def finish_evaluation(
     comparison = compare(run, shown, threshold)
     gate_applies = ctx.flags.fail_on_regression and not scope.subset
     failures = gate_failures(comparison, threshold) if gate_applies else []
-    recorded, error = _save(ctx, scope, runs, run, warnings)
-    text, report, report_error, written = _reports(
-        ctx, scope, run, comparison, choice, runs, recorded
-    )
+    pending, error = _save(ctx, scope, runs, run, warnings)
+    recorded = pending is not None
+    if recorded and not staged:
+        assert pending is not None
+        try:
+            pending.commit()
+        except GrooveError as exc:
+            recorded, error = False, exc.message
+        pending = None
+    try:
+        text, report, report_error, written = _reports(
+            ctx, scope, run, comparison, choice, runs, recorded
+        )
+    except BaseException:
+        if pending is not None:
+            pending.discard()
+        raise
     error = error or report_error
     notes = list(written)
     if recorded and ctx.flags.freeze_baseline:
@@ -241,6 +278,7 @@ def finish_evaluation(
         recorded=recorded,
         choice=choice,
         notes=tuple(notes),
+        staged=pending,
     )
 
 
@@ -310,12 +348,13 @@ def _baseline(
 
 def _save(
     ctx: EvalContext, scope: _Scope, runs: list[RunRecord], run: RunRecord, warnings: list[str]
-) -> tuple[bool, str | None]:
-    """Append the run to the history when it is recorded: (recorded, error message)."""
+) -> tuple[StagedSave | None, str | None]:
+    """Stage appending the run to the history when it is recorded: (the staged save,
+    error message)."""
     if not scope.will_record:
-        return False, None
+        return None, None
     try:
-        warnings += save_history(
+        staged = stage_save(
             ctx.resolved_history_path,
             runs,
             run,
@@ -324,8 +363,9 @@ def _save(
             freeze_baseline=ctx.flags.freeze_baseline,
         )
     except GrooveError as exc:
-        return False, exc.message
-    return True, None
+        return None, exc.message
+    warnings += staged.messages
+    return staged, None
 
 
 def _reports(

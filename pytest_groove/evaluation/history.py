@@ -42,7 +42,9 @@ front, keeps the newest ``history_size`` runs (plus the pinned baseline), drops 
 oldest further until the file fits the cap, and replaces the file atomically
 (temporary file in the same directory, fsync, ``os.replace``).  Re-reading under
 the lock means two CI jobs or pytest sessions finishing together never lose each
-other's run.
+other's run.  :func:`stage_save` stops before the rename: the doors deliver the
+report first and rename only when it went out, so a run whose report could not be
+written (a full device) leaves the history byte for byte as it was.
 """
 
 from __future__ import annotations
@@ -511,17 +513,22 @@ def bound_history(
     return [ordered[i] for i in chosen], _assemble([pieces[i] for i in chosen], frozen), messages
 
 
-def _write_atomic(
-    path: Path, data: bytes, *, what: str = "eval history", like: Path | None = None
-) -> None:
-    """Replace ``path`` with ``data``: temp file beside it, fsync, rename.
-
-    The file keeps the permission bits of ``like`` (default: of ``path`` itself).
-    """
+def _file_mode(path: Path) -> int:
     try:
-        mode = stat.S_IMODE((path if like is None else like).stat().st_mode)
+        return stat.S_IMODE(path.stat().st_mode)
     except OSError:
-        mode = 0o644
+        return 0o644
+
+
+def _write_failed(what: str, path: Path, exc: OSError) -> GrooveError:
+    return GrooveError(
+        f"could not write the {what} {path}: {exc.strerror or exc} "
+        "(check that the directory is writable, or pass --no-history)"
+    )
+
+
+def _write_temp(path: Path, data: bytes, *, what: str, mode: int) -> Path:
+    """``data`` in a new temporary file beside ``path``, synced to disk."""
     tmp: Path | None = None
     try:
         # a fresh, exclusively created name: nothing planted beside the history is followed
@@ -532,15 +539,22 @@ def _write_atomic(
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
     except OSError as exc:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        raise GrooveError(
-            f"could not write the {what} {path}: {exc.strerror or exc} "
-            "(check that the directory is writable, or pass --no-history)"
-        ) from None
+        raise _write_failed(what, path, exc) from None
+    return tmp
+
+
+def _move_into_place(tmp: Path, path: Path, *, what: str) -> None:
+    """Rename ``tmp`` over ``path`` and make the rename durable."""
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise _write_failed(what, path, exc) from None
     # make the rename itself durable; not every platform can open a directory
     with contextlib.suppress(OSError):
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -548,6 +562,17 @@ def _write_atomic(
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _write_atomic(
+    path: Path, data: bytes, *, what: str = "eval history", like: Path | None = None
+) -> None:
+    """Replace ``path`` with ``data``: temp file beside it, fsync, rename.
+
+    The file keeps the permission bits of ``like`` (default: of ``path`` itself).
+    """
+    tmp = _write_temp(path, data, what=what, mode=_file_mode(path if like is None else like))
+    _move_into_place(tmp, path, what=what)
 
 
 #: temporary files of this module's own naming (``tempfile.mkstemp`` beside the
@@ -617,9 +642,8 @@ def _backup_failed(backup: Path, exc: OSError) -> GrooveError:
     )
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold ``<file>.lock``; one clear :class:`GrooveError` when it cannot be had."""
+def _acquire_lock(path: Path) -> filelock.BaseFileLock:
+    """Take ``<file>.lock``; one clear :class:`GrooveError` when it cannot be had."""
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
     lock_path = path.with_name(path.name + ".lock")
@@ -641,6 +665,13 @@ def _locked(path: Path) -> Iterator[None]:
             f"could not lock the eval history {lock_path}: {exc.strerror or exc}; make the "
             "folder writable or pass --no-history to evaluate without recording the run"
         ) from None
+    return lock
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold ``<file>.lock`` for the body."""
+    lock = _acquire_lock(path)
     try:
         yield
     finally:
@@ -679,6 +710,103 @@ def _replace(path: Path, current: _Current, encoded: bytes) -> None:
     _write_atomic(path, encoded)
 
 
+class StagedSave:
+    """A history save done up to its last step, waiting for :meth:`commit`.
+
+    Made by :func:`stage_save`.  The lock on the history is held, the original
+    bytes of a damaged file are already in their backup, and the new history sits
+    complete and synced in a temporary file beside the old one; only the rename is
+    left.  So whatever happens between staging and committing (the report cannot
+    be written to standard output, say) can end in :meth:`discard`, and the history
+    is then exactly what it was.  Used as a context manager it commits when the
+    body completes and discards when it raises.
+    """
+
+    def __init__(
+        self, path: Path, tmp: Path, lock: filelock.BaseFileLock, messages: list[str]
+    ) -> None:
+        self.path = path
+        #: notes on what the save had to drop (runs over the size or byte cap)
+        self.messages = messages
+        self._tmp: Path | None = tmp
+        self._lock = lock
+
+    @property
+    def pending(self) -> bool:
+        return self._tmp is not None
+
+    def commit(self) -> None:
+        """Put the new history in place; :class:`GrooveError` if the rename fails."""
+        tmp, self._tmp = self._tmp, None
+        if tmp is None:
+            return
+        try:
+            _move_into_place(tmp, self.path, what="eval history")
+        finally:
+            self._lock.release()
+
+    def discard(self) -> None:
+        """Drop the new history; the file stays as it was."""
+        tmp, self._tmp = self._tmp, None
+        if tmp is None:
+            return
+        try:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        finally:
+            self._lock.release()
+
+    def __enter__(self) -> StagedSave:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+def stage_save(
+    path: Path,
+    runs: Sequence[RunRecord],
+    new_run: RunRecord,
+    history_size: int,
+    cap: int = HISTORY_CAP,
+    *,
+    freeze_baseline: bool = False,
+) -> StagedSave:
+    """Prepare recording ``new_run`` in front of the stored runs (see :class:`StagedSave`).
+
+    ``runs`` is the history as this process loaded it.  Under the lock the file is
+    read again and what it holds now is used instead, so runs saved by another
+    process in the meantime are kept; ``runs`` only stands in when the file no
+    longer parses.  When the file as read loses or changes anything (runs that do
+    not parse or were repaired, or bytes that are no history), its original bytes
+    are first copied to a new backup (:func:`new_backup_path`).  Temporary files
+    of an interrupted save are removed.  ``freeze_baseline`` makes ``new_run`` the
+    frozen baseline.  Raises :class:`GrooveError` (file untouched, lock released)
+    when the file is refused, the lock cannot be taken, the new run alone exceeds
+    ``cap``, or writing (either file) fails.
+    """
+    lock = _acquire_lock(path)
+    try:
+        current = _read_current(path, runs, cap)
+        stored = [
+            replace(r, frozen=False) if freeze_baseline and r.frozen else r for r in current.runs
+        ]
+        ordered = [replace(new_run, frozen=freeze_baseline), *stored]
+        _kept, encoded, messages = bound_history(ordered, history_size, cap)
+        remove_stale_temp_files(path)
+        if current.data is not None and current.damaged:
+            # before the rewrite: if the copy fails, the original stays in place
+            _write_backup(path, current.data)
+        tmp = _write_temp(path, encoded, what="eval history", mode=_file_mode(path))
+    except BaseException:
+        lock.release()
+        raise
+    return StagedSave(path, tmp, lock, messages)
+
+
 def save_history(
     path: Path,
     runs: Sequence[RunRecord],
@@ -688,28 +816,11 @@ def save_history(
     *,
     freeze_baseline: bool = False,
 ) -> list[str]:
-    """Record ``new_run`` in front of the stored runs; returns warnings.
-
-    ``runs`` is the history as this process loaded it.  Under the lock the file is
-    read again and what it holds now is used instead, so runs saved by another
-    process in the meantime are kept; ``runs`` only stands in when the file no
-    longer parses.  When the file as read loses or changes anything (runs that do
-    not parse or were repaired, or bytes that are no history), its original bytes
-    are first copied to a new backup (:func:`new_backup_path`).  Temporary files
-    of an interrupted save are removed.  ``freeze_baseline`` makes ``new_run`` the
-    frozen baseline.  Raises :class:`GrooveError` (file untouched) when the file
-    is refused, the lock cannot be taken, the new run alone exceeds ``cap``, or
-    writing (either file) fails.
-    """
-    with _locked(path):
-        current = _read_current(path, runs, cap)
-        stored = [
-            replace(r, frozen=False) if freeze_baseline and r.frozen else r for r in current.runs
-        ]
-        ordered = [replace(new_run, frozen=freeze_baseline), *stored]
-        _kept, encoded, messages = bound_history(ordered, history_size, cap)
-        _replace(path, current, encoded)
-        return messages
+    """Record ``new_run`` now (:func:`stage_save`, then commit); returns warnings."""
+    with stage_save(
+        path, runs, new_run, history_size, cap, freeze_baseline=freeze_baseline
+    ) as staged:
+        return staged.messages
 
 
 def freeze_run(path: Path, wanted: str, cap: int = HISTORY_CAP) -> RunRecord:

@@ -21,11 +21,14 @@ privilege the threat model does not grant.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_groove.errors import GrooveError
 
 _HAS_DIR_FD = os.open in os.supports_dir_fd and os.scandir in os.supports_fd
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -151,3 +154,55 @@ def _read_at_most(fd: int, first: int, limit: int) -> bytes:
         remaining -= len(chunk)
         want = remaining
     return b"".join(parts)
+
+
+def index_folder_beneath(kb: Path, index_dir: Path, *, create: bool) -> None:
+    """Make sure the index folder, when it lies inside the KB, is reached without a link.
+
+    ``kb`` is the resolved KB folder.  An index folder inside it (the default
+    ``.groove/<model>``, or an ``index_dir`` a KB's ``groove.toml`` names) is walked
+    one component at a time below the KB with ``O_NOFOLLOW``, creating what is
+    missing when ``create``: a component that is a symbolic link (``.groove`` planted
+    as a link to ``/home/you``) or a file is one :class:`GrooveError`, so the index is
+    never written or read outside the KB through one.  An index folder outside the
+    KB (a flag's choice) is created as named.  A missing folder with ``create`` off
+    is left for the caller to report.
+    """
+    relative = _relative_inside(kb, index_dir)
+    if relative is None or not _HAS_DIR_FD:
+        if create:
+            index_dir.mkdir(parents=True, exist_ok=True)
+        return
+    fd = open_root(kb)
+    try:
+        for at, part in enumerate(relative):
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+                    raise
+                raise GrooveError(
+                    f"refusing the index folder {index_dir}: {'/'.join(relative[: at + 1])} "
+                    "inside the knowledge base is a symbolic link or not a folder, and the "
+                    "index is never kept outside the KB through one; remove it, or pass "
+                    "--index-dir / --groove-index-dir to keep the index elsewhere"
+                ) from None
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+
+
+def _relative_inside(kb: Path, path: Path) -> list[str] | None:
+    """``path``'s components below ``kb`` (compared as written), None when outside."""
+    try:
+        relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(kb))
+    except ValueError:
+        return None
+    parts = [part for part in relative.parts if part not in ("", ".")]
+    return None if ".." in parts else parts

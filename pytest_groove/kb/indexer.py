@@ -23,7 +23,7 @@ from pathlib import Path
 from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
-from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
+from pytest_groove.kb.beneath import Skipped, index_folder_beneath, open_root, read_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_lock import index_lock, probe_lock_file
 from pytest_groove.kb.parse import ParseFailure, parse_document
@@ -184,7 +184,7 @@ def index_kb(
         raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
     try:
         with index_dir_faults(index_dir):
-            index_dir.mkdir(parents=True, exist_ok=True)
+            index_folder_beneath(kb, index_dir, create=True)
         probe_lock_file(index_dir)
     except IndexUnwritable as exc:
         # a read-only checkout whose index is already current is simply used as it is

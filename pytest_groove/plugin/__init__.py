@@ -32,6 +32,11 @@ How the golden items are collected (documented in docs/pytest-plugin.md):
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Generator
+from typing import Any
+
 import pytest
 
 from pytest_groove.plugin import hookspecs
@@ -48,6 +53,31 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
+#: standard output was closed when pytest started (see pytest_load_initial_conftests)
+_STDOUT_WAS_CLOSED = False
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, Any, None]:
+    """With standard output closed and a knowledge base asked for, give pytest a
+    stand-in before its capture saves ``sys.stdout``, so the session can end in one
+    usage error rather than pytest's own traceback on the way out."""
+    global _STDOUT_WAS_CLOSED
+    if sys.stdout is None and _asks_for_kb(early_config):
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        _STDOUT_WAS_CLOSED = True
+    yield
+
+
+def _asks_for_kb(config: pytest.Config) -> bool:
+    if getattr(config.known_args_namespace, "groove_kb", None):
+        return True
+    try:
+        return bool(config.getini("groove_kb"))
+    except (ValueError, KeyError):
+        return False
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Switch the plugin on when a knowledge base is configured; else stay inert."""
@@ -57,10 +87,22 @@ def pytest_configure(config: pytest.Config) -> None:
     # Heavy imports happen here, and only here.
     from pytest_groove.plugin.session import activate
 
-    session = activate(config, options)
-    if not hasattr(config, "workerinput"):
+    records = not hasattr(config, "workerinput")
+    guard = None
+    if records:
+        # before pytest's terminal reporter takes sys.stdout (this hook runs first)
+        from pytest_groove.plugin.output import guard_stdout
+
+        guard = guard_stdout(closed=_STDOUT_WAS_CLOSED)
+    try:
+        session = activate(config, options)
+    except BaseException:
+        if guard is not None:
+            guard.restore()
+        raise
+    if records:
         # the controller, or the single process without xdist: it prepares, gathers
         # and finishes; an xdist worker only searches
         from pytest_groove.plugin.controller import register_controller
 
-        register_controller(config, session)
+        register_controller(config, session, guard)

@@ -54,6 +54,7 @@ from pytest_groove.evaluation.setup import EvalSetup, eval_context, eval_flags
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.options import RunOptions, pytest_flag_names
 from pytest_groove.plugin.items import GrooveQueryItem
+from pytest_groove.plugin.output import StdoutGuard
 from pytest_groove.plugin.session import (
     PROG,
     REPORT_NAME,
@@ -71,11 +72,19 @@ JUNIT_NAMES_NAME = "groove-junit-names"
 _BROKEN = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
 
 
-def register_controller(config: pytest.Config, session: GrooveSession) -> None:
-    """Register the controller's hooks (and the xdist hand-off when xdist is loaded)."""
+def register_controller(
+    config: pytest.Config, session: GrooveSession, output: StdoutGuard | None = None
+) -> None:
+    """Register the controller's hooks (and the xdist hand-off when xdist is loaded).
+
+    ``output`` watches pytest's standard output (:mod:`.output`): a run is recorded
+    only when its report went out.
+    """
     if config.getoption("collectonly", False):
+        if output is not None:
+            output.restore()  # nothing is recorded: pytest's own stream will do
         return
-    config.pluginmanager.register(GrooveController(session), CONTROLLER_NAME)
+    config.pluginmanager.register(GrooveController(session, output), CONTROLLER_NAME)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHandOff(session), XDIST_HANDOFF_NAME)
     if config.getoption("xmlpath", None):
@@ -126,6 +135,8 @@ class Finished:
     #: messages for stderr, in order, written after the summary section
     stderr: tuple[str, ...]
     exitstatus: int
+    #: the evaluation whose history save waits until the summary is out (None = none)
+    pending: EvalOutcome | None = None
 
 
 def finish(end: SessionEnd) -> Finished:
@@ -144,7 +155,12 @@ def finish(end: SessionEnd) -> Finished:
         stderr.append(f"ERROR: {pytest_flag_names(exc.message)}")
         return Finished(None, tuple(stderr), pytest.ExitCode.USAGE_ERROR)
     stderr += _outcome_messages(outcome)
-    return Finished(_summary(end, outcome), tuple(stderr), _exit_status(end, outcome))
+    return Finished(
+        _summary(end, outcome),
+        tuple(stderr),
+        _exit_status(end, outcome),
+        pending=outcome if outcome.staged is not None else None,
+    )
 
 
 def _evaluate(end: SessionEnd, prepared: Prepared, *, record: bool) -> EvalOutcome:
@@ -165,7 +181,7 @@ def _evaluate(end: SessionEnd, prepared: Prepared, *, record: bool) -> EvalOutco
             prog=PROG,
             fail_flag=pytest_flag_names("--fail-on-regression"),
         )
-        return finish_evaluation(ctx, end.results, record=record)
+        return finish_evaluation(ctx, end.results, record=record, staged=True)
 
 
 def _summary(end: SessionEnd, outcome: EvalOutcome) -> str:
@@ -213,14 +229,17 @@ def _use_color(config: pytest.Config) -> bool:
 class GrooveController:
     """The controller's (or single process's) hooks: prepare, gather, finish."""
 
-    def __init__(self, session: GrooveSession) -> None:
+    def __init__(self, session: GrooveSession, output: StdoutGuard | None = None) -> None:
         self.session = session
+        self.output = output
         #: results seen on reports, by item name
         self.results: dict[str, QueryResult] = {}
         self.interrupted = False
         self.finished: Finished | None = None
         #: messages for stderr not yet written
         self.pending_stderr: list[str] = []
+        #: the pytest session, to change its exit status after the summary
+        self.pytest_session: pytest.Session | None = None
 
     def ordered_results(self) -> list[QueryResult]:
         """Results in golden order (queries that did not run are left out)."""
@@ -250,6 +269,7 @@ class GrooveController:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.finished is not None:
             return
+        self.pytest_session = session
         state = self.session
         self.finished = finish(
             SessionEnd(
@@ -275,10 +295,39 @@ class GrooveController:
             terminalreporter.write_sep("=", "groove retrieval quality")
             for line in summary.rstrip("\n").split("\n"):
                 terminalreporter.write_line(line)
+        self.record()
         self.flush_stderr()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.record()  # no terminal summary (``-p no:terminal``)
         self.flush_stderr()
+        if self.output is not None:
+            self.output.restore()
+
+    def record(self) -> None:
+        """Save the run once the summary is out, or leave the history as it was.
+
+        The save was staged at session finish (the lock is held and the new file
+        written); it is committed only when everything pytest wrote so far reached
+        standard output.
+        """
+        pending = None if self.finished is None else self.finished.pending
+        if pending is None or pending.staged is None or not pending.staged.pending:
+            return
+        failure: str | None = None
+        if self.output is not None:
+            self.output.flush()
+            failure = self.output.failure
+        error: str | None
+        if failure is not None:
+            pending.discard()
+            error = f"{failure}; this run was not recorded"
+        else:
+            error = pending.commit()
+        if error is not None:
+            self.pending_stderr.append(f"ERROR: {pytest_flag_names(error)}")
+            if self.pytest_session is not None:
+                self.pytest_session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def flush_stderr(self) -> None:
         """Write the messages queued for stderr (after the terminal's own output so far).

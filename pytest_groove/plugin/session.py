@@ -24,7 +24,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import sys
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,21 +123,6 @@ def _marker_names(lines: Iterable[str]) -> set[str]:
     return {line.split(":", 1)[0].split("(", 1)[0].strip() for line in lines if line.strip()}
 
 
-def _ini_marker_lines(config: pytest.Config) -> list[str]:
-    """The ``markers`` the user's own ini file registers (pytest keeps raw values)."""
-    # pytest offers no other way to tell the ini file's markers from those plugins
-    # added; the attribute is deprecated (not yet removed), so read it quietly
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inicfg = getattr(config, "inicfg", None)
-        raw = inicfg.get("markers") if inicfg else None
-    if raw is None:
-        return []
-    if isinstance(raw, str):
-        return raw.splitlines()
-    return [str(line) for line in raw]
-
-
 def refuse_tags_naming_foreign_markers(config: pytest.Config, session: GrooveSession) -> None:
     """A golden tag must never become a marker pytest or another plugin registered.
 
@@ -146,10 +130,13 @@ def refuse_tags_naming_foreign_markers(config: pytest.Config, session: GrooveSes
     ``xfail`` ...).  Other plugins register markers that act too (``timeout``,
     ``flaky``, ``asyncio`` ...) and nothing says which do, so any marker registered
     by someone other than the user's own ini file is off limits for tags.  Markers
-    the user registers in their ini file stay usable (``-m smoke``).
+    the user registers in their ini file stay usable (``-m smoke``): they are the
+    markers already known when the plugin was configured (:attr:`GrooveSession.
+    markers_before`), which is before pytest's own plugins and the conftest files
+    register theirs.
     """
     registered = [line for line in config.getini("markers") if not line.endswith(TAG_MARKER_SUFFIX)]
-    foreign = _marker_names(registered) - _marker_names(_ini_marker_lines(config)) - {GROOVE_MARKER}
+    foreign = _marker_names(registered) - session.markers_before - {GROOVE_MARKER}
     for query in session.golden.queries:
         for tag in query.tags:
             marker = tag_marker(tag)
@@ -238,6 +225,9 @@ class GrooveSession:
     def __init__(self, config: pytest.Config, options: PluginOptions) -> None:
         self.config = config
         self.options = options
+        #: the markers registered before this plugin's (first) ``pytest_configure``: the
+        #: ini file's own; plugins and conftest files register theirs later
+        self.markers_before = _marker_names(config.getini("markers"))
         kb = resolve_path(options.kb, "knowledge base", "--groove-kb / groove_kb")
         if not kb.is_dir():
             raise GrooveError(
