@@ -237,27 +237,18 @@ def test_a_report_that_cannot_be_delivered_records_nothing(shared_kb: Path, outp
     history = shared_kb / ".groove-eval-history.json"
     before = history.read_bytes()
     if output == "full":
-        with open("/dev/full", "w") as target:
-            proc = subprocess.run(
-                [*GROOVE, *evaluate(shared_kb)],
-                stdout=target,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=120,
-            )
+        target = os.open("/dev/full", os.O_WRONLY)
+        args = evaluate(shared_kb)
     else:
-        read_end, write_end = os.pipe()
+        read_end, target = os.pipe()
         os.close(read_end)
-        try:
-            proc = subprocess.run(
-                [*GROOVE, *evaluate(shared_kb, "--format", "json")],
-                stdout=write_end,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=120,
-            )
-        finally:
-            os.close(write_end)
+        args = evaluate(shared_kb, "--format", "json")
+    try:
+        proc = subprocess.run(
+            [*GROOVE, *args], stdout=target, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    finally:
+        os.close(target)
     single_error(subprocess.CompletedProcess(proc.args, proc.returncode, "", proc.stderr))
     assert history.read_bytes() == before
     leftovers = [p.name for p in shared_kb.iterdir() if p.name.endswith(".tmp")]

@@ -24,7 +24,7 @@ from typing import Any, Protocol, TextIO, cast
 
 import pytest
 
-from pytest_groove.console import describe_fd, guarded_text_stream, output_failure
+from pytest_groove.console import describe_fd, fd_is_open, guarded_text_stream, output_failure
 from pytest_groove.errors import OutputFailed
 
 
@@ -86,7 +86,7 @@ def guard_stdout(*, closed: bool = False) -> StdoutGuard:
     output (``closed``: it was closed when pytest started) is a
     :class:`pytest.UsageError`."""
     current: TextIO | None = sys.stdout
-    if closed or current is None or not _fd_is_open(1):
+    if closed or current is None or not fd_is_open(1):
         if current is None:
             # pytest flushes sys.stdout on its way out: give it somewhere harmless
             sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
@@ -105,14 +105,6 @@ def guard_stdout(*, closed: bool = False) -> StdoutGuard:
         guard = StdoutGuard(_KeepTty(guarded, original), original)
     sys.stdout = cast(TextIO, guard)
     return guard
-
-
-def _fd_is_open(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-    except OSError:
-        return False
-    return True
 
 
 class _RaisingStream:
