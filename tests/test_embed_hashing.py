@@ -117,3 +117,30 @@ def test_any_text_gives_a_finite_unit_or_zero_vector(text: str) -> None:
         assert norm == 0.0
     else:  # zero only if signed collisions cancel every gram, which is legal
         assert norm == 0.0 or norm == pytest.approx(1.0, abs=1e-5)
+
+
+def _recipe(text: str) -> np.ndarray:
+    """The module docstring's recipe, one gram at a time."""
+    padded = normalise_text(text)
+    counts = np.zeros(HASH_DIMENSION, dtype=np.float64)
+    for at in range(len(padded) - 2):
+        gram = padded[at : at + 3].encode("utf-8", "surrogatepass")
+        value = int.from_bytes(hashlib.blake2b(gram, digest_size=8).digest(), "little")
+        counts[value % HASH_DIMENSION] += -1.0 if (value >> 63) & 1 else 1.0
+    vector = counts.astype(np.float32)
+    norm = np.linalg.norm(vector)
+    return vector / norm if norm else vector
+
+
+#: ASCII (the table lookup) mixed with other characters (the hashed path)
+_MIXED_TEXT = st.text(
+    alphabet=st.sampled_from(list("abcXYZ 09-!\t\u00e9\u00df\uff21\u30c7\u65e5\U0001f600\ud800")),
+    max_size=120,
+)
+
+
+@given(st.lists(_MIXED_TEXT, min_size=1, max_size=8))
+def test_vectors_follow_the_recipe_gram_by_gram(texts: list[str]) -> None:
+    vectors = HashEmbedder().embed_passages(texts)
+    for text, vector in zip(texts, vectors, strict=True):
+        np.testing.assert_allclose(vector, _recipe(text), rtol=0, atol=1e-6)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import apsw
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.scripts import script_group
-from pytest_groove.kb.terms import bigrams, term_text
+from pytest_groove.kb.scripts import SCRIPT_RANGES, japanese_script, script_group
+from pytest_groove.kb.terms import bigrams, script_runs, term_text
 from pytest_groove.search.fts_query import (
     FTS_QUERY_VERSION,
     FTS_QUERY_VERSIONS,
@@ -31,6 +33,55 @@ def test_term_text_writes_japanese_runs_as_bigrams_and_keeps_other_text() -> Non
     assert term_text("牛乳を発注する") == " 牛乳  を  発注  する "
     assert term_text("sqlite-vec の設定") == "sqlite-vec  の  設定 "
     assert term_text("再ランキング") == " 再  ラン ンキ キン ング "
+
+
+def _runs_char_by_char(text: str) -> list[tuple[str | None, str]]:
+    """The plain definition of script runs, one character at a time."""
+    runs: list[tuple[str | None, str]] = []
+    for char in text:
+        script = japanese_script(char)
+        if runs and runs[-1][0] == script:
+            runs[-1] = (script, runs[-1][1] + char)
+        else:
+            runs.append((script, char))
+    return runs
+
+
+def _term_text_char_by_char(text: str) -> str:
+    return "".join(
+        run if script is None else " " + " ".join(bigrams(run)) + " "
+        for script, run in _runs_char_by_char(text)
+    )
+
+
+def test_script_ranges_and_japanese_script_agree_on_every_code_point() -> None:
+    def by_ranges(code: int) -> str | None:
+        for script, ranges in SCRIPT_RANGES.items():
+            if any(first <= code <= last for first, last in ranges):
+                return script
+        return None
+
+    assert all(japanese_script(chr(c)) == by_ranges(c) for c in range(0x110000))
+
+
+#: text mixing ASCII, each Japanese script, the edges of their ranges and other scripts
+_MIXED = st.text(
+    alphabet=st.sampled_from(
+        [
+            *"ab -.\n\u00e9\u4e00\u9fff\u3400\uf900\u3005\u3006\u3041\u309f\u30a1\u30ff",
+            *"\uff66\uff9f\U0002f800\U0002fa1f\u3040\u30a0\u3007\uac00",
+            *"牛乳を発注するラン",
+        ]
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MIXED)
+def test_run_pattern_cuts_text_as_the_character_definition_does(text: str) -> None:
+    assert script_runs(text) == _runs_char_by_char(text)
+    assert term_text(text) == _term_text_char_by_char(text)
 
 
 @pytest.mark.parametrize(

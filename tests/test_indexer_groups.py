@@ -85,6 +85,36 @@ def test_groups_are_bounded_and_the_result_equals_one_document_per_group(
         assert [(h.path, h.heading) for h in engine.search("alpha backups 77", 5)] == hits
 
 
+def test_groups_queue_behind_a_busy_writer_and_commit_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = make_kb(tmp_path / "kb", 40)
+    monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 3)  # one document per group
+    monkeypatch.setattr(indexer, "WRITE_QUEUE_CHUNKS", 12)
+    write = Store.write_documents
+    transactions: list[int] = []
+
+    def slow_write(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
+        time.sleep(0.05)  # a writer slower than the embedder
+        transactions.append(len(writes))
+        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "write_documents", slow_write)
+    embedder = RecordingEmbedder()
+    report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    assert embedder.calls == [3] * 40 and report.added == 40
+    # fewer transactions than groups, none above the queue bound (+ the group that filled it)
+    assert sum(transactions) == 40 and len(transactions) < 40
+    assert max(transactions) <= 12 // 3 + 1
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        grouped = (engine.corpus_snapshot(), engine.fts_match_count('"alpha"'))
+
+    monkeypatch.setattr(Store, "write_documents", write)
+    run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), force=True, progress=False)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert (engine.corpus_snapshot(), engine.fts_match_count('"alpha"')) == grouped
+
+
 def test_a_failed_group_leaves_earlier_groups_stored_and_the_next_run_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

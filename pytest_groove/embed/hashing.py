@@ -51,7 +51,8 @@ def _bucket(gram: str) -> tuple[int, float]:
 
 def normalise_text(text: str) -> str:
     """The text the n-grams are taken from (see the module docstring)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    # NFKC leaves ASCII as it is, and casefold() of ASCII is lower()
+    folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
     collapsed = " ".join(folded.split())
     return f" {collapsed} " if collapsed else ""
 
@@ -120,28 +121,62 @@ class HashEmbedder:
         )
 
     def _embed_slice(self, texts: Sequence[str]) -> Matrix:
-        # Vectorised over the whole slice: each gram is packed into one integer
-        # (three 21-bit code points), the batch's distinct grams are hashed once
-        # each, and the signed counts are summed by one bincount.
-        rows: list[npt.NDArray[np.int64]] = []
-        keys: list[npt.NDArray[np.int64]] = []
-        for row, text in enumerate(texts):
-            padded = normalise_text(text)
-            if len(padded) < _GRAM:
-                continue
-            points = np.frombuffer(
-                padded.encode("utf-32-le", "surrogatepass"), dtype=np.uint32
-            ).astype(np.int64)
-            keys.append((points[:-2] << 42) | (points[1:-1] << 21) | points[2:])
-            rows.append(np.full(len(points) - 2, row, dtype=np.int64))
+        # Vectorised over the whole slice: the texts' code points are read in one
+        # array, each gram is looked up (three ASCII characters: in a table indexed
+        # by the gram itself) or packed into one integer and hashed once per slice,
+        # and the signed counts are summed by one bincount.
         dim = self.dimension
-        if not keys:
+        padded = [normalise_text(text) for text in texts]
+        lengths = np.fromiter((len(p) for p in padded), dtype=np.int64, count=len(padded))
+        grams = np.maximum(lengths - (_GRAM - 1), 0)
+        total = int(grams.sum())
+        if not total:
             return l2_normalise(np.zeros((len(texts), dim), dtype=np.float64))
-        all_keys = np.concatenate(keys)
-        buckets, signs = _buckets_of(all_keys)
-        cells = np.concatenate(rows) * dim + buckets
+        # a code point fits in 21 bits, so int32 holds it and an ASCII gram's code
+        points = np.frombuffer(
+            "".join(padded).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+        ).astype(np.int32)
+        rows = np.repeat(np.arange(len(texts), dtype=np.int64), grams)
+        # where each text starts in ``points``, minus where its grams start among all grams
+        shift = (np.cumsum(lengths) - lengths) - (np.cumsum(grams) - grams)
+        first = np.arange(total, dtype=np.int64) + np.repeat(shift, grams)
+        a, b, c = points[first], points[first + 1], points[first + 2]
+        # every gram is looked up as if it were ASCII (others read entry 0 and are
+        # replaced below: most text is ASCII, so this avoids masking the big arrays)
+        ascii_code = (a << 14) | (b << 7) | c
+        other = np.flatnonzero((a | b | c) >= 128)
+        ascii_code[other] = 0
+        bucket_of, sign_of = _ascii_table(ascii_code)
+        buckets = bucket_of[ascii_code].astype(np.int64)
+        signs = sign_of[ascii_code].astype(np.float64)
+        if len(other):
+            a, b, c = a[other].astype(np.int64), b[other].astype(np.int64), c[other]
+            buckets[other], signs[other] = _buckets_of((a << 42) | (b << 21) | c)
         # float64 sums of +-1 are exact whatever the order, so the result does not
         # depend on how the texts were batched.
-        counts = np.bincount(cells, weights=signs, minlength=len(texts) * dim)
+        counts = np.bincount(rows * dim + buckets, weights=signs, minlength=len(texts) * dim)
         out = np.asarray(counts, dtype=np.float64)
         return l2_normalise(out.reshape(len(texts), dim))
+
+
+#: (bucket, sign) of every gram of three ASCII characters, indexed by the gram's
+#: characters as one 21-bit number; -1 = not hashed yet.  Filled as grams are seen
+#: (every entry is a pure function of its gram, so any thread may fill any entry).
+_ASCII_TABLE: list[tuple[npt.NDArray[np.int16], npt.NDArray[np.int8]]] = []
+
+
+def _ascii_table(
+    codes: npt.NDArray[np.int32],
+) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int8]]:
+    """The ASCII gram table, with every gram of ``codes`` (``(a << 14) | (b << 7) | c``) in it."""
+    if not _ASCII_TABLE:
+        _ASCII_TABLE.append((np.full(1 << 21, -1, dtype=np.int16), np.zeros(1 << 21, np.int8)))
+    bucket_of, sign_of = _ASCII_TABLE[0]
+    missing = codes[bucket_of[codes] < 0]
+    for code in np.unique(missing).tolist():
+        gram = chr(code >> 14) + chr((code >> 7) & 127) + chr(code & 127)
+        bucket, sign = _bucket(gram)
+        # the sign first: a reader takes an entry whose bucket is set as complete
+        sign_of[code] = int(sign)
+        bucket_of[code] = bucket
+    return bucket_of, sign_of

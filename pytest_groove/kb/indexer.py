@@ -241,6 +241,7 @@ def _index_open(
     store = Store.open(index_dir, create=True)
     try:
         with index_faults(store.path, store.conn):
+            store.conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             return _index_locked(kb, store, settings, embedder, force, progress)
     finally:
         store.close()
@@ -300,11 +301,17 @@ def current_read_only(
     return report
 
 
-#: chunks embedded per embedder call and written per transaction.  Large enough that
+#: chunks embedded per embedder call (and the smallest transaction).  Large enough that
 #: the embedder runs at its batch speed (a neural model loses most of its throughput
 #: to small calls, worst on a busy machine) and a commit is paid per few hundred
 #: chunks, small enough that a killed run loses little work and the progress bar moves.
 EMBED_GROUP_CHUNKS = 256
+#: SQLite's page cache while indexing (KiB; SQLite's default is 2 MiB): FTS5 reads back
+#: the segments it merges, so a cache that holds them saves re-reading them
+WRITER_CACHE_KIB = 64 * 1024
+#: the most embedded chunks waiting for the writer thread (see :class:`_WriteGroup`):
+#: bounds the memory they hold, and the work a killed run loses
+WRITE_QUEUE_CHUNKS = 4096
 
 
 @dataclass(frozen=True)
@@ -343,8 +350,7 @@ def _index_locked(
             # in static mode a renamed file may get a new breadcrumb (from its name)
             forced = force or (contextual and item.path in renamed_to)
             _index_file(item, stored, forced, item.path in renamed_to, settings, scan, group)
-        group.flush()
-        group.wait()
+        group.finish()
     finally:
         group.shutdown()
         bar.close()
@@ -441,13 +447,19 @@ def _skip(path: str, why: str, scan: _Scan, group: _WriteGroup) -> None:
 class _WriteGroup:
     """Documents waiting to be embedded and written together.
 
-    Chunks of many documents go to the embedder in one call and to the database in
-    one transaction (one commit per group, not per document).  The transaction runs
-    on a writer thread while this thread reads, parses and embeds the next group
-    (SQLite, feeding FTS5 most of the time, runs without the GIL); at most one group
-    is in flight, and groups commit in order.  The progress bar and the report count
-    a document only once its group is committed, so the bar never runs ahead of what
-    is stored.
+    Chunks of many documents go to the embedder in one call (a group of about
+    :data:`EMBED_GROUP_CHUNKS`), and the embedded groups go to the database on a
+    writer thread while this thread reads, parses and embeds the next ones (SQLite,
+    feeding FTS5 most of the time, runs without the GIL).  Embedded groups that
+    arrive while the writer is still busy queue up and are written together in the
+    writer's next transaction: when the writer is the bottleneck (a fast embedder)
+    its transactions grow, which is what makes FTS5 fast (it flushes and merges its
+    index once per transaction); when the embedder is the bottleneck (a neural
+    model) every group commits on its own, so a killed run loses little work.  At
+    most :data:`WRITE_QUEUE_CHUNKS` chunks wait; transactions commit in order, each
+    all or nothing, so every document's rows change together.  The progress bar and
+    the report count a document only once its transaction is committed, so the bar
+    never runs ahead of what is stored.
     """
 
     def __init__(
@@ -463,19 +475,20 @@ class _WriteGroup:
         self.contextual = contextual
         self.report = report
         self._bar = bar
+        #: read and parsed, not embedded yet
         self._pending: list[tuple[_ScannedFile, ParsedDocument, bool, bool]] = []
         self._chunks = 0
-        #: files decided without a write while a group was pending (shown after it)
-        self._idle_steps = 0
+        #: embedded, waiting for the writer thread
+        self._queued = _Batch()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-writer")
-        #: the group being committed, with what to count once it is
+        #: the transaction being committed, with what to count once it is
         self._in_flight: Future[None] | None = None
-        self._in_flight_docs: list[tuple[ParsedDocument, bool, bool]] = []
-        self._in_flight_idle = 0
+        self._in_flight_batch = _Batch()
 
     def done_without_write(self) -> None:
-        if self._pending:
-            self._idle_steps += 1
+        """Count a file that needs no write, after the documents queued before it."""
+        if self._pending or self._queued.writes:
+            self._queued.idle_steps += 1
         else:
             self._bar.step(self.report.chunks_embedded)
 
@@ -487,10 +500,8 @@ class _WriteGroup:
             self.flush()
 
     def flush(self) -> None:
+        """Embed the pending documents and hand them to the writer (now, or queued)."""
         if not self._pending:
-            for _ in range(self._idle_steps):
-                self._bar.step(self.report.chunks_embedded)
-            self._idle_steps = 0
             return
         texts = [
             _embedding_input(c.context, c.content, self.contextual)
@@ -499,14 +510,16 @@ class _WriteGroup:
             for c in doc.chunks
         ]
         vectors = self.embedder.embed_passages(texts) if texts else None
-        writes: list[DocumentWrite] = []
         offset = 0
-        for item, doc, _known, meta_only in self._pending:
+        for item, doc, known, meta_only in self._pending:
+            self._queued.docs.append((doc, known, meta_only))
             if meta_only or vectors is None:
-                writes.append(DocumentWrite(item.path, item.digest, len(item.data), doc))
+                self._queued.writes.append(
+                    DocumentWrite(item.path, item.digest, len(item.data), doc)
+                )
                 continue
             count = len(doc.chunks)
-            writes.append(
+            self._queued.writes.append(
                 DocumentWrite(
                     item.path,
                     item.digest,
@@ -521,24 +534,42 @@ class _WriteGroup:
                     ],
                 )
             )
+            self._queued.chunks += count
             offset += count
+        self._pending, self._chunks = [], 0
+        writer_busy = self._in_flight is not None and not self._in_flight.done()
+        if not writer_busy or self._queued.chunks >= WRITE_QUEUE_CHUNKS:
+            self._submit()
+
+    def _submit(self) -> None:
+        """Write everything queued in one transaction on the writer thread."""
         self.wait()
+        if not self._queued.writes:
+            self._count(self._queued)
+            self._queued = _Batch()
+            return
         self._in_flight = self._writer.submit(
-            self.store.write_documents, writes, store_context=self.contextual
+            self.store.write_documents, self._queued.writes, store_context=self.contextual
         )
-        self._in_flight_docs = [
-            (doc, known, meta_only) for _, doc, known, meta_only in self._pending
-        ]
-        self._in_flight_idle = self._idle_steps
-        self._pending, self._chunks, self._idle_steps = [], 0, 0
+        self._in_flight_batch, self._queued = self._queued, _Batch()
 
     def wait(self) -> None:
-        """Let the group in flight commit (its error, if any, is raised here)."""
+        """Let the transaction in flight commit (its error, if any, is raised here)."""
         if self._in_flight is None:
             return
         future, self._in_flight = self._in_flight, None
         future.result()
-        for doc, known, meta_only in self._in_flight_docs:
+        self._count(self._in_flight_batch)
+        self._in_flight_batch = _Batch()
+
+    def finish(self) -> None:
+        """Embed and write whatever is left, and let it commit."""
+        self.flush()
+        self._submit()
+        self.wait()
+
+    def _count(self, batch: _Batch) -> None:
+        for doc, known, meta_only in batch.docs:
             if not meta_only:
                 self.report.chunks_embedded += len(doc.chunks)
             if known:
@@ -546,14 +577,24 @@ class _WriteGroup:
             else:
                 self.report.added += 1
             self._bar.step(self.report.chunks_embedded)
-        for _ in range(self._in_flight_idle):
+        for _ in range(batch.idle_steps):
             self._bar.step(self.report.chunks_embedded)
-        self._in_flight_docs, self._in_flight_idle = [], 0
 
     def shutdown(self) -> None:
         """Wait for the writer thread to finish (before the store is closed), never raising:
         on the error path the first error is the one to report."""
         self._writer.shutdown(wait=True)
+
+
+@dataclass
+class _Batch:
+    """Embedded documents written in one transaction, and what to count once it commits."""
+
+    writes: list[DocumentWrite] = field(default_factory=list)
+    docs: list[tuple[ParsedDocument, bool, bool]] = field(default_factory=list)
+    chunks: int = 0
+    #: files decided without a write while these documents waited (counted after them)
+    idle_steps: int = 0
 
 
 def _prune(store: Store, scan: _Scan, stored: dict[str, str], report: IndexReport) -> None:

@@ -12,12 +12,29 @@ from typing import Literal
 JapaneseScript = Literal["kanji", "hiragana", "katakana"]
 
 
+#: each script's code points as (first, last) ranges: the one definition both
+#: :func:`japanese_script` and the run patterns of :mod:`pytest_groove.kb.terms` follow
+SCRIPT_RANGES: dict[JapaneseScript, tuple[tuple[int, int], ...]] = {
+    "kanji": (
+        (0x4E00, 0x9FFF),
+        (0x3400, 0x4DBF),
+        (0xF900, 0xFAFF),
+        (0x2F800, 0x2FA1F),
+        (0x3005, 0x3006),
+    ),
+    "hiragana": ((0x3041, 0x309F),),
+    "katakana": ((0x30A1, 0x30FF), (0xFF66, 0xFF9F)),
+}
+
+
 def japanese_script(char: str) -> JapaneseScript | None:
     """``kanji``, ``hiragana``, ``katakana`` or None for any other character.
 
     Kanji includes the iteration marks ``々`` and ``〆``; katakana includes the
     long-vowel mark ``ー``, the full-width middle dot and half-width katakana.
     """
+    # the ranges of SCRIPT_RANGES written out: this runs once per character of
+    # every query and chunk opening (a test checks both agree on every code point)
     code = ord(char)
     if (
         0x4E00 <= code <= 0x9FFF
@@ -32,6 +49,11 @@ def japanese_script(char: str) -> JapaneseScript | None:
     if 0x30A1 <= code <= 0x30FF or 0xFF66 <= code <= 0xFF9F:
         return "katakana"
     return None
+
+
+def script_class(script: JapaneseScript) -> str:
+    """A regular-expression character class matching one character of ``script``."""
+    return "[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in SCRIPT_RANGES[script]) + "]"
 
 
 #: share of Japanese characters (of the non-space ones) from which a text counts as Japanese

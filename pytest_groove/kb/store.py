@@ -43,8 +43,8 @@ from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
 from pytest_groove.kb.terms import term_text
 
 #: bump when the table layout changes; an index with another version is rebuilt
-#: (2: the ``fts_terms`` table)
-SCHEMA_VERSION = 2
+#: (2: the ``fts_terms`` table; 3: the full-text tables' ``hashsize``)
+SCHEMA_VERSION = 3
 DB_FILE_NAME = "index.db"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -84,6 +84,18 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5(
     tokenize='porter unicode61 remove_diacritics 2'
 );
 """
+
+#: memory (bytes) each full-text table may fill with new entries before FTS5 writes
+#: them out as a segment (FTS5's ``hashsize`` setting; its default is 1 MiB).  The
+#: trigram table makes about one entry per character, so with the default a
+#: transaction of a few hundred chunks wrote many small segments that FTS5 then merged
+#: again; with 16 MiB a transaction of a few thousand chunks writes one.  A stored
+#: setting of the table: it changes how fast rows go in, never what a query returns.
+FTS_HASH_BYTES = 16 * 1024 * 1024
+_FTS_SETTINGS = "".join(
+    f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', {FTS_HASH_BYTES});"
+    for table in ("fts_chunks", "fts_terms")
+)
 
 #: the full-text tables a MATCH expression can be run against (see kb.terms)
 FTS_TABLES = ("fts_chunks", "fts_terms")
@@ -234,6 +246,7 @@ class Store:
             if version is None:
                 with store.transaction():
                     conn.execute(_SCHEMA)
+                    conn.execute(_FTS_SETTINGS)
                     store.set_meta("schema_version", str(SCHEMA_VERSION))
                     store.set_meta("chunker_version", str(CHUNKER_VERSION))
                     store.set_meta("generation", "0")
