@@ -19,7 +19,6 @@ not seen.  Nothing is asserted; the figures are for docs/retrieval-pipeline.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import hashlib
 import sys
@@ -37,10 +36,7 @@ from pytest_groove.engine import Engine, open_engine
 from pytest_groove.evaluation.golden import load_golden
 from pytest_groove.evaluation.metrics import QueryMetrics, aggregate, query_metrics
 from pytest_groove.evaluation.records import GoldenQuery
-from pytest_groove.search.confidence import low_confidence
-from pytest_groove.search.documents import documents_first
 from pytest_groove.search.fts_query import parse_query
-from pytest_groove.search.fusion import fuse_rrf, pool_sizes
 from pytest_groove.search.hits import SearchHit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,18 +52,14 @@ CORPORA = {
 LIMIT = 10
 
 
-BREADCRUMB_VECTORS = "breadcrumb vectors"
-
-
 @dataclass(frozen=True)
 class Configuration:
     name: str
-    #: which legs' ranking is scored: "hybrid", "vector", "fts", or "breadcrumb
-    #: vectors" (the pipeline with the vector leg of the contextual index, whose
-    #: embeddings include each chunk's breadcrumb, and everything else from the
-    #: plain index, whose full text does not)
+    #: which legs' ranking is scored: "hybrid", "vector", "fts"
     leg: str = "hybrid"
     contextual: bool = False
+    #: with ``contextual``: False embeds the breadcrumb without searching it
+    context_full_text: bool = True
     search: Callable[[SearchSettings], SearchSettings] = lambda s: s
 
 
@@ -106,10 +98,11 @@ CONFIGURATIONS = (
         contextual=True,
         search=_with(fts_query_version=4, fts_script_gate=False),
     ),
-    Configuration("breadcrumb embedded, not searched", leg=BREADCRUMB_VECTORS),
+    Configuration("contextual, breadcrumb embedded only", contextual=True, context_full_text=False),
     Configuration(
-        "breadcrumb embedded, not searched, no document-first",
-        leg=BREADCRUMB_VECTORS,
+        "contextual, breadcrumb embedded only, no document-first",
+        contextual=True,
+        context_full_text=False,
         search=_with(document_first=False),
     ),
 )
@@ -159,52 +152,13 @@ class Row:
     wrong: int
 
 
-def _chunk_keys(engine: Engine) -> dict[int, tuple[str, int]]:
-    """Every chunk id of an index → (path, chunk index), to match chunks across indexes."""
-    rows = engine.store.conn.execute(
-        "SELECT c.id, d.path, c.chunk_index FROM chunks c JOIN documents d ON d.id = c.document_id"
-    )
-    return {int(cid): (str(path), int(index)) for cid, path, index in rows}
-
-
-def breadcrumb_vectors_ranked(
-    engine: Engine, contextual: Engine, query: str, search: SearchSettings
-) -> tuple[list[SearchHit], bool]:
-    """The default pipeline's steps, with the vector leg taken from ``contextual``."""
-    parsed = parse_query(query, version=search.fts_query_version)
-    pool = pool_sizes(LIMIT, mmr=False, reranker=False).per_leg_n
-    theirs = contextual.vector_leg(contextual.embed_queries([parsed.positive])[0], pool, parsed)
-    ours = {key: cid for cid, key in _chunk_keys(engine).items()}
-    keys = _chunk_keys(contextual)
-    vec_ids = [ours[keys[cid]] for cid in theirs]
-    gate = vec_ids if search.fts_script_gate else None
-    fts_ids = engine.fts_leg(parsed, search.fusion.weights, pool, gate)
-    fused = fuse_rrf(vec_ids, fts_ids, search.fusion.rrf_k, None)
-    rows = engine.store.chunk_rows([cid for cid, _ in fused])
-    flag = low_confidence([float(s) for _, s in fused[:LIMIT]], search.min_confidence_ratio)
-    if search.document_first:
-        fused = documents_first(fused, lambda hit: rows[hit[0]].document_id)
-    hits = [
-        SearchHit(rank=i, path=rows[cid].path, heading=rows[cid].heading, score=float(score))
-        for i, (cid, score) in enumerate(fused[:LIMIT], start=1)
-    ]
-    return hits, flag
-
-
 def ranked(
-    engine: Engine,
-    query: str,
-    leg: str,
-    search: SearchSettings,
-    contextual: Engine | None = None,
+    engine: Engine, query: str, leg: str, search: SearchSettings
 ) -> tuple[list[SearchHit], bool]:
     """Top hits of the pipeline (and its low-confidence flag), or of one leg alone."""
     if leg == "hybrid":
         response = engine.search_response(query, LIMIT, search)
         return response.hits, response.low_confidence
-    if leg == BREADCRUMB_VECTORS:
-        assert contextual is not None
-        return breadcrumb_vectors_ranked(engine, contextual, query, search)
     parsed = parse_query(query, version=search.fts_query_version)
     if leg == "vector":
         ids = engine.vector_leg(engine.embed_queries([parsed.positive])[0], LIMIT, parsed)
@@ -218,19 +172,14 @@ def ranked(
     return hits, False
 
 
-def measure(
-    engine: Engine,
-    queries: tuple[GoldenQuery, ...],
-    config: Configuration,
-    contextual: Engine | None = None,
-) -> Row:
+def measure(engine: Engine, queries: tuple[GoldenQuery, ...], config: Configuration) -> Row:
     search = config.search(engine.settings.search)
     singles: list[QueryMetrics] = []
     multis: list[QueryMetrics] = []
     cross_hit = cross_all = 0
     flagged = wrong = flagged_wrong = 0
     for q in queries:
-        hits, flag = ranked(engine, q.query, config.leg, search, contextual)
+        hits, flag = ranked(engine, q.query, config.leg, search)
         metrics = query_metrics(q.expected, hits, (1, 3, 5, 10))
         (singles if len(q.expected) == 1 else multis).append(metrics)
         if q.id.startswith("x-"):
@@ -280,30 +229,17 @@ def main() -> int:
             )
             print("|---|---|---|---|---|---|---|")
             for config in configs:
+                embedded_only = config.contextual and not config.context_full_text
+                suffix = "embedded" if embedded_only else str(int(config.contextual))
                 index = IndexSettings(
                     model=args.model,
                     contextual=config.contextual,
-                    index_dir=cache / f"{corpus}-ctx{int(config.contextual)}",
+                    contextual_full_text=config.context_full_text,
+                    index_dir=cache / f"{corpus}-ctx{suffix}",
                 )
                 settings = Settings(index=index, search=config.search(SearchSettings()))
-                with contextlib.ExitStack() as stack:
-                    engine = stack.enter_context(
-                        open_engine(kb, settings, embedder=embedder, progress=False)
-                    )
-                    other = None
-                    if config.leg == BREADCRUMB_VECTORS:
-                        with_context = dataclasses.replace(
-                            index, contextual=True, index_dir=cache / f"{corpus}-ctx1"
-                        )
-                        other = stack.enter_context(
-                            open_engine(
-                                kb,
-                                dataclasses.replace(settings, index=with_context),
-                                embedder=embedder,
-                                progress=False,
-                            )
-                        )
-                    row = measure(engine, golden.queries, config, other)
+                with open_engine(kb, settings, embedder=embedder, progress=False) as engine:
+                    row = measure(engine, golden.queries, config)
                 hit, total = row.cross_top3
                 cross = f"{hit}/{total}" if total else "—"
                 print(

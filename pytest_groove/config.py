@@ -100,6 +100,9 @@ class SearchSettings:
 class IndexSettings:
     model: str = DEFAULT_MODEL
     contextual: bool = False
+    #: with ``contextual``: the breadcrumb is also searched in full text (mode
+    #: "static"); False embeds it only (mode "embedded")
+    contextual_full_text: bool = True
     exclude_dirs: tuple[str, ...] = DEFAULT_EXCLUDE_DIRS
     exclude_headings: tuple[str, ...] = ()
     parsers: tuple[str, ...] = ("md",)
@@ -309,10 +312,11 @@ def _parse_index(top: _Section) -> IndexSettings:
             f"{', '.join(VECTOR_INDEX_KINDS)} (got {vector_index!r})"
         )
     parsers = _parse_parsers(top.pop_section("parsers"))
-    contextual = _parse_contextual(top.pop_section("contextual"))
+    contextual, contextual_full_text = _parse_contextual(top.pop_section("contextual"))
     return IndexSettings(
         model=model,
         contextual=contextual,
+        contextual_full_text=contextual_full_text,
         exclude_dirs=exclude_dirs,
         exclude_headings=exclude_headings,
         parsers=parsers,
@@ -352,12 +356,14 @@ def _parse_parsers(sec: _Section | None) -> tuple[str, ...]:
     return tuple(p.lower() for p in parsers)
 
 
-def _parse_contextual(sec: _Section | None) -> bool:
+def _parse_contextual(sec: _Section | None) -> tuple[bool, bool]:
+    """``[contextual]``: (enabled, full_text)."""
     if sec is None:
-        return False
+        return False, True
     enabled = sec.pop_bool("enabled", False)
+    full_text = sec.pop_bool("full_text", True)
     sec.finish()
-    return enabled
+    return enabled, full_text
 
 
 def _parse_search(sec: _Section | None, reranker: str) -> SearchSettings:

@@ -251,7 +251,8 @@ class Fingerprint:
     parent_retriever: dict[str, int] | None = None
     #: all four fusion values when any differs from the built-in defaults
     fusion: dict[str, float] | None = None
-    #: {"mode": "static"} when the index was built with contextual indexing
+    #: {"mode": "static"} or {"mode": "embedded"} when the index was built with
+    #: contextual indexing
     context: dict[str, str] | None = None
     #: qualified name of a custom retriever from conftest.py (pytest door only)
     retriever: str | None = None
@@ -321,7 +322,7 @@ class Fingerprint:
                     "bm25_content_weight": fusion.bm25_content_weight,
                 }
             ),
-            context={"mode": "static"} if context_mode == "static" else None,
+            context=({"mode": context_mode} if context_mode in ("static", "embedded") else None),
             retriever=retriever,
             vector_centring=None if search.vector_centring else False,
             fts_script_gate=None if search.fts_script_gate else False,

@@ -128,9 +128,20 @@ class _Progress:
             self._bar.close()
 
 
-def resolve_context_mode(store: Store, wanted: bool, force: bool, report: IndexReport) -> str:
+def context_mode_for(settings: IndexSettings) -> str:
+    """The context mode the settings ask for.
+
+    ``off``: chunks are embedded and searched as they are; ``static``: each chunk's
+    breadcrumb is embedded with it and searched in full text; ``embedded``: the
+    breadcrumb is embedded with it but not stored or searched.
+    """
+    if not settings.contextual:
+        return "off"
+    return "static" if settings.contextual_full_text else "embedded"
+
+
+def resolve_context_mode(store: Store, desired: str, force: bool, report: IndexReport) -> str:
     """The index's recorded context mode wins; switching needs ``--force``."""
-    desired = "static" if wanted else "off"
     recorded = store.get_meta("context_mode")
     _docs, chunks = store.counts()
     if force or recorded is None or chunks == 0:
@@ -338,17 +349,19 @@ def _index_locked(
     check_model(store, embedder, force)
     if force:
         store.wipe()
-    contextual = resolve_context_mode(store, settings.contextual, force, report) == "static"
+    mode = resolve_context_mode(store, context_mode_for(settings), force, report)
+    contextual = mode == "static"
+    embeds_context = mode in ("static", "embedded")
     scan = _scan(kb, settings, report)
     stored = store.document_hashes()
     renamed_to = set() if force else _apply_renames(store, scan, stored, report)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _Progress(len(scan.files), show)
-    group = _WriteGroup(store, embedder, contextual, report, bar)
+    group = _WriteGroup(store, embedder, contextual, embeds_context, report, bar)
     try:
         for item in scan.files:
-            # in static mode a renamed file may get a new breadcrumb (from its name)
-            forced = force or (contextual and item.path in renamed_to)
+            # with the breadcrumb embedded, a renamed file may get a new one (from its name)
+            forced = force or (embeds_context and item.path in renamed_to)
             _index_file(item, stored, forced, item.path in renamed_to, settings, scan, group)
         group.finish()
     finally:
@@ -433,7 +446,10 @@ def _index_file(
     meta_only = False
     if known and not forced:
         group.wait()  # the store is read below: no write may be in flight meanwhile
-        meta_only = _same_chunks(group.store, item.path, doc, group.contextual)
+        # "embedded" mode stores no breadcrumb to compare: any change re-embeds the file
+        meta_only = group.embeds_context == group.contextual and _same_chunks(
+            group.store, item.path, doc, group.contextual
+        )
     group.add(item, doc, known=known, meta_only=meta_only)
 
 
@@ -467,12 +483,16 @@ class _WriteGroup:
         store: Store,
         embedder: Embedder,
         contextual: bool,
+        embeds_context: bool,
         report: IndexReport,
         bar: _Progress,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        #: the breadcrumb is stored and searched in full text ("static")
         self.contextual = contextual
+        #: the breadcrumb is embedded with each chunk ("static" or "embedded")
+        self.embeds_context = embeds_context
         self.report = report
         self._bar = bar
         #: read and parsed, not embedded yet
@@ -504,7 +524,7 @@ class _WriteGroup:
         if not self._pending:
             return
         texts = [
-            _embedding_input(c.context, c.content, self.contextual)
+            _embedding_input(c.context, c.content, self.embeds_context)
             for item, doc, _known, meta_only in self._pending
             if not meta_only
             for c in doc.chunks
