@@ -70,7 +70,10 @@ def _with(**changes: object) -> Callable[[SearchSettings], SearchSettings]:
     return apply
 
 
-_REFERENCE = _with(vector_centring=False, fts_script_gate=False, document_first=False)
+_NO_NOTES = _with(note_order=False)
+_REFERENCE = _with(
+    vector_centring=False, fts_script_gate=False, document_first=False, note_order=False
+)
 
 #: the reference pipeline first (the reference implementation's behaviour, only the
 #: chunker differs), then one lever at a time, then the default with each lever off
@@ -84,21 +87,30 @@ CONFIGURATIONS = (
     ),
     Configuration("vector leg alone, centred", leg="vector"),
     Configuration("+ centring + script gate", search=_with(document_first=False)),
-    Configuration("+ centring + script gate + document-first = default"),
-    Configuration("document-first, no gate", search=_with(fts_script_gate=False)),
-    Configuration("default with full-text v4", search=_with(fts_query_version=4)),
+    Configuration("+ centring + script gate + document-first", search=_NO_NOTES),
+    Configuration("+ note order = default"),
+    Configuration("document-first, no gate", search=_with(fts_script_gate=False, note_order=False)),
     Configuration(
-        "centring, v4, no gate", search=_with(fts_query_version=4, fts_script_gate=False)
+        "document-first with full-text v4", search=_with(fts_query_version=4, note_order=False)
+    ),
+    Configuration(
+        "centring, v4, no gate",
+        search=_with(fts_query_version=4, fts_script_gate=False, note_order=False),
     ),
     Configuration("reference hybrid, contextual on", contextual=True, search=_REFERENCE),
     Configuration("vector leg alone, centred, contextual on", leg="vector", contextual=True),
-    Configuration("default, contextual on", contextual=True),
+    Configuration("document-first, contextual on", contextual=True, search=_NO_NOTES),
     Configuration(
         "centring, v4, no gate, contextual on",
         contextual=True,
-        search=_with(fts_query_version=4, fts_script_gate=False),
+        search=_with(fts_query_version=4, fts_script_gate=False, note_order=False),
     ),
-    Configuration("contextual, breadcrumb embedded only", contextual=True, context_full_text=False),
+    Configuration(
+        "contextual, breadcrumb embedded only",
+        contextual=True,
+        context_full_text=False,
+        search=_NO_NOTES,
+    ),
     Configuration(
         "contextual, breadcrumb embedded only, no document-first",
         contextual=True,

@@ -94,6 +94,10 @@ class SearchSettings:
     #: list each document's best chunk before any document's second chunk (see
     #: search.documents); applies to the fused list when no reranker or MMR runs
     document_first: bool = True
+    #: with document_first: order the documents by chunk vectors that carry their
+    #: note's vector, each still represented by its best chunk of the fused list
+    #: (see search.notes)
+    note_order: bool = True
 
 
 @dataclass(frozen=True)
@@ -381,6 +385,7 @@ def _parse_search(sec: _Section | None, reranker: str) -> SearchSettings:
         vector_centring=sec.pop_bool("vector_centring", defaults.vector_centring),
         fts_script_gate=sec.pop_bool("fts_script_gate", defaults.fts_script_gate),
         document_first=sec.pop_bool("document_first", defaults.document_first),
+        note_order=sec.pop_bool("note_order", defaults.note_order),
     )
     sec.finish()
     return search

@@ -85,9 +85,21 @@ class Engine:
                 centre=settings.search.vector_centring,
                 kind=settings.index.vector_index,
             )
+            #: chunk vectors carrying their note's vector, when note order is on
+            self.note_vectors: VectorIndex | None = None
+            if settings.search.note_order:
+                self.note_vectors = VectorIndex.load_for(
+                    store,
+                    store.path.parent,
+                    centre=settings.search.vector_centring,
+                    kind=settings.index.vector_index,
+                    notes=True,
+                )
             self.context_mode: str = store.get_meta("context_mode") or "off"
         self.reranker = get_reranker(settings.search.reranker)
-        self._searcher = HybridSearcher(store, self.vectors, embedder, self.reranker)
+        self._searcher = HybridSearcher(
+            store, self.vectors, embedder, self.reranker, self.note_vectors
+        )
 
     def _faults(self) -> AbstractContextManager[None]:
         """SQLite errors and undecodable rows become one line naming the index file."""
@@ -161,6 +173,13 @@ class Engine:
         """The pipeline's vector leg alone: chunk ids, best first, exclusions applied."""
         with self._faults():
             return self._searcher.vector_leg(query_vector, n, parsed)
+
+    def note_vector_leg(
+        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
+    ) -> list[int]:
+        """The note-carrying vector list search orders documents by ([] without it)."""
+        with self._faults():
+            return self._searcher.note_vector_leg(query_vector, n, parsed)
 
     def fts_leg(
         self,

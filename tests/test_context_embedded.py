@@ -78,9 +78,9 @@ def test_plain_mode_embeds_the_text_alone(tmp_path: Path) -> None:
     assert embedder.passages[0].startswith("install the tools")
 
 
-def test_a_title_edit_re_embeds_in_embedded_mode_only(tmp_path: Path) -> None:
-    for settings, re_embedded in ((EMBEDDED, 1), (OFF, 0)):
-        kb = tmp_path / str(re_embedded)
+def test_a_title_edit_re_embeds_the_chunks_in_embedded_mode_only(tmp_path: Path) -> None:
+    for settings, chunks in ((EMBEDDED, 1), (OFF, 0)):
+        kb = tmp_path / str(chunks)
         write(kb, "guide.md", "---\ntitle: Workstation\n---\n" + BODY)
         embedder = RecordingEmbedder()
         run_indexer(kb, settings, embedder=embedder, progress=False)
@@ -88,9 +88,12 @@ def test_a_title_edit_re_embeds_in_embedded_mode_only(tmp_path: Path) -> None:
         before = len(embedder.passages)
         report = run_indexer(kb, settings, embedder=embedder, progress=False)
         assert report.changed == 1
-        assert len(embedder.passages) - before == re_embedded
-        if re_embedded:
-            assert embedder.passages[-1].startswith("Laptop > Setup\n\n")
+        # the chunk (embedded mode), then the note vector (a new title, either mode)
+        fresh = embedder.passages[before:]
+        assert len(fresh) == chunks + 1
+        assert fresh[-1].startswith("Laptop\n\ninstall the tools")
+        if chunks:
+            assert fresh[0].startswith("Laptop > Setup\n\n")
 
 
 def test_a_rename_re_embeds_when_the_name_is_the_title(tmp_path: Path) -> None:
@@ -98,11 +101,13 @@ def test_a_rename_re_embeds_when_the_name_is_the_title(tmp_path: Path) -> None:
     write(kb, "alpha.md", BODY)
     embedder = RecordingEmbedder()
     run_indexer(kb, EMBEDDED, embedder=embedder, progress=False)
-    assert embedder.passages[-1].startswith("alpha > Setup\n\n")
+    # the chunk, then the note vector (a title made from the name is not in it)
+    assert embedder.passages[-2].startswith("alpha > Setup\n\n")
+    assert embedder.passages[-1].startswith("install the tools")
     (kb / "alpha.md").rename(kb / "beta.md")
     report = run_indexer(kb, EMBEDDED, embedder=embedder, progress=False)
     assert report.renamed == 1
-    assert embedder.passages[-1].startswith("beta > Setup\n\n")
+    assert embedder.passages[-2].startswith("beta > Setup\n\n")
 
 
 def test_switching_to_embedded_needs_force(tmp_path: Path) -> None:

@@ -38,6 +38,18 @@ class CountingEmbedder:
         return self.inner.embed_queries(texts)
 
 
+class RecordingEmbedder(CountingEmbedder):
+    """The hash embedder, keeping every passage it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        self.texts.extend(texts)
+        return super().embed_passages(texts)
+
+
 def write(kb: Path, rel: str, text: str) -> None:
     path = kb / rel
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,7 +60,9 @@ def test_second_run_over_unchanged_kb_embeds_nothing(kb_eval_copy: Path) -> None
     embedder = CountingEmbedder()
     first = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
     assert first.added == 20
-    assert embedder.passages == first.chunks_embedded > 0
+    # every chunk, and one note vector per document
+    assert first.notes_embedded == 20
+    assert embedder.passages == first.chunks_embedded + 20 > 20
     before = embedder.passages
     second = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
     assert embedder.passages == before
@@ -73,7 +87,8 @@ def test_editing_one_file_re_embeds_only_its_chunks(kb_eval_copy: Path) -> None:
         n_chunks = len(store.stored_chunks("ref/rate-limiting.md"))
     finally:
         store.close()
-    assert embedder.passages - before == n_chunks
+    assert embedder.passages - before == n_chunks + 1  # and its note vector
+    assert report.notes_embedded == 1
 
 
 def test_frontmatter_only_edit_updates_row_without_embedding(tmp_path: Path) -> None:
@@ -82,10 +97,32 @@ def test_frontmatter_only_edit_updates_row_without_embedding(tmp_path: Path) -> 
     embedder = CountingEmbedder()
     run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     before = embedder.passages
-    write(kb, "a.md", "---\ntitle: Two\n---\n## Section\n\n" + "Body text long enough. " * 5)
+    write(
+        kb,
+        "a.md",
+        "---\ntitle: One\ntags: [x]\n---\n## Section\n\n" + "Body text long enough. " * 5,
+    )
     report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     assert report.changed == 1
     assert embedder.passages == before
+
+
+def test_a_title_edit_re_embeds_the_note_vector_only(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    body = "## Section\n\n" + "Body text long enough. " * 5
+    write(kb, "a.md", "---\ntitle: One\n---\n" + body)
+    embedder = RecordingEmbedder()
+    run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    before = len(embedder.texts)
+    write(kb, "a.md", "---\ntitle: Two\n---\n" + body)
+    report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    assert (report.changed, report.chunks_embedded, report.notes_embedded) == (1, 0, 1)
+    assert embedder.texts[before:] == ["Two\n\n" + ("Body text long enough. " * 5).strip()]
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        stored = engine.store.note_vectors()
+    assert len(stored) == 1
+    expected = HashEmbedder().embed_passages(embedder.texts[before:])[0]
+    assert np.array_equal(next(iter(stored.values())), expected)
 
 
 def test_deleted_file_is_pruned_and_rename_keeps_embeddings(tmp_path: Path) -> None:

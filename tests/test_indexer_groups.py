@@ -60,8 +60,9 @@ def test_chunks_of_many_documents_go_to_the_embedder_together(kb_eval_copy: Path
     embedder = RecordingEmbedder()
     report = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
     assert report.added == 20
-    # kb-eval's 60 chunks fit in one group: one call, not one per document
-    assert embedder.calls == [report.chunks_embedded]
+    # kb-eval's 60 chunks fit in one group: one call, not one per document (with
+    # each document's note vector)
+    assert embedder.calls == [report.chunks_embedded + report.notes_embedded]
 
 
 def test_groups_are_bounded_and_the_result_equals_one_document_per_group(
@@ -71,7 +72,8 @@ def test_groups_are_bounded_and_the_result_equals_one_document_per_group(
     monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 10)
     grouped = RecordingEmbedder()
     run_indexer(kb, SETTINGS, embedder=grouped, progress=False)
-    assert max(grouped.calls) < 10 + 3 and len(grouped.calls) == 10
+    # a group: four 3-chunk documents reach the bound of 10 chunks; with their notes
+    assert max(grouped.calls) == 12 + 4 and len(grouped.calls) == 10
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         snapshot = engine.corpus_snapshot()
         hits = [(h.path, h.heading) for h in engine.search("alpha backups 77", 5)]
@@ -79,7 +81,7 @@ def test_groups_are_bounded_and_the_result_equals_one_document_per_group(
     monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 1)
     single = RecordingEmbedder()
     run_indexer(kb, SETTINGS, embedder=single, force=True, progress=False)
-    assert single.calls == [3] * 40
+    assert single.calls == [3 + 1] * 40
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         assert engine.corpus_snapshot() == snapshot
         assert [(h.path, h.heading) for h in engine.search("alpha backups 77", 5)] == hits
@@ -102,7 +104,7 @@ def test_groups_queue_behind_a_busy_writer_and_commit_together(
     monkeypatch.setattr(Store, "write_documents", slow_write)
     embedder = RecordingEmbedder()
     report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
-    assert embedder.calls == [3] * 40 and report.added == 40
+    assert embedder.calls == [3 + 1] * 40 and report.added == 40
     # fewer transactions than groups, none above the queue bound (+ the group that filled it)
     assert sum(transactions) == 40 and len(transactions) < 40
     assert max(transactions) <= 12 // 3 + 1
@@ -135,14 +137,15 @@ def test_a_failed_group_leaves_earlier_groups_stored_and_the_next_run_completes(
     assert (report.added, report.unchanged, report.chunks_embedded) == (9, 3, 27)
 
 
-def test_frontmatter_only_edits_join_the_group_without_embedding(tmp_path: Path) -> None:
+def test_frontmatter_only_edits_join_the_group_without_embedding_chunks(tmp_path: Path) -> None:
     kb = make_kb(tmp_path / "kb", 6)
     run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
     for path in sorted(kb.rglob("*.md"))[:3]:
         path.write_text("---\ntitle: Renamed\n---\n" + path.read_text(encoding="utf-8"))
     embedder = RecordingEmbedder()
     report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
-    assert (report.changed, report.chunks_embedded, embedder.calls) == (3, 0, [])
+    # a new title: only the three note vectors are embedded, in one call
+    assert (report.changed, report.chunks_embedded, embedder.calls) == (3, 0, [3])
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         titles = {h.title for h in engine.search("note section", 50)}
     assert "Renamed" in titles

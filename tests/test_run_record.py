@@ -133,8 +133,9 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "metric_version": 2,
         "fts_query_version": 3,
         "chunker_version": 2,
-        # the default search groups its fused list by document
+        # the default search groups its fused list by document, in note order
         "document_first": True,
+        "note_order": True,
     }
     assert list(data) == [
         "model",
@@ -146,7 +147,25 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "fts_query_version",
         "chunker_version",
         "document_first",
+        "note_order",
     ]
+
+
+def test_note_order_is_recorded_only_when_search_ordered_notes() -> None:
+    """Runs in note order never compare with runs (or history) that did not use it."""
+
+    def keys(search: SearchSettings, reranker: str | None = None) -> dict[str, Any]:
+        return Fingerprint.build("m", reranker, 10, (1,), "h", search, None).to_json()
+
+    assert "note_order" not in keys(SearchSettings(note_order=False))
+    # it refines document-first ordering: off with it, under MMR or a reranker
+    assert "note_order" not in keys(SearchSettings(document_first=False))
+    assert "note_order" not in keys(SearchSettings(), "cross")
+    without = keys(SearchSettings(note_order=False))
+    assert without["document_first"] is True
+    ordered = build()
+    assert ordered != Fingerprint.from_json({**ordered.to_json(), "note_order": None})
+    assert Fingerprint.from_json(ordered.to_json()) == ordered
 
 
 def test_document_first_is_recorded_only_when_search_grouped_by_document() -> None:
@@ -190,6 +209,7 @@ def test_old_fingerprint_without_optional_objects_equals_one_without_grouping() 
     assert fp.fusion is None and fp.context is None and fp.retriever is None
     # history from before document-first ordering ranked like a run with it off
     assert fp == build(SearchSettings(document_first=False))
+    assert fp == build(SearchSettings(document_first=False, note_order=False))
     assert fp != build()
 
 

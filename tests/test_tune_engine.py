@@ -42,11 +42,17 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 
 def _sweep(
-    engine: Engine, queries: list[GoldenQuery], limit: int, document_first: bool = True
+    engine: Engine,
+    queries: list[GoldenQuery],
+    limit: int,
+    document_first: bool = True,
+    note_order: bool = True,
 ) -> tuple[Preflight, MetricTable]:
     source = engine
     with engine.read_snapshot():
-        pre = run_preflight(source, queries, limit, K_VALUES, document_first=document_first)
+        pre = run_preflight(
+            source, queries, limit, K_VALUES, document_first=document_first, note_order=note_order
+        )
         table = build_metric_table(source, pre)
     return pre, table
 
@@ -58,10 +64,16 @@ def _assert_matches_search(
     conditions: list[Condition],
     limit: int,
     document_first: bool = True,
+    note_order: bool = True,
 ) -> None:
     for row, query in enumerate(queries):
         for cond in conditions:
-            search = replace(SearchSettings(), fusion=cond.params, document_first=document_first)
+            search = replace(
+                SearchSettings(),
+                fusion=cond.params,
+                document_first=document_first,
+                note_order=note_order,
+            )
             hits = engine.search(query.query, limit, search)
             want = query_metrics(query.expected, hits, K_VALUES)
             for k in K_VALUES:
@@ -83,17 +95,20 @@ SAMPLE = [
 ]
 
 
-@pytest.mark.parametrize("document_first", [True, False])
+@pytest.mark.parametrize(
+    ("document_first", "note_order"), [(True, True), (True, False), (False, False)]
+)
 def test_sweep_equals_engine_search_for_every_condition(
-    engine: Engine, document_first: bool
+    engine: Engine, document_first: bool, note_order: bool
 ) -> None:
-    pre, table = _sweep(engine, SAMPLE, 10, document_first)
+    pre, table = _sweep(engine, SAMPLE, 10, document_first, note_order)
+    assert pre.note_order == note_order
     assert pre.chunk_total == 60
     assert pre.pool_size == 50
     # every seventh condition (all six k and all weights get visited) keeps this in
     # the default run; the slow test below checks every cell of the golden set
     conditions = list(all_conditions())[::7]
-    _assert_matches_search(engine, SAMPLE, table, conditions, 10, document_first)
+    _assert_matches_search(engine, SAMPLE, table, conditions, 10, document_first, note_order)
 
 
 def test_sweep_equals_engine_search_at_a_longer_limit(engine: Engine) -> None:

@@ -52,7 +52,8 @@ def test_engine_opens_each_kind_with_its_own_cache(kb_eval_copy: Path) -> None:
         # 60 chunks: the graph's search breadth covers all of them
         assert [h.path for h in engine.search("rollback", 5)] == exact
     caches = sorted(
-        p.name for p in index_dir_for(kb_eval_copy.resolve(), SETTINGS, "hash").glob("*.faiss")
+        p.name
+        for p in index_dir_for(kb_eval_copy.resolve(), SETTINGS, "hash").glob("vectors*.faiss")
     )
     assert len(caches) == 1 and caches[0].startswith("vectors-hnsw-")
     with open_engine(kb_eval_copy, HNSW, reindex=False) as engine:  # read from the cache

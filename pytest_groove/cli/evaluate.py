@@ -286,9 +286,7 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # it (a full device, a closed pipe) the history stays exactly as it was.
     try:
         out.write(
-            dumps_json_report(outcome.json_report)
-            if args.format == "json"
-            else outcome.text_report
+            dumps_json_report(outcome.json_report) if args.format == "json" else outcome.text_report
         )
         out.flush()
     except BaseException:

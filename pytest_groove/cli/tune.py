@@ -222,6 +222,7 @@ def _preflight(source: CandidateSource, run: _TuneSetup, err: TextIO) -> Preflig
         run.k_values,
         log=_progress(err),
         document_first=run.setup.settings.search.document_first,
+        note_order=run.setup.settings.search.note_order,
     )
     effective = pre.effective
     if not effective:

@@ -265,6 +265,9 @@ class Fingerprint:
     #: True when the fused list was grouped by document (the default since it
     #: exists): recorded when on, so such runs never compare with older history
     document_first: bool | None = None
+    #: True when the documents were ordered by note-carrying vectors (the default
+    #: since it exists; see search.notes): recorded when on, like document_first
+    note_order: bool | None = None
     #: keys this version does not know (from a newer version's run), kept verbatim
     #: so they survive a history rewrite; a non-empty ``extra`` never equals a
     #: fingerprint this version builds, so such a run is never compared
@@ -332,6 +335,13 @@ class Fingerprint:
             document_first=(
                 True if retriever is None and _groups_by_document(search, reranker_id) else None
             ),
+            note_order=(
+                True
+                if retriever is None
+                and search.note_order
+                and _groups_by_document(search, reranker_id)
+                else None
+            ),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -355,6 +365,7 @@ class Fingerprint:
             "fts_script_gate": self.fts_script_gate,
             "vector_index": self.vector_index,
             "document_first": self.document_first,
+            "note_order": self.note_order,
         }
         out.update({key: value for key, value in optional.items() if value is not None})
         # after the known keys, in the order they were read; a known key always wins
@@ -392,6 +403,7 @@ class Fingerprint:
             fts_script_gate=_opt_bool(obj.get("fts_script_gate"), _where(path, "fts_script_gate")),
             vector_index=_opt_str(obj.get("vector_index"), _where(path, "vector_index")),
             document_first=_opt_bool(obj.get("document_first"), _where(path, "document_first")),
+            note_order=_opt_bool(obj.get("note_order"), _where(path, "note_order")),
             extra={
                 key: _json_value(value, _where(path, key))
                 for key, value in obj.items()
@@ -420,6 +432,7 @@ FINGERPRINT_KEYS = frozenset(
         "fts_script_gate",
         "vector_index",
         "document_first",
+        "note_order",
     }
 )
 

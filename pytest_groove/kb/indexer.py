@@ -26,6 +26,7 @@ from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
 from pytest_groove.kb.beneath import Skipped, index_folder_beneath, open_root, read_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_lock import index_lock, probe_lock_file
+from pytest_groove.kb.notes import note_text
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.quality import quality_score, token_count
 from pytest_groove.kb.records import ParsedDocument
@@ -50,6 +51,8 @@ class IndexReport:
     unchanged: int = 0
     skipped: int = 0
     chunks_embedded: int = 0
+    #: note vectors embedded (one per new or re-chunked document, or new title)
+    notes_embedded: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -444,13 +447,16 @@ def _index_file(
         _skip(item.path, "no embeddable chunks", scan, group)
         return
     meta_only = False
+    new_note = True
     if known and not forced:
         group.wait()  # the store is read below: no write may be in flight meanwhile
         # "embedded" mode stores no breadcrumb to compare: any change re-embeds the file
         meta_only = group.embeds_context == group.contextual and _same_chunks(
             group.store, item.path, doc, group.contextual
         )
-    group.add(item, doc, known=known, meta_only=meta_only)
+        # the note vector embeds the title with the (unchanged) opening section
+        new_note = not meta_only or group.store.document_title(item.path) != doc.title
+    group.add(item, doc, known=known, meta_only=meta_only, new_note=new_note)
 
 
 def _skip(path: str, why: str, scan: _Scan, group: _WriteGroup) -> None:
@@ -496,7 +502,7 @@ class _WriteGroup:
         self.report = report
         self._bar = bar
         #: read and parsed, not embedded yet
-        self._pending: list[tuple[_ScannedFile, ParsedDocument, bool, bool]] = []
+        self._pending: list[_Pending] = []
         self._chunks = 0
         #: embedded, waiting for the writer thread
         self._queued = _Batch()
@@ -512,8 +518,16 @@ class _WriteGroup:
         else:
             self._bar.step(self.report.chunks_embedded)
 
-    def add(self, item: _ScannedFile, doc: ParsedDocument, *, known: bool, meta_only: bool) -> None:
-        self._pending.append((item, doc, known, meta_only))
+    def add(
+        self,
+        item: _ScannedFile,
+        doc: ParsedDocument,
+        *,
+        known: bool,
+        meta_only: bool,
+        new_note: bool = True,
+    ) -> None:
+        self._pending.append(_Pending(item, doc, known, meta_only, new_note))
         if not meta_only:
             self._chunks += len(doc.chunks)
         if self._chunks >= EMBED_GROUP_CHUNKS:
@@ -525,17 +539,30 @@ class _WriteGroup:
             return
         texts = [
             _embedding_input(c.context, c.content, self.embeds_context)
-            for item, doc, _known, meta_only in self._pending
-            if not meta_only
-            for c in doc.chunks
+            for p in self._pending
+            if not p.meta_only
+            for c in p.doc.chunks
         ]
-        vectors = self.embedder.embed_passages(texts) if texts else None
+        # one call embeds the chunks and the note vectors that changed
+        notes = [note_text(p.doc) for p in self._pending if p.new_note]
+        embedded = self.embedder.embed_passages([*texts, *notes]) if texts or notes else None
+        vectors = embedded[: len(texts)] if embedded is not None and texts else None
+        fresh_notes = iter([] if embedded is None else embedded[len(texts) :])
         offset = 0
-        for item, doc, known, meta_only in self._pending:
-            self._queued.docs.append((doc, known, meta_only))
+        for pending in self._pending:
+            item, doc, known, meta_only = (
+                pending.item,
+                pending.doc,
+                pending.known,
+                pending.meta_only,
+            )
+            note_vector = next(fresh_notes) if pending.new_note else None
+            self._queued.docs.append((doc, known, meta_only, pending.new_note))
             if meta_only or vectors is None:
                 self._queued.writes.append(
-                    DocumentWrite(item.path, item.digest, len(item.data), doc)
+                    DocumentWrite(
+                        item.path, item.digest, len(item.data), doc, note_vector=note_vector
+                    )
                 )
                 continue
             count = len(doc.chunks)
@@ -552,6 +579,7 @@ class _WriteGroup:
                         term_fields(c.heading, c.context if self.contextual else None, c.content)
                         for c in doc.chunks
                     ],
+                    note_vector=note_vector,
                 )
             )
             self._queued.chunks += count
@@ -589,9 +617,10 @@ class _WriteGroup:
         self.wait()
 
     def _count(self, batch: _Batch) -> None:
-        for doc, known, meta_only in batch.docs:
+        for doc, known, meta_only, new_note in batch.docs:
             if not meta_only:
                 self.report.chunks_embedded += len(doc.chunks)
+            self.report.notes_embedded += new_note
             if known:
                 self.report.changed += 1
             else:
@@ -606,12 +635,26 @@ class _WriteGroup:
         self._writer.shutdown(wait=True)
 
 
+@dataclass(frozen=True)
+class _Pending:
+    """A parsed document waiting for the embedder."""
+
+    item: _ScannedFile
+    doc: ParsedDocument
+    known: bool
+    #: its chunks are stored as they are (a frontmatter-only edit)
+    meta_only: bool
+    #: its note vector is (re-)embedded (a new document, new chunks or a new title)
+    new_note: bool
+
+
 @dataclass
 class _Batch:
     """Embedded documents written in one transaction, and what to count once it commits."""
 
     writes: list[DocumentWrite] = field(default_factory=list)
-    docs: list[tuple[ParsedDocument, bool, bool]] = field(default_factory=list)
+    #: (document, known before, frontmatter-only, note vector embedded)
+    docs: list[tuple[ParsedDocument, bool, bool, bool]] = field(default_factory=list)
     chunks: int = 0
     #: files decided without a write while these documents waited (counted after them)
     idle_steps: int = 0

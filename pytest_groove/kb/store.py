@@ -43,8 +43,9 @@ from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
 from pytest_groove.kb.terms import term_text
 
 #: bump when the table layout changes; an index with another version is rebuilt
-#: (2: the ``fts_terms`` table; 3: the full-text tables' ``hashsize``)
-SCHEMA_VERSION = 3
+#: (2: the ``fts_terms`` table; 3: the full-text tables' ``hashsize``; 4: each
+#: document's note vector, ``documents.note_embedding``)
+SCHEMA_VERSION = 4
 DB_FILE_NAME = "index.db"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -58,7 +59,9 @@ CREATE TABLE IF NOT EXISTS documents (
     date TEXT,
     content_hash TEXT NOT NULL,
     size_bytes INTEGER,
-    last_indexed TEXT NOT NULL
+    last_indexed TEXT NOT NULL,
+    -- the embedding of the note's title and opening section (kb.notes.note_text)
+    note_embedding BLOB
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -131,7 +134,8 @@ class DocumentWrite:
     """One document's new state, as the indexer hands it to :meth:`Store.write_documents`.
 
     ``vectors`` None means only the document row changes (a frontmatter-only edit:
-    the chunks and their embeddings stay as stored).
+    the chunks and their embeddings stay as stored).  ``note_vector`` replaces the
+    document's note vector (:mod:`pytest_groove.kb.notes`); None keeps the stored one.
     """
 
     path: str
@@ -145,6 +149,7 @@ class DocumentWrite:
     #: (:func:`term_fields`); empty = worked out here.  The indexer renders them on
     #: its own thread, so the writer thread only runs SQLite.
     term_texts: Sequence[tuple[str | None, str | None, str | None]] = ()
+    note_vector: npt.NDArray[np.float32] | None = None
 
 
 def term_fields(
@@ -405,6 +410,11 @@ class Store:
             for path, digest in self.conn.execute("SELECT path, content_hash FROM documents")
         }
 
+    def document_title(self, path: str) -> str | None:
+        """The stored title of ``path``'s document (None: no title, or no such document)."""
+        row = self.conn.execute("SELECT title FROM documents WHERE path=?", (path,)).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
     def stored_chunks(self, path: str) -> list[StoredChunk]:
         rows = self.conn.execute(
             "SELECT c.heading, c.content, c.context_text FROM chunks c "
@@ -467,6 +477,8 @@ class Store:
                 "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name='chunks'"
             )
             chunks_written = False
+            # a new note vector changes what the vector caches hold, as new chunks do
+            notes_written = any(write.note_vector is not None for write in writes)
             for write in writes:
                 doc_id = self._upsert_document(write)
                 if write.vectors is None:
@@ -529,6 +541,7 @@ class Store:
                     "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
                     [(cid, *texts) for cid, texts in zip(new_ids, rendered, strict=True)],
                 )
+            if chunks_written or notes_written:
                 self._bump_generation()
 
     def _upsert_document(self, write: DocumentWrite) -> int:
@@ -542,7 +555,10 @@ class Store:
                 ":category, :depth, :tags, :date, :hash, :size, :now)",
                 meta,
             )
-            return self.conn.last_insert_rowid()
+            doc_id = self.conn.last_insert_rowid()
+            if write.note_vector is not None:
+                self._set_note_vector(doc_id, write.note_vector)
+            return doc_id
         doc_id = int(row[0])
         if write.vectors is not None:
             self._delete_document_rows(doc_id)
@@ -552,7 +568,15 @@ class Store:
             "size_bytes=:size, last_indexed=:now WHERE id=:id",
             {**meta, "id": doc_id},
         )
+        if write.note_vector is not None:
+            self._set_note_vector(doc_id, write.note_vector)
         return doc_id
+
+    def _set_note_vector(self, doc_id: int, vector: npt.NDArray[np.float32]) -> None:
+        self.conn.execute(
+            "UPDATE documents SET note_embedding=? WHERE id=?",
+            (np.ascontiguousarray(vector, dtype=np.float32).tobytes(), doc_id),
+        )
 
     def update_document_meta(
         self, path: str, content_hash: str, size_bytes: int, doc: ParsedDocument
@@ -630,6 +654,36 @@ class Store:
             return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
         return np.asarray(ids, dtype=np.int64), matrix.copy()
+
+    def note_vectors(self) -> dict[int, npt.NDArray[np.float32]]:
+        """Every document's note vector, by document id (documents without one are left out)."""
+        return {
+            int(doc_id): np.frombuffer(bytes(blob), dtype=np.float32).copy()
+            for doc_id, blob in self.conn.execute(
+                "SELECT id, note_embedding FROM documents WHERE note_embedding IS NOT NULL"
+            )
+        }
+
+    def note_openings(self) -> dict[int, str]:
+        """Each document's title and opening text (its note vector's script), by id."""
+        return {
+            int(doc_id): chunk_opening(
+                None if title is None else bytes(title).decode("utf-8", "replace"),
+                bytes(content).decode("utf-8", "replace"),
+            )
+            for doc_id, title, content in self.conn.execute(
+                "SELECT d.id, CAST(d.title AS BLOB), CAST(substr(c.content, 1, ?) AS BLOB) "
+                "FROM documents d JOIN chunks c ON c.document_id = d.id AND c.chunk_index = 0",
+                (OPENING_CHARS,),
+            )
+        }
+
+    def chunk_documents(self) -> dict[int, int]:
+        """Every chunk's document id, by chunk id."""
+        return {
+            int(cid): int(doc_id)
+            for cid, doc_id in self.conn.execute("SELECT id, document_id FROM chunks")
+        }
 
     def chunk_openings(self) -> dict[int, str]:
         """:func:`~pytest_groove.kb.scripts.chunk_opening` of every chunk, by id."""

@@ -56,8 +56,7 @@ def script_runs(text: str) -> list[tuple[str | None, str]]:
 
 def _spaced_bigrams(stretch: re.Match[str]) -> str:
     return "".join(
-        " " + " ".join(bigrams(run.group())) + " "
-        for run in _SCRIPT_RUN.finditer(stretch.group())
+        " " + " ".join(bigrams(run.group())) + " " for run in _SCRIPT_RUN.finditer(stretch.group())
     )
 
 

@@ -27,6 +27,12 @@ Representations", 2020).  A group's mean is shrunk towards the overall mean by
 is not centred on itself.  An index whose second language holds under a quarter
 of the chunks (:data:`CENTRING_MIN_SHARE`) is searched exactly as stored, like a
 single-language one.
+
+**Note-carrying vectors** (:meth:`VectorIndex.load_for` with ``notes=True``): each
+chunk vector plus its document's note vector (:mod:`pytest_groove.kb.notes`), both
+centred as above, re-normalised -- so a chunk is found by what it says *and* what
+its note is about.  Search orders notes by them (:mod:`pytest_groove.search.notes`).
+Cached beside the chunk index under its own prefix.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +87,31 @@ def _centred(
 
 
 CACHE_PREFIX = "vectors"
+#: the note-carrying index's cache (a name the chunk cache's clean-up never matches)
+NOTES_CACHE_PREFIX = "notevectors"
+
+
+@dataclass(frozen=True)
+class NoteVectors:
+    """The stored note vectors with their script groups, and each chunk's document."""
+
+    #: document id → (note vector, script group of the note's title and opening)
+    vectors: dict[int, tuple[npt.NDArray[np.float32], str]]
+    #: chunk id → document id
+    document_of: dict[int, int]
+
+    @classmethod
+    def of(cls, store: Store) -> NoteVectors:
+        openings = store.note_openings()
+        return cls(
+            vectors={
+                doc: (vector, script_group(openings.get(doc, "")))
+                for doc, vector in store.note_vectors().items()
+            },
+            document_of=store.chunk_documents(),
+        )
+
+
 #: HNSW graph degree, construction and search breadth: faiss's usual trade-offs for
 #: recall well above 0.95 on sentence embeddings
 HNSW_M = 32
@@ -175,6 +207,51 @@ class VectorIndex:
         return cls(index, dim, means, kind)
 
     @classmethod
+    def build_with_notes(
+        cls,
+        ids: npt.NDArray[np.int64],
+        matrix: npt.NDArray[np.float32],
+        dim: int,
+        groups: list[str] | None,
+        notes: NoteVectors,
+        kind: str = DEFAULT_VECTOR_INDEX,
+    ) -> VectorIndex:
+        """An index over each chunk vector plus its note's vector, with the chunk means.
+
+        Centred like :meth:`build` (the chunks' group means, applied to the note
+        vectors too, each by its own note's group); a chunk whose document has no
+        note vector keeps its own vector.
+        """
+        means = group_means(matrix, groups) if groups is not None and len(ids) else {}
+        fallback = np.mean(np.stack(list(means.values())), axis=0) if means else None
+
+        def centre(rows: npt.NDArray[np.float32], group: str | None) -> npt.NDArray[np.float32]:
+            mean = None if group is None else means.get(group, fallback)
+            return _centred(rows, np.zeros(dim, np.float32) if mean is None else mean)
+
+        chunks = matrix.copy()
+        if groups is not None and means:
+            labels = np.asarray(groups)
+            for name in sorted(set(groups)):
+                rows = labels == name
+                chunks[rows] = centre(matrix[rows], name)
+        else:
+            chunks = centre(matrix, None)
+        centred_notes = {
+            doc: centre(vector.reshape(1, -1), group if means else None)[0]
+            for doc, (vector, group) in notes.vectors.items()
+        }
+        for row, cid in enumerate(ids):
+            note = centred_notes.get(notes.document_of.get(int(cid), -1))
+            if note is not None:
+                chunks[row] = chunks[row] + note
+        index = _new_index(kind, dim)
+        if len(ids):
+            with one_faiss_thread():
+                index.add_with_ids(centre(chunks, None), ids)
+        return cls(index, dim, means, kind)
+
+    @classmethod
     def load_for(
         cls,
         store: Store,
@@ -182,20 +259,21 @@ class VectorIndex:
         *,
         centre: bool = True,
         kind: str = DEFAULT_VECTOR_INDEX,
+        notes: bool = False,
     ) -> VectorIndex:
         """The cached index for the store's current generation, else a fresh build.
 
         ``centre`` applies language centring when the index has several script
-        groups.  Must be called inside ``store.read_snapshot()`` so the generation
-        and the embeddings come from the same committed state.
+        groups; ``notes`` builds the note-carrying index (:meth:`build_with_notes`)
+        instead of the chunk index.  Must be called inside ``store.read_snapshot()``
+        so the generation and the embeddings come from the same committed state.
         """
         dim = int(store.get_meta("embedding_dim") or "0")
         mode = "centred" if centre else "raw"
+        prefix = NOTES_CACHE_PREFIX if notes else CACHE_PREFIX
         # the flat cache keeps its name; another kind adds its own
         infix = "" if kind == DEFAULT_VECTOR_INDEX else f"-{kind}"
-        cache = (
-            directory / f"{CACHE_PREFIX}{infix}-{store.index_id}-gen{store.generation}-{mode}.faiss"
-        )
+        cache = directory / f"{prefix}{infix}-{store.index_id}-gen{store.generation}-{mode}.faiss"
         means_file = cache.with_suffix(".npz")
         if cache.is_file():
             try:
@@ -213,11 +291,14 @@ class VectorIndex:
         if centre:
             openings = store.chunk_openings()
             groups = [script_group(openings.get(int(cid), "")) for cid in ids]
-        built = cls.build(ids, matrix, dim, groups, kind)
-        built._write_cache(directory, cache)
+        if notes:
+            built = cls.build_with_notes(ids, matrix, dim, groups, NoteVectors.of(store), kind)
+        else:
+            built = cls.build(ids, matrix, dim, groups, kind)
+        built._write_cache(directory, cache, prefix)
         return built
 
-    def _write_cache(self, directory: Path, cache: Path) -> None:
+    def _write_cache(self, directory: Path, cache: Path, prefix: str = CACHE_PREFIX) -> None:
         # The cache is an optimisation: failing to write it (read-only checkout, full
         # disk) must never fail a search.  The means are written first: an index
         # file without its means is never left behind to be read as "not centred".
@@ -236,8 +317,8 @@ class VectorIndex:
             return
         keep = {cache, means_file}
         for old in [
-            *directory.glob(f"{CACHE_PREFIX}*.faiss"),
-            *directory.glob(f"{CACHE_PREFIX}*.npz"),
+            *directory.glob(f"{prefix}*.faiss"),
+            *directory.glob(f"{prefix}*.npz"),
         ]:
             if old not in keep:
                 with contextlib.suppress(OSError):

@@ -30,6 +30,7 @@ from pytest_groove.search.fts_query import ParsedQuery, is_excluded, leg_terms, 
 from pytest_groove.search.fusion import fts_fetch, fuse_rrf, pool_sizes, vector_fetch
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.mmr import mmr_select
+from pytest_groove.search.notes import notes_first
 from pytest_groove.search.parent import Expansion, ParentChunk, apply_expansion, expand_parent
 from pytest_groove.search.rerank import Reranker, rerank_scores, rerank_text
 from pytest_groove.search.spans import match_spans
@@ -63,9 +64,12 @@ class HybridSearcher:
         vectors: VectorIndex,
         embedder: Embedder,
         reranker: Reranker | None = None,
+        note_vectors: VectorIndex | None = None,
     ) -> None:
         self.store = store
         self.vectors = vectors
+        #: chunk vectors carrying their note's vector (None: note order unavailable)
+        self.note_vectors = note_vectors
         self.embedder = embedder
         self.reranker = reranker
         #: query vectors embedded ahead of the searches (see prepare_queries)
@@ -108,6 +112,17 @@ class HybridSearcher:
         filtered = bool(parsed.exclusions)
         query_vector = self.vectors.prepare_query(query_vector, parsed.positive)
         ids = self.vectors.search(query_vector, vector_fetch(n, filtered))
+        return self._drop_excluded(ids, parsed)[:n] if filtered else ids[:n]
+
+    def note_vector_leg(
+        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
+    ) -> list[int]:
+        """Up to ``n`` chunk ids by note-carrying vector similarity, exclusions applied."""
+        if self.note_vectors is None:
+            return []
+        filtered = bool(parsed.exclusions)
+        query_vector = self.note_vectors.prepare_query(query_vector, parsed.positive)
+        ids = self.note_vectors.search(query_vector, vector_fetch(n, filtered))
         return self._drop_excluded(ids, parsed)[:n] if filtered else ids[:n]
 
     def fts_leg(
@@ -159,6 +174,18 @@ class HybridSearcher:
                 for ids in lists
             ]
         return lists
+
+    def _gated(
+        self,
+        parsed: ParsedQuery,
+        fts_ids: list[int],
+        vector_ids: Sequence[int],
+        settings: SearchSettings,
+    ) -> list[int]:
+        """``fts_ids``, or nothing when the script gate leaves it out next to ``vector_ids``."""
+        if not settings.fts_script_gate or not fts_ids:
+            return fts_ids
+        return [] if self.fts_out_of_reach(parsed, vector_ids, fts_ids[0]) else fts_ids
 
     def fts_out_of_reach(
         self, parsed: ParsedQuery, vector_ids: Sequence[int], fts_top: int
@@ -228,18 +255,29 @@ class HybridSearcher:
         query_vector = self._query_vector(parsed.positive)
 
         vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed)
-        gate = vec_ids if settings.fts_script_gate else None
-        fts_ids = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n, gate)
         # a reranker or MMR orders the pool its own way; otherwise the whole fused
         # list is grouped by document before it is cut to the limit
         by_document = settings.document_first and not use_reranker and not settings.mmr.enabled
+        by_note = by_document and settings.note_order and self.note_vectors is not None
+        fts_all = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n)
+        fts_ids = self._gated(parsed, fts_all, vec_ids, settings)
         fused_limit = None if by_document else plan.fused_limit
         fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit)
-        rows = self.store.chunk_rows([cid for cid, _ in fused])
+        note_fused: list[tuple[int, float]] = []
+        if by_note:
+            note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed)
+            note_fts = self._gated(parsed, fts_all, note_ids, settings)
+            note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None)
+        rows = self.store.chunk_rows(sorted({cid for cid, _ in [*fused, *note_fused]}))
         pool: list[tuple[int, float]] = [(cid, float(score)) for cid, score in fused if cid in rows]
         # the low-confidence flag judges the fused scores, however they are shown
         flag_scores = [score for _, score in pool[:limit]] if by_document else None
-        if by_document:
+        if by_note:
+            note_pool = [(cid, float(score)) for cid, score in note_fused if cid in rows]
+            pool = notes_first(
+                pool, note_pool, lambda hit: rows[hit[0]].document_id, lambda hit: hit[0]
+            )
+        elif by_document:
             pool = documents_first(pool, lambda hit: rows[hit[0]].document_id)
 
         if self.reranker is not None and pool:

@@ -40,6 +40,7 @@ from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
 from pytest_groove.search.documents import documents_first
 from pytest_groove.search.fts_query import ParsedQuery, parse_query
 from pytest_groove.search.fusion import FusedRanking, RrfSweep, pool_sizes
+from pytest_groove.search.notes import notes_first
 from pytest_groove.tune.decide import PRIMARY_K
 from pytest_groove.tune.grid import (
     DEFAULT_CONDITION,
@@ -73,6 +74,10 @@ class CandidateSource(Protocol):
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
     def vector_leg(
+        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
+    ) -> list[int]: ...
+
+    def note_vector_leg(
         self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
     ) -> list[int]: ...
 
@@ -145,6 +150,10 @@ class PreparedQuery:
     vec_ids: list[int]
     fts_default: list[int]
     diagnostics: QueryDiagnostics
+    #: with note order: the note-carrying vector list, and the default full-text
+    #: list as the script gate treats it next to that list
+    note_vec_ids: list[int] = field(default_factory=list)
+    note_fts_default: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -185,6 +194,8 @@ class Preflight:
     timings: Timings = field(default_factory=Timings)
     #: each fused list is grouped by document before it is cut, as search does
     document_first: bool = False
+    #: with document_first: documents in note order (search.notes), as search does
+    note_order: bool = False
 
     @property
     def effective(self) -> list[int]:
@@ -209,8 +220,12 @@ def run_preflight(
     k_values: Sequence[int],
     log: Log | None = None,
     document_first: bool = False,
+    note_order: bool = False,
 ) -> Preflight:
     """Embed the usable queries, fetch their vector lists and default FTS lists.
+
+    ``note_order`` (only with ``document_first``) also fetches each query's
+    note-carrying vector list, so the sweep orders documents as search does.
 
     A golden query with no expected entries cannot be scored and is skipped with
     a logged warning (the golden loader normally refuses those already).
@@ -268,7 +283,14 @@ def run_preflight(
             vec_fts_overlap=sum(1 for cid in fts_ids if cid in vec_set),
             idf_clamped=chunk_total > 0 and 2 * total >= chunk_total,
         )
-        prepared.append(PreparedQuery(golden, pq, vec_ids, fts_ids, diag))
+        entry = PreparedQuery(golden, pq, vec_ids, fts_ids, diag)
+        if note_order and document_first:
+            entry.note_vec_ids = source.note_vector_leg(vectors[row], pool, pq)
+            if pq.fts is not None:
+                entry.note_fts_default = source.fts_leg(
+                    pq, DEFAULT_CONDITION.params.weights, pool, entry.note_vec_ids
+                )
+        prepared.append(entry)
     return Preflight(
         queries=prepared,
         skipped=skipped,
@@ -279,6 +301,7 @@ def run_preflight(
         context_chunks=context_chunks,
         timings=timings,
         document_first=document_first,
+        note_order=note_order and document_first,
     )
 
 
@@ -371,6 +394,7 @@ def build_metric_table(
         # one FTS fetch per weight triple; the default triple reuses the pre-flight list
         t0 = time.perf_counter()
         lists: list[list[int]] = [[] for _ in triples]
+        note_lists: list[list[int]] = [[] for _ in triples]
         if query.parsed.fts is not None:
             # every other triple's list from one pass over the matching rows
             others = [(w, weights) for w, weights in triples if w != DEFAULT_TRIPLE]
@@ -381,6 +405,15 @@ def build_metric_table(
                 lists[w] = fts_list
             lists[DEFAULT_TRIPLE] = query.fts_default
             timings.fts_calls += len(others)
+            if pre.note_order:
+                # the same lists, gated next to the note-carrying vector list
+                fetched = source.fts_legs(
+                    query.parsed, [t for _, t in others], pre.pool_size, query.note_vec_ids
+                )
+                for (w, _), fts_list in zip(others, fetched, strict=True):
+                    note_lists[w] = fts_list
+                note_lists[DEFAULT_TRIPLE] = query.note_fts_default
+                timings.fts_calls += len(others)
         timings.fts += time.perf_counter() - t0
         query.diagnostics.bm25_sensitive = lists[HEADING_HEAVY] != lists[CONTENT_HEAVY]
 
@@ -395,13 +428,27 @@ def build_metric_table(
             if key not in fused_by_list:
                 fused_by_list[key] = fuser.fuse(fts_ids)
             per_triple.append(fused_by_list[key])
+        note_per_triple: list[list[FusedRanking]] = []
+        if pre.note_order:
+            note_fuser = RrfSweep(query.note_vec_ids, RRF_K_VALUES, None)
+            note_fused: dict[tuple[int, ...], list[FusedRanking]] = {}
+            for fts_ids in note_lists:
+                key = tuple(fts_ids)
+                if key not in note_fused:
+                    note_fused[key] = note_fuser.fuse(fts_ids)
+                note_per_triple.append(note_fused[key])
         timings.fuse += time.perf_counter() - t0
         timings.distinct_fts_lists += len(fused_by_list)
         query.diagnostics.rrf_ties = _adjacent_ties(per_triple[DEFAULT_TRIPLE][DEFAULT_CONDITION.k])
 
         t0 = time.perf_counter()
         wanted = sorted(
-            {int(c) for rankings in fused_by_list.values() for r in rankings for c in r.ids}
+            {
+                int(c)
+                for rankings in [*fused_by_list.values(), *note_per_triple]
+                for r in rankings
+                for c in r.ids
+            }
         )
         labels = source.chunk_labels(wanted)
         timings.labels += time.perf_counter() - t0
@@ -413,7 +460,18 @@ def build_metric_table(
         for w in range(N_WEIGHT_TRIPLES):
             for k_index, ranking in enumerate(per_triple[w]):
                 ids = tuple(int(c) for c in ranking.ids)
-                if pre.document_first:
+                if pre.note_order:
+                    # a chunk deleted under us has no label; search drops it first too
+                    note_ids = [int(c) for c in note_per_triple[w][k_index].ids]
+                    path_of = {c: labels[c][0] for c in [*ids, *note_ids] if c in labels}
+                    ordered = notes_first(
+                        [c for c in ids if c in path_of],
+                        [c for c in note_ids if c in path_of],
+                        path_of.__getitem__,
+                        int,
+                    )
+                    ids = tuple(ordered[: pre.limit])
+                elif pre.document_first:
                     # a chunk deleted under us has no label; search drops it first too
                     path_of = {c: labels[c][0] for c in ids if c in labels}
                     ids = tuple(documents_first(list(path_of), path_of.__getitem__)[: pre.limit])
