@@ -65,6 +65,24 @@ def test_excluded_term_removes_chunks_from_both_legs(engine: Engine) -> None:
         assert "snapshot" not in text
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["database -snapshot", "deploy -canary -rollback", "rate limit -headers", "the -a -e"],
+)
+@pytest.mark.parametrize("limit", [1, 5, 20, 60])
+def test_exclusions_checked_lazily_give_the_lists_of_checking_every_candidate(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, query: str, limit: int
+) -> None:
+    lazy = [(h.chunk_id, h.score) for h in engine.search(query, limit)]
+    searcher = type(engine._searcher)
+
+    def every_candidate(self: object, ids: Sequence[int], parsed: object, n: int) -> list[int]:
+        return searcher._drop_excluded(self, ids, parsed)[:n]  # type: ignore[arg-type]
+
+    monkeypatch.setattr(searcher, "_first_kept", every_candidate)
+    assert [(h.chunk_id, h.score) for h in engine.search(query, limit)] == lazy
+
+
 def test_query_with_only_exclusions_is_an_error(engine: Engine) -> None:
     with pytest.raises(GrooveError):
         engine.search("-snapshot", 5)

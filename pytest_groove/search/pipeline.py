@@ -55,6 +55,10 @@ def _parent_chunk(row: ChunkRow) -> ParentChunk:
     )
 
 
+#: candidates checked beyond the number still missing, per batch (HybridSearcher._first_kept)
+_EXCLUSION_SLACK = 8
+
+
 class HybridSearcher:
     """Runs queries against one open store + vector index."""
 
@@ -112,7 +116,7 @@ class HybridSearcher:
         filtered = bool(parsed.exclusions)
         query_vector = self.vectors.prepare_query(query_vector, parsed.positive)
         ids = self.vectors.search(query_vector, vector_fetch(n, filtered))
-        return self._drop_excluded(ids, parsed)[:n] if filtered else ids[:n]
+        return self._first_kept(ids, parsed, n) if filtered else ids[:n]
 
     def note_vector_leg(
         self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
@@ -143,7 +147,7 @@ class HybridSearcher:
         ids = self.store.fts_candidates(
             parsed.fts, weights, fts_fetch(n, filtered), parsed.fts_table
         )
-        ids = self._drop_excluded(ids, parsed)[:n] if filtered else ids
+        ids = self._first_kept(ids, parsed, n) if filtered else ids
         if vector_ids is not None and ids and self.fts_out_of_reach(parsed, vector_ids, ids[0]):
             return []
         return ids
@@ -218,6 +222,21 @@ class HybridSearcher:
         weights = [(math.log(1.0 + (total - df + 0.5) / (df + 0.5)), hit) for df, hit in stats]
         whole = sum(w for w, _ in weights)
         return sum(w for w, hit in weights if hit) / whole if whole > 0 else 0.0
+
+    def _first_kept(self, ids: Sequence[int], parsed: ParsedQuery, n: int) -> list[int]:
+        """``_drop_excluded(ids, parsed)[:n]``, reading only as many rows as it takes.
+
+        A leg over-fetches when the query has ``-term`` exclusions (most candidates
+        usually survive), so the candidates are checked in order, a batch at a time,
+        until ``n`` are kept: same list, a fraction of the rows read.
+        """
+        kept: list[int] = []
+        at = 0
+        while len(kept) < n and at < len(ids):
+            batch = ids[at : at + max(n - len(kept), 1) + _EXCLUSION_SLACK]
+            kept += self._drop_excluded(batch, parsed)
+            at += len(batch)
+        return kept[:n]
 
     def _drop_excluded(self, ids: Sequence[int], parsed: ParsedQuery) -> list[int]:
         rows = self.store.chunk_rows(ids)
