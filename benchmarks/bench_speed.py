@@ -62,7 +62,7 @@ from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.registry import get_embedder
 from pytest_groove.engine import open_engine, run_indexer
 from pytest_groove.kb.indexer import WRITER_CACHE_KIB
-from pytest_groove.kb.store import FTS_HASH_BYTES
+from pytest_groove.kb.store import FTS_TABLE_SETTINGS
 from pytest_groove.kb.terms import term_text
 from pytest_groove.search.fts_query import parse_query
 from pytest_groove.tune.sweep import build_metric_table, run_preflight
@@ -186,7 +186,8 @@ def raw_sqlite_inserts(rows: Sequence[tuple[str | None, str]], dim: int, directo
     The same rows, statements and settings as ``Store.write_documents`` (chunk rows,
     then the trigram table fed from them by one ``INSERT ... SELECT``, then the word
     table from the term text, which is rendered before the clock starts), FTS5's
-    ``hashsize`` and the page cache as the indexer sets them, all in one transaction.
+    settings (``FTS_TABLE_SETTINGS``) and the page cache as the indexer sets them, all
+    in one transaction.
     """
     path = directory / "floor.db"
     for suffix in ("", "-wal", "-shm"):
@@ -199,9 +200,8 @@ def raw_sqlite_inserts(rows: Sequence[tuple[str | None, str]], dim: int, directo
     conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
     conn.execute(FLOOR_SCHEMA)
     for table in ("fts_chunks", "fts_terms"):
-        conn.execute(
-            f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)", (FTS_HASH_BYTES,)
-        )
+        for key, value in FTS_TABLE_SETTINGS:
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (key, value))
     started = time.perf_counter()
     conn.execute("BEGIN")
     conn.executemany(

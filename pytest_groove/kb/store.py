@@ -88,16 +88,23 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5(
 );
 """
 
-#: memory (bytes) each full-text table may fill with new entries before FTS5 writes
-#: them out as a segment (FTS5's ``hashsize`` setting; its default is 1 MiB).  The
-#: trigram table makes about one entry per character, so with the default a
-#: transaction of a few hundred chunks wrote many small segments that FTS5 then merged
-#: again; with 16 MiB a transaction of a few thousand chunks writes one.  A stored
-#: setting of the table: it changes how fast rows go in, never what a query returns.
-FTS_HASH_BYTES = 16 * 1024 * 1024
+#: FTS5 settings stored with both full-text tables; they change how fast rows go in,
+#: never what a query returns.  ``hashsize``: memory (bytes) for new entries before
+#: FTS5 writes them out as a segment (default 1 MiB).  The trigram table makes about
+#: one entry per character, so with the default a transaction of a few hundred chunks
+#: wrote many small segments that FTS5 then merged again; with 16 MiB a transaction of
+#: a few thousand chunks writes one.  ``automerge``: how many segments of one size pile
+#: up before FTS5 merges them into a larger one (default 4); merging 8 at a time
+#: rewrites each entry fewer times as the table grows (a 100k-chunk build: 21 s -> 17 s
+#: of SQL).
+FTS_TABLE_SETTINGS: tuple[tuple[str, int], ...] = (
+    ("hashsize", 16 * 1024 * 1024),
+    ("automerge", 8),
+)
 _FTS_SETTINGS = "".join(
-    f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', {FTS_HASH_BYTES});"
+    f"INSERT INTO {table}({table}, rank) VALUES ('{key}', {value});"
     for table in ("fts_chunks", "fts_terms")
+    for key, value in FTS_TABLE_SETTINGS
 )
 
 #: the full-text tables a MATCH expression can be run against (see kb.terms)
