@@ -718,6 +718,18 @@ class Store:
                 out[int(cid)] = np.frombuffer(bytes(blob), dtype=np.float32)
         return out
 
+    def documents_of(self, ids: Sequence[int]) -> dict[int, int]:
+        """The document id of each chunk of ``ids`` that exists (no text is read)."""
+        out: dict[int, int] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for cid, document_id in self.conn.execute(
+                f"SELECT id, document_id FROM chunks WHERE id IN ({marks})", batch
+            ):
+                out[int(cid)] = int(document_id)
+        return out
+
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
         for start in range(0, len(ids), 500):

@@ -127,7 +127,7 @@ class HybridSearcher:
         filtered = bool(parsed.exclusions)
         query_vector = self.note_vectors.prepare_query(query_vector, parsed.positive)
         ids = self.note_vectors.search(query_vector, vector_fetch(n, filtered))
-        return self._drop_excluded(ids, parsed)[:n] if filtered else ids[:n]
+        return self._first_kept(ids, parsed, n) if filtered else ids[:n]
 
     def fts_leg(
         self,
@@ -287,17 +287,25 @@ class HybridSearcher:
             note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed)
             note_fts = self._gated(parsed, fts_all, note_ids, settings)
             note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None)
-        rows = self.store.chunk_rows(sorted({cid for cid, _ in [*fused, *note_fused]}))
-        pool: list[tuple[int, float]] = [(cid, float(score)) for cid, score in fused if cid in rows]
+        candidates = sorted({cid for cid, _ in [*fused, *note_fused]})
+        # Only a reranker reads the text of the whole pool; otherwise ordering needs
+        # each candidate's document, and the text is read for the hits alone.
+        rows = self.store.chunk_rows(candidates) if use_reranker else {}
+        document_of = (
+            {cid: row.document_id for cid, row in rows.items()}
+            if use_reranker
+            else self.store.documents_of(candidates)
+        )
+        pool: list[tuple[int, float]] = [
+            (cid, float(score)) for cid, score in fused if cid in document_of
+        ]
         # the low-confidence flag judges the fused scores, however they are shown
         flag_scores = [score for _, score in pool[:limit]] if by_document else None
         if by_note:
-            note_pool = [(cid, float(score)) for cid, score in note_fused if cid in rows]
-            pool = notes_first(
-                pool, note_pool, lambda hit: rows[hit[0]].document_id, lambda hit: hit[0]
-            )
+            note_pool = [(cid, float(score)) for cid, score in note_fused if cid in document_of]
+            pool = notes_first(pool, note_pool, lambda hit: document_of[hit[0]], lambda hit: hit[0])
         elif by_document:
-            pool = documents_first(pool, lambda hit: rows[hit[0]].document_id)
+            pool = documents_first(pool, lambda hit: document_of[hit[0]])
 
         if self.reranker is not None and pool:
             docs = [rerank_text(rows[cid].context, rows[cid].content) for cid, _ in pool]
@@ -312,13 +320,16 @@ class HybridSearcher:
                 picks = mmr_select(
                     [s for _, s in pool],
                     matrix,
-                    [rows[cid].document_id for cid, _ in pool],
+                    [document_of[cid] for cid, _ in pool],
                     limit,
                     settings.mmr.lambda_,
                     settings.mmr.same_doc_penalty,
                 )
                 pool = [pool[i] for i in picks]
         pool = pool[:limit]
+        if not use_reranker:
+            rows = self.store.chunk_rows([cid for cid, _ in pool])
+            pool = [(cid, score) for cid, score in pool if cid in rows]
 
         if flag_scores is None:
             flag_scores = [s for _, s in pool]
