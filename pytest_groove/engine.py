@@ -197,6 +197,14 @@ class Engine:
         with self._faults():
             return self._searcher.fts_leg(parsed, weights, n, gate)
 
+    def gate_fts(
+        self, parsed: ParsedQuery, fts_ids: list[int], vector_ids: Sequence[int]
+    ) -> list[int]:
+        """``fts_ids`` (an ungated ``fts_leg`` list), or nothing when the script gate
+        leaves it out next to ``vector_ids`` -- one list, gated next to several."""
+        with self._faults():
+            return self._searcher.gate_fts(parsed, fts_ids, vector_ids, self.settings.search)
+
     def fts_legs(
         self,
         parsed: ParsedQuery,

@@ -77,6 +77,11 @@ class FakeSource:
     ) -> list[list[int]]:
         return [self.fts_leg(parsed, w, n, vector_ids) for w in weights]
 
+    def gate_fts(
+        self, parsed: ParsedQuery, fts_ids: list[int], vector_ids: Sequence[int]
+    ) -> list[int]:
+        return fts_ids  # no script gate in this fake
+
     def fts_match_count(self, match_expr: str, table: str = "fts_chunks") -> int:
         for text, count in self.matches.items():
             if text in match_expr:

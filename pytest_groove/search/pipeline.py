@@ -179,7 +179,7 @@ class HybridSearcher:
             ]
         return lists
 
-    def _gated(
+    def gate_fts(
         self,
         parsed: ParsedQuery,
         fts_ids: list[int],
@@ -279,13 +279,13 @@ class HybridSearcher:
         by_document = settings.document_first and not use_reranker and not settings.mmr.enabled
         by_note = by_document and settings.note_order and self.note_vectors is not None
         fts_all = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n)
-        fts_ids = self._gated(parsed, fts_all, vec_ids, settings)
+        fts_ids = self.gate_fts(parsed, fts_all, vec_ids, settings)
         fused_limit = None if by_document else plan.fused_limit
         fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit)
         note_fused: list[tuple[int, float]] = []
         if by_note:
             note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed)
-            note_fts = self._gated(parsed, fts_all, note_ids, settings)
+            note_fts = self.gate_fts(parsed, fts_all, note_ids, settings)
             note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None)
         candidates = sorted({cid for cid, _ in [*fused, *note_fused]})
         # Only a reranker reads the text of the whole pool; otherwise ordering needs

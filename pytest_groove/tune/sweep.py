@@ -97,6 +97,10 @@ class CandidateSource(Protocol):
         vector_ids: Sequence[int] | None = None,
     ) -> list[list[int]]: ...
 
+    def gate_fts(
+        self, parsed: ParsedQuery, fts_ids: list[int], vector_ids: Sequence[int]
+    ) -> list[int]: ...
+
     def fts_match_count(self, match_expr: str, table: str = ...) -> int: ...
 
     def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]: ...
@@ -265,8 +269,11 @@ def run_preflight(
         t1 = time.perf_counter()
         fts_ids: list[int] = []
         total = 0
+        default_list: list[int] = []
         if pq.fts is not None:
-            fts_ids = source.fts_leg(pq, DEFAULT_CONDITION.params.weights, pool, vec_ids)
+            # fetched once, gated next to each vector list that is fused with it
+            default_list = source.fts_leg(pq, DEFAULT_CONDITION.params.weights, pool)
+            fts_ids = source.gate_fts(pq, default_list, vec_ids)
             timings.fts_calls += 1
         t2 = time.perf_counter()
         if pq.fts is not None:
@@ -287,9 +294,7 @@ def run_preflight(
         if note_order and document_first:
             entry.note_vec_ids = source.note_vector_leg(vectors[row], pool, pq)
             if pq.fts is not None:
-                entry.note_fts_default = source.fts_leg(
-                    pq, DEFAULT_CONDITION.params.weights, pool, entry.note_vec_ids
-                )
+                entry.note_fts_default = source.gate_fts(pq, default_list, entry.note_vec_ids)
         prepared.append(entry)
     return Preflight(
         queries=prepared,
@@ -398,22 +403,15 @@ def build_metric_table(
         if query.parsed.fts is not None:
             # every other triple's list from one pass over the matching rows
             others = [(w, weights) for w, weights in triples if w != DEFAULT_TRIPLE]
-            fetched = source.fts_legs(
-                query.parsed, [t for _, t in others], pre.pool_size, query.vec_ids
-            )
+            fetched = source.fts_legs(query.parsed, [t for _, t in others], pre.pool_size)
             for (w, _), fts_list in zip(others, fetched, strict=True):
-                lists[w] = fts_list
+                lists[w] = source.gate_fts(query.parsed, fts_list, query.vec_ids)
+                if pre.note_order:
+                    # the same list, gated next to the note-carrying vector list
+                    note_lists[w] = source.gate_fts(query.parsed, fts_list, query.note_vec_ids)
             lists[DEFAULT_TRIPLE] = query.fts_default
+            note_lists[DEFAULT_TRIPLE] = query.note_fts_default
             timings.fts_calls += len(others)
-            if pre.note_order:
-                # the same lists, gated next to the note-carrying vector list
-                fetched = source.fts_legs(
-                    query.parsed, [t for _, t in others], pre.pool_size, query.note_vec_ids
-                )
-                for (w, _), fts_list in zip(others, fetched, strict=True):
-                    note_lists[w] = fts_list
-                note_lists[DEFAULT_TRIPLE] = query.note_fts_default
-                timings.fts_calls += len(others)
         timings.fts += time.perf_counter() - t0
         query.diagnostics.bm25_sensitive = lists[HEADING_HEAVY] != lists[CONTENT_HEAVY]
 
