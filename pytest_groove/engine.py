@@ -21,7 +21,7 @@ from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vectors import VectorIndex
 from pytest_groove.paths import resolve_path
-from pytest_groove.search.fts_query import ParsedQuery
+from pytest_groove.search.fts_query import TERMS_QUERY_VERSION, ParsedQuery
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.pipeline import HybridSearcher, SearchResponse
 from pytest_groove.search.rerank import get_reranker
@@ -58,7 +58,13 @@ def run_indexer(
         force=force,
         progress=progress,
         log=log,
+        term_table=reads_term_table(settings),
     )
+
+
+def reads_term_table(settings: Settings) -> bool:
+    """Whether searching with ``settings`` reads the word table (``fts_terms``)."""
+    return settings.search.fts_query_version == TERMS_QUERY_VERSION
 
 
 class Engine:
@@ -268,11 +274,18 @@ def open_engine(
     try:
         with index_faults(store.path, store.conn):
             recorded = store.get_meta("embedding_model")
+            keeps_term_table = store.keeps_term_table
         if recorded is not None and recorded != embedder.name:
             raise GrooveError(
                 f"embedding model mismatch: the index at {store.path} was built with "
                 f"{recorded!r} but {embedder.name!r} was asked for; pass --model {recorded} "
                 "or re-index with the new model"
+            )
+        if reads_term_table(settings) and not keeps_term_table:
+            raise GrooveError(
+                f"the index at {store.path} has no word table, which [search] "
+                f"fts_query_version = {TERMS_QUERY_VERSION} searches: run `groove index` "
+                "with that setting once to add it"
             )
         return Engine(kb, settings, embedder, store, report)
     except BaseException:

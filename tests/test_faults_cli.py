@@ -121,6 +121,30 @@ def test_read_only_kb_with_a_stale_index_says_where_to_put_it(kb_eval_copy: Path
     assert proc.returncode == 0, proc.stderr
 
 
+@needs_mount
+def test_read_only_index_without_the_word_table_a_config_reads(
+    shared_kb: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "v4.toml"
+    config.write_text("[search]\nfts_query_version = 4\n", encoding="utf-8")
+    index = kb_files(shared_kb)
+    line = single_error(
+        run(evaluate(shared_kb, "--no-history", "--config", str(config)), wrap=read_only(shared_kb))
+    )
+    assert "cannot be written" in line and "--index-dir" in line
+    assert kb_files(shared_kb) == index
+    elsewhere = tmp_path / "index-elsewhere"
+    proc = run(
+        evaluate(shared_kb, "--no-history", "--config", str(config), "--index-dir", str(elsewhere)),
+        wrap=read_only(shared_kb),
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def kb_files(kb: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(kb)): p.read_bytes() for p in sorted(kb.rglob("*")) if p.is_file()}
+
+
 @pytest.mark.slow
 @needs_mount
 def test_a_full_disk_while_indexing(kb_eval_copy: Path, tmp_path: Path) -> None:

@@ -191,8 +191,13 @@ def index_kb(
     force: bool = False,
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
+    term_table: bool = False,
 ) -> IndexReport:
-    """Bring ``index_dir`` up to date with ``kb``; see the module docstring."""
+    """Bring ``index_dir`` up to date with ``kb``; see the module docstring.
+
+    ``term_table``: the search configuration reads the word table (``fts_terms``), so
+    the index must keep it (filled from the stored chunks the first time).
+    """
     started = time.monotonic()
     if not kb.is_dir():
         raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
@@ -202,7 +207,7 @@ def index_kb(
         probe_lock_file(index_dir)
     except IndexUnwritable as exc:
         # a read-only checkout whose index is already current is simply used as it is
-        report = current_read_only(kb, index_dir, settings, embedder, force)
+        report = current_read_only(kb, index_dir, settings, embedder, force, term_table)
         if report is None:
             raise IndexUnwritable(
                 f"the index in {index_dir} is missing or out of date and cannot be written "
@@ -211,7 +216,9 @@ def index_kb(
             ) from None
     else:
         with index_lock(index_dir):
-            report = _index_rebuilding_damage(kb, index_dir, settings, embedder, force, progress)
+            report = _index_rebuilding_damage(
+                kb, index_dir, settings, embedder, force, progress, term_table
+            )
     report.seconds = time.monotonic() - started
     if log is not None:
         for warning in report.warnings:
@@ -226,6 +233,7 @@ def _index_rebuilding_damage(
     embedder: Embedder,
     force: bool,
     progress: bool | None,
+    term_table: bool,
 ) -> IndexReport:
     """Index under the lock; a corrupt database is deleted and built again, once.
 
@@ -233,13 +241,13 @@ def _index_rebuilding_damage(
     data, while keeping it would fail every later search.
     """
     try:
-        return _index_open(kb, index_dir, settings, embedder, force, progress)
+        return _index_open(kb, index_dir, settings, embedder, force, progress, term_table)
     except IndexCorrupt as exc:
         report_warning = f"{exc.message.split('; ')[0]}; rebuilt it from the KB"
     for suffix in ("", "-wal", "-shm"):
         with index_dir_faults(index_dir):
             Path(f"{index_dir / DB_FILE_NAME}{suffix}").unlink(missing_ok=True)
-    report = _index_open(kb, index_dir, settings, embedder, True, progress)
+    report = _index_open(kb, index_dir, settings, embedder, True, progress, term_table)
     report.warnings.insert(0, report_warning)
     return report
 
@@ -251,23 +259,30 @@ def _index_open(
     embedder: Embedder,
     force: bool,
     progress: bool | None,
+    term_table: bool,
 ) -> IndexReport:
     store = Store.open(index_dir, create=True)
     try:
         with index_faults(store.path, store.conn):
             store.conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            return _index_locked(kb, store, settings, embedder, force, progress)
+            return _index_locked(kb, store, settings, embedder, force, progress, term_table)
     finally:
         store.close()
 
 
 def current_read_only(
-    kb: Path, index_dir: Path, settings: IndexSettings, embedder: Embedder, force: bool
+    kb: Path,
+    index_dir: Path,
+    settings: IndexSettings,
+    embedder: Embedder,
+    force: bool,
+    term_table: bool = False,
 ) -> IndexReport | None:
     """What indexing would report if the index in an unwritable folder is current, else None.
 
-    Current means: built with this model, and every KB file it would index is stored
-    with the same bytes (files that would be skipped anyway do not count).
+    Current means: built with this model, keeping the word table if ``term_table``, and
+    every KB file it would index is stored with the same bytes (files that would be
+    skipped anyway do not count).
     """
     if force or not (index_dir / DB_FILE_NAME).is_file():
         return None
@@ -278,6 +293,8 @@ def current_read_only(
     try:
         with index_faults(store.path, store.conn):
             if store.get_meta("embedding_model") != embedder.name:
+                return None
+            if term_table and not store.keeps_term_table:
                 return None
             stored = store.document_hashes()
     except GrooveError:
@@ -346,12 +363,18 @@ def _index_locked(
     embedder: Embedder,
     force: bool,
     progress: bool | None,
+    term_table: bool,
 ) -> IndexReport:
     """The indexer's steps, in order: scan, renames, index each file, prune."""
     report = IndexReport()
     check_model(store, embedder, force)
     if force:
         store.wipe()
+        if not term_table and store.keeps_term_table:
+            store.drop_term_table()  # a rebuild keeps only what is configured
+    if term_table:
+        # before any write, so every chunk written from here on is fed to it too
+        store.keep_term_table()
     mode = resolve_context_mode(store, context_mode_for(settings), force, report)
     contextual = mode == "static"
     embeds_context = mode in ("static", "embedded")
@@ -501,6 +524,8 @@ class _WriteGroup:
         self.embeds_context = embeds_context
         self.report = report
         self._bar = bar
+        #: render each chunk's word-table text here, off the writer thread
+        self._term_table = store.keeps_term_table
         #: read and parsed, not embedded yet
         self._pending: list[_Pending] = []
         self._chunks = 0
@@ -578,7 +603,9 @@ class _WriteGroup:
                     term_texts=[
                         term_fields(c.heading, c.context if self.contextual else None, c.content)
                         for c in doc.chunks
-                    ],
+                    ]
+                    if self._term_table
+                    else (),
                     note_vector=note_vector,
                 )
             )

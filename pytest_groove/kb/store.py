@@ -44,8 +44,17 @@ from pytest_groove.kb.terms import term_text
 
 #: bump when the table layout changes; an index with another version is rebuilt
 #: (2: the ``fts_terms`` table; 3: the full-text tables' ``hashsize``; 4: each
-#: document's note vector, ``documents.note_embedding``)
-SCHEMA_VERSION = 4
+#: document's note vector, ``documents.note_embedding``; 5: ``fts_terms`` filled only
+#: while the index keeps it, see :data:`TERM_TABLE_META`)
+SCHEMA_VERSION = 5
+#: a version-4 index is a version-5 index that keeps its word table: it is upgraded in
+#: place (two meta rows) rather than rebuilt, which would re-embed every chunk
+_TERM_TABLE_ALWAYS_SCHEMA = 4
+#: ``index_meta`` key: "kept" while ``fts_terms`` holds every chunk, "off" while it
+#: holds none.  Only the version-4 full-text compiler reads that table, and feeding it
+#: is about a fifth of what indexing costs SQLite, so an index fills it the first time
+#: a configuration asks for it (:meth:`Store.keep_term_table`) and from then on.
+TERM_TABLE_META = "term_table"
 DB_FILE_NAME = "index.db"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -166,6 +175,12 @@ def term_fields(
     return term_text(heading), term_text(context), term_text(content)
 
 
+def _sql_term_text(*args: Any) -> str | None:
+    """:func:`term_text` as an SQL function of one argument (a column: text or NULL)."""
+    (value,) = args
+    return None if value is None else term_text(value if isinstance(value, str) else str(value))
+
+
 def _category_from_path(path: str) -> str | None:
     parts = path.split("/")
     return parts[0] if len(parts) >= 2 else None
@@ -262,9 +277,17 @@ class Store:
                     store.set_meta("schema_version", str(SCHEMA_VERSION))
                     store.set_meta("chunker_version", str(CHUNKER_VERSION))
                     store.set_meta("generation", "0")
+                    store.set_meta(TERM_TABLE_META, "off")
                     # names this database's vector caches: a re-created database restarts
                     # its generation count and must never pick up an old cache file
                     store.set_meta("index_id", uuid.uuid4().hex)
+            elif (version, store._chunker_version()) == (
+                _TERM_TABLE_ALWAYS_SCHEMA,
+                CHUNKER_VERSION,
+            ):
+                with store.transaction():
+                    store.set_meta(TERM_TABLE_META, "kept")
+                    store.set_meta("schema_version", str(SCHEMA_VERSION))
             elif (version, chunker := store._chunker_version()) != (
                 SCHEMA_VERSION,
                 CHUNKER_VERSION,
@@ -313,7 +336,10 @@ class Store:
             if conn is not None:
                 conn.close()
             raise apsw_fault(exc, db_path) from None
-        if (version, chunker) != (SCHEMA_VERSION, CHUNKER_VERSION):
+        if chunker != CHUNKER_VERSION or version not in (
+            SCHEMA_VERSION,
+            _TERM_TABLE_ALWAYS_SCHEMA,
+        ):
             conn.close()
             raise GrooveError(
                 f"index at {db_path} was built by another pytest-groove version (schema "
@@ -398,6 +424,37 @@ class Store:
     def _bump_generation(self) -> None:
         self.set_meta("generation", str(self.generation + 1))
 
+    @property
+    def keeps_term_table(self) -> bool:
+        """Whether ``fts_terms`` holds every chunk (a version-4 index, with no key, did)."""
+        return self.get_meta(TERM_TABLE_META) != "off"
+
+    def keep_term_table(self) -> int:
+        """Fill ``fts_terms`` from the stored chunks and keep it filled; rows written.
+
+        The term text is rendered by the same function the indexer uses, registered
+        with SQLite for this one statement, so a table filled here holds exactly what
+        one fed chunk by chunk would.
+        """
+        if self.keeps_term_table:
+            return 0
+        self.conn.create_scalar_function("groove_term_text", _sql_term_text, 1, deterministic=True)
+        with self.transaction():
+            self.conn.execute("INSERT INTO fts_terms(fts_terms) VALUES ('delete-all')")
+            self.conn.execute(
+                "INSERT INTO fts_terms(rowid, heading, context, content) "
+                "SELECT id, groove_term_text(heading), groove_term_text(context_text), "
+                "groove_term_text(content) FROM chunks ORDER BY id"
+            )
+            self.set_meta(TERM_TABLE_META, "kept")
+        return self._scalar("SELECT count(*) FROM chunks")
+
+    def drop_term_table(self) -> None:
+        """Empty ``fts_terms`` and stop feeding it (``--force`` without a need for it)."""
+        with self.transaction():
+            self.conn.execute("INSERT INTO fts_terms(fts_terms) VALUES ('delete-all')")
+            self.set_meta(TERM_TABLE_META, "off")
+
     # ------------------------------------------------------------------ writing
 
     def wipe(self) -> None:
@@ -431,7 +488,7 @@ class Store:
         return [StoredChunk(h, c, x) for h, c, x in rows]
 
     def _delete_document_rows(self, doc_id: int) -> None:
-        for table in FTS_TABLES:
+        for table in FTS_TABLES if self.keeps_term_table else ("fts_chunks",):
             self.conn.execute(
                 f"DELETE FROM {table} WHERE rowid IN (SELECT id FROM chunks WHERE document_id=?)",
                 (doc_id,),
@@ -479,6 +536,7 @@ class Store:
         if not writes:
             return
         with self.transaction():
+            term_table = self.keeps_term_table
             # AUTOINCREMENT: every chunk id written below is above this one
             first_new = self._scalar(
                 "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name='chunks'"
@@ -524,6 +582,7 @@ class Store:
                     "ORDER BY id",
                     (first_new,),
                 )
+            if chunks_written and term_table:
                 # the term table's text is rewritten in Python (Japanese bigrams); the
                 # new ids come in insertion order, the order of the writes' chunks
                 rendered = [
