@@ -21,6 +21,7 @@ from pytest_groove.config import SEARCH_LIMIT_MAX, SearchSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError
 from pytest_groove.kb.bm25_sweep import best_rowids_per_triple
+from pytest_groove.kb.phrase_scores import PhraseScores
 from pytest_groove.kb.scripts import chunk_opening, script_group
 from pytest_groove.kb.store import ChunkRow, Store
 from pytest_groove.kb.vectors import VectorIndex
@@ -76,6 +77,8 @@ class HybridSearcher:
         self.note_vectors = note_vectors
         self.embedder = embedder
         self.reranker = reranker
+        #: the full-text ranking, keeping each phrase's bm25 terms between queries
+        self.phrase_scores = PhraseScores(store)
         #: query vectors embedded ahead of the searches (see prepare_queries)
         self._prepared: dict[str, npt.NDArray[np.float32]] = {}
 
@@ -144,7 +147,7 @@ class HybridSearcher:
         if parsed.fts is None:
             return []
         filtered = bool(parsed.exclusions)
-        ids = self.store.fts_candidates(
+        ids = self.phrase_scores.candidates(
             parsed.fts, weights, fts_fetch(n, filtered), parsed.fts_table
         )
         ids = self._first_kept(ids, parsed, n) if filtered else ids
