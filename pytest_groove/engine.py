@@ -59,12 +59,18 @@ def run_indexer(
         progress=progress,
         log=log,
         term_table=reads_term_table(settings),
+        note_vectors=reads_note_vectors(settings),
     )
 
 
 def reads_term_table(settings: Settings) -> bool:
     """Whether searching with ``settings`` reads the word table (``fts_terms``)."""
     return settings.search.fts_query_version == TERMS_QUERY_VERSION
+
+
+def reads_note_vectors(settings: Settings) -> bool:
+    """Whether searching with ``settings`` reads the note vectors (note order)."""
+    return settings.search.note_order
 
 
 class Engine:
@@ -275,6 +281,7 @@ def open_engine(
         with index_faults(store.path, store.conn):
             recorded = store.get_meta("embedding_model")
             keeps_term_table = store.keeps_term_table
+            keeps_note_vectors = store.keeps_note_vectors
         if recorded is not None and recorded != embedder.name:
             raise GrooveError(
                 f"embedding model mismatch: the index at {store.path} was built with "
@@ -286,6 +293,12 @@ def open_engine(
                 f"the index at {store.path} has no word table, which [search] "
                 f"fts_query_version = {TERMS_QUERY_VERSION} searches: run `groove index` "
                 "with that setting once to add it"
+            )
+        if reads_note_vectors(settings) and not keeps_note_vectors:
+            raise GrooveError(
+                f"the index at {store.path} has no note vectors, which [search] note_order "
+                "= true (the default) reads: run `groove index` with that setting once to "
+                "add them, or set note_order = false"
             )
         return Engine(kb, settings, embedder, store, report)
     except BaseException:

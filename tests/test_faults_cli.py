@@ -141,6 +141,24 @@ def test_read_only_index_without_the_word_table_a_config_reads(
     assert proc.returncode == 0, proc.stderr
 
 
+@needs_mount
+def test_read_only_index_without_the_note_vectors_note_order_reads(
+    kb_eval_copy: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "no-notes.toml"
+    config.write_text("[search]\nnote_order = false\n", encoding="utf-8")
+    kb = kb_eval_copy
+    proc = run(["index", "--kb-path", str(kb), *HASH, "--config", str(config)])
+    assert proc.returncode == 0, proc.stderr
+    index = kb_files(kb)
+    # the default configuration reads note vectors this index never embedded
+    line = single_error(run(evaluate(kb, "--no-history"), wrap=read_only(kb)))
+    assert "cannot be written" in line and "--index-dir" in line
+    assert kb_files(kb) == index
+    proc = run(evaluate(kb, "--no-history", "--config", str(config)), wrap=read_only(kb))
+    assert proc.returncode == 0, proc.stderr
+
+
 def kb_files(kb: Path) -> dict[str, bytes]:
     return {str(p.relative_to(kb)): p.read_bytes() for p in sorted(kb.rglob("*")) if p.is_file()}
 

@@ -26,7 +26,7 @@ from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
 from pytest_groove.kb.beneath import Skipped, index_folder_beneath, open_root, read_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_lock import index_lock, probe_lock_file
-from pytest_groove.kb.notes import note_text
+from pytest_groove.kb.notes import note_text, note_text_of
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.quality import quality_score, token_count
 from pytest_groove.kb.records import ParsedDocument
@@ -112,18 +112,28 @@ def _read_collected(
 class _Progress:
     """A tqdm bar on a terminal; nothing in CI logs (not a TTY)."""
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    def __init__(
+        self,
+        total: int,
+        enabled: bool,
+        *,
+        unit: str = "file",
+        desc: str = "groove index",
+        counted: str = "chunks",
+    ) -> None:
         self._bar = None
+        self._counted = counted
         self._started = time.monotonic()
         if enabled and total:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, unit="file", desc="groove index", leave=False)
+            self._bar = tqdm(total=total, unit=unit, desc=desc, leave=False)
 
     def step(self, embedded: int) -> None:
         if self._bar is not None:
             rate = embedded / max(time.monotonic() - self._started, 1e-9)
-            self._bar.set_postfix(chunks=embedded, chunks_per_s=f"{rate:.1f}", refresh=False)
+            postfix = {self._counted: embedded, f"{self._counted}_per_s": f"{rate:.1f}"}
+            self._bar.set_postfix(postfix, refresh=False)
             self._bar.update(1)
 
     def close(self) -> None:
@@ -192,12 +202,16 @@ def index_kb(
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
     term_table: bool = False,
+    note_vectors: bool = True,
 ) -> IndexReport:
     """Bring ``index_dir`` up to date with ``kb``; see the module docstring.
 
     ``term_table``: the search configuration reads the word table (``fts_terms``), so
     the index must keep it (filled from the stored chunks the first time).
+    ``note_vectors``: it reads the note vectors (note order), so the index must keep
+    them (embedded from the stored titles and openings the first time).
     """
+    wants = _Wants(term_table, note_vectors)
     started = time.monotonic()
     if not kb.is_dir():
         raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
@@ -207,7 +221,7 @@ def index_kb(
         probe_lock_file(index_dir)
     except IndexUnwritable as exc:
         # a read-only checkout whose index is already current is simply used as it is
-        report = current_read_only(kb, index_dir, settings, embedder, force, term_table)
+        report = current_read_only(kb, index_dir, settings, embedder, force, wants)
         if report is None:
             raise IndexUnwritable(
                 f"the index in {index_dir} is missing or out of date and cannot be written "
@@ -217,7 +231,7 @@ def index_kb(
     else:
         with index_lock(index_dir):
             report = _index_rebuilding_damage(
-                kb, index_dir, settings, embedder, force, progress, term_table
+                kb, index_dir, settings, embedder, force, progress, wants
             )
     report.seconds = time.monotonic() - started
     if log is not None:
@@ -233,7 +247,7 @@ def _index_rebuilding_damage(
     embedder: Embedder,
     force: bool,
     progress: bool | None,
-    term_table: bool,
+    wants: _Wants,
 ) -> IndexReport:
     """Index under the lock; a corrupt database is deleted and built again, once.
 
@@ -241,13 +255,13 @@ def _index_rebuilding_damage(
     data, while keeping it would fail every later search.
     """
     try:
-        return _index_open(kb, index_dir, settings, embedder, force, progress, term_table)
+        return _index_open(kb, index_dir, settings, embedder, force, progress, wants)
     except IndexCorrupt as exc:
         report_warning = f"{exc.message.split('; ')[0]}; rebuilt it from the KB"
     for suffix in ("", "-wal", "-shm"):
         with index_dir_faults(index_dir):
             Path(f"{index_dir / DB_FILE_NAME}{suffix}").unlink(missing_ok=True)
-    report = _index_open(kb, index_dir, settings, embedder, True, progress, term_table)
+    report = _index_open(kb, index_dir, settings, embedder, True, progress, wants)
     report.warnings.insert(0, report_warning)
     return report
 
@@ -259,13 +273,13 @@ def _index_open(
     embedder: Embedder,
     force: bool,
     progress: bool | None,
-    term_table: bool,
+    wants: _Wants,
 ) -> IndexReport:
     store = Store.open(index_dir, create=True)
     try:
         with index_faults(store.path, store.conn):
             store.conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            return _index_locked(kb, store, settings, embedder, force, progress, term_table)
+            return _index_locked(kb, store, settings, embedder, force, progress, wants)
     finally:
         store.close()
 
@@ -276,11 +290,11 @@ def current_read_only(
     settings: IndexSettings,
     embedder: Embedder,
     force: bool,
-    term_table: bool = False,
+    wants: _Wants | None = None,
 ) -> IndexReport | None:
     """What indexing would report if the index in an unwritable folder is current, else None.
 
-    Current means: built with this model, keeping the word table if ``term_table``, and
+    Current means: built with this model, keeping what ``wants`` asks for, and
     every KB file it would index is stored with the same bytes (files that would be
     skipped anyway do not count).
     """
@@ -294,7 +308,7 @@ def current_read_only(
         with index_faults(store.path, store.conn):
             if store.get_meta("embedding_model") != embedder.name:
                 return None
-            if term_table and not store.keeps_term_table:
+            if wants is not None and not wants.kept_by(store):
                 return None
             stored = store.document_hashes()
     except GrooveError:
@@ -363,18 +377,25 @@ def _index_locked(
     embedder: Embedder,
     force: bool,
     progress: bool | None,
-    term_table: bool,
+    wants: _Wants,
 ) -> IndexReport:
-    """The indexer's steps, in order: scan, renames, index each file, prune."""
+    """The indexer's steps, in order: scan, renames, index each file, prune, and the
+    note vectors of unchanged documents when they are wanted for the first time."""
     report = IndexReport()
     check_model(store, embedder, force)
     if force:
         store.wipe()
-        if not term_table and store.keeps_term_table:
-            store.drop_term_table()  # a rebuild keeps only what is configured
-    if term_table:
+        # a rebuild keeps only what is configured
+        if not wants.term_table and store.keeps_term_table:
+            store.drop_term_table()
+        if not wants.note_vectors and store.keeps_note_vectors:
+            store.stop_note_vectors()
+    if wants.term_table:
         # before any write, so every chunk written from here on is fed to it too
         store.keep_term_table()
+    # note vectors are kept once kept; wanted, new and changed documents get theirs as
+    # they are written, and the others' are embedded once the files are done
+    embeds_notes = wants.note_vectors or store.keeps_note_vectors
     mode = resolve_context_mode(store, context_mode_for(settings), force, report)
     contextual = mode == "static"
     embeds_context = mode in ("static", "embedded")
@@ -383,7 +404,7 @@ def _index_locked(
     renamed_to = set() if force else _apply_renames(store, scan, stored, report)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _Progress(len(scan.files), show)
-    group = _WriteGroup(store, embedder, contextual, embeds_context, report, bar)
+    group = _WriteGroup(store, embedder, contextual, embeds_context, embeds_notes, report, bar)
     try:
         for item in scan.files:
             # with the breadcrumb embedded, a renamed file may get a new one (from its name)
@@ -394,7 +415,57 @@ def _index_locked(
         group.shutdown()
         bar.close()
     _prune(store, scan, stored, report)
+    if wants.note_vectors and not store.keeps_note_vectors:
+        _embed_missing_notes(store, embedder, report, progress)
     return report
+
+
+@dataclass(frozen=True)
+class _Wants:
+    """What the search configuration reads beyond the chunks, so the index must keep."""
+
+    #: the word table (``fts_terms``): ``fts_query_version = 4``
+    term_table: bool = False
+    #: every document's note vector: note order
+    note_vectors: bool = True
+
+    def kept_by(self, store: Store) -> bool:
+        return (not self.term_table or store.keeps_term_table) and (
+            not self.note_vectors or store.keeps_note_vectors
+        )
+
+
+def _embed_missing_notes(
+    store: Store, embedder: Embedder, report: IndexReport, progress: bool | None
+) -> None:
+    """Embed the note vector of every document without one, then mark them kept.
+
+    The texts come from the stored titles and first chunks, which are what the files
+    would parse to, so no file is read again.  Each group commits on its own: a
+    killed run keeps what it embedded, and the next run embeds the rest.
+    """
+    missing = store.notes_to_embed()
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = _Progress(
+        len(missing), show, unit="note", desc="groove index: note vectors", counted="notes"
+    )
+    try:
+        for start in range(0, len(missing), EMBED_GROUP_CHUNKS):
+            group = missing[start : start + EMBED_GROUP_CHUNKS]
+            vectors = embedder.embed_passages(
+                [note_text_of(title, opening) for _, title, opening in group]
+            )
+            store.set_note_vectors(
+                [(doc_id, vectors[i]) for i, (doc_id, _, _) in enumerate(group)],
+                complete=start + len(group) == len(missing),
+            )
+            for _ in group:
+                report.notes_embedded += 1
+                bar.step(report.notes_embedded)
+    finally:
+        bar.close()
+    if not missing:
+        store.set_note_vectors([], complete=True)
 
 
 def _scan(kb: Path, settings: IndexSettings, report: IndexReport) -> _Scan:
@@ -513,11 +584,15 @@ class _WriteGroup:
         embedder: Embedder,
         contextual: bool,
         embeds_context: bool,
+        embeds_notes: bool,
         report: IndexReport,
         bar: _Progress,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        #: documents get their note vectors as they are written (else a changed
+        #: document's stored one is dropped)
+        self.embeds_notes = embeds_notes
         #: the breadcrumb is stored and searched in full text ("static")
         self.contextual = contextual
         #: the breadcrumb is embedded with each chunk ("static" or "embedded")
@@ -569,7 +644,7 @@ class _WriteGroup:
             for c in p.doc.chunks
         ]
         # one call embeds the chunks and the note vectors that changed
-        notes = [note_text(p.doc) for p in self._pending if p.new_note]
+        notes = [note_text(p.doc) for p in self._pending if p.new_note and self.embeds_notes]
         embedded = self.embedder.embed_passages([*texts, *notes]) if texts or notes else None
         vectors = embedded[: len(texts)] if embedded is not None and texts else None
         fresh_notes = iter([] if embedded is None else embedded[len(texts) :])
@@ -581,12 +656,19 @@ class _WriteGroup:
                 pending.known,
                 pending.meta_only,
             )
-            note_vector = next(fresh_notes) if pending.new_note else None
-            self._queued.docs.append((doc, known, meta_only, pending.new_note))
+            embeds_note = pending.new_note and self.embeds_notes
+            note_vector = next(fresh_notes) if embeds_note else None
+            drop_note = pending.new_note and not self.embeds_notes
+            self._queued.docs.append((doc, known, meta_only, embeds_note))
             if meta_only or vectors is None:
                 self._queued.writes.append(
                     DocumentWrite(
-                        item.path, item.digest, len(item.data), doc, note_vector=note_vector
+                        item.path,
+                        item.digest,
+                        len(item.data),
+                        doc,
+                        note_vector=note_vector,
+                        drop_note=drop_note,
                     )
                 )
                 continue
@@ -607,6 +689,7 @@ class _WriteGroup:
                     if self._term_table
                     else (),
                     note_vector=note_vector,
+                    drop_note=drop_note,
                 )
             )
             self._queued.chunks += count

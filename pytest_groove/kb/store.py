@@ -55,6 +55,13 @@ _TERM_TABLE_ALWAYS_SCHEMA = 4
 #: is about a fifth of what indexing costs SQLite, so an index fills it the first time
 #: a configuration asks for it (:meth:`Store.keep_term_table`) and from then on.
 TERM_TABLE_META = "term_table"
+#: ``index_meta`` key: "kept" while every document has its note vector
+#: (``documents.note_embedding``, :mod:`pytest_groove.kb.notes`), "off" while the
+#: indexer does not embed them.  Only note order reads them, and they are about a
+#: third more text for the model to embed, so an index embeds them the first time a
+#: configuration with note order is indexed (:meth:`Store.notes_to_embed`) and from
+#: then on.  No key: an index from before this key, which always kept them.
+NOTE_VECTORS_META = "note_vectors"
 DB_FILE_NAME = "index.db"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -151,7 +158,9 @@ class DocumentWrite:
 
     ``vectors`` None means only the document row changes (a frontmatter-only edit:
     the chunks and their embeddings stay as stored).  ``note_vector`` replaces the
-    document's note vector (:mod:`pytest_groove.kb.notes`); None keeps the stored one.
+    document's note vector (:mod:`pytest_groove.kb.notes`); None keeps the stored one,
+    unless ``drop_note`` (the document's title or opening changed and the index does
+    not embed note vectors now): then it has none, never a stale one.
     """
 
     path: str
@@ -166,6 +175,7 @@ class DocumentWrite:
     #: its own thread, so the writer thread only runs SQLite.
     term_texts: Sequence[tuple[str | None, str | None, str | None]] = ()
     note_vector: npt.NDArray[np.float32] | None = None
+    drop_note: bool = False
 
 
 def term_fields(
@@ -278,6 +288,7 @@ class Store:
                     store.set_meta("chunker_version", str(CHUNKER_VERSION))
                     store.set_meta("generation", "0")
                     store.set_meta(TERM_TABLE_META, "off")
+                    store.set_meta(NOTE_VECTORS_META, "off")
                     # names this database's vector caches: a re-created database restarts
                     # its generation count and must never pick up an old cache file
                     store.set_meta("index_id", uuid.uuid4().hex)
@@ -455,6 +466,42 @@ class Store:
             self.conn.execute("INSERT INTO fts_terms(fts_terms) VALUES ('delete-all')")
             self.set_meta(TERM_TABLE_META, "off")
 
+    @property
+    def keeps_note_vectors(self) -> bool:
+        """Whether every document has its note vector and the indexer embeds new ones."""
+        return self.get_meta(NOTE_VECTORS_META) != "off"
+
+    def notes_to_embed(self) -> list[tuple[int, str | None, str]]:
+        """(document id, title, first chunk's content) of every document without a note
+        vector, in id order: what :func:`~pytest_groove.kb.notes.note_text_of` embeds."""
+        return [
+            (int(doc_id), None if title is None else str(title), str(opening))
+            for doc_id, title, opening in self.conn.execute(
+                "SELECT d.id, d.title, c.content FROM documents d "
+                "JOIN chunks c ON c.document_id = d.id AND c.chunk_index = 0 "
+                "WHERE d.note_embedding IS NULL ORDER BY d.id"
+            )
+        ]
+
+    def set_note_vectors(
+        self, vectors: Sequence[tuple[int, npt.NDArray[np.float32]]], *, complete: bool
+    ) -> None:
+        """Store documents' note vectors in one transaction; ``complete``: every
+        document now has one, and the indexer keeps embedding them from here on."""
+        with self.transaction():
+            for doc_id, vector in vectors:
+                self._set_note_vector(doc_id, vector)
+            if complete:
+                self.set_meta(NOTE_VECTORS_META, "kept")
+            if vectors:
+                self._bump_generation()
+
+    def stop_note_vectors(self) -> None:
+        """Drop every note vector and stop embedding them (``--force`` without note order)."""
+        with self.transaction():
+            self.conn.execute("UPDATE documents SET note_embedding = NULL")
+            self.set_meta(NOTE_VECTORS_META, "off")
+
     # ------------------------------------------------------------------ writing
 
     def wipe(self) -> None:
@@ -543,7 +590,9 @@ class Store:
             )
             chunks_written = False
             # a new note vector changes what the vector caches hold, as new chunks do
-            notes_written = any(write.note_vector is not None for write in writes)
+            notes_written = any(
+                write.note_vector is not None or write.drop_note for write in writes
+            )
             for write in writes:
                 doc_id = self._upsert_document(write)
                 if write.vectors is None:
@@ -636,6 +685,8 @@ class Store:
         )
         if write.note_vector is not None:
             self._set_note_vector(doc_id, write.note_vector)
+        elif write.drop_note:
+            self.conn.execute("UPDATE documents SET note_embedding = NULL WHERE id=?", (doc_id,))
         return doc_id
 
     def _set_note_vector(self, doc_id: int, vector: npt.NDArray[np.float32]) -> None:
