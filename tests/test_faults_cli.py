@@ -121,41 +121,39 @@ def test_read_only_kb_with_a_stale_index_says_where_to_put_it(kb_eval_copy: Path
     assert proc.returncode == 0, proc.stderr
 
 
-@needs_mount
-def test_read_only_index_without_the_word_table_a_config_reads(
-    shared_kb: Path, tmp_path: Path
-) -> None:
-    config = tmp_path / "v4.toml"
-    config.write_text("[search]\nfts_query_version = 4\n", encoding="utf-8")
-    index = kb_files(shared_kb)
-    line = single_error(
-        run(evaluate(shared_kb, "--no-history", "--config", str(config)), wrap=read_only(shared_kb))
-    )
-    assert "cannot be written" in line and "--index-dir" in line
-    assert kb_files(shared_kb) == index
-    elsewhere = tmp_path / "index-elsewhere"
-    proc = run(
-        evaluate(shared_kb, "--no-history", "--config", str(config), "--index-dir", str(elsewhere)),
-        wrap=read_only(shared_kb),
-    )
-    assert proc.returncode == 0, proc.stderr
+#: (indexed for, evaluated with): the second reads what the first never stored
+_MISSING_PARTS = {
+    "word table": ("", "[search]\nfts_query_version = 4\n"),
+    "note vectors": ("[search]\nnote_order = false\n", ""),
+}
 
 
 @needs_mount
-def test_read_only_index_without_the_note_vectors_note_order_reads(
-    kb_eval_copy: Path, tmp_path: Path
+@pytest.mark.parametrize("part", sorted(_MISSING_PARTS))
+def test_read_only_index_without_a_part_the_config_reads(
+    kb_eval_copy: Path, tmp_path: Path, part: str
 ) -> None:
-    config = tmp_path / "no-notes.toml"
-    config.write_text("[search]\nnote_order = false\n", encoding="utf-8")
+    indexed_for, evaluated_with = _MISSING_PARTS[part]
+    configs = []
+    for name, text in (("indexed.toml", indexed_for), ("evaluated.toml", evaluated_with)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        configs.append(["--config", str(tmp_path / name)])
     kb = kb_eval_copy
-    proc = run(["index", "--kb-path", str(kb), *HASH, "--config", str(config)])
+    proc = run(["index", "--kb-path", str(kb), *HASH, *configs[0]])
     assert proc.returncode == 0, proc.stderr
     index = kb_files(kb)
-    # the default configuration reads note vectors this index never embedded
-    line = single_error(run(evaluate(kb, "--no-history"), wrap=read_only(kb)))
+    line = single_error(run(evaluate(kb, "--no-history", *configs[1]), wrap=read_only(kb)))
     assert "cannot be written" in line and "--index-dir" in line
     assert kb_files(kb) == index
-    proc = run(evaluate(kb, "--no-history", "--config", str(config)), wrap=read_only(kb))
+    # the configuration it was built for still reads it as it is
+    proc = run(evaluate(kb, "--no-history", *configs[0]), wrap=read_only(kb))
+    assert proc.returncode == 0, proc.stderr
+    # and the remedy works: an index folder elsewhere
+    elsewhere = tmp_path / "index-elsewhere"
+    proc = run(
+        evaluate(kb, "--no-history", *configs[1], "--index-dir", str(elsewhere)),
+        wrap=read_only(kb),
+    )
     assert proc.returncode == 0, proc.stderr
 
 

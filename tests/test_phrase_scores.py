@@ -57,17 +57,25 @@ def expressions(query: str) -> list[tuple[str, str]]:
     return out
 
 
-def test_golden_queries_rank_exactly_as_fts5_does(engines: dict[str, Engine]) -> None:
-    compared = 0
+def golden_expressions(
+    engines: dict[str, Engine],
+) -> Iterator[tuple[Engine, PhraseScores, str, str]]:
+    """Every corpus's golden queries compiled by both compilers, with fresh kept scores."""
     for engine in engines.values():
         scores = PhraseScores(engine.store)
         for query in golden_queries():
             for expression, table in expressions(query):
-                for weights in WEIGHTS:
-                    for limit in (1, 7, 50, 10_000):
-                        expected = engine.store.fts_candidates(expression, weights, limit, table)
-                        assert scores.candidates(expression, weights, limit, table) == expected
-                        compared += bool(expected)
+                yield engine, scores, expression, table
+
+
+def test_golden_queries_rank_exactly_as_fts5_does(engines: dict[str, Engine]) -> None:
+    compared = 0
+    for engine, scores, expression, table in golden_expressions(engines):
+        for weights in WEIGHTS:
+            for limit in (1, 7, 50, 10_000):
+                expected = engine.store.fts_candidates(expression, weights, limit, table)
+                assert scores.candidates(expression, weights, limit, table) == expected
+                compared += bool(expected)
     assert compared > 1000
 
 
@@ -107,23 +115,20 @@ def test_generated_queries_rank_exactly_as_fts5_does(
 
 def test_scores_are_fts5_bm25_bit_for_bit(engines: dict[str, Engine]) -> None:
     checked = 0
-    for engine in engines.values():
-        scores = PhraseScores(engine.store)
-        for query in golden_queries():
-            for expression, table in expressions(query):
-                phrases = or_phrases(expression)
-                assert phrases is not None
-                for weights in WEIGHTS:
-                    scored = scores._scored(*phrases, weights, table)
-                    assert scored is not None
-                    rows = engine.store.conn.execute(
-                        f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} "
-                        f"WHERE {table} MATCH ? ORDER BY rowid",
-                        (*weights, expression),
-                    ).fetchall()
-                    assert scored[0].tolist() == [r[0] for r in rows]
-                    assert scored[1].tolist() == [r[1] for r in rows]  # exact, not approx
-                    checked += len(rows)
+    for engine, scores, expression, table in golden_expressions(engines):
+        phrases = or_phrases(expression)
+        assert phrases is not None
+        for weights in WEIGHTS:
+            scored = scores._scored(*phrases, weights, table)
+            assert scored is not None
+            rows = engine.store.conn.execute(
+                f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} "
+                f"WHERE {table} MATCH ? ORDER BY rowid",
+                (*weights, expression),
+            ).fetchall()
+            assert scored[0].tolist() == [r[0] for r in rows]
+            assert scored[1].tolist() == [r[1] for r in rows]  # exact, not approx
+            checked += len(rows)
     assert checked > 10_000
 
 

@@ -384,12 +384,7 @@ def _index_locked(
     report = IndexReport()
     check_model(store, embedder, force)
     if force:
-        store.wipe()
-        # a rebuild keeps only what is configured
-        if not wants.term_table and store.keeps_term_table:
-            store.drop_term_table()
-        if not wants.note_vectors and store.keeps_note_vectors:
-            store.stop_note_vectors()
+        store.wipe(term_table=wants.term_table, note_vectors=wants.note_vectors)
     if wants.term_table:
         # before any write, so every chunk written from here on is fed to it too
         store.keep_term_table()

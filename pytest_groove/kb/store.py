@@ -440,15 +440,15 @@ class Store:
         """Whether ``fts_terms`` holds every chunk (a version-4 index, with no key, did)."""
         return self.get_meta(TERM_TABLE_META) != "off"
 
-    def keep_term_table(self) -> int:
-        """Fill ``fts_terms`` from the stored chunks and keep it filled; rows written.
+    def keep_term_table(self) -> None:
+        """Fill ``fts_terms`` from the stored chunks and keep it filled.
 
         The term text is rendered by the same function the indexer uses, registered
         with SQLite for this one statement, so a table filled here holds exactly what
         one fed chunk by chunk would.
         """
         if self.keeps_term_table:
-            return 0
+            return
         self.conn.create_scalar_function("groove_term_text", _sql_term_text, 1, deterministic=True)
         with self.transaction():
             self.conn.execute("INSERT INTO fts_terms(fts_terms) VALUES ('delete-all')")
@@ -458,13 +458,6 @@ class Store:
                 "groove_term_text(content) FROM chunks ORDER BY id"
             )
             self.set_meta(TERM_TABLE_META, "kept")
-        return self._scalar("SELECT count(*) FROM chunks")
-
-    def drop_term_table(self) -> None:
-        """Empty ``fts_terms`` and stop feeding it (``--force`` without a need for it)."""
-        with self.transaction():
-            self.conn.execute("INSERT INTO fts_terms(fts_terms) VALUES ('delete-all')")
-            self.set_meta(TERM_TABLE_META, "off")
 
     @property
     def keeps_note_vectors(self) -> bool:
@@ -496,16 +489,15 @@ class Store:
             if vectors:
                 self._bump_generation()
 
-    def stop_note_vectors(self) -> None:
-        """Drop every note vector and stop embedding them (``--force`` without note order)."""
-        with self.transaction():
-            self.conn.execute("UPDATE documents SET note_embedding = NULL")
-            self.set_meta(NOTE_VECTORS_META, "off")
-
     # ------------------------------------------------------------------ writing
 
-    def wipe(self) -> None:
-        """Delete every document, chunk and FTS row (``--force``)."""
+    def wipe(self, *, term_table: bool, note_vectors: bool) -> None:
+        """Delete every document, chunk and FTS row (``--force``).
+
+        The empty index goes on feeding the word table and embedding note vectors
+        only if ``term_table`` / ``note_vectors``: a rebuild keeps what its
+        configuration reads, nothing more.
+        """
         with self.transaction():
             # the FTS5 command drops a whole full-text index at once instead of
             # deleting its entries row by row
@@ -513,6 +505,9 @@ class Store:
                 self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
             self.conn.execute("DELETE FROM chunks")
             self.conn.execute("DELETE FROM documents")
+            # with no rows, "kept" (every row has it) and "off" are both true already
+            self.set_meta(TERM_TABLE_META, "kept" if term_table else "off")
+            self.set_meta(NOTE_VECTORS_META, "kept" if note_vectors else "off")
             self._bump_generation()
 
     def document_hashes(self) -> dict[str, str]:
