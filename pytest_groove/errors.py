@@ -9,6 +9,35 @@ error.  Anything else escaping is a bug.
 
 from __future__ import annotations
 
+from typing import Literal
+
+#: brackets an option's name inside a message (see :func:`flag`); not printable, so a
+#: value quoted through :func:`clip` can never forge one
+_FLAG_MARK = "\u2063"
+
+#: which door a message is spelled for
+Door = Literal["cli", "pytest"]
+
+
+def flag(name: str) -> str:
+    """A reference to the shared option ``name`` inside a message.
+
+    The library does not know which door it was opened through, so it names an option
+    by this token and the door that prints the message spells it: ``--name`` for the
+    ``groove`` command, ``--groove-name`` under pytest (:func:`spell_flags`).
+    """
+    return f"{_FLAG_MARK}{name}{_FLAG_MARK}"
+
+
+def spell_flags(message: str, door: Door = "cli") -> str:
+    """``message`` with every :func:`flag` token spelled the way ``door`` spells options."""
+    if _FLAG_MARK not in message:
+        return message
+    prefix = "--" if door == "cli" else "--groove-"
+    parts = message.split(_FLAG_MARK)
+    # tokens stand at the odd places of the split (text, name, text, name, ...)
+    return "".join(prefix + part if at % 2 else part for at, part in enumerate(parts))
+
 
 class GrooveError(Exception):
     """A user-facing error: one clear line, no traceback."""
@@ -22,8 +51,21 @@ class GrooveError(Exception):
             self.exit_code = exit_code
 
     @property
-    def message(self) -> str:
+    def raw_message(self) -> str:
+        """The message with its option tokens unspelled (see :func:`flag`)."""
         return str(self.args[0]) if self.args else ""
+
+    @property
+    def message(self) -> str:
+        """The message as the ``groove`` command spells options."""
+        return spell_flags(self.raw_message, "cli")
+
+    def message_for(self, door: Door) -> str:
+        """The message as ``door`` spells options."""
+        return spell_flags(self.raw_message, door)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class UsageError(GrooveError):

@@ -1,23 +1,20 @@
 """``groove eval``: measure retrieval quality on a golden set, diff it, gate on it.
 
-The command resolves settings (flags > ``groove.toml`` > defaults), loads the golden
-file, opens (and by default refreshes) the index, searches every golden query inside
-one read snapshot, and hands the results to
-:func:`~pytest_groove.evaluation.finish.finish_evaluation` — the same function the
-pytest plugin calls.  stdout gets the report (text or JSON); stderr gets notes,
-warnings, the findings block and errors.  Exit status: 0 fine, 1 regression gate
-failed or any error, 2 bad flag values.
+The command plans the evaluation (flags > ``groove.toml`` > defaults, the golden file
+and the history read before any index work), opens a searcher -- the built-in engine,
+brought up to date first unless ``--no-reindex``, or the ``--retriever`` -- begins the
+evaluation, searches every golden query and finishes it: the same library steps the
+pytest plugin takes (:mod:`pytest_groove.evaluation.lifecycle`).  stdout gets the
+report (text or JSON); stderr gets notes, warnings, the findings block and errors.
+Exit status: 0 fine, 1 regression gate failed or any error, 2 bad flag values.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from pytest_groove.cli.args import (
     add_golden_arguments,
@@ -28,74 +25,21 @@ from pytest_groove.cli.args import (
     run_options,
     run_reporting_errors,
 )
-from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.compare import color_enabled
-from pytest_groove.evaluation.expected_check import check_before_search
-from pytest_groove.evaluation.finish import (
-    EvalFlags,
-    EvalOutcome,
-    finish_evaluation,
-    pick_baseline,
-)
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.history import find_run, history_path, load_history
-from pytest_groove.evaluation.records import GoldenSet
-from pytest_groove.evaluation.report_html import check_html_available
+from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
+from pytest_groove.evaluation.lifecycle import begin_evaluation
+from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
 from pytest_groove.evaluation.report_json import dumps_json_report
-from pytest_groove.evaluation.run import Fingerprint, QueryResult, RunRecord, evaluate_query
-from pytest_groove.evaluation.setup import (
-    EvalSetup,
-    eval_context,
-    eval_flags,
-    eval_request,
-    resolve_eval_setup,
+from pytest_groove.search.searcher import (
+    EngineOpener,
+    RetrieverSearcher,
+    Searcher,
+    closing_searcher,
+    open_engine_searcher,
 )
-from pytest_groove.kb.records import ChunkText, CorpusSnapshot
-from pytest_groove.options import RunOptions
-from pytest_groove.search.hits import SearchHit
-from pytest_groove.search.retriever import CUSTOM_MODEL, load_retriever
 
 PROG = "groove eval"
-
-
-class EvalEngine(Protocol):
-    """The part of :class:`pytest_groove.engine.Engine` this command uses."""
-
-    @property
-    def model_name(self) -> str: ...
-
-    @property
-    def reranker_id(self) -> str | None: ...
-
-    @property
-    def context_mode(self) -> str: ...
-
-    def search(
-        self, query: str, limit: int, search: SearchSettings | None = None
-    ) -> list[SearchHit]: ...
-
-    def corpus_snapshot(self) -> CorpusSnapshot: ...
-
-    def iter_chunk_texts(self) -> Iterator[ChunkText]: ...
-
-    def headings_by_path(self) -> dict[str, set[str | None]]: ...
-
-    def prepare_queries(self, queries: Sequence[str]) -> None: ...
-
-    def read_snapshot(self) -> AbstractContextManager[Any]: ...
-
-    def close(self) -> None: ...
-
-
-def _open_engine(kb: Path, settings: Settings, *, reindex: bool) -> EvalEngine:
-    # imported here: the engine pulls in apsw, faiss and the embedder
-    from pytest_groove.engine import open_engine
-
-    def log(line: str) -> None:
-        sys.stderr.write(f"{PROG}: {line}\n")
-
-    return open_engine(kb, settings, reindex=reindex, log=log)
 
 
 # --------------------------------------------------------------------------- arguments
@@ -139,154 +83,70 @@ def _note(message: str, stream: TextIO) -> None:
     stream.write(f"{PROG}: {message}\n")
 
 
-def _check_config_model(kb: Path, run: RunOptions, model: str) -> None:
+def _check_config_model(plan: EvalPlan) -> None:
     """A model named in ``groove.toml`` that no backend knows is a config error (exit 1)
     naming the file, found before any index work; a bad ``--model`` stays a usage error."""
-    if run.model is not None:
+    if plan.options.model is not None:
         return
     from pytest_groove.config import CONFIG_FILE_NAME
     from pytest_groove.embed.registry import check_model_name
 
-    path = run.config if run.config is not None else kb / CONFIG_FILE_NAME
+    options = plan.options
+    path = options.config if options.config is not None else plan.kb / CONFIG_FILE_NAME
     try:
-        check_model_name(model)
+        check_model_name(plan.settings.index.model)
     except UsageError as exc:
         if not path.is_file():
             raise
         raise GrooveError(f"invalid config {path}: {exc.message}") from None
 
 
-@dataclass(frozen=True)
-class _EvalInputs:
-    """What both ways of searching (engine, user's retriever) evaluate against."""
+def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Searcher:
+    """The ``--retriever``, else the built-in engine (refreshed unless ``--no-reindex``)."""
+    options = plan.options
+    if options.retriever is not None:
+        from pytest_groove.search.retriever import load_retriever
 
-    setup: EvalSetup
-    golden: GoldenSet
-    flags: EvalFlags
-    history: list[RunRecord]
-    history_warnings: list[str]
+        return RetrieverSearcher(load_retriever(options.retriever, plan.kb), plan.kb, plan.settings)
+    _check_config_model(plan)
 
-    def check_named_baseline(self, fingerprint: Fingerprint) -> None:
-        """``--baseline RUN`` must name a run comparable with this one (checked again,
-        the same way, when the run is finished)."""
-        flags = self.flags
-        if flags.baseline is not None and not (flags.no_history or flags.no_diff):
-            pick_baseline(self.history, fingerprint, flags.baseline, history_path(self.setup.kb))
+    def log(line: str) -> None:
+        sys.stderr.write(f"{PROG}: {line}\n")
 
-    def finish(
-        self,
-        fingerprint: Fingerprint,
-        results: list[QueryResult],
-        corpus: CorpusSnapshot | None,
-        chunk_texts: Iterable[ChunkText] | None,
-    ) -> EvalOutcome:
-        ctx = eval_context(
-            self.setup,
-            self.golden,
-            fingerprint,
-            self.flags,
-            history=self.history,
-            history_warnings=self.history_warnings,
-            corpus=corpus,
-            chunk_texts=chunk_texts,
-            prog=PROG,
-        )
-        return finish_evaluation(ctx, results, record=True, staged=True)
-
-
-def _evaluate_engine(run: RunOptions, inputs: _EvalInputs) -> EvalOutcome:
-    """Search with the built-in engine (indexing first unless --no-reindex)."""
-    setup, golden = inputs.setup, inputs.golden
-    search = setup.settings.search
-    _check_config_model(setup.kb, run, setup.settings.index.model)
-    engine = _open_engine(setup.kb, setup.settings, reindex=not run.no_reindex)
-    try:
-        # one read snapshot: searches, corpus counts and the quote scan see one index
-        with engine.read_snapshot():
-            # a golden entry naming nothing indexed, or an empty KB, is a mistake in
-            # the input: stop before the first search, record nothing
-            check_before_search(
-                golden, engine.headings_by_path(), setup.kb, setup.settings.index.parsers
-            )
-            fingerprint = Fingerprint.build(
-                engine.model_name,
-                engine.reranker_id,
-                setup.limit,
-                setup.k_values,
-                golden.hash,
-                search,
-                engine.context_mode,
-                vector_index=setup.settings.index.vector_index,
-            )
-            # a --baseline run measured with other settings stops us before any search
-            inputs.check_named_baseline(fingerprint)
-            # every golden query in one embedder call, before the searches
-            engine.prepare_queries([q.query for q in golden.queries])
-            results: list[QueryResult] = [
-                evaluate_query(q, engine.search(q.query, setup.depth, search), setup.k_values)
-                for q in golden.queries
-            ]
-            return inputs.finish(
-                fingerprint, results, engine.corpus_snapshot(), engine.iter_chunk_texts()
-            )
-    finally:
-        engine.close()
-
-
-def _evaluate_retriever(spec: str, inputs: _EvalInputs) -> EvalOutcome:
-    """Search with the user's retriever (``--retriever``): no index, no embedder."""
-    setup, golden = inputs.setup, inputs.golden
-    retriever = load_retriever(spec, setup.kb)
-    fingerprint = Fingerprint.build(
-        CUSTOM_MODEL,
-        None,
-        setup.limit,
-        setup.k_values,
-        golden.hash,
-        setup.settings.search,
-        None,
-        retriever=retriever.name,
+    return open_engine_searcher(
+        plan.kb, plan.settings, reindex=not options.no_reindex, log=log, opener=opener
     )
-    inputs.check_named_baseline(fingerprint)
-    results = [
-        evaluate_query(q, retriever.search(q.query, setup.depth), setup.k_values)
-        for q in golden.queries
-    ]
-    return inputs.finish(fingerprint, results, None, None)
 
 
-def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _evaluate(
+    args: argparse.Namespace, out: TextIO, err: TextIO, opener: EngineOpener | None
+) -> int:
     kb: Path = args.kb_path
     check_kb(kb)
-    run = run_options(args)
-    if run.no_history and run.freeze_baseline:
-        raise UsageError("--freeze-baseline needs the history: drop --no-history")
-    if run.html is not None:
-        # before any index work or search: a missing extra should not cost a run
-        check_html_available("--html")
-    setup = resolve_eval_setup(eval_request(kb, run))
-    for note in setup.notes:
+    # the history is read now: a refused file stops the run before any index work
+    plan = plan_evaluation(kb, run_options(args), prog=PROG, read_history=True)
+    for note in plan.notes:
         _note(note, err)
-    golden = load_golden(setup.golden_path, kb)
-    flags = eval_flags(run, color=args.format == "text" and color_enabled(args.no_color, out))
+    color = args.format == "text" and color_enabled(args.no_color, out)
+    with closing_searcher(open_searcher(plan, opener)) as searcher:
+        evaluation = begin_evaluation(plan, searcher)
+        # every golden query in one embedder call, before the searches
+        queries = plan.golden.queries
+        searcher.prepare_queries([q.query for q in queries])
+        results = [evaluation.run_query(q) for q in queries]
+        outcome = finish_evaluation(evaluation, results, record=True, staged=True, color=color)
+    return _deliver(outcome, args.format, out, err)
 
-    # Read the history before indexing and searching: a refused file stops the run
-    # before any expensive work, and the same runs are compared at the end.
-    history_warnings: list[str] = []
-    history = [] if run.no_history else load_history(history_path(kb), warnings=history_warnings)
-    if run.baseline is not None and not (run.no_history or run.no_diff):
-        find_run(history, run.baseline, history_path(kb))  # an unknown RUN stops us now
-    inputs = _EvalInputs(setup, golden, flags, history, history_warnings)
-    if run.retriever is not None:
-        outcome = _evaluate_retriever(run.retriever, inputs)
-    else:
-        outcome = _evaluate_engine(run, inputs)
 
+def _deliver(outcome: EvalOutcome, report_format: str, out: TextIO, err: TextIO) -> int:
+    """Print the report, then record the run; the notes and the verdict go to stderr."""
     # The run is saved only once its report is out: when standard output cannot take
     # it (a full device, a closed pipe) the history stays exactly as it was.
     try:
         out.write(
-            dumps_json_report(outcome.json_report) if args.format == "json" else outcome.text_report
+            dumps_json_report(outcome.json_report)
+            if report_format == "json"
+            else outcome.text_report
         )
         out.flush()
     except BaseException:
@@ -308,6 +168,19 @@ def _evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if commit_error else outcome.exit_code
 
 
-def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Execute ``groove eval`` for parsed ``args``; returns the exit status."""
-    return run_reporting_errors(_evaluate, args, out, err)
+def run(
+    args: argparse.Namespace,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    open_engine: EngineOpener | None = None,
+) -> int:
+    """Execute ``groove eval`` for parsed ``args``; returns the exit status.
+
+    ``open_engine`` replaces :func:`pytest_groove.engine.open_engine` (tests).
+    """
+
+    def body(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        return _evaluate(args, out, err, open_engine)
+
+    return run_reporting_errors(body, args, out, err)

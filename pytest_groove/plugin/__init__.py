@@ -6,18 +6,21 @@ pytest and the standard library.  It registers the options, the ini keys and the
 specifications, and -- only when a knowledge base is configured (``--groove-kb`` or
 the ``groove_kb`` ini key) -- registers hook objects by role:
 
-- every process gets the per-process :class:`~.session.GrooveSession` (settings,
-  golden set, collection, searches), which imports the engine and the evaluation code;
+- every process gets the per-process :class:`~.runner.ProcessRunner` (the plan, the
+  searcher, one query at a time) and the golden file's collector (``collection.py``),
+  which import the engine and the evaluation code;
 - the controller or the single process -- where ``config.workerinput`` is absent --
-  also gets the controller's hooks (``controller.py``: prepare, gather, finish), and
-  the xdist hand-off when pytest-xdist is loaded.
+  also gets the controller's hooks (``controller.py``: begin, gather, finish), and
+  the xdist hand-off (``xdist.py``) when pytest-xdist is loaded; an xdist worker is
+  given the worker role instead (``xdist.become_worker``).
 
 With neither set, nothing else happens: no marker, no collection, no files read or
 written.  The package's modules:
 
 - ``options``: the pytest spelling of the shared option table (:mod:`pytest_groove.options`);
 - ``hookspecs``: the hooks a ``conftest.py`` can implement;
-- ``session``, ``items``, ``retriever``, ``controller``: the active plugin.
+- ``runner``, ``collection``, ``items``, ``retriever``, ``controller``, ``xdist``,
+  ``output``: the active plugin, by role.
 
 How the golden items are collected (documented in docs/pytest-plugin.md):
 
@@ -85,9 +88,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if options is None:
         return
     # Heavy imports happen here, and only here.
-    from pytest_groove.plugin.session import activate
+    from pytest_groove.plugin.runner import activate
 
-    records = not hasattr(config, "workerinput")
+    workerinput = getattr(config, "workerinput", None)
+    records = workerinput is None
     guard = None
     if records:
         # before pytest's terminal reporter takes sys.stdout (this hook runs first)
@@ -95,14 +99,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
         guard = guard_stdout(closed=_STDOUT_WAS_CLOSED)
     try:
-        session = activate(config, options)
+        runner = activate(config, options)
     except BaseException:
         if guard is not None:
             guard.restore()
         raise
+    if workerinput is not None:
+        from pytest_groove.plugin.xdist import become_worker
+
+        become_worker(runner, workerinput)
     if records:
         # the controller, or the single process without xdist: it prepares, gathers
         # and finishes; an xdist worker only searches
         from pytest_groove.plugin.controller import register_controller
 
-        register_controller(config, session, guard)
+        register_controller(config, runner, guard)

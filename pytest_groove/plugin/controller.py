@@ -2,14 +2,15 @@
 
 Registered by ``pytest_configure`` only where ``config.workerinput`` is absent (an
 xdist worker never gets them), and not under ``--collect-only``, where nothing is
-evaluated.  :class:`XdistHandOff` is registered besides, only when pytest-xdist is
-loaded.  So no hook here asks which role it plays.
+evaluated.  :class:`~.xdist.XdistHandOff` is registered besides, only when
+pytest-xdist is loaded.  So no hook here asks which role it plays.
 
 What happens here:
 
-- *prepare* (index, fingerprint, history, baseline) before the first search: when
-  the collection holds a golden query, or -- under xdist, where the controller
-  collects nothing -- just before the workers start;
+- *begin* the evaluation (index, golden check, fingerprint, history, baseline:
+  :meth:`~.runner.ProcessRunner.begin`) before the first search: when the collection
+  holds a golden query, or -- under xdist, where the controller collects nothing --
+  just before the workers start;
 - *gather* each query's result from its test report (the workers ship them as JSON);
 - *finish* once at session end: :func:`finish` turns what was gathered into plain
   values -- the summary text, the lines for stderr, the exit status -- through
@@ -39,33 +40,28 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
-from pytest_groove.evaluation.records import GoldenSet
+from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.run import QueryResult, RecordFormatError
-from pytest_groove.evaluation.setup import EvalSetup, eval_context, eval_flags
-from pytest_groove.kb.records import ChunkText, CorpusSnapshot
-from pytest_groove.options import RunOptions, pytest_flag_names
+from pytest_groove.options import pytest_flag_names
 from pytest_groove.plugin.items import GrooveQueryItem
 from pytest_groove.plugin.output import StdoutGuard
-from pytest_groove.plugin.session import (
+from pytest_groove.plugin.runner import (
     PROG,
     REPORT_NAME,
     REPORT_RESULT,
-    WORKER_INPUT,
-    GrooveSession,
-    Prepared,
+    ProcessRunner,
+    pytest_message,
 )
 
 CONTROLLER_NAME = "groove-controller"
-XDIST_HANDOFF_NAME = "groove-xdist-handoff"
 JUNIT_NAMES_NAME = "groove-junit-names"
 
 #: exit statuses after which a run counts as interrupted, whatever results arrived
@@ -73,7 +69,7 @@ _BROKEN = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.E
 
 
 def register_controller(
-    config: pytest.Config, session: GrooveSession, output: StdoutGuard | None = None
+    config: pytest.Config, runner: ProcessRunner, output: StdoutGuard | None = None
 ) -> None:
     """Register the controller's hooks (and the xdist hand-off when xdist is loaded).
 
@@ -84,46 +80,16 @@ def register_controller(
         if output is not None:
             output.restore()  # nothing is recorded: pytest's own stream will do
         return
-    config.pluginmanager.register(GrooveController(session, output), CONTROLLER_NAME)
+    config.pluginmanager.register(GrooveController(runner, output), CONTROLLER_NAME)
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHandOff(session), XDIST_HANDOFF_NAME)
+        from pytest_groove.plugin.xdist import XDIST_HANDOFF_NAME, XdistHandOff
+
+        config.pluginmanager.register(XdistHandOff(runner), XDIST_HANDOFF_NAME)
     if config.getoption("xmlpath", None):
-        config.pluginmanager.register(JUnitClassName(session), JUNIT_NAMES_NAME)
+        config.pluginmanager.register(JUnitClassName(runner), JUNIT_NAMES_NAME)
 
 
 # --------------------------------------------------------------------------- finish
-
-
-class IndexSnapshot(Protocol):
-    """The part of the engine the session end reads (corpus counts, quote scan)."""
-
-    def read_snapshot(self) -> AbstractContextManager[Any]: ...
-
-    def corpus_snapshot(self) -> CorpusSnapshot: ...
-
-    def iter_chunk_texts(self) -> Iterator[ChunkText]: ...
-
-
-@dataclass(frozen=True)
-class SessionEnd:
-    """Everything the session end needs, as plain values (no pytest session)."""
-
-    setup: EvalSetup
-    golden: GoldenSet
-    run: RunOptions
-    #: results in golden order (queries that did not run are left out)
-    results: Sequence[QueryResult]
-    #: None when nothing was prepared (no golden query selected)
-    prepared: Prepared | None
-    #: --groove-kb was on the command line (an empty run is then worth a line)
-    kb_from_cli: bool
-    #: Ctrl-C was seen, or pytest's exit status says the run broke
-    interrupted: bool
-    #: the session's exit status so far
-    exitstatus: int
-    color: bool = False
-    #: the index the searches read (None when a custom retriever answered)
-    index: IndexSnapshot | None = None
 
 
 @dataclass(frozen=True)
@@ -139,54 +105,49 @@ class Finished:
     pending: EvalOutcome | None = None
 
 
-def finish(end: SessionEnd) -> Finished:
-    """Evaluate what ran: the summary, the stderr lines and the session's exit status."""
-    total = len(end.golden.queries)
-    if not end.results or end.prepared is None:
+def finish(
+    evaluation: Evaluation | None,
+    results: Sequence[QueryResult],
+    *,
+    kb_from_cli: bool,
+    interrupted: bool,
+    exitstatus: int,
+    color: bool = False,
+) -> Finished:
+    """Evaluate what ran: the summary, the stderr lines and the session's exit status.
+
+    ``evaluation`` is None when it never began (no golden query was selected);
+    ``results`` are in golden order (queries that did not run are left out);
+    ``interrupted``: Ctrl-C was seen, or pytest's exit status says the run broke.
+    """
+    if evaluation is None or not results:
         summary = None
-        if end.kb_from_cli and end.prepared is not None:
+        if kb_from_cli and evaluation is not None:
+            total = len(evaluation.plan.golden.queries)
             summary = f"{PROG}: no golden query produced a result (0 of {total})\n"
-        return Finished(summary, (), end.exitstatus)
-    stderr = [f"{PROG}: {note}" for note in end.setup.notes]
-    complete = len(end.results) == total and not end.interrupted
+        return Finished(summary, (), exitstatus)
+    plan = evaluation.plan
+    stderr = [f"{PROG}: {note}" for note in plan.notes]
+    complete = len(results) == len(plan.golden.queries) and not interrupted
     try:
-        outcome = _evaluate(end, end.prepared, record=complete)
+        outcome = finish_evaluation(
+            evaluation, results, record=complete, staged=True, color=color, door="pytest"
+        )
     except GrooveError as exc:
-        stderr.append(f"ERROR: {pytest_flag_names(exc.message)}")
+        stderr.append(f"ERROR: {pytest_message(exc)}")
         return Finished(None, tuple(stderr), pytest.ExitCode.USAGE_ERROR)
     stderr += _outcome_messages(outcome)
     return Finished(
-        _summary(end, outcome),
+        _summary(outcome, interrupted),
         tuple(stderr),
-        _exit_status(end, outcome),
+        _exit_status(outcome, exitstatus),
         pending=outcome if outcome.staged is not None else None,
     )
 
 
-def _evaluate(end: SessionEnd, prepared: Prepared, *, record: bool) -> EvalOutcome:
-    # Corpus and quote scan read one snapshot of the index the searches used; nothing
-    # writes the index during the session (it was brought up to date before the first
-    # search).
-    index = end.index
-    with index.read_snapshot() if index is not None else nullcontext():
-        ctx = eval_context(
-            end.setup,
-            end.golden,
-            prepared.fingerprint,
-            eval_flags(end.run, color=end.color),
-            history=prepared.history,
-            history_warnings=prepared.history_warnings,
-            corpus=None if index is None else index.corpus_snapshot(),
-            chunk_texts=None if index is None else index.iter_chunk_texts(),
-            prog=PROG,
-            fail_flag=pytest_flag_names("--fail-on-regression"),
-        )
-        return finish_evaluation(ctx, end.results, record=record, staged=True)
-
-
-def _summary(end: SessionEnd, outcome: EvalOutcome) -> str:
+def _summary(outcome: EvalOutcome, interrupted: bool) -> str:
     summary = outcome.text_report
-    if end.interrupted:
+    if interrupted:
         summary += f"{PROG}: the session was interrupted, so this run is not recorded.\n"
     if outcome.gate_failures:
         threshold = outcome.comparison.limits.describe()
@@ -209,12 +170,12 @@ def _outcome_messages(outcome: EvalOutcome) -> list[str]:
     return lines
 
 
-def _exit_status(end: SessionEnd, outcome: EvalOutcome) -> int:
+def _exit_status(outcome: EvalOutcome, exitstatus: int) -> int:
     if outcome.error is not None:
         return pytest.ExitCode.USAGE_ERROR
-    if outcome.gate_failures and end.exitstatus == pytest.ExitCode.OK:
+    if outcome.gate_failures and exitstatus == pytest.ExitCode.OK:
         return pytest.ExitCode.TESTS_FAILED
-    return end.exitstatus
+    return exitstatus
 
 
 # --------------------------------------------------------------------------- hooks
@@ -229,8 +190,8 @@ def _use_color(config: pytest.Config) -> bool:
 class GrooveController:
     """The controller's (or single process's) hooks: prepare, gather, finish."""
 
-    def __init__(self, session: GrooveSession, output: StdoutGuard | None = None) -> None:
-        self.session = session
+    def __init__(self, runner: ProcessRunner, output: StdoutGuard | None = None) -> None:
+        self.runner = runner
         self.output = output
         #: results seen on reports, by item name
         self.results: dict[str, QueryResult] = {}
@@ -243,13 +204,13 @@ class GrooveController:
 
     def ordered_results(self) -> list[QueryResult]:
         """Results in golden order (queries that did not run are left out)."""
-        return [self.results[name] for name in self.session.names if name in self.results]
+        return [self.results[name] for name in self.runner.names if name in self.results]
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        # Prepare only when a golden query was selected, so that `pytest -m "not groove"`
+        # Begin only when a golden query was selected, so that `pytest -m "not groove"`
         # in a project with groove_kb set does no index work.
         if any(isinstance(item, GrooveQueryItem) for item in session.items):
-            self.session.prepare()
+            self.runner.begin()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -270,20 +231,14 @@ class GrooveController:
         if self.finished is not None:
             return
         self.pytest_session = session
-        state = self.session
+        runner = self.runner
         self.finished = finish(
-            SessionEnd(
-                setup=state.setup,
-                golden=state.golden,
-                run=state.options.run,
-                results=self.ordered_results(),
-                prepared=state.prepared,
-                kb_from_cli=state.options.kb_from_cli,
-                interrupted=self.interrupted or exitstatus in _BROKEN,
-                exitstatus=exitstatus,
-                color=_use_color(state.config),
-                index=state.engine,
-            )
+            runner.evaluation,
+            self.ordered_results(),
+            kb_from_cli=runner.options.kb_from_cli,
+            interrupted=self.interrupted or exitstatus in _BROKEN,
+            exitstatus=exitstatus,
+            color=_use_color(runner.config),
         )
         self.pending_stderr.extend(self.finished.stderr)
         if self.finished.exitstatus != exitstatus:
@@ -364,17 +319,17 @@ class JUnitClassName:
     (the writer restores attributes set earlier, as ``record_xml_attribute`` does).
     """
 
-    def __init__(self, session: GrooveSession) -> None:
-        self.session = session
+    def __init__(self, runner: ProcessRunner) -> None:
+        self.runner = runner
         self._prefix: str | None = None
 
     def _golden_nodeid(self) -> str:
         if self._prefix is None:
-            config = self.session.config
+            config = self.runner.config
             try:
-                relative = self.session.golden_path.relative_to(config.rootpath).as_posix()
+                relative = self.runner.golden_path.relative_to(config.rootpath).as_posix()
             except ValueError:
-                relative = self.session.golden_path.as_posix()
+                relative = self.runner.golden_path.as_posix()
             self._prefix = relative
         return self._prefix
 
@@ -387,33 +342,8 @@ class JUnitClassName:
             # pytest's JUnit writer has no public API for a non-Python item's classname
             from _pytest.junitxml import xml_key
 
-            xml = self.session.config.stash.get(xml_key, None)
+            xml = self.runner.config.stash.get(xml_key, None)
             if xml is not None:
                 xml.node_reporter(report).add_attribute("classname", junit_classname(golden))
         except (ImportError, AttributeError):
             return  # another pytest: keep its own classname
-
-
-class XdistHandOff:
-    """pytest-xdist on the controller: prepare before the workers start, hand them the
-    baseline.  Registered only when xdist is loaded."""
-
-    def __init__(self, session: GrooveSession) -> None:
-        self.session = session
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
-        """Just before the workers start: bring the index up to date.
-
-        The workers search; they must find the index built, and building it once here
-        (under the indexer's file lock) keeps them from racing to do it.
-        """
-        self.session.prepare()
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        """Hand each worker the baseline of each query."""
-        baseline = self.session.baseline_queries
-        node.workerinput[WORKER_INPUT] = {
-            "baseline": {name: result.to_json() for name, result in baseline.items()}
-        }

@@ -11,21 +11,33 @@ what was expected, where each expected entry ranked, and the top hits.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pytest
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.golden import marker_name_for_tag, node_ids
 from pytest_groove.evaluation.metrics import expected_ranks, is_miss
-from pytest_groove.evaluation.records import GoldenQuery
+from pytest_groove.evaluation.records import GoldenQuery, GoldenSet
 from pytest_groove.evaluation.run import QueryResult
 
-if TYPE_CHECKING:
-    from pytest_groove.plugin.session import GrooveSession
 
-#: where the active plugin keeps its per-process state (set by ``session.activate``)
-SESSION_KEY = pytest.StashKey["GrooveSession"]()
+class QueryRunner(Protocol):
+    """What an item needs of its process: search a query, judge it against the baseline."""
+
+    @property
+    def k_values(self) -> tuple[int, ...]: ...
+
+    def run_query(self, position: int, query: GoldenQuery) -> QueryResult:
+        """Search golden query number ``position`` and score it."""
+
+    def regression(self, name: str, position: int, result: QueryResult) -> str | None:
+        """The headline of the item's regression failure (None: it did not regress)."""
+
+    def junit_properties(self, result: QueryResult) -> list[tuple[str, object]]:
+        """The user properties the item records (empty unless asked for)."""
+
+
 #: the marker every golden item carries (``-m groove`` / ``-m "not groove"``)
 GROOVE_MARKER = "groove"
 #: hits listed in a failure text
@@ -79,11 +91,17 @@ def describe_result(result: QueryResult, k_values: Sequence[int], headline: str)
 class GrooveGoldenFile(pytest.File):
     """The golden YAML file; collects one :class:`GrooveQueryItem` per query."""
 
+    def __init__(self, *, golden: GoldenSet, runner: QueryRunner, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.golden = golden
+        self.runner = runner
+
     def collect(self) -> Iterator[GrooveQueryItem]:
-        session = groove_session(self.config)
-        queries = session.golden.queries
-        for query, name in zip(queries, node_ids(queries), strict=True):
-            item = GrooveQueryItem.from_parent(self, name=name, query=query)
+        queries = self.golden.queries
+        for position, (query, name) in enumerate(zip(queries, node_ids(queries), strict=True)):
+            item = GrooveQueryItem.from_parent(
+                self, name=name, query=query, position=position, runner=self.runner
+            )
             item.add_marker(GROOVE_MARKER)
             for tag in query.tags:
                 marker = tag_marker(tag)
@@ -95,19 +113,23 @@ class GrooveGoldenFile(pytest.File):
 class GrooveQueryItem(pytest.Item):
     """One golden query as a test."""
 
-    def __init__(self, *, query: GoldenQuery, **kwargs: Any) -> None:
+    def __init__(
+        self, *, query: GoldenQuery, position: int, runner: QueryRunner, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.query = query
+        #: the query's place in the golden file
+        self.position = position
+        self.runner = runner
         #: set by runtest; read by the plugin's makereport hook
         self.groove_result: QueryResult | None = None
 
     def runtest(self) -> None:
-        session = groove_session(self.config)
-        result = session.run_query(self.query)
+        runner = self.runner
+        result = runner.run_query(self.position, self.query)
         self.groove_result = result
-        if session.options.run.junit_properties:
-            self.user_properties.extend(session.junit_properties(result))
-        k_values = session.setup.k_values
+        self.user_properties.extend(runner.junit_properties(result))
+        k_values = runner.k_values
         if is_miss(result.metrics, k_values):
             raise QueryFailed(
                 describe_result(
@@ -117,7 +139,7 @@ class GrooveQueryItem(pytest.Item):
                     f"{max(k_values)}",
                 )
             )
-        regression = session.query_regression(self.name, result)
+        regression = runner.regression(self.name, self.position, result)
         if regression is not None:
             raise QueryFailed(describe_result(result, k_values, regression))
 
@@ -135,8 +157,3 @@ class GrooveQueryItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         line = self.query.line - 1 if self.query.line > 0 else None
         return self.path, line, f"golden query {self.name}"
-
-
-def groove_session(config: pytest.Config) -> GrooveSession:
-    """The plugin's per-run state (exists whenever golden items were collected)."""
-    return config.stash[SESSION_KEY]

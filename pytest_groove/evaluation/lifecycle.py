@@ -1,0 +1,123 @@
+"""An evaluation's life, owned by the library: plan, begin, search, finish.
+
+- :func:`~pytest_groove.evaluation.plan.plan_evaluation` checks the options, the
+  config and the golden file (no index, no search);
+- :func:`begin_evaluation`, given a :class:`~pytest_groove.search.searcher.Searcher`,
+  checks the golden set against what the searcher can answer with, builds the run
+  fingerprint, reads the history and picks the baseline -- the point after which
+  searching is worth it;
+- the door searches (each query through :meth:`Evaluation.run_query`: the CLI in a
+  loop, the plugin one item at a time, maybe in several processes);
+- :func:`~pytest_groove.evaluation.finish.finish_evaluation` records, compares, gates
+  and reports.
+
+Neither door builds a fingerprint, reads the history or chooses a baseline itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_groove.evaluation.compare import match_queries, query_regressed
+from pytest_groove.evaluation.expected_check import check_before_search
+from pytest_groove.evaluation.history import BaselineChoice, choose_baseline, named_baseline
+from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
+from pytest_groove.evaluation.records import GoldenQuery
+from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
+from pytest_groove.search.searcher import Searcher, SearcherIdentity
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A begun evaluation: its plan, who answers, the fingerprint and the baseline."""
+
+    plan: EvalPlan
+    fingerprint: Fingerprint
+    #: the history as read before the first search; the finish compares against it
+    stored: StoredRuns
+    #: how the baseline was chosen (None under no-history / no-diff)
+    choice: BaselineChoice | None
+    #: each golden query's counterpart in the baseline (None = none), in golden order
+    baseline_queries: tuple[QueryResult | None, ...] = ()
+    #: the searcher that answers (None when the results were produced elsewhere)
+    searcher: Searcher | None = None
+
+    def run_query(self, query: GoldenQuery) -> QueryResult:
+        """Search one golden query and score its hits."""
+        assert self.searcher is not None, "an evaluation begun without a searcher"
+        plan = self.plan
+        return evaluate_query(query, self.searcher.search(query.query, plan.depth), plan.k_values)
+
+    def regressed_metrics(self, position: int, result: QueryResult) -> list[str]:
+        """The metrics of golden query number ``position`` that dropped past their
+        threshold against the baseline (empty without a baseline or a gate)."""
+        options = self.plan.options
+        if not options.fail_on_regression or not self.plan.compares:
+            return []
+        previous = self.baseline_queries[position] if position < len(self.baseline_queries) else None
+        if previous is None:
+            return []
+        return query_regressed(result, previous, self.plan.thresholds)
+
+
+def build_fingerprint(plan: EvalPlan, identity: SearcherIdentity) -> Fingerprint:
+    """The run fingerprint: what makes two runs comparable."""
+    return Fingerprint.build(
+        model=identity.model,
+        reranker_id=identity.reranker_id,
+        limit=plan.limit,
+        k_values=plan.k_values,
+        golden_hash=plan.golden.hash,
+        search=plan.settings.search,
+        context_mode=identity.context_mode,
+        retriever=identity.retriever,
+        vector_index=identity.vector_index,
+    )
+
+
+def pick_baseline_for(plan: EvalPlan, stored: StoredRuns, fingerprint: Fingerprint) -> BaselineChoice | None:
+    """The run named with ``--baseline`` (an error when unknown or incompatible), else
+    the frozen or newest compatible run; None when nothing is compared."""
+    if not plan.compares:
+        return None
+    named = plan.options.baseline
+    if named is not None:
+        return named_baseline(stored.runs, fingerprint, named, plan.history_path)
+    return choose_baseline(stored.runs, fingerprint)
+
+
+def baseline_counterparts(
+    queries: Sequence[GoldenQuery], choice: BaselineChoice | None
+) -> tuple[QueryResult | None, ...]:
+    """Each golden query's result in the baseline run (None = none or no baseline)."""
+    if choice is None or choice.baseline is None:
+        return tuple(None for _ in queries)
+    return tuple(match_queries(queries, choice.baseline))
+
+
+def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
+    """Everything between opening a searcher and the first search.
+
+    Raises :class:`~pytest_groove.errors.GrooveError` for an expected entry that names
+    nothing the searcher can answer with (or an empty KB), a refused history, or a
+    ``--baseline`` run that is unknown or measured with other settings.  Nothing is
+    searched or recorded before these checks pass.
+    """
+    with searcher.read_snapshot():
+        headings = searcher.headings_by_path()
+    if headings is not None:
+        # a golden entry naming nothing indexed, or an empty KB, is a mistake in the
+        # input: stop before the first search, record nothing
+        check_before_search(plan.golden, headings, plan.kb, plan.settings.index.parsers)
+    fingerprint = build_fingerprint(plan, searcher.identity)
+    stored = plan.read_history()
+    choice = pick_baseline_for(plan, stored, fingerprint)
+    return Evaluation(
+        plan=plan,
+        fingerprint=fingerprint,
+        stored=stored,
+        choice=choice,
+        baseline_queries=baseline_counterparts(plan.golden.queries, choice),
+        searcher=searcher,
+    )

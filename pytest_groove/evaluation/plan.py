@@ -1,0 +1,213 @@
+"""The first step of every evaluation: from the options a door was given to a plan.
+
+Both doors -- the pytest plugin and ``groove eval`` -- read their flags into one
+:class:`~pytest_groove.options.RunOptions` and call :func:`plan_evaluation`, which
+checks every precondition that needs no index and no search, once: the option
+combinations, the HTML extra, ``groove.toml``, the k values and the limit, the
+thresholds, the golden file.  A refusal is a :class:`UsageError` or
+:class:`GrooveError` whose message names options with :func:`~pytest_groove.errors.
+flag` tokens, so each door spells them its own way.
+
+Order of precedence: explicit option > ``groove.toml`` > built-in defaults.
+Normalisation of ``limit`` and the k list follows spec-eval §3.2: k values are capped
+at the retrieval cap, sorted and de-duplicated; an omitted limit defaults to the
+largest *requested* k; a limit over the cap is lowered with a note; the fetch depth is
+``max(largest k, limit)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_groove.config import (
+    SEARCH_LIMIT_MAX,
+    SearchOverrides,
+    Settings,
+    check_k_values,
+    load_settings,
+    normalise_k_values,
+    with_overrides,
+)
+from pytest_groove.errors import UsageError, flag
+from pytest_groove.evaluation.compare import ThresholdError, Thresholds, parse_thresholds
+from pytest_groove.evaluation.golden import load_golden, resolve_golden_path
+from pytest_groove.evaluation.guarded_io import HISTORY_CAP
+from pytest_groove.evaluation.history import find_run, history_path, load_history
+from pytest_groove.evaluation.records import GoldenSet
+from pytest_groove.evaluation.run import RunRecord
+from pytest_groove.options import RunOptions
+
+#: the note printed (after a ``prog: `` prefix) when the limit is lowered to the cap
+LIMIT_CAP_NOTE = "note: limit {requested} exceeds the retrieval cap; using {cap}"
+MMR_IGNORED_NOTE = "MMR override values were provided but effective MMR is off; values ignored"
+
+
+@dataclass(frozen=True)
+class StoredRuns:
+    """The history as read before the first search (the session end compares with it)."""
+
+    runs: tuple[RunRecord, ...] = ()
+    #: what reading it said (a damaged file started fresh, a run skipped ...)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """An evaluation's validated inputs: everything known before a searcher is opened."""
+
+    kb: Path
+    #: the options as the door was given them (the per-run switches are read from here)
+    options: RunOptions
+    #: ``groove.toml`` with the options applied (model, index_dir, search overrides)
+    settings: Settings
+    golden: GoldenSet
+    #: normalised: capped at the retrieval cap, sorted, de-duplicated
+    k_values: tuple[int, ...]
+    #: normalised limit (recorded in the fingerprint)
+    limit: int
+    #: how many hits each query fetches: max(largest k, limit)
+    depth: int
+    #: the regression threshold of each metric
+    thresholds: Thresholds
+    #: names the tool in report banners and messages (``groove eval``, ``groove``)
+    prog: str = "groove eval"
+    #: notes for stderr, without a program prefix (e.g. the limit-cap note)
+    notes: tuple[str, ...] = ()
+    #: the history, when read at plan time (``read_history=True``); else read at begin
+    stored: StoredRuns | None = None
+    #: byte cap of the history file (tests lower it)
+    history_cap: int = HISTORY_CAP
+    history_file: Path | None = field(default=None)
+
+    @property
+    def history_path(self) -> Path:
+        return self.history_file if self.history_file is not None else history_path(self.kb)
+
+    @property
+    def compares(self) -> bool:
+        """Whether a stored run is looked for at all (no ``--no-history`` / ``--no-diff``)."""
+        return not (self.options.no_history or self.options.no_diff)
+
+    def read_history(self) -> StoredRuns:
+        """The stored runs: as read at plan time, else now (``[]`` with no history)."""
+        if self.stored is not None:
+            return self.stored
+        return read_stored_runs(self)
+
+
+def read_stored_runs(plan: EvalPlan) -> StoredRuns:
+    """Read the history once; a named ``--baseline`` that matches no run stops us here."""
+    if plan.options.no_history:
+        return StoredRuns()
+    warnings: list[str] = []
+    runs = load_history(plan.history_path, warnings=warnings, cap=plan.history_cap)
+    if plan.options.baseline is not None and plan.compares:
+        find_run(runs, plan.options.baseline, plan.history_path)
+    return StoredRuns(tuple(runs), tuple(warnings))
+
+
+def check_option_combinations(options: RunOptions) -> None:
+    """Options that contradict each other, or need an extra that is missing."""
+    if options.no_history and options.freeze_baseline:
+        raise UsageError(
+            f"{flag('freeze-baseline')} needs the history: drop {flag('no-history')}"
+        )
+    if options.html is not None:
+        # before any index work or search: a missing extra should not cost a run
+        from pytest_groove.evaluation.report_html import check_html_available
+
+        check_html_available(flag("html"))
+
+
+def plan_evaluation(
+    kb: Path,
+    options: RunOptions,
+    *,
+    prog: str = "groove eval",
+    read_history: bool = False,
+    golden: GoldenSet | None = None,
+) -> EvalPlan:
+    """Check everything that needs neither an index nor a search, once.
+
+    ``read_history`` reads the history now (``groove eval``: a refused file stops the
+    run before any index work); the plugin reads it when the evaluation begins, so a
+    session that selects no golden query never touches it.  Raises
+    :class:`~pytest_groove.errors.GrooveError` (a bad config or golden file) or
+    :class:`UsageError` (contradicting or bad option values).
+    """
+    check_option_combinations(options)
+    settings = with_overrides(
+        load_settings(kb, options.config),
+        model=options.model,
+        index_dir=options.index_dir,
+        vector_index=options.vector_index,
+        overrides=SearchOverrides(
+            reranker=options.reranker,
+            mmr=options.mmr,
+            mmr_lambda=options.mmr_lambda,
+            mmr_same_doc_penalty=options.mmr_same_doc_penalty,
+            parent_retriever=options.parent_retriever,
+        ),
+    )
+    raw_k = options.k if options.k is not None else settings.eval.k_values
+    check_k_values(tuple(raw_k), flag("k") if options.k is not None else "[eval].k_values")
+    k_values = normalise_k_values(tuple(raw_k))
+
+    notes: list[str] = []
+    requested_limit = options.limit if options.limit is not None else max(raw_k)
+    limit = min(requested_limit, SEARCH_LIMIT_MAX)
+    if limit < requested_limit:
+        notes.append(LIMIT_CAP_NOTE.format(requested=requested_limit, cap=SEARCH_LIMIT_MAX))
+    if (options.mmr_lambda is not None or options.mmr_same_doc_penalty is not None) and not (
+        settings.search.mmr.enabled
+    ):
+        notes.append(MMR_IGNORED_NOTE)
+    thresholds = resolve_thresholds(options.threshold, settings.eval.regression_threshold, k_values)
+    if golden is None:
+        golden = load_golden(resolve_golden_path(kb, options.golden, settings.eval.golden), kb)
+    plan = EvalPlan(
+        kb=kb,
+        options=options,
+        settings=settings,
+        golden=golden,
+        k_values=k_values,
+        limit=limit,
+        depth=max(max(k_values), limit),
+        thresholds=thresholds,
+        prog=prog,
+        notes=tuple(notes),
+    )
+    if read_history:
+        from dataclasses import replace
+
+        plan = replace(plan, stored=read_stored_runs(plan))
+    return plan
+
+
+def golden_path_of(kb: Path, options: RunOptions, settings: Settings) -> Path:
+    """Which golden file a plan reads (``--golden``, ``[eval].golden``, the default)."""
+    return resolve_golden_path(kb, options.golden, settings.eval.golden)
+
+
+def resolve_thresholds(spec: str | None, default: float, k_values: Sequence[int]) -> Thresholds:
+    """``--threshold`` over ``[eval].regression_threshold``, checked against the k values.
+
+    Raises :class:`UsageError` (before any search) for a bad specification or a
+    metric at a k this run does not measure.
+    """
+    if spec is None:
+        return Thresholds(default)
+    try:
+        thresholds = parse_thresholds(spec, default)
+    except ThresholdError as exc:
+        raise UsageError(f"{flag('threshold')}: {exc}") from None
+    unknown = thresholds.unknown_k(k_values)
+    if unknown:
+        measured = ", ".join(str(k) for k in k_values)
+        raise UsageError(
+            f"{flag('threshold')} names {', '.join(unknown)}, which this run does not measure "
+            f"(k values: {measured})"
+        )
+    return thresholds

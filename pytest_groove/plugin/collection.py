@@ -1,0 +1,133 @@
+"""Collection: the golden file into pytest's collection, its tags as markers.
+
+- :func:`route_golden` makes collection include the golden file (the rules are in the
+  docstring of ``plugin/__init__.py``);
+- :func:`register_markers` registers ``groove`` and one marker per golden tag, and
+  :func:`refuse_tags_naming_foreign_markers` keeps a tag from becoming a marker that
+  pytest or another plugin acts on;
+- :class:`GoldenCollector` is the hook object that turns the golden file into a
+  :class:`~pytest_groove.plugin.items.GrooveGoldenFile`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from pytest_groove.errors import GrooveError, clip
+from pytest_groove.evaluation.records import GoldenSet
+from pytest_groove.plugin.items import GROOVE_MARKER, GrooveGoldenFile, QueryRunner, tag_marker
+
+#: set when ``--groove-kb`` without paths made the golden file pytest's only argument
+GOLDEN_ONLY_KEY = pytest.StashKey[bool]()
+#: the description of the markers golden tags become (how they are told from others')
+TAG_MARKER_SUFFIX = ": golden query tag (pytest-groove)"
+
+
+def marker_names(lines: Iterable[str]) -> set[str]:
+    """Marker names from ``markers`` ini lines (``name(args): description``)."""
+    return {line.split(":", 1)[0].split("(", 1)[0].strip() for line in lines if line.strip()}
+
+
+def register_markers(config: pytest.Config, golden: GoldenSet) -> None:
+    """``groove`` on every golden item, and one marker per golden tag."""
+    config.addinivalue_line(
+        "markers", f"{GROOVE_MARKER}: a golden retrieval query collected by pytest-groove"
+    )
+    tags = {m for q in golden.queries for m in map(tag_marker, q.tags) if m is not None}
+    for marker in sorted(tags):
+        config.addinivalue_line("markers", f"{marker}{TAG_MARKER_SUFFIX}")
+
+
+def refuse_tags_naming_foreign_markers(
+    config: pytest.Config, golden: GoldenSet, markers_before: set[str]
+) -> None:
+    """A golden tag must never become a marker pytest or another plugin registered.
+
+    The golden loader already refuses pytest's built-in acting markers (``skip``,
+    ``xfail`` ...).  Other plugins register markers that act too (``timeout``,
+    ``flaky``, ``asyncio`` ...) and nothing says which do, so any marker registered
+    by someone other than the user's own ini file is off limits for tags.  Markers
+    the user registers in their ini file stay usable (``-m smoke``): they are
+    ``markers_before``, the markers known when the plugin was configured, which is
+    before pytest's own plugins and the conftest files register theirs.
+    """
+    registered = [line for line in config.getini("markers") if not line.endswith(TAG_MARKER_SUFFIX)]
+    foreign = marker_names(registered) - markers_before - {GROOVE_MARKER}
+    for query in golden.queries:
+        for tag in query.tags:
+            marker = tag_marker(tag)
+            if marker is not None and marker in foreign:
+                raise GrooveError(
+                    f"golden file {golden.path}: line {query.line}: tag "
+                    f"`{clip(tag)}` would become the `{marker}` marker, which pytest or a "
+                    "plugin registered and which may change the query's outcome; "
+                    "rename the tag"
+                )
+
+
+def _names_golden(arg: str, base: Path, golden: Path) -> bool:
+    path_part = arg.split("::", 1)[0]
+    try:
+        return (base / path_part).resolve() == golden
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop before Python 3.13
+        return False
+
+
+def _walk_reaches(config: pytest.Config, arg: str, base: Path, golden: Path) -> bool:
+    """Whether collecting the directory ``arg`` walks down to the golden file."""
+    try:
+        folder = (base / arg.split("::", 1)[0]).resolve()
+        below = golden.parent.relative_to(folder)
+    except (OSError, RuntimeError, ValueError):
+        return False
+    patterns = config.getini("norecursedirs")
+    return folder.is_dir() and not any(
+        fnmatch.fnmatch(part, pattern) for part in below.parts for pattern in patterns
+    )
+
+
+def route_golden(config: pytest.Config, kb_from_cli: bool, golden: Path) -> None:
+    """Make collection include the golden file (rules: ``plugin/__init__.py``).
+
+    A directory among the paths that already walks down to the golden file collects
+    it: naming the file as well would collect it twice on pytest 7 and, on pytest 8,
+    makes pytest keep only the narrower path (the other tests of that directory
+    vanish).  So the golden file is added only when no path reaches it.
+    """
+    args = config.args
+    base = config.invocation_params.dir
+    if any(_names_golden(arg, base, golden) for arg in args):
+        return
+    if kb_from_cli and config.args_source != pytest.Config.ArgsSource.ARGS:
+        args[:] = [str(golden)]
+        config.stash[GOLDEN_ONLY_KEY] = True
+    elif not any(_walk_reaches(config, arg, base, golden) for arg in args):
+        args.append(str(golden))
+
+
+class GoldenCollector:
+    """The hook object that collects the golden file (every process)."""
+
+    def __init__(self, golden_path: Path, golden: GoldenSet, runner: QueryRunner) -> None:
+        self.golden_path = golden_path
+        self.golden = golden
+        self.runner = runner
+
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
+        if file_path.name != self.golden_path.name:
+            return None
+        try:
+            if file_path.resolve() != self.golden_path:
+                return None
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop before Python 3.13
+            return None
+        collector: pytest.Collector = GrooveGoldenFile.from_parent(
+            parent, path=file_path, golden=self.golden, runner=self.runner
+        )
+        return collector

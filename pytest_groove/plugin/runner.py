@@ -1,0 +1,314 @@
+"""The plugin's per-process runner: the plan, the searcher, one query at a time.
+
+One :class:`ProcessRunner` per pytest process is created by :func:`activate` (called
+from ``pytest_configure`` when a knowledge base is configured) and registered as a
+plugin object with the hooks every process needs whatever its role: the report
+header, the tag-marker check, putting each query's result on its report, closing the
+searcher.  Items reach it through the small :class:`~pytest_groove.plugin.items.
+QueryRunner` interface they are given at collection.
+
+The plan (options, config, golden file) is made at configure time, so a bad config or
+golden file stops the run with one usage-error line (exit 4).  The evaluation begins
+(:func:`~pytest_groove.evaluation.lifecycle.begin_evaluation`: index, golden check,
+fingerprint, history, baseline) in the controller or single process when the
+controller asks (``plugin/controller.py``); an xdist worker is handed the fingerprint
+and the baseline instead (``plugin/xdist.py``) and opens the index the controller
+brought up to date.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.golden import node_ids
+from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
+from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
+from pytest_groove.evaluation.records import GoldenQuery
+from pytest_groove.evaluation.run import QueryResult
+from pytest_groove.options import pytest_flag_names
+from pytest_groove.paths import resolve_path
+from pytest_groove.plugin.collection import (
+    GOLDEN_ONLY_KEY,
+    GoldenCollector,
+    marker_names,
+    refuse_tags_naming_foreign_markers,
+    register_markers,
+    route_golden,
+)
+from pytest_groove.plugin.items import GrooveQueryItem
+from pytest_groove.plugin.options import PluginOptions
+from pytest_groove.plugin.retriever import plugin_retriever
+from pytest_groove.search.searcher import (
+    RetrieverSearcher,
+    Searcher,
+    open_engine_searcher,
+)
+
+if TYPE_CHECKING:
+    from pytest_groove.embed.base import Embedder
+
+RUNNER_NAME = "groove-runner"
+COLLECTOR_NAME = "groove-collector"
+#: the name every message of the plugin starts with
+PROG = "groove"
+#: report attribute carrying a query's result (JSON-able, so xdist can ship it)
+REPORT_RESULT = "groove_result"
+#: report attribute carrying the item's name (the key results are stored under)
+REPORT_NAME = "groove_name"
+#: where the active plugin keeps its runner
+RUNNER_KEY = pytest.StashKey["ProcessRunner"]()
+
+#: golden queries embedded together at a time (see ProcessRunner._embed_ahead)
+EMBED_AHEAD = 64
+
+
+def pytest_message(exc: GrooveError) -> str:
+    """A library message with options spelled the pytest way (``--groove-<name>``)."""
+    return pytest_flag_names(exc.message_for("pytest"))
+
+
+def usage_error(exc: GrooveError) -> pytest.UsageError:
+    """A GrooveError as the usage error pytest prints as one ``ERROR:`` line (exit 4)."""
+    return pytest.UsageError(pytest_message(exc))
+
+
+def activate(config: pytest.Config, options: PluginOptions) -> ProcessRunner:
+    """Create the runner, route the golden file into collection, register markers."""
+    try:
+        runner = ProcessRunner(config, options)
+    except GrooveError as exc:
+        raise usage_error(exc) from None
+    config.stash[RUNNER_KEY] = runner
+    config.pluginmanager.register(runner, RUNNER_NAME)
+    config.pluginmanager.register(
+        GoldenCollector(runner.golden_path, runner.plan.golden, runner), COLLECTOR_NAME
+    )
+    register_markers(config, runner.plan.golden)
+    route_golden(config, options.kb_from_cli, runner.golden_path)
+    return runner
+
+
+class ProcessRunner:
+    """Per-process state of an active plugin; also a pytest plugin object."""
+
+    def __init__(self, config: pytest.Config, options: PluginOptions) -> None:
+        self.config = config
+        self.options = options
+        #: the markers registered before this plugin's (first) ``pytest_configure``: the
+        #: ini file's own; plugins and conftest files register theirs later
+        self.markers_before = marker_names(config.getini("markers"))
+        kb = resolve_path(options.kb, "knowledge base", "--groove-kb / groove_kb")
+        if not kb.is_dir():
+            raise GrooveError(
+                f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)"
+            )
+        self.plan: EvalPlan = plan_evaluation(kb, options.run, prog=PROG)
+        self.golden_path = resolve_path(Path(self.plan.golden.path), "golden file", "--groove-golden")
+        self.names: list[str] = node_ids(self.plan.golden.queries)
+        self.searcher: Searcher | None = None
+        #: the begun evaluation (controller: :meth:`begin`; worker: handed over)
+        self.evaluation: Evaluation | None = None
+        #: how a worker's evaluation is made at its first query (None: begin here)
+        self.worker_evaluation: Callable[[Searcher], Evaluation] | None = None
+        self._embedded: set[str] = set()
+
+    # ------------------------------------------------------------------ the searcher
+
+    @property
+    def kb(self) -> Path:
+        return self.plan.kb
+
+    @property
+    def k_values(self) -> tuple[int, ...]:
+        return self.plan.k_values
+
+    def write_line(self, text: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(text)
+        else:
+            sys.stderr.write(text + "\n")
+
+    def _embedder(self) -> Embedder | None:
+        embedder: Embedder | None = self.config.hook.pytest_groove_embedder(config=self.config)
+        return embedder
+
+    def _open_searcher(self, *, quiet: bool) -> Searcher:
+        """The configured retriever, else the built-in engine.
+
+        The controller (or single process) brings the index up to date first unless
+        ``--groove-no-reindex``; a worker (``quiet``) opens the index as the controller
+        left it, with no log and no progress bar (its output would interleave).
+        """
+        retriever = plugin_retriever(self.config, self.options.run.retriever, self.kb)
+        if retriever is not None:
+            return RetrieverSearcher(retriever, self.kb, self.plan.settings)
+        from pytest_groove.embed.registry import get_embedder
+
+        settings = self.plan.settings
+        embedder = self._embedder() or get_embedder(settings.index.model)
+        reindex = not quiet and not self.options.run.no_reindex
+        if not reindex and not quiet:
+            self._check_index_exists(embedder.name)
+        searcher = open_engine_searcher(
+            self.kb,
+            settings,
+            reindex=reindex,
+            embedder=embedder,
+            progress=False if quiet else None,
+            log=None if quiet else lambda msg: self.write_line(f"{PROG}: {msg}"),
+        )
+        report = searcher.engine.index_report
+        if report is not None and (
+            report.added or report.changed or report.renamed or report.removed
+        ):
+            self.write_line(f"{PROG}: {report.summary()}")
+        return searcher
+
+    def _check_index_exists(self, embedder_name: str) -> None:
+        from pytest_groove.engine import index_dir_for
+        from pytest_groove.kb.store import DB_FILE_NAME
+
+        db = index_dir_for(self.kb, self.plan.settings, embedder_name) / DB_FILE_NAME
+        if not db.is_file():
+            raise GrooveError(
+                f"No index found at {db}. Drop --groove-no-reindex (the plugin then "
+                f"builds it) or run `groove index --kb-path {self.kb}` first."
+            )
+
+    def begin(self) -> Evaluation:
+        """Controller or single process: open the searcher and begin the evaluation
+        (index, golden check, fingerprint, history, baseline).  Idempotent."""
+        if self.evaluation is not None:
+            return self.evaluation
+        try:
+            self.searcher = self._open_searcher(quiet=False)
+            self.evaluation = begin_evaluation(self.plan, self.searcher)
+        except GrooveError as exc:
+            raise usage_error(exc) from None
+        return self.evaluation
+
+    def _ready(self) -> Evaluation:
+        if self.evaluation is not None:
+            return self.evaluation
+        if self.worker_evaluation is None:
+            return self.begin()
+        try:
+            self.searcher = self._open_searcher(quiet=True)
+        except GrooveError as exc:
+            raise usage_error(exc) from None
+        self.evaluation = self.worker_evaluation(self.searcher)
+        return self.evaluation
+
+    # ------------------------------------------------------------------ per query
+
+    def run_query(self, position: int, query: GoldenQuery) -> QueryResult:
+        """Search one golden query and score it (the items' :class:`QueryRunner`)."""
+        evaluation = self._ready()
+        self._embed_ahead(position, query)
+        return evaluation.run_query(query)
+
+    def _embed_ahead(self, position: int, query: GoldenQuery) -> None:
+        """Embed this query with the next golden queries in one embedder call.
+
+        One call per query pays the model's fixed cost per call every time; one call
+        for the whole set would, under xdist, embed in every worker the queries the
+        other workers run.  A window of the queries that follow is the middle way
+        (items run in golden order, and xdist hands them out in runs).
+        """
+        if query.query in self._embedded or self.searcher is None:
+            return
+        queries = self.plan.golden.queries
+        window = [q.query for q in queries[position : position + EMBED_AHEAD]]
+        self.searcher.prepare_queries([query.query, *window])
+        self._embedded.update(window)
+        self._embedded.add(query.query)
+
+    def regression(self, name: str, position: int, result: QueryResult) -> str | None:
+        """The headline of an item's regression failure, or None when it did not regress.
+
+        Only under ``--groove-fail-on-regression`` (and never with ``--groove-no-diff`` /
+        ``--groove-no-history``, where there is nothing to compare with).
+        """
+        evaluation = self._ready()
+        names = evaluation.regressed_metrics(position, result)
+        previous = evaluation.baseline_queries[position] if names else None
+        if previous is None:
+            return None
+        from pytest_groove.evaluation.metric_values import metric_value
+
+        parts = [
+            f"{metric} {metric_value(previous, metric):.2f} -> {metric_value(result, metric):.2f}"
+            for metric in names
+        ]
+        return (
+            f"golden query {name!r} regressed by more than "
+            f"{self.plan.thresholds.describe()} against the "
+            f"baseline run: {', '.join(parts)}"
+        )
+
+    def junit_properties(self, result: QueryResult) -> list[tuple[str, object]]:
+        """The query's metrics as JUnit ``<properties>`` (only with the ini switch)."""
+        if not self.options.run.junit_properties:
+            return []
+        from pytest_groove.evaluation.metric_values import junit_properties
+
+        return list(junit_properties(result, self.plan.k_values))
+
+    # ------------------------------------------------------------------ hooks (every role)
+
+    def pytest_sessionstart(self) -> None:
+        # after every plugin's and conftest's pytest_configure: their markers are known
+        try:
+            refuse_tags_naming_foreign_markers(
+                self.config, self.plan.golden, self.markers_before
+            )
+        except GrooveError as exc:
+            raise usage_error(exc) from None
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        run = self.options.run
+        if config.hook.pytest_groove_retriever.get_hookimpls():
+            engine = "custom retriever from pytest_groove_retriever"
+        elif run.retriever is not None:
+            engine = f"custom retriever {run.retriever}"
+        elif config.hook.pytest_groove_embedder.get_hookimpls():
+            # not called here: building an embedder can be expensive
+            engine = "embedder from pytest_groove_embedder"
+        else:
+            engine = f"model {self.plan.settings.index.model}"
+        lines = [
+            f"groove: kb {self.kb}, golden {self.golden_path.name} "
+            f"({len(self.plan.golden.queries)} queries), {engine}"
+        ]
+        if config.stash.get(GOLDEN_ONLY_KEY, False):
+            try:
+                kb_arg = os.path.relpath(self.kb, config.invocation_params.dir)
+            except ValueError:  # another drive on Windows
+                kb_arg = str(self.kb)
+            lines.append(
+                "groove: running only the golden queries (no test paths given); to run your "
+                f"own tests as well, name them: pytest --groove-kb {kb_arg} tests/"
+            )
+        return lines
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        if isinstance(item, GrooveQueryItem) and call.when == "call":
+            setattr(report, REPORT_NAME, item.name)
+            if item.groove_result is not None:
+                setattr(report, REPORT_RESULT, item.groove_result.to_json())
+        return report
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.searcher is not None:
+            self.searcher.close()
+            self.searcher = None

@@ -1,0 +1,173 @@
+"""One protocol for whatever answers the golden queries.
+
+The built-in engine and every external retriever (a conftest hook's object, a
+``module:attr``, LangChain, LlamaIndex, Qdrant, Chroma, an HTTP service) are wrapped
+as a :class:`Searcher`: it searches, prepares a batch of queries, says who it is (the
+fingerprint's identity) and what it knows of the corpus.  The evaluation
+(:mod:`pytest_groove.evaluation.lifecycle`) is written once against this protocol, so
+neither door asks which kind of searcher it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_groove.config import Settings
+from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+from pytest_groove.search.hits import SearchHit
+
+if TYPE_CHECKING:
+    from pytest_groove.embed.base import Embedder
+    from pytest_groove.engine import Engine
+    from pytest_groove.search.retriever import ExternalRetriever
+
+#: the model name recorded in the fingerprint of a run measured with a retriever
+CUSTOM_MODEL = "custom"
+
+
+@dataclass(frozen=True)
+class SearcherIdentity:
+    """Who answered: the parts of the run fingerprint a searcher decides."""
+
+    model: str
+    reranker_id: str | None = None
+    #: the index's contextual mode (None when no built-in index answered)
+    context_mode: str | None = None
+    #: the external retriever's name (None for the built-in engine)
+    retriever: str | None = None
+    #: the faiss index kind (None when no built-in index answered)
+    vector_index: str | None = None
+
+
+class Searcher(Protocol):
+    """What an evaluation needs of the thing that answers its queries."""
+
+    @property
+    def identity(self) -> SearcherIdentity: ...
+
+    def search(self, query: str, limit: int) -> list[SearchHit]: ...
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed (or otherwise warm up for) the queries about to be searched."""
+
+    def read_snapshot(self) -> AbstractContextManager[Any]:
+        """Searches and corpus reads inside see one state of the corpus."""
+
+    def headings_by_path(self) -> Mapping[str, Collection[str | None]] | None:
+        """Every document it can answer with, and each document's section headings
+        (None = it cannot say, and the golden entries are not checked)."""
+
+    def corpus_snapshot(self) -> CorpusSnapshot | None:
+        """The corpus the answers came from (None = unknown)."""
+
+    def chunk_texts(self) -> Iterable[ChunkText] | None:
+        """Every searchable text, for the golden-quote scan (None = not available)."""
+
+    def close(self) -> None: ...
+
+
+class EngineSearcher:
+    """The built-in hybrid search over the KB's own index."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @property
+    def identity(self) -> SearcherIdentity:
+        engine = self.engine
+        return SearcherIdentity(
+            model=engine.model_name,
+            reranker_id=engine.reranker_id,
+            context_mode=engine.context_mode,
+            vector_index=engine.settings.index.vector_index,
+        )
+
+    def search(self, query: str, limit: int) -> list[SearchHit]:
+        return self.engine.search(query, limit)
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        self.engine.prepare_queries(queries)
+
+    def read_snapshot(self) -> AbstractContextManager[Any]:
+        return self.engine.read_snapshot()
+
+    def headings_by_path(self) -> Mapping[str, Collection[str | None]]:
+        return self.engine.headings_by_path()
+
+    def corpus_snapshot(self) -> CorpusSnapshot | None:
+        return self.engine.corpus_snapshot()
+
+    def chunk_texts(self) -> Iterator[ChunkText]:
+        return self.engine.iter_chunk_texts()
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+#: how a door opens the built-in engine (tests pass their own)
+EngineOpener = Callable[..., "Engine"]
+
+
+def open_engine_searcher(
+    kb: Path,
+    settings: Settings,
+    *,
+    reindex: bool,
+    embedder: Embedder | None = None,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+    opener: EngineOpener | None = None,
+) -> EngineSearcher:
+    """Open (and unless ``reindex`` is False, first refresh) the KB's index."""
+    if opener is None:
+        # imported here: the engine pulls in apsw, faiss and the embedder
+        from pytest_groove.engine import open_engine as opener
+    engine = opener(kb, settings, embedder=embedder, reindex=reindex, progress=progress, log=log)
+    return EngineSearcher(engine)
+
+
+class RetrieverSearcher:
+    """A team's own retriever, judged against the KB's files on disk."""
+
+    def __init__(self, retriever: ExternalRetriever, kb: Path, settings: Settings) -> None:
+        self.retriever = retriever
+        self.kb = kb
+        self.settings = settings
+
+    @property
+    def identity(self) -> SearcherIdentity:
+        return SearcherIdentity(model=CUSTOM_MODEL, retriever=self.retriever.name)
+
+    def search(self, query: str, limit: int) -> list[SearchHit]:
+        return self.retriever.search(query, limit)
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        return None
+
+    def read_snapshot(self) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def headings_by_path(self) -> Mapping[str, Collection[str | None]] | None:
+        return None
+
+    def corpus_snapshot(self) -> CorpusSnapshot | None:
+        return None
+
+    def chunk_texts(self) -> Iterable[ChunkText] | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+@contextmanager
+def closing_searcher(searcher: Searcher) -> Iterator[Searcher]:
+    """Close ``searcher`` when the block ends, however it ends."""
+    try:
+        yield searcher
+    finally:
+        searcher.close()
