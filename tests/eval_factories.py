@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pytest_groove.config import SearchSettings
 from pytest_groove.evaluation.metrics import AggregateMetrics, QueryMetrics
@@ -116,3 +117,97 @@ def big_run(minutes: int, queries: int = 25, hits: int = 10) -> RunRecord:
         for i in range(queries)
     ]
     return run(minutes=minutes, per_query=per_query, corpus=corpus(), query_count=queries)
+
+
+# --------------------------------------------------------------------------- evaluations
+
+
+class StaticSearcher:
+    """A searcher whose corpus and texts are given (for the finish tests)."""
+
+    def __init__(
+        self,
+        identity: Any = None,
+        corpus: CorpusSnapshot | None = None,
+        texts: Iterable[Any] | None = None,
+        headings: Mapping[str, Any] | None = None,
+    ) -> None:
+        from pytest_groove.search.searcher import SearcherIdentity
+
+        self.identity = identity or SearcherIdentity("hash", context_mode="off")
+        self.corpus = corpus
+        self.texts = texts
+        self.headings = headings
+
+    def search(self, query: str, limit: int) -> list[Any]:
+        return []
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        return None
+
+    def read_snapshot(self) -> Any:
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def headings_by_path(self) -> Mapping[str, Any] | None:
+        return self.headings
+
+    def corpus_snapshot(self) -> CorpusSnapshot | None:
+        return self.corpus
+
+    def chunk_texts(self) -> Iterable[Any] | None:
+        return self.texts
+
+    def close(self) -> None:
+        return None
+
+
+def begun(
+    kb: Any,
+    *,
+    corpus: CorpusSnapshot | None = None,
+    texts: Iterable[Any] | None = None,
+    fingerprint_changes: Mapping[str, object] | None = None,
+    history_cap: int | None = None,
+    prog: str = "groove eval",
+    identity_retriever: str | None = None,
+    **options: Any,
+) -> Any:
+    """An evaluation begun over ``kb``'s golden file as a door would begin it, with
+    ``options`` as the door's :class:`RunOptions` and a :class:`StaticSearcher`."""
+    from dataclasses import replace
+
+    from pytest_groove.evaluation.lifecycle import (
+        Evaluation,
+        baseline_counterparts,
+        build_fingerprint,
+        pick_baseline_for,
+    )
+    from pytest_groove.evaluation.plan import plan_evaluation, read_stored_runs
+    from pytest_groove.options import RunOptions
+
+    plan = plan_evaluation(kb, RunOptions(**options), prog=prog)
+    if history_cap is not None:
+        plan = replace(plan, history_cap=history_cap)
+    from pytest_groove.search.searcher import SearcherIdentity
+
+    identity = (
+        SearcherIdentity("custom", retriever=identity_retriever)
+        if identity_retriever is not None
+        else None
+    )
+    searcher = StaticSearcher(identity=identity, corpus=corpus, texts=texts)
+    fp = build_fingerprint(plan, searcher.identity)
+    if fingerprint_changes:
+        fp = replace(fp, **fingerprint_changes)  # type: ignore[arg-type]
+    stored = read_stored_runs(plan)
+    choice = pick_baseline_for(plan, stored, fp)
+    return Evaluation(
+        plan=plan,
+        fingerprint=fp,
+        stored=stored,
+        choice=choice,
+        baseline_queries=baseline_counterparts(plan.golden.queries, choice),
+        searcher=searcher,
+    )

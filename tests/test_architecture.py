@@ -1,8 +1,15 @@
 """The layout rules of ARCHITECTURE.md, checked on the source.
 
 - No import cycle among pytest_groove's modules, counting imports inside functions
-  (only ``if TYPE_CHECKING:`` blocks are left out: they never run).
+  (only ``if TYPE_CHECKING:`` blocks are left out: they never run); inside ``plugin/``
+  not even through ``TYPE_CHECKING`` imports, so its roles stay layered.
 - A library package never imports a door (``plugin/``, ``cli/``).
+- The doors open an evaluation only through the library: they never build a run
+  fingerprint, read the history or pick a baseline themselves (``groove history``,
+  which lists runs, may read the history).
+- Modules stay small: none over 600 lines, no class over 350 lines; the metric names
+  are spelled in a few modules only (the metric table and its readers).
+- Every module ``ARCHITECTURE.md`` names exists.
 
 The graph is built with :mod:`ast`, without importing anything.  An edge goes from a
 module to each module it names in an import statement: ``from a.b import c`` names
@@ -37,12 +44,15 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run, at any depth, outside TYPE_CHECKING blocks."""
+def _runtime_imports(
+    tree: ast.AST, *, typing_too: bool = False
+) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run, at any depth, outside TYPE_CHECKING blocks
+    (inside them too with ``typing_too``)."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not typing_too:
             stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -50,11 +60,12 @@ def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def imports_of(name: str) -> set[str]:
+def imports_of(name: str, *, typing_too: bool = False) -> set[str]:
     path = MODULES[name]
     is_package = path.name == "__init__.py"
     found: set[str] = set()
-    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in _runtime_imports(tree, typing_too=typing_too):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -102,8 +113,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_graph_sees_function_level_imports() -> None:
-    # guards the walker: the plugin entry imports its session inside pytest_configure
-    assert "pytest_groove.plugin.session" in GRAPH["pytest_groove.plugin"]
+    # guards the walker: the plugin entry imports its runner inside pytest_configure
+    assert "pytest_groove.plugin.runner" in GRAPH["pytest_groove.plugin"]
     assert "pytest_groove.cli.evaluate" in GRAPH["pytest_groove.cli"]
 
 
@@ -129,3 +140,82 @@ def test_no_library_module_imports_a_door() -> None:
         if is_door(target)
     )
     assert not offenders, offenders
+
+
+def test_no_import_cycle_inside_the_plugin_even_for_type_checking() -> None:
+    plugin = {
+        name: {t for t in imports_of(name, typing_too=True) if t.startswith("pytest_groove.plugin")}
+        for name in MODULES
+        if name.startswith("pytest_groove.plugin")
+    }
+    cycle = find_cycle(plugin)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def _calls(name: str) -> set[str]:
+    """The names a module calls (``f(...)``, ``X.f(...)``: ``f`` / ``X.f``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                found.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                owner = func.value.id if isinstance(func.value, ast.Name) else ""
+                found.update({func.attr, f"{owner}.{func.attr}"})
+    return found
+
+
+def test_the_doors_leave_the_evaluation_to_the_library() -> None:
+    reserved = {"Fingerprint.build", "load_history", "pick_baseline", "choose_baseline"}
+    offenders = sorted(
+        f"{name} calls {call}"
+        for name in MODULES
+        if name.startswith(DOORS) and name != "pytest_groove.cli.history"
+        for call in _calls(name) & reserved
+    )
+    assert not offenders, offenders
+
+
+MODULE_LINES = 600
+CLASS_LINES = 350
+
+
+def test_no_module_over_600_lines_and_no_class_over_350() -> None:
+    too_long: list[str] = []
+    for name, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MODULE_LINES:
+            too_long.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                length = node.end_lineno - node.lineno + 1
+                if length > CLASS_LINES:
+                    too_long.append(f"{name}.{node.name}: {length} lines")
+    assert not too_long, too_long
+
+
+def test_the_metric_names_are_spelled_in_at_most_four_modules() -> None:
+    spelled = sorted(
+        name
+        for name, path in MODULES.items()
+        if any(word in path.read_text(encoding="utf-8") for word in ("recall@", "nDCG@"))
+    )
+    assert len(spelled) <= 4, spelled
+
+
+def test_every_module_architecture_md_names_exists() -> None:
+    import re
+
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)", text))
+    assert len(named) > 20  # the walker reads the table, not nothing
+    folders = ("kb", "embed", "search", "evaluation", "tune", "plugin", "cli")
+    missing = sorted(
+        path
+        for path in named
+        if not (PACKAGE / path).is_file()
+        and not (PACKAGE.parent / path).is_file()
+        and not any((PACKAGE / folder / path).is_file() for folder in folders)
+    )
+    assert not missing, missing

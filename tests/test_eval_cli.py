@@ -20,16 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_factories import corpus
+from eval_factories import begun, corpus
 
 from pytest_groove.cli import build_parser
 from pytest_groove.cli import evaluate as command
-from pytest_groove.config import EvalSettings, SearchSettings
+from pytest_groove.config import SearchSettings
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.finish import EvalContext, EvalFlags, finish_evaluation
+from pytest_groove.evaluation.finish import finish_evaluation
 from pytest_groove.evaluation.golden import load_golden
 from pytest_groove.evaluation.history import HISTORY_FILE_NAME, encode_history, load_history
-from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
+from pytest_groove.evaluation.lifecycle import Evaluation
+from pytest_groove.evaluation.run import QueryResult, evaluate_query
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.search.hits import SearchHit
 
@@ -81,23 +82,17 @@ def hits_for(answers: Answers, text: str) -> list[SearchHit]:
 # --------------------------------------------------------------------------- session
 
 
-def context(kb: Path, **flags: Any) -> EvalContext:
-    golden = load_golden(kb / ".groove-eval.yml", kb)
-    fp = Fingerprint.build("hash", None, 10, (1, 5, 10), golden.hash, SearchSettings(), "off")
-    return EvalContext(
-        kb=kb,
-        golden=golden,
-        fingerprint=fp,
-        corpus=corpus(3, 7),
-        settings=EvalSettings(),
-        flags=EvalFlags(**flags),
-    )
+def context(kb: Path, **options: Any) -> Evaluation:
+    """An evaluation begun over ``kb`` (the corpus: 3 documents, 7 chunks)."""
+    options.setdefault("corpus", corpus(3, 7))
+    evaluation: Evaluation = begun(kb, **options)
+    return evaluation
 
 
-def results(ctx: EvalContext, answers: Answers) -> list[QueryResult]:
+def results(ctx: Evaluation, answers: Answers) -> list[QueryResult]:
     return [
         evaluate_query(q, hits_for(answers, q.query), ctx.fingerprint.k_values)
-        for q in ctx.golden.queries
+        for q in ctx.plan.golden.queries
     ]
 
 
@@ -146,7 +141,7 @@ def test_regression_fails_the_gate_but_the_run_is_still_recorded(kb: Path) -> No
 
 def test_regression_message_mentions_a_changed_corpus(kb: Path) -> None:
     finish(kb)
-    ctx = replace(context(kb, fail_on_regression=True), corpus=corpus(4, 9))
+    ctx = context(kb, fail_on_regression=True, corpus=corpus(4, 9))
     outcome = finish_evaluation(ctx, results(ctx, BAD), record=True)
     assert outcome.gate_message is not None
     assert (
@@ -189,8 +184,7 @@ def test_no_diff_still_records(kb: Path) -> None:
 
 def test_incompatible_history_disables_diff_and_gate(kb: Path) -> None:
     finish(kb)
-    ctx = context(kb, fail_on_regression=True)
-    ctx.fingerprint = replace(ctx.fingerprint, golden_hash="0" * 64)
+    ctx = context(kb, fail_on_regression=True, fingerprint_changes={"golden_hash": "0" * 64})
     outcome = finish_evaluation(ctx, results(ctx, BAD), record=True)
     assert "⚠️ golden changed since last run, diff disabled" in outcome.text_report
     assert outcome.exit_code == 0
@@ -199,8 +193,7 @@ def test_incompatible_history_disables_diff_and_gate(kb: Path) -> None:
 
 def test_an_experiment_does_not_switch_the_gate_off(kb: Path) -> None:
     finish(kb)
-    ctx = context(kb)
-    ctx.fingerprint = replace(ctx.fingerprint, reranker="bge-reranker-v2-m3")
+    ctx = context(kb, fingerprint_changes={"reranker": "bge-reranker-v2-m3"})
     finish_evaluation(ctx, results(ctx, GOOD), record=True)
     outcome = finish(kb, BAD, fail_on_regression=True)
     assert outcome.exit_code == 1
@@ -246,7 +239,7 @@ def test_results_arriving_out_of_order_are_put_in_golden_order(kb: Path) -> None
     ctx = context(kb)
     outcome = finish_evaluation(ctx, list(reversed(results(ctx, GOOD))), record=True)
     assert outcome.recorded
-    assert [q.id for q in outcome.run.per_query] == [q.id for q in ctx.golden.queries]
+    assert [q.id for q in outcome.run.per_query] == [q.id for q in ctx.plan.golden.queries]
 
 
 def test_refused_history_stops_before_anything_is_written(kb: Path) -> None:
@@ -265,7 +258,7 @@ def test_unparsable_history_is_replaced_with_a_warning(kb: Path) -> None:
 
 
 def test_a_failed_save_is_reported_after_the_reports_are_built(kb: Path) -> None:
-    ctx = replace(context(kb, fail_on_regression=True), history_cap=256)
+    ctx = context(kb, fail_on_regression=True, history_cap=256)
     outcome = finish_evaluation(ctx, results(ctx, GOOD), record=True)
     assert outcome.exit_code == 1 and not outcome.recorded
     assert outcome.error is not None and "--no-history" in outcome.error
@@ -277,7 +270,7 @@ def test_a_failed_save_is_reported_after_the_reports_are_built(kb: Path) -> None
 
 def test_json_report_is_written_even_when_the_history_save_fails(kb: Path, tmp_path: Path) -> None:
     target = tmp_path / "report.json"
-    ctx = replace(context(kb, json_path=target), history_cap=256)
+    ctx = context(kb, json=target, history_cap=256)
     outcome = finish_evaluation(ctx, results(ctx, GOOD), record=True)
     assert outcome.error is not None and "--no-history" in outcome.error
     assert json.loads(target.read_text("utf-8"))["recorded"] is False
@@ -285,7 +278,7 @@ def test_json_report_is_written_even_when_the_history_save_fails(kb: Path, tmp_p
 
 def test_json_report_file_is_written(kb: Path, tmp_path: Path) -> None:
     target = tmp_path / "out" / "report.json"
-    outcome = finish(kb, json_path=target)
+    outcome = finish(kb, json=target)
     assert json.loads(target.read_text("utf-8")) == json.loads(json.dumps(outcome.json_report))
 
 
@@ -294,13 +287,13 @@ def chunks(*bodies: tuple[str, str]) -> list[ChunkText]:
 
 
 def test_findings_come_from_the_chunk_scan_and_leave_the_exit_code(kb: Path) -> None:
-    ctx = context(kb)
-    ctx.chunk_texts = iter(
-        chunks(
+    ctx = context(
+        kb,
+        texts=chunks(
             ("notes/eval.md", "what does the k parameter in rrf do?"),
             ("notes/eval.md", "Q: How are chunks  deduplicated?"),
             ("src/db.md", "unrelated"),
-        )
+        ),
     )
     outcome = finish_evaluation(ctx, results(ctx, GOOD), record=True)
     assert outcome.exit_code == 0
@@ -312,15 +305,6 @@ def test_findings_come_from_the_chunk_scan_and_leave_the_exit_code(kb: Path) -> 
     assert outcome.findings_warning is not None
     assert outcome.findings_warning.startswith("groove eval: 1 document(s) quote 2 or more")
     assert load_history(kb / HISTORY_FILE_NAME)[0].findings == outcome.run.findings
-
-
-def test_precomputed_findings_skip_the_scan(kb: Path) -> None:
-    ctx = context(kb)
-    ctx.findings = []
-    ctx.chunk_texts = iter(
-        chunks(("n.md", "What does the k parameter in RRF do? How are chunks deduplicated?"))
-    )
-    assert finish_evaluation(ctx, results(ctx, GOOD), record=True).run.findings == ()
 
 
 # --------------------------------------------------------------------------- run(args), fake engine
@@ -346,11 +330,13 @@ class FakeEngine:
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:
+        # nested snapshots join the outer one, as the store's do
+        outer = self.in_snapshot
         self.in_snapshot = True
         try:
             yield
         finally:
-            self.in_snapshot = False
+            self.in_snapshot = outer
 
     def read_snapshot(self) -> Any:
         return self._snapshot()
@@ -395,16 +381,23 @@ class FakeEngine:
 
 
 @pytest.fixture
-def engine(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
+def engine() -> Iterator[FakeEngine]:
     fake = FakeEngine(GOOD)
-    monkeypatch.setattr(command, "_open_engine", lambda kb, settings, reindex: fake)
-    return fake
+    _FAKES.append(fake)
+    yield fake
+    _FAKES.remove(fake)
+
+
+#: the fake engine of the running test (through the command's engine factory)
+_FAKES: list[FakeEngine] = []
 
 
 def invoke(*argv: str) -> tuple[int, str, str]:
+    """``groove eval`` in-process; its engine is the test's fake one when it has one."""
     args = build_parser().parse_args(["eval", *argv])
     out, err = io.StringIO(), io.StringIO()
-    code = command.run(args, out=out, err=err)
+    opener = (lambda *a, **k: _FAKES[-1]) if _FAKES else None
+    code = command.run(args, out=out, err=err, open_engine=opener)
     return code, out.getvalue(), err.getvalue()
 
 

@@ -18,7 +18,7 @@ import pytest
 # modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
 import pytest_groove.engine
 import pytest_groove.plugin.controller
-import pytest_groove.plugin.session  # noqa: F401
+import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.kb import indexer
 from pytest_groove.kb.index_faults import os_fault
 

@@ -18,7 +18,7 @@ import pytest
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
 import pytest_groove.plugin.controller
-import pytest_groove.plugin.session  # noqa: F401
+import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.plugin.items import tag_marker
 
 pytest_plugins = ["pytester"]

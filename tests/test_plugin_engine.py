@@ -17,7 +17,7 @@ import pytest
 # modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
 import pytest_groove.engine
 import pytest_groove.plugin.controller
-import pytest_groove.plugin.session  # noqa: F401
+import pytest_groove.plugin.runner  # noqa: F401
 
 #: what running the example leaves in a KB (index, history); never copied into tests
 LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")

@@ -19,18 +19,20 @@ from typing import Any
 
 import eval_factories as f
 import pytest
+from eval_factories import StaticSearcher
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and numpy / PyYAML's C loader (and matplotlib's extensions)
 # do not survive a second import.
 import pytest_groove.engine
 import pytest_groove.plugin.controller
-import pytest_groove.plugin.session  # noqa: F401
-from pytest_groove.config import EvalSettings
+import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.compare import compare
-from pytest_groove.evaluation.finish import EvalContext, EvalFlags, finish_evaluation
+from pytest_groove.evaluation.finish import finish_evaluation
+from pytest_groove.evaluation.lifecycle import Evaluation, pick_baseline_for
 from pytest_groove.evaluation.metrics import aggregate
+from pytest_groove.evaluation.plan import plan_evaluation, read_stored_runs
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
 from pytest_groove.evaluation.report_html import (
     MAX_DELTA_ROWS,
@@ -40,6 +42,7 @@ from pytest_groove.evaluation.report_html import (
     write_html_report,
 )
 from pytest_groove.evaluation.run import QueryResult, RunRecord, TopHit
+from pytest_groove.options import RunOptions
 
 try:
     import matplotlib.backends.backend_agg
@@ -247,15 +250,19 @@ def golden_for(run: RunRecord) -> GoldenSet:
     )
 
 
-def session_ctx(tmp_path: Path, run: RunRecord, **flags: object) -> EvalContext:
-    return EvalContext(
-        kb=tmp_path,
-        golden=golden_for(run),
+def session_ctx(tmp_path: Path, run: RunRecord, **options: Any) -> Evaluation:
+    """An evaluation of ``run``'s queries begun as a door would (history read, baseline
+    picked); the HTML option is set after planning, so a missing extra reaches the end."""
+    html = options.pop("html", None)
+    plan = plan_evaluation(tmp_path, RunOptions(**options), golden=golden_for(run))
+    plan = replace(plan, options=replace(plan.options, html=html))
+    stored = read_stored_runs(plan)
+    return Evaluation(
+        plan=plan,
         fingerprint=run.fingerprint,
-        corpus=run.corpus,
-        settings=EvalSettings(),
-        flags=EvalFlags(**flags),  # type: ignore[arg-type]
-        findings=(),
+        stored=stored,
+        choice=pick_baseline_for(plan, stored, run.fingerprint),
+        searcher=StaticSearcher(corpus=run.corpus),
     )
 
 
@@ -263,15 +270,11 @@ def session_ctx(tmp_path: Path, run: RunRecord, **flags: object) -> EvalContext:
 def test_finish_evaluation_writes_the_html_with_the_history_trend(tmp_path: Path) -> None:
     run = scored(0, [1.0, 0.0])
     target = tmp_path / "report.html"
-    first = finish_evaluation(
-        session_ctx(tmp_path, run, html_path=target), run.per_query, record=True
-    )
+    first = finish_evaluation(session_ctx(tmp_path, run, html=target), run.per_query, record=True)
     assert first.error is None and first.exit_code == 0
     assert len(pngs(target.read_text(encoding="utf-8"))) == TREND_PLOTS
 
-    second = finish_evaluation(
-        session_ctx(tmp_path, run, html_path=target), run.per_query, record=True
-    )
+    second = finish_evaluation(session_ctx(tmp_path, run, html=target), run.per_query, record=True)
     assert second.error is None
     html = target.read_text(encoding="utf-8")
     assert len(pngs(html)) == TREND_PLOTS + 1
@@ -285,7 +288,7 @@ def test_an_unwritable_html_report_is_reported_like_the_json_one(tmp_path: Path)
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
     outcome = finish_evaluation(
-        session_ctx(tmp_path, run, html_path=blocker / "report.html"), run.per_query, record=True
+        session_ctx(tmp_path, run, html=blocker / "report.html"), run.per_query, record=True
     )
     assert outcome.exit_code == 1
     assert outcome.error is not None
@@ -311,7 +314,7 @@ def test_missing_matplotlib_is_one_clear_error(
         write_html_report(tmp_path / "r.html", run, compare(run, None, 0.05), [], title="t")
     # at session end it is an error in the outcome, not an exception
     outcome = finish_evaluation(
-        session_ctx(tmp_path, run, html_path=tmp_path / "r.html"), run.per_query, record=True
+        session_ctx(tmp_path, run, html=tmp_path / "r.html"), run.per_query, record=True
     )
     assert outcome.exit_code == 1 and outcome.error is not None
     assert PLOTS_EXTRA in outcome.error

@@ -128,7 +128,9 @@ def _evaluate(
     for note in plan.notes:
         _note(note, err)
     color = args.format == "text" and color_enabled(args.no_color, out)
-    with closing_searcher(open_searcher(plan, opener)) as searcher:
+    with closing_searcher(open_searcher(plan, opener)) as searcher, searcher.read_snapshot():
+        # one read snapshot: the golden check, the searches, the corpus counts and the
+        # quote scan all see one state of the index
         evaluation = begin_evaluation(plan, searcher)
         # every golden query in one embedder call, before the searches
         queries = plan.golden.queries

@@ -28,8 +28,7 @@ from pytest_groove.cli.args import (
 
 if TYPE_CHECKING:
     from pytest_groove.config import SearchSettings
-    from pytest_groove.evaluation.records import GoldenSet
-    from pytest_groove.evaluation.setup import EvalSetup
+    from pytest_groove.evaluation.plan import EvalPlan
     from pytest_groove.tune.sweep import CandidateSource, MetricTable, Preflight
 
 PROG = "groove tune"
@@ -138,8 +137,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 class _TuneSetup:
     """The effective inputs of one tune run."""
 
-    setup: EvalSetup
-    golden: GoldenSet
+    plan: EvalPlan
     #: the eval k values plus k=5
     k_values: tuple[int, ...]
     #: the length of each fused list
@@ -152,10 +150,10 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pytest_groove.tune.sweep import build_metric_table
 
     run = _setup(args, err)
-    settings = run.setup.settings
+    settings = run.plan.settings
     settings = replace(settings, search=replace(settings.search, reranker="none"))
     engine = open_engine(
-        run.setup.kb, settings, reindex=not args.no_reindex, log=lambda line: _warn(err, line)
+        run.plan.kb, settings, reindex=not args.no_reindex, log=lambda line: _warn(err, line)
     )
     try:
         # one read snapshot: every candidate list describes the same index state
@@ -175,24 +173,21 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _setup(args: argparse.Namespace, err: TextIO) -> _TuneSetup:
     """Settings (as ``groove eval`` resolves them, with notes), golden set, k values, limit."""
     from pytest_groove.config import SEARCH_LIMIT_MAX
-    from pytest_groove.evaluation.golden import load_golden
-    from pytest_groove.evaluation.setup import eval_request, resolve_eval_setup
+    from pytest_groove.evaluation.plan import plan_evaluation
     from pytest_groove.tune.plot import check_plot_target
 
     kb: Path = args.kb_path
     check_kb(kb)
-    # tune measures the fusion stage, before any reranker
-    request = replace(eval_request(kb, run_options(args)), reranker="none")
-    setup = resolve_eval_setup(request)
-    k_values = tune_k_values(setup.k_values)
-    limit = min(tune_limit(setup.limit, k_values), SEARCH_LIMIT_MAX)
-    for note in setup.notes:
-        _warn(err, note)
-    _config_notes(setup.settings.search, err)
     if args.plot is not None:
         check_plot_target(args.plot)
-    golden = load_golden(setup.golden_path, kb)
-    return _TuneSetup(setup=setup, golden=golden, k_values=k_values, limit=limit)
+    # tune measures the fusion stage, before any reranker
+    plan = plan_evaluation(kb, replace(run_options(args), reranker="none"), prog=PROG)
+    k_values = tune_k_values(plan.k_values)
+    limit = min(tune_limit(plan.limit, k_values), SEARCH_LIMIT_MAX)
+    for note in plan.notes:
+        _warn(err, note)
+    _config_notes(plan.settings.search, err)
+    return _TuneSetup(plan=plan, k_values=k_values, limit=limit)
 
 
 def _config_notes(search: SearchSettings, err: TextIO) -> None:
@@ -217,12 +212,12 @@ def _preflight(source: CandidateSource, run: _TuneSetup, err: TextIO) -> Preflig
 
     pre = run_preflight(
         source,
-        run.golden.queries,
+        run.plan.golden.queries,
         run.limit,
         run.k_values,
         log=_progress(err),
-        document_first=run.setup.settings.search.document_first,
-        note_order=run.setup.settings.search.note_order,
+        document_first=run.plan.settings.search.document_first,
+        note_order=run.plan.settings.search.note_order,
     )
     effective = pre.effective
     if not effective:
@@ -265,7 +260,7 @@ def _report(
     from pytest_groove.tune.plot import write_heatmap
     from pytest_groove.tune.report import analyse, render_json, render_text
 
-    result = analyse(str(run.setup.kb), str(run.setup.golden_path), model, pre, table)
+    result = analyse(str(run.plan.kb), run.plan.golden.path, model, pre, table)
     if args.format == "json":
         out.write(render_json(result))
     else:

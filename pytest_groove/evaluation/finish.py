@@ -25,7 +25,6 @@ from typing import Any
 from pytest_groove.errors import Door, GrooveError, flag, spell_flags
 from pytest_groove.evaluation.compare import (
     Comparison,
-    Thresholds,
     compare,
     gate_failures,
     project_baseline,
@@ -33,19 +32,17 @@ from pytest_groove.evaluation.compare import (
 from pytest_groove.evaluation.findings import findings_warning, scan_golden_quotes
 from pytest_groove.evaluation.history import BaselineChoice, StagedSave, stage_save
 from pytest_groove.evaluation.lifecycle import Evaluation
+from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
 from pytest_groove.evaluation.report_text import NEXT_RUN_HINT, render_text
 from pytest_groove.evaluation.run import (
-    Finding,
-    Fingerprint,
     QueryResult,
     RunRecord,
     build_run,
     display_timestamp,
     format_timestamp,
 )
-from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 
 
@@ -231,9 +228,7 @@ def _finish(
         gate_failures=failures,
         warnings=[spelled(w) for w in warnings],
         exit_code=1 if failures or error else 0,
-        gate_message=spelled(_regression_message(plan, comparison, failures))
-        if failures
-        else None,
+        gate_message=spelled(_regression_message(plan, comparison, failures)) if failures else None,
         error=None if error is None else spelled(error),
         recorded=recorded,
         choice=choice,

@@ -55,7 +55,9 @@ class Evaluation:
         options = self.plan.options
         if not options.fail_on_regression or not self.plan.compares:
             return []
-        previous = self.baseline_queries[position] if position < len(self.baseline_queries) else None
+        previous = (
+            self.baseline_queries[position] if position < len(self.baseline_queries) else None
+        )
         if previous is None:
             return []
         return query_regressed(result, previous, self.plan.thresholds)
@@ -76,7 +78,9 @@ def build_fingerprint(plan: EvalPlan, identity: SearcherIdentity) -> Fingerprint
     )
 
 
-def pick_baseline_for(plan: EvalPlan, stored: StoredRuns, fingerprint: Fingerprint) -> BaselineChoice | None:
+def pick_baseline_for(
+    plan: EvalPlan, stored: StoredRuns, fingerprint: Fingerprint
+) -> BaselineChoice | None:
     """The run named with ``--baseline`` (an error when unknown or incompatible), else
     the frozen or newest compatible run; None when nothing is compared."""
     if not plan.compares:

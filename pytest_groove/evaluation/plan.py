@@ -111,9 +111,7 @@ def read_stored_runs(plan: EvalPlan) -> StoredRuns:
 def check_option_combinations(options: RunOptions) -> None:
     """Options that contradict each other, or need an extra that is missing."""
     if options.no_history and options.freeze_baseline:
-        raise UsageError(
-            f"{flag('freeze-baseline')} needs the history: drop {flag('no-history')}"
-        )
+        raise UsageError(f"{flag('freeze-baseline')} needs the history: drop {flag('no-history')}")
     if options.html is not None:
         # before any index work or search: a missing extra should not cost a run
         from pytest_groove.evaluation.report_html import check_html_available

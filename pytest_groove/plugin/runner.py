@@ -110,7 +110,9 @@ class ProcessRunner:
                 f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)"
             )
         self.plan: EvalPlan = plan_evaluation(kb, options.run, prog=PROG)
-        self.golden_path = resolve_path(Path(self.plan.golden.path), "golden file", "--groove-golden")
+        self.golden_path = resolve_path(
+            Path(self.plan.golden.path), "golden file", "--groove-golden"
+        )
         self.names: list[str] = node_ids(self.plan.golden.queries)
         self.searcher: Searcher | None = None
         #: the begun evaluation (controller: :meth:`begin`; worker: handed over)
@@ -267,9 +269,7 @@ class ProcessRunner:
     def pytest_sessionstart(self) -> None:
         # after every plugin's and conftest's pytest_configure: their markers are known
         try:
-            refuse_tags_naming_foreign_markers(
-                self.config, self.plan.golden, self.markers_before
-            )
+            refuse_tags_naming_foreign_markers(self.config, self.plan.golden, self.markers_before)
         except GrooveError as exc:
             raise usage_error(exc) from None
 

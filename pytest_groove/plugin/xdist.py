@@ -44,7 +44,9 @@ def _baseline(raw: Any, count: int) -> tuple[QueryResult | None, ...]:
     return tuple(baseline)
 
 
-def worker_evaluation(plan: EvalPlan, workerinput: dict[str, Any], searcher: Searcher) -> Evaluation:
+def worker_evaluation(
+    plan: EvalPlan, workerinput: dict[str, Any], searcher: Searcher
+) -> Evaluation:
     """The evaluation a worker judges its items with, from the controller's hand-off."""
     payload = workerinput.get(WORKER_INPUT) or {}
     fingerprint = Fingerprint.from_json(payload.get("fingerprint"))

@@ -73,8 +73,9 @@ class Searcher(Protocol):
 class EngineSearcher:
     """The built-in hybrid search over the KB's own index."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, settings: Settings) -> None:
         self.engine = engine
+        self.settings = settings
 
     @property
     def identity(self) -> SearcherIdentity:
@@ -83,7 +84,7 @@ class EngineSearcher:
             model=engine.model_name,
             reranker_id=engine.reranker_id,
             context_mode=engine.context_mode,
-            vector_index=engine.settings.index.vector_index,
+            vector_index=self.settings.index.vector_index,
         )
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
@@ -125,9 +126,11 @@ def open_engine_searcher(
     """Open (and unless ``reindex`` is False, first refresh) the KB's index."""
     if opener is None:
         # imported here: the engine pulls in apsw, faiss and the embedder
-        from pytest_groove.engine import open_engine as opener
+        from pytest_groove.engine import open_engine
+
+        opener = open_engine
     engine = opener(kb, settings, embedder=embedder, reindex=reindex, progress=progress, log=log)
-    return EngineSearcher(engine)
+    return EngineSearcher(engine, settings)
 
 
 class RetrieverSearcher:

@@ -1,0 +1,97 @@
+"""Planning an evaluation: the k list, limit, depth, their notes, and the refusals.
+
+spec-eval §3.2: when no limit is given, the default limit is the largest k *as
+requested* (before capping), so a k over the retrieval cap alone produces the
+limit-cap note -- the reference tool does exactly that, and so do both doors here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_groove.config import SEARCH_LIMIT_MAX
+from pytest_groove.errors import GrooveError, UsageError
+from pytest_groove.evaluation.plan import plan_evaluation
+from pytest_groove.options import RunOptions
+
+NOTE = f"note: limit 2000 exceeds the retrieval cap; using {SEARCH_LIMIT_MAX}"
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / ".groove-eval.yml").write_text(
+        'queries:\n  - query: "q"\n    expected:\n      - path: "a.md"\n', encoding="utf-8"
+    )
+    return root
+
+
+def test_a_k_over_the_cap_alone_gives_the_limit_note(kb: Path) -> None:
+    setup = plan_evaluation(kb, RunOptions(k=(2000,)))
+    assert setup.notes == (NOTE,)
+    assert (setup.k_values, setup.limit, setup.depth) == ((1000,), 1000, 1000)
+
+
+def test_a_k_over_the_cap_in_the_config_gives_the_same_note(kb: Path) -> None:
+    (kb / "groove.toml").write_text("[eval]\nk_values = [1, 2000]\n", encoding="utf-8")
+    setup = plan_evaluation(kb, RunOptions())
+    assert setup.notes == (NOTE,)
+    assert (setup.k_values, setup.limit) == ((1, 1000), 1000)
+
+
+def test_an_explicit_limit_within_the_cap_silences_the_note(kb: Path) -> None:
+    setup = plan_evaluation(kb, RunOptions(k=(2000,), limit=5))
+    assert setup.notes == ()
+    assert (setup.k_values, setup.limit, setup.depth) == ((1000,), 5, 1000)
+
+
+def test_a_limit_over_the_cap_gives_the_note(kb: Path) -> None:
+    setup = plan_evaluation(kb, RunOptions(k=(1, 5), limit=2000))
+    assert setup.notes == (NOTE,)
+    assert (setup.limit, setup.depth) == (1000, 1000)
+
+
+# --------------------------------------------------------------------------- from options
+
+
+def test_every_option_that_shapes_the_settings_reaches_them(kb: Path) -> None:
+    """Both doors plan from RunOptions; a field left behind fails here."""
+    (kb / "c.toml").write_text("", encoding="utf-8")
+    (kb / "g.yml").write_text((kb / ".groove-eval.yml").read_text("utf-8"), encoding="utf-8")
+    run = RunOptions(
+        golden=kb / "g.yml", config=kb / "c.toml", k=(1, 3), limit=7, model="hash",
+        reranker="none", mmr=True, mmr_lambda=0.3, mmr_same_doc_penalty=0.2,
+        parent_retriever=False, index_dir=kb / "idx", vector_index="hnsw",
+    )  # fmt: skip
+    plan = plan_evaluation(kb, run)
+    search = plan.settings.search
+    assert (plan.k_values, plan.limit, plan.depth) == ((1, 3), 7, 7)
+    assert plan.golden.path == str(kb / "g.yml")
+    assert plan.settings.index.model == "hash"
+    assert plan.settings.index.index_dir == kb / "idx"
+    assert plan.settings.index.vector_index == "hnsw"
+    assert search.reranker == "none" and search.mmr.enabled
+    assert (search.mmr.lambda_, search.mmr.same_doc_penalty) == (0.3, 0.2)
+    assert not search.parent_retriever.enabled
+    assert plan.options is run
+
+
+def test_freeze_without_history_is_refused_in_both_spellings(kb: Path) -> None:
+    run = RunOptions(no_history=True, freeze_baseline=True)
+    with pytest.raises(UsageError) as caught:
+        plan_evaluation(kb, run)
+    assert caught.value.message == "--freeze-baseline needs the history: drop --no-history"
+    assert caught.value.message_for("pytest") == (
+        "--groove-freeze-baseline needs the history: drop --groove-no-history"
+    )
+
+
+def test_the_history_is_read_at_plan_time_only_when_asked(kb: Path) -> None:
+    (kb / ".groove-eval-history.json").mkdir()  # refused when read
+    plan = plan_evaluation(kb, RunOptions())
+    assert plan.stored is None
+    with pytest.raises(GrooveError, match="refusing to read the eval history"):
+        plan_evaluation(kb, RunOptions(), read_history=True)
