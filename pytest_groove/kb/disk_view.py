@@ -1,0 +1,84 @@
+"""The knowledge base as its files say, without an index: paths, headings, digests.
+
+An external retriever answers from its own store, but the golden set is judged
+against the KB on disk.  :func:`read_kb_view` walks, reads and parses the KB exactly
+as the indexer does (the same exclusion rules, the same reads below the root without
+following links, the same parser and chunking) and embeds nothing, so a golden entry
+is checked against the same headings whichever searcher answers, and a run records
+the corpus it was judged against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_groove.config import IndexSettings
+from pytest_groove.kb.indexer import _read_collected
+from pytest_groove.kb.parse import ParseFailure, parse_document
+from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+from pytest_groove.kb.walk import collect_files
+
+
+@dataclass(frozen=True)
+class KBView:
+    """What the KB's files hold, as the indexer would see them."""
+
+    #: each document with at least one chunk -> its chunks' headings (None: no heading)
+    headings: dict[str, set[str | None]]
+    #: each document -> SHA-256 of its bytes (the indexer's change detection)
+    documents: dict[str, str]
+    #: every chunk's full-text fields, in path and chunk order
+    texts: tuple[ChunkText, ...]
+    #: what was skipped and why (unreadable, not UTF-8 ...)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def corpus(self) -> CorpusSnapshot:
+        """Counts and a digest over every chunk, defined as the index's is."""
+        return CorpusSnapshot(
+            documents=len(self.headings), chunks=len(self.texts), digest=chunk_digest(self.texts)
+        )
+
+
+def chunk_digest(chunks: Iterable[ChunkText]) -> str:
+    """SHA-256 over (path, chunk index, heading, content, context) of each chunk, each
+    field length-prefixed (None as one zero byte), in the order given."""
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        for field in (chunk.path, str(chunk.chunk_index), chunk.heading, chunk.content, chunk.context):
+            if field is None:
+                digest.update(b"\x00")
+            else:
+                data = field.encode("utf-8")
+                digest.update(b"\x01" + struct.pack("<Q", len(data)) + data)
+    return digest.hexdigest()
+
+
+def read_kb_view(kb: Path, settings: IndexSettings) -> KBView:
+    """Walk, read and parse every indexable file of ``kb`` (nothing is embedded)."""
+    collected = collect_files(kb, settings)
+    warnings = list(collected.warnings)
+    headings: dict[str, set[str | None]] = {}
+    documents: dict[str, str] = {}
+    texts: list[ChunkText] = []
+    for rel, data in _read_collected(kb, collected, warnings).items():
+        if data is None:
+            continue
+        documents[rel] = hashlib.sha256(data).hexdigest()
+        try:
+            parsed = parse_document(rel, data, settings, on_warning=warnings.append)
+        except ParseFailure as exc:
+            warnings.append(f"skipped {rel}: {exc}")
+            continue
+        if not parsed.chunks:
+            continue
+        headings[rel] = {chunk.heading for chunk in parsed.chunks}
+        texts.extend(
+            ChunkText(rel, chunk.index, chunk.heading, chunk.context, chunk.content)
+            for chunk in parsed.chunks
+        )
+    return KBView(headings, documents, tuple(texts), tuple(warnings))
