@@ -35,12 +35,11 @@ from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history import (
     BaselineChoice,
     StagedSave,
-    choose_baseline,
     history_path,
     load_history,
-    named_baseline,
     stage_save,
 )
+from pytest_groove.evaluation.history_baseline import pick_baseline as pick_baseline
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
 from pytest_groove.evaluation.report_text import NEXT_RUN_HINT, render_text
@@ -310,16 +309,6 @@ def _findings(ctx: EvalContext, per_query: Sequence[QueryResult]) -> list[Findin
     if ctx.chunk_texts is not None:
         return scan_golden_quotes(per_query, ctx.chunk_texts)
     return []
-
-
-def pick_baseline(
-    runs: Sequence[RunRecord], fingerprint: Fingerprint, named: str | None, path: Path
-) -> BaselineChoice:
-    """The run named with ``--baseline`` (an error when unknown or incompatible), else
-    the frozen or newest compatible run."""
-    if named is not None:
-        return named_baseline(runs, fingerprint, named, path)
-    return choose_baseline(runs, fingerprint)
 
 
 def _baseline(
