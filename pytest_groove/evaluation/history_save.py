@@ -30,7 +30,7 @@ from pytest_groove.evaluation.history_format import (
 )
 from pytest_groove.evaluation.run import RecordFormatError, RunRecord
 from pytest_groove.files import atomic
-from pytest_groove.files.lock import LockTimeout, acquire_lock
+from pytest_groove.files.lock import LockTimeout, acquire_lock, holding
 
 #: seconds to wait for another process's save to finish
 LOCK_TIMEOUT_SECONDS = 120.0
@@ -128,11 +128,8 @@ def _acquire_lock(path: Path) -> filelock.BaseFileLock:
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Hold ``<file>.lock`` for the body."""
-    lock = _acquire_lock(path)
-    try:
+    with holding(_acquire_lock(path)):
         yield
-    finally:
-        lock.release()
 
 
 @dataclass(frozen=True)
