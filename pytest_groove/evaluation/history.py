@@ -53,6 +53,7 @@ written (a full device) leaves the history byte for byte as it was.
 
 from __future__ import annotations
 
+from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history_baseline import (
     BaselineChoice,
     choose_baseline,
@@ -89,6 +90,7 @@ from pytest_groove.evaluation.history_save import (
 
 __all__ = [
     "BACKUP_MARK",
+    "HISTORY_CAP",
     "HISTORY_FILE_NAME",
     "HISTORY_FORMAT",
     "HISTORY_WHAT",
