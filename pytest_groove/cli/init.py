@@ -9,7 +9,6 @@ overwritten: it is left alone and named.  Ends with the next command to run.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,6 +17,7 @@ from pytest_groove.config import CONFIG_FILE_NAME, Settings
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME
 from pytest_groove.evaluation.starter import golden_starter, outline, toml_starter
+from pytest_groove.files.atomic import open_new
 
 PROG = "groove init"
 
@@ -42,16 +42,15 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 def _write_new(path: Path, text: str) -> bool:
     """Create ``path`` with ``text``; False when it already exists (left untouched)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags, 0o644)
-    except FileExistsError:
-        return False
+        handle = open_new(path)
     except OSError as exc:
         raise GrooveError(f"could not create {path}: {exc.strerror or exc}") from None
+    if handle is None:
+        return False
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        with handle:
+            handle.write(text.encode("utf-8"))
     except OSError as exc:
         raise GrooveError(f"could not write {path}: {exc.strerror or exc}") from None
     return True

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pytest_groove.evaluation.compare import match_queries, query_regressed
 from pytest_groove.evaluation.expected_check import check_before_search
-from pytest_groove.evaluation.history import BaselineChoice, choose_baseline, named_baseline
+from pytest_groove.evaluation.history_baseline import BaselineChoice, pick_baseline
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.records import GoldenQuery
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
@@ -85,10 +85,7 @@ def pick_baseline_for(
     the frozen or newest compatible run; None when nothing is compared."""
     if not plan.compares:
         return None
-    named = plan.options.baseline
-    if named is not None:
-        return named_baseline(stored.runs, fingerprint, named, plan.history_path)
-    return choose_baseline(stored.runs, fingerprint)
+    return pick_baseline(stored.runs, fingerprint, plan.options.baseline, plan.history_path)
 
 
 def baseline_counterparts(

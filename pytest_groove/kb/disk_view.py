@@ -49,7 +49,13 @@ def chunk_digest(chunks: Iterable[ChunkText]) -> str:
     field length-prefixed (None as one zero byte), in the order given."""
     digest = hashlib.sha256()
     for chunk in chunks:
-        for field in (chunk.path, str(chunk.chunk_index), chunk.heading, chunk.content, chunk.context):
+        for field in (
+            chunk.path,
+            str(chunk.chunk_index),
+            chunk.heading,
+            chunk.content,
+            chunk.context,
+        ):
             if field is None:
                 digest.update(b"\x00")
             else:

@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from pytest_groove.errors import GrooveError
+from pytest_groove.files.lock import LockTimeout, acquire_lock, holding
 from pytest_groove.kb.index_faults import os_fault, unwritable_reason
 
 LOCK_FILE_NAME = "index.lock"
@@ -52,17 +51,14 @@ def index_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Non
     """Hold ``<index_dir>/index.lock`` for the duration of the block."""
     lock_path = index_dir / LOCK_FILE_NAME
     probe_lock_file(index_dir)
-    lock = FileLock(str(lock_path), timeout=timeout)
     try:
-        lock.acquire()
-    except Timeout:
+        lock = acquire_lock(lock_path, timeout)
+    except LockTimeout:
         raise GrooveError(
             f"another indexer has held {lock_path} for {timeout:.0f}s; "
             "wait for it or remove a stale lock file"
         ) from None
     except OSError as exc:
         raise os_fault(exc, lock_path) from None
-    try:
+    with holding(lock):
         yield
-    finally:
-        lock.release()

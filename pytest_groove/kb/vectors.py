@@ -38,17 +38,17 @@ Cached beside the chunk index under its own prefix.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import faiss
 import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.config import DEFAULT_VECTOR_INDEX, VECTOR_INDEX_KINDS
+from pytest_groove.files.atomic import write_atomic_with
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
 
@@ -300,20 +300,20 @@ class VectorIndex:
 
     def _write_cache(self, directory: Path, cache: Path, prefix: str = CACHE_PREFIX) -> None:
         # The cache is an optimisation: failing to write it (read-only checkout, full
-        # disk) must never fail a search.  The means are written first: an index
-        # file without its means is never left behind to be read as "not centred".
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        # disk) must never fail a search, and a torn one is rebuilt, so it is written
+        # without fsync.  The means are written first: an index file without its
+        # means is never left behind to be read as "not centred".
         means_file = cache.with_suffix(".npz")
         try:
             if self.means:
-                means_tmp = cache.with_name(f".{cache.name}.{os.getpid()}.npz")
-                np.savez(means_tmp, **self.means)  # type: ignore[arg-type]
-                os.replace(means_tmp, means_file)
-            faiss.write_index(self._index, str(tmp))
-            os.replace(tmp, cache)
+                write_atomic_with(
+                    means_file,
+                    lambda handle: np.savez(handle, **self.means),  # type: ignore[arg-type]
+                    mode=0o644,
+                    sync=False,
+                )
+            write_atomic_with(cache, self._write_index, mode=0o644, sync=False)
         except (OSError, RuntimeError):
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             return
         keep = {cache, means_file}
         for old in [
@@ -323,6 +323,11 @@ class VectorIndex:
             if old not in keep:
                 with contextlib.suppress(OSError):
                     old.unlink()
+
+    def _write_index(self, handle: BinaryIO) -> None:
+        """The faiss index's bytes into ``handle`` (faiss streams them through a callback)."""
+        writer = faiss.PyCallbackIOWriter(handle.write)  # type: ignore[attr-defined]
+        faiss.write_index(self._index, writer)
 
     def prepare_query(self, query: npt.NDArray[np.float32], text: str) -> npt.NDArray[np.float32]:
         """The query vector as this index compares it: centred by its text's group."""

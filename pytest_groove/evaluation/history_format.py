@@ -1,0 +1,359 @@
+"""The eval history file's layout: reading, validating and encoding it.
+
+The layout and the reading rules are described in :mod:`pytest_groove.evaluation.history`;
+this module turns bytes into runs (:func:`read_history`, :func:`load_history`) and
+runs into bytes (:func:`encode_history`, :func:`bound_history`), and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings as _warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
+from pytest_groove.evaluation.history_codec import decode_run, encode_run, is_compact
+from pytest_groove.evaluation.run import (
+    RecordFormatError,
+    RunRecord,
+    display_timestamp,
+    format_timestamp,
+    parse_timestamp,
+)
+
+HISTORY_FILE_NAME = ".groove-eval-history.json"
+#: how the guarded reader names this file in its refusals
+HISTORY_WHAT = "eval history"
+
+
+class HistoryWarning(UserWarning):
+    """A history problem that does not stop the run (when no warning list is given)."""
+
+
+def history_path(kb: Path) -> Path:
+    """Where a KB's history lives (independent of where the golden file is)."""
+    return kb / HISTORY_FILE_NAME
+
+
+# --------------------------------------------------------------------------- reading
+
+#: the format this version writes (format 1 had no ``format`` key)
+HISTORY_FORMAT = 2
+
+#: the mark a backup's name carries after the history's own name
+BACKUP_MARK = ".bak-"
+
+
+def new_backup_path(path: Path, moment: datetime | None = None) -> Path:
+    """A name for a backup of ``path`` that no earlier backup holds.
+
+    ``<file>.bak-<UTC time, to the microsecond>``, with ``-2``, ``-3``... added
+    when that name is taken: every damage event keeps its own copy.
+    """
+    moment = (moment or datetime.now(UTC)).astimezone(UTC)
+    stem = path.name + BACKUP_MARK + moment.strftime("%Y%m%dT%H%M%S.%fZ")
+    candidate = path.with_name(stem)
+    n = 1
+    while candidate.exists() or candidate.is_symlink():
+        n += 1
+        candidate = path.with_name(f"{stem}-{n}")
+    return candidate
+
+
+def backup_pattern(path: Path) -> str:
+    """How messages name the backups of ``path`` before one is written."""
+    return f"{path}{BACKUP_MARK}<time>"
+
+
+@dataclass(frozen=True)
+class ParsedHistory:
+    """A history file's runs, and what reading them dropped or changed."""
+
+    #: the runs that parsed, newest first
+    runs: list[RunRecord]
+    #: how many runs the file holds, parsed or not
+    stored: int
+    #: one reason per skipped run (naming its JSON location), in file order
+    skipped: tuple[str, ...] = ()
+    #: the JSON location of each run whose text had to be repaired to be storable
+    repaired: tuple[str, ...] = ()
+
+    @property
+    def damaged(self) -> bool:
+        """Writing these runs back would not reproduce what the file holds."""
+        return bool(self.skipped or self.repaired)
+
+
+#: a ``\uD800``-``\uDFFF`` escape: the only way JSON text can carry a surrogate
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def _without_lone_surrogates(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone surrogate replaced by U+FFFD, and whether any was.
+
+    JSON can spell a lone surrogate (``"\\udfff"``); Python reads it into a string
+    that cannot be encoded as UTF-8, so such a run could never be written again.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            fixed = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            return fixed, True
+        return value, False
+    if isinstance(value, list):
+        items = [_without_lone_surrogates(item) for item in value]
+        return [item for item, _ in items], any(changed for _, changed in items)
+    if isinstance(value, dict):
+        changed = False
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            new_key, key_changed = _without_lone_surrogates(key)
+            new_item, item_changed = _without_lone_surrogates(item)
+            out[new_key] = new_item
+            changed = changed or key_changed or item_changed
+        return out, changed
+    return value, False
+
+
+def _decode_run(raw: Any, where: str) -> RunRecord:
+    if is_compact(raw):
+        return decode_run(raw, where)
+    return RunRecord.from_json(raw, where)
+
+
+def read_history(data: bytes) -> ParsedHistory:
+    """Decode a history file's bytes (format 1 or 2) run by run.
+
+    Raises :class:`RecordFormatError` when the bytes are not a history at all (not
+    UTF-8 JSON, no ``runs`` list); a run that does not parse is skipped and named
+    in :attr:`ParsedHistory.skipped`, one holding lone surrogates is repaired and
+    named in :attr:`ParsedHistory.repaired`.
+    """
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RecordFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:
+        raise RecordFormatError("JSON nested too deeply") from None
+    except ValueError as exc:  # json.JSONDecodeError, oversized integer literals
+        raise RecordFormatError(f"not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise RecordFormatError("top level: expected an object with a 'runs' list")
+    if "runs" not in doc:
+        raise RecordFormatError("top level: missing key 'runs'")
+    raw_runs = doc["runs"]
+    if not isinstance(raw_runs, list):
+        raise RecordFormatError("runs: expected a list")
+    may_hold_surrogates = _SURROGATE_ESCAPE.search(data) is not None
+    runs: list[RunRecord] = []
+    skipped: list[str] = []
+    repaired: list[str] = []
+    for i, raw in enumerate(raw_runs):
+        where = f"runs[{i}]"
+        try:
+            changed = False
+            if may_hold_surrogates:
+                raw, changed = _without_lone_surrogates(raw)
+            runs.append(_decode_run(raw, where))
+            if changed:
+                repaired.append(where)
+        except RecordFormatError as exc:
+            skipped.append(str(exc))
+        except RecursionError:
+            skipped.append(f"{where}: JSON nested too deeply")
+    parsed = ParsedHistory(
+        runs=runs, stored=len(raw_runs), skipped=tuple(skipped), repaired=tuple(repaired)
+    )
+    marker = doc.get("baseline")
+    if isinstance(marker, str):
+        try:
+            frozen_at = parse_timestamp(marker, "baseline")
+        except RecordFormatError:
+            return parsed  # an unreadable marker freezes nothing; the runs are intact
+        for i, run in enumerate(runs):
+            if run.timestamp == frozen_at:
+                runs[i] = replace(run, frozen=True)
+                break
+    return parsed
+
+
+def parse_history(data: bytes) -> list[RunRecord]:
+    """The runs of a history file that parse (see :func:`read_history`)."""
+    return read_history(data).runs
+
+
+def is_blank(data: bytes) -> bool:
+    """An empty (or whitespace-only) file held nothing worth a backup copy."""
+    return not data.strip()
+
+
+def _damage_message(path: Path, parsed: ParsedHistory) -> str:
+    parts = []
+    if parsed.skipped:
+        count = len(parsed.skipped)
+        reason = parsed.skipped[0] + (f"; and {count - 1} more" if count > 1 else "")
+        parts.append(
+            f"skipped {count} of {parsed.stored} stored run(s) that do not parse ({reason})"
+        )
+    if parsed.repaired:
+        parts.append(
+            f"repaired {len(parsed.repaired)} stored run(s) holding a lone surrogate escape "
+            f"({', '.join(parsed.repaired[:3])}; each becomes U+FFFD)"
+        )
+    return (
+        f"eval history {path}: {'; '.join(parts)}; the other runs are kept, and the next "
+        f"save first copies the file to {backup_pattern(path)}"
+    )
+
+
+def load_history(
+    path: Path, *, warnings: list[str] | None = None, cap: int = HISTORY_CAP
+) -> list[RunRecord]:
+    """Stored runs, newest first; ``[]`` when the file does not exist.
+
+    Raises :class:`GrooveError` when the file is refused or cannot be read (the
+    caller must then stop without saving).  Stored runs that do not parse are
+    skipped, runs holding lone surrogates repaired; content that is not a history
+    at all yields ``[]``.  Either way one warning says so, appended to ``warnings``
+    when given, else issued as a :class:`HistoryWarning`.  Loading never writes.
+    """
+    data = read_guarded(path, HISTORY_WHAT, cap)
+    if data is None:
+        return []
+    message: str | None = None
+    try:
+        parsed = read_history(data)
+    except RecordFormatError as exc:
+        runs: list[RunRecord] = []
+        message = f"eval history {path} is not a readable history ({exc}); starting fresh"
+        if not is_blank(data):
+            message += f" (the next save first copies the file to {backup_pattern(path)})"
+    else:
+        runs = parsed.runs
+        if parsed.damaged:
+            message = _damage_message(path, parsed)
+    if message is not None:
+        if warnings is None:
+            _warnings.warn(message, HistoryWarning, stacklevel=2)
+        else:
+            warnings.append(message)
+    return runs
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _encode_run(run: RunRecord) -> bytes:
+    """One run on one line (compact form, no spaces: the file is meant to be committed)."""
+    text = json.dumps(encode_run(run), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # a lone surrogate from the golden file: store U+FFFD rather than fail the save
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
+_OPEN = b'  "runs": [\n'
+_SEPARATOR = b",\n"
+_CLOSE = b"\n  ]\n}\n"
+_EMPTY = b'  "runs": []\n}\n'
+
+
+def _head(baseline: RunRecord | None) -> bytes:
+    head = b'{\n  "format": ' + str(HISTORY_FORMAT).encode() + b",\n"
+    if baseline is None:
+        return head
+    return head + b'  "baseline": "' + format_timestamp(baseline.timestamp).encode() + b'",\n'
+
+
+def _assemble(pieces: Sequence[bytes], baseline: RunRecord | None) -> bytes:
+    if not pieces:
+        return _head(baseline) + _EMPTY
+    return _head(baseline) + _OPEN + _SEPARATOR.join(pieces) + _CLOSE
+
+
+def _assembled_size(piece_sizes: Sequence[int], baseline: RunRecord | None) -> int:
+    """``len(_assemble(...))`` without building the bytes."""
+    if not piece_sizes:
+        return len(_head(baseline)) + len(_EMPTY)
+    return (
+        len(_head(baseline))
+        + len(_OPEN)
+        + sum(piece_sizes)
+        + len(_SEPARATOR) * (len(piece_sizes) - 1)
+        + len(_CLOSE)
+    )
+
+
+def encode_history(runs: Sequence[RunRecord]) -> bytes:
+    """The file bytes for these runs (newest first; a frozen run sets ``baseline``)."""
+    return _assemble([_encode_run(r) for r in runs], next((r for r in runs if r.frozen), None))
+
+
+def _too_big(size: int, cap: int) -> GrooveError:
+    return GrooveError(
+        f"one eval run serialises to {size} bytes, more than the {cap}-byte history cap, "
+        "so it cannot be saved in a form the next run could read; this comes from a very "
+        "large golden set or a very high --limit: reduce either, or pass --no-history to "
+        "skip the history file"
+    )
+
+
+def bound_history(
+    ordered: Sequence[RunRecord], history_size: int, cap: int
+) -> tuple[list[RunRecord], bytes, list[str]]:
+    """Keep the newest ``history_size`` runs (+ the frozen one) within ``cap`` bytes.
+
+    ``ordered`` is newest first and starts with the run being saved.  Returns the
+    runs kept, their file bytes and warnings.  Oldest runs go first, so the run the
+    next comparison most likely needs is the last to be dropped; the frozen run is
+    dropped only when it no longer fits even beside the newest run alone.
+    """
+    pieces = [_encode_run(r) for r in ordered]
+    sizes = [len(p) for p in pieces]
+    wanted = min(max(history_size, 0), len(ordered))
+    pin = next((i for i, r in enumerate(ordered) if r.frozen), None)
+
+    def pick(n: int, keep_pin: bool) -> list[int]:
+        indices = list(range(n))
+        if keep_pin and pin is not None and pin >= n:
+            indices.append(pin)  # the oldest of those kept: it goes last
+        return indices
+
+    def size(indices: list[int]) -> int:
+        frozen = next((ordered[i] for i in indices if i == pin), None)
+        return _assembled_size([sizes[i] for i in indices], frozen)
+
+    chosen: list[int] | None = None
+    for keep_pin in (True, False) if pin is not None else (True,):
+        chosen = next(
+            (pick(n, keep_pin) for n in range(wanted, 0, -1) if size(pick(n, keep_pin)) <= cap),
+            None,
+        )
+        if chosen is not None:
+            break
+    if chosen is None:
+        if wanted > 0:
+            raise _too_big(size([0]), cap)
+        chosen = pick(0, True) if pin is not None and size(pick(0, True)) <= cap else []
+
+    messages: list[str] = []
+    if len(chosen) < len(pick(wanted, True)):
+        messages.append(
+            f"eval history trimmed to {len(chosen)} run(s) to stay under the {cap}-byte "
+            "cap; [eval].history_size asks for more"
+        )
+    if pin is not None and pin not in chosen:
+        messages.append(
+            f"the frozen baseline of {display_timestamp(ordered[pin].timestamp)} no longer "
+            "fits in the history and was dropped; freeze a new one with --freeze-baseline"
+        )
+    frozen = next((ordered[i] for i in chosen if i == pin), None)
+    return [ordered[i] for i in chosen], _assemble([pieces[i] for i in chosen], frozen), messages

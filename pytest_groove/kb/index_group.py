@@ -1,0 +1,307 @@
+"""Documents embedded and written in groups, and what an indexer run reports.
+
+:class:`WriteGroup` batches parsed documents for the embedder and hands the embedded
+groups to a writer thread (see its docstring); :class:`IndexReport` counts what the
+run did, :class:`Progress` shows it on a terminal.  The group sizes are the
+indexer's (:data:`pytest_groove.kb.indexer.EMBED_GROUP_CHUNKS`,
+:data:`~pytest_groove.kb.indexer.WRITE_QUEUE_CHUNKS`), passed in by it.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from pytest_groove.embed.base import Embedder
+from pytest_groove.kb.notes import note_text
+from pytest_groove.kb.quality import quality_score, token_count
+from pytest_groove.kb.records import ParsedDocument
+from pytest_groove.kb.store import DocumentWrite, Store, term_fields
+
+
+@dataclass
+class IndexReport:
+    """What one indexer run did: files by outcome, chunks and notes embedded, warnings."""
+
+    added: int = 0
+    changed: int = 0
+    renamed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    chunks_embedded: int = 0
+    #: note vectors embedded (one per new or re-chunked document, or new title)
+    notes_embedded: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"indexed: {self.added} added, {self.changed} changed, {self.renamed} renamed, "
+            f"{self.removed} removed, {self.unchanged} unchanged, {self.skipped} skipped; "
+            f"{self.chunks_embedded} chunks embedded in {self.seconds:.2f}s"
+        )
+
+
+@dataclass(frozen=True)
+class ScannedFile:
+    """A KB file as the scan read it: its path, bytes and SHA-256."""
+
+    path: str
+    data: bytes
+    digest: str
+
+
+def embedding_input(context: str | None, content: str, contextual: bool) -> str:
+    if contextual and context and context.strip():
+        return f"{context}\n\n{content}"
+    return content
+
+
+class Progress:
+    """A tqdm bar on a terminal; nothing in CI logs (not a TTY)."""
+
+    def __init__(
+        self,
+        total: int,
+        enabled: bool,
+        *,
+        unit: str = "file",
+        desc: str = "groove index",
+        counted: str = "chunks",
+    ) -> None:
+        self._bar = None
+        self._counted = counted
+        self._started = time.monotonic()
+        if enabled and total:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit=unit, desc=desc, leave=False)
+
+    def step(self, embedded: int) -> None:
+        if self._bar is not None:
+            rate = embedded / max(time.monotonic() - self._started, 1e-9)
+            postfix = {self._counted: embedded, f"{self._counted}_per_s": f"{rate:.1f}"}
+            self._bar.set_postfix(postfix, refresh=False)
+            self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class WriteGroup:
+    """Documents waiting to be embedded and written together.
+
+    Chunks of many documents go to the embedder in one call (a group of about
+    ``group_chunks``), and the embedded groups go to the database on a
+    writer thread while this thread reads, parses and embeds the next ones (SQLite,
+    feeding FTS5 most of the time, runs without the GIL).  Embedded groups that
+    arrive while the writer is still busy queue up and are written together in the
+    writer's next transaction: when the writer is the bottleneck (a fast embedder)
+    its transactions grow, which is what makes FTS5 fast (it flushes and merges its
+    index once per transaction); when the embedder is the bottleneck (a neural
+    model) every group commits on its own, so a killed run loses little work.  At
+    most ``queue_chunks`` chunks wait; transactions commit in order, each
+    all or nothing, so every document's rows change together.  The progress bar and
+    the report count a document only once its transaction is committed, so the bar
+    never runs ahead of what is stored.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        contextual: bool,
+        embeds_context: bool,
+        embeds_notes: bool,
+        report: IndexReport,
+        bar: Progress,
+        *,
+        group_chunks: int,
+        queue_chunks: int,
+    ) -> None:
+        self.store = store
+        #: chunks embedded per embedder call; the most embedded chunks kept waiting
+        self._group_chunks = group_chunks
+        self._queue_chunks = queue_chunks
+        self.embedder = embedder
+        #: documents get their note vectors as they are written (else a changed
+        #: document's stored one is dropped)
+        self.embeds_notes = embeds_notes
+        #: the breadcrumb is stored and searched in full text ("static")
+        self.contextual = contextual
+        #: the breadcrumb is embedded with each chunk ("static" or "embedded")
+        self.embeds_context = embeds_context
+        self.report = report
+        self._bar = bar
+        #: render each chunk's word-table text here, off the writer thread
+        self._term_table = store.keeps_term_table
+        #: read and parsed, not embedded yet
+        self._pending: list[_Pending] = []
+        self._chunks = 0
+        #: embedded, waiting for the writer thread
+        self._queued = _Batch()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-writer")
+        #: the transaction being committed, with what to count once it is
+        self._in_flight: Future[None] | None = None
+        self._in_flight_batch = _Batch()
+
+    def done_without_write(self) -> None:
+        """Count a file that needs no write, after the documents queued before it."""
+        if self._pending or self._queued.writes:
+            self._queued.idle_steps += 1
+        else:
+            self._bar.step(self.report.chunks_embedded)
+
+    def add(
+        self,
+        item: ScannedFile,
+        doc: ParsedDocument,
+        *,
+        known: bool,
+        meta_only: bool,
+        new_note: bool = True,
+    ) -> None:
+        self._pending.append(_Pending(item, doc, known, meta_only, new_note))
+        if not meta_only:
+            self._chunks += len(doc.chunks)
+        if self._chunks >= self._group_chunks:
+            self.flush()
+
+    def flush(self) -> None:
+        """Embed the pending documents and hand them to the writer (now, or queued)."""
+        if not self._pending:
+            return
+        texts = [
+            embedding_input(c.context, c.content, self.embeds_context)
+            for p in self._pending
+            if not p.meta_only
+            for c in p.doc.chunks
+        ]
+        # one call embeds the chunks and the note vectors that changed
+        notes = [note_text(p.doc) for p in self._pending if p.new_note and self.embeds_notes]
+        embedded = self.embedder.embed_passages([*texts, *notes]) if texts or notes else None
+        vectors = embedded[: len(texts)] if embedded is not None and texts else None
+        fresh_notes = iter([] if embedded is None else embedded[len(texts) :])
+        offset = 0
+        for pending in self._pending:
+            item, doc, known, meta_only = (
+                pending.item,
+                pending.doc,
+                pending.known,
+                pending.meta_only,
+            )
+            embeds_note = pending.new_note and self.embeds_notes
+            note_vector = next(fresh_notes) if embeds_note else None
+            drop_note = pending.new_note and not self.embeds_notes
+            self._queued.docs.append((doc, known, meta_only, embeds_note))
+            if meta_only or vectors is None:
+                self._queued.writes.append(
+                    DocumentWrite(
+                        item.path,
+                        item.digest,
+                        len(item.data),
+                        doc,
+                        note_vector=note_vector,
+                        drop_note=drop_note,
+                    )
+                )
+                continue
+            count = len(doc.chunks)
+            self._queued.writes.append(
+                DocumentWrite(
+                    item.path,
+                    item.digest,
+                    len(item.data),
+                    doc,
+                    vectors[offset : offset + count],
+                    token_counts=[token_count(c.content) for c in doc.chunks],
+                    quality_scores=[quality_score(c.content) for c in doc.chunks],
+                    term_texts=[
+                        term_fields(c.heading, c.context if self.contextual else None, c.content)
+                        for c in doc.chunks
+                    ]
+                    if self._term_table
+                    else (),
+                    note_vector=note_vector,
+                    drop_note=drop_note,
+                )
+            )
+            self._queued.chunks += count
+            offset += count
+        self._pending, self._chunks = [], 0
+        writer_busy = self._in_flight is not None and not self._in_flight.done()
+        if not writer_busy or self._queued.chunks >= self._queue_chunks:
+            self._submit()
+
+    def _submit(self) -> None:
+        """Write everything queued in one transaction on the writer thread."""
+        self.wait()
+        if not self._queued.writes:
+            self._count(self._queued)
+            self._queued = _Batch()
+            return
+        self._in_flight = self._writer.submit(
+            self.store.write_documents, self._queued.writes, store_context=self.contextual
+        )
+        self._in_flight_batch, self._queued = self._queued, _Batch()
+
+    def wait(self) -> None:
+        """Let the transaction in flight commit (its error, if any, is raised here)."""
+        if self._in_flight is None:
+            return
+        future, self._in_flight = self._in_flight, None
+        future.result()
+        self._count(self._in_flight_batch)
+        self._in_flight_batch = _Batch()
+
+    def finish(self) -> None:
+        """Embed and write whatever is left, and let it commit."""
+        self.flush()
+        self._submit()
+        self.wait()
+
+    def _count(self, batch: _Batch) -> None:
+        for doc, known, meta_only, new_note in batch.docs:
+            if not meta_only:
+                self.report.chunks_embedded += len(doc.chunks)
+            self.report.notes_embedded += new_note
+            if known:
+                self.report.changed += 1
+            else:
+                self.report.added += 1
+            self._bar.step(self.report.chunks_embedded)
+        for _ in range(batch.idle_steps):
+            self._bar.step(self.report.chunks_embedded)
+
+    def shutdown(self) -> None:
+        """Wait for the writer thread to finish (before the store is closed), never raising:
+        on the error path the first error is the one to report."""
+        self._writer.shutdown(wait=True)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A parsed document waiting for the embedder."""
+
+    item: ScannedFile
+    doc: ParsedDocument
+    known: bool
+    #: its chunks are stored as they are (a frontmatter-only edit)
+    meta_only: bool
+    #: its note vector is (re-)embedded (a new document, new chunks or a new title)
+    new_note: bool
+
+
+@dataclass
+class _Batch:
+    """Embedded documents written in one transaction, and what to count once it commits."""
+
+    writes: list[DocumentWrite] = field(default_factory=list)
+    #: (document, known before, frontmatter-only, note vector embedded)
+    docs: list[tuple[ParsedDocument, bool, bool, bool]] = field(default_factory=list)
+    chunks: int = 0
+    #: files decided without a write while these documents waited (counted after them)
+    idle_steps: int = 0

@@ -1,0 +1,238 @@
+"""Reading an index: documents, chunks, vectors and the corpus snapshot."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
+from pytest_groove.kb.store_schema import StoreConnection
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A stored chunk joined with its document's path and title."""
+
+    id: int
+    document_id: int
+    path: str
+    title: str | None
+    chunk_index: int
+    heading: str | None
+    level: int | None
+    content: str
+    context: str | None
+    token_count: int | None
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """What the frontmatter-only fast path compares."""
+
+    heading: str | None
+    content: str
+    context: str | None
+
+
+class StoreReader(StoreConnection):
+    """The read side of an index database (full-text search aside)."""
+
+    def document_hashes(self) -> dict[str, str]:
+        return {
+            str(path): str(digest)
+            for path, digest in self.conn.execute("SELECT path, content_hash FROM documents")
+        }
+
+    def document_title(self, path: str) -> str | None:
+        """The stored title of ``path``'s document (None: no title, or no such document)."""
+        row = self.conn.execute("SELECT title FROM documents WHERE path=?", (path,)).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    def stored_chunks(self, path: str) -> list[StoredChunk]:
+        rows = self.conn.execute(
+            "SELECT c.heading, c.content, c.context_text FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE d.path=? ORDER BY c.chunk_index",
+            (path,),
+        )
+        return [StoredChunk(h, c, x) for h, c, x in rows]
+
+    def notes_to_embed(self) -> list[tuple[int, str | None, str]]:
+        """(document id, title, first chunk's content) of every document without a note
+        vector, in id order: what :func:`~pytest_groove.kb.notes.note_text_of` embeds."""
+        return [
+            (int(doc_id), None if title is None else str(title), str(opening))
+            for doc_id, title, opening in self.conn.execute(
+                "SELECT d.id, d.title, c.content FROM documents d "
+                "JOIN chunks c ON c.document_id = d.id AND c.chunk_index = 0 "
+                "WHERE d.note_embedding IS NULL ORDER BY d.id"
+            )
+        ]
+
+    def counts(self) -> tuple[int, int]:
+        return (
+            self._scalar("SELECT count(*) FROM documents"),
+            self._scalar("SELECT count(*) FROM chunks"),
+        )
+
+    def context_chunk_count(self) -> int:
+        return self._scalar(
+            "SELECT count(*) FROM chunks WHERE context_text IS NOT NULL AND context_text != ''"
+        )
+
+    def all_vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every chunk id with its stored embedding, in id order."""
+        ids: list[int] = []
+        blobs: list[bytes] = []
+        for cid, blob in self.conn.execute("SELECT id, embedding FROM chunks ORDER BY id"):
+            ids.append(int(cid))
+            blobs.append(bytes(blob))
+        dim = int(self.get_meta("embedding_dim") or "0")
+        if not ids:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+        return np.asarray(ids, dtype=np.int64), matrix.copy()
+
+    def note_vectors(self) -> dict[int, npt.NDArray[np.float32]]:
+        """Every document's note vector, by document id (documents without one are left out)."""
+        return {
+            int(doc_id): np.frombuffer(bytes(blob), dtype=np.float32).copy()
+            for doc_id, blob in self.conn.execute(
+                "SELECT id, note_embedding FROM documents WHERE note_embedding IS NOT NULL"
+            )
+        }
+
+    def note_openings(self) -> dict[int, str]:
+        """Each document's title and opening text (its note vector's script), by id."""
+        return {
+            int(doc_id): chunk_opening(
+                None if title is None else bytes(title).decode("utf-8", "replace"),
+                bytes(content).decode("utf-8", "replace"),
+            )
+            for doc_id, title, content in self.conn.execute(
+                "SELECT d.id, CAST(d.title AS BLOB), CAST(substr(c.content, 1, ?) AS BLOB) "
+                "FROM documents d JOIN chunks c ON c.document_id = d.id AND c.chunk_index = 0",
+                (OPENING_CHARS,),
+            )
+        }
+
+    def chunk_documents(self) -> dict[int, int]:
+        """Every chunk's document id, by chunk id."""
+        return {
+            int(cid): int(doc_id)
+            for cid, doc_id in self.conn.execute("SELECT id, document_id FROM chunks")
+        }
+
+    def chunk_openings(self) -> dict[int, str]:
+        """:func:`~pytest_groove.kb.scripts.chunk_opening` of every chunk, by id."""
+        # read as bytes: a damaged row must not stop the index from opening (the
+        # search that reads it reports the corruption); only the script counts here
+        return {
+            int(cid): chunk_opening(
+                bytes(heading).decode("utf-8", "replace") if heading is not None else None,
+                bytes(content).decode("utf-8", "replace"),
+            )
+            for cid, heading, content in self.conn.execute(
+                "SELECT id, CAST(heading AS BLOB), CAST(substr(content, 1, ?) AS BLOB) FROM chunks",
+                (OPENING_CHARS,),
+            )
+        }
+
+    def vectors_for(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for cid, blob in self.conn.execute(
+                f"SELECT id, embedding FROM chunks WHERE id IN ({marks})", batch
+            ):
+                out[int(cid)] = np.frombuffer(bytes(blob), dtype=np.float32)
+        return out
+
+    def documents_of(self, ids: Sequence[int]) -> dict[int, int]:
+        """The document id of each chunk of ``ids`` that exists (no text is read)."""
+        out: dict[int, int] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for cid, document_id in self.conn.execute(
+                f"SELECT id, document_id FROM chunks WHERE id IN ({marks})", batch
+            ):
+                out[int(cid)] = int(document_id)
+        return out
+
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for row in self.conn.execute(
+                "SELECT c.id, c.document_id, d.path, d.title, c.chunk_index, c.heading, c.level, "
+                "c.content, c.context_text, c.token_count FROM chunks c "
+                f"JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})",
+                batch,
+            ):
+                out[int(row[0])] = ChunkRow(*row)
+        return out
+
+    def document_chunk_rows(
+        self, document_id: int, lo: int | None = None, hi: int | None = None, limit: int = -1
+    ) -> list[ChunkRow]:
+        """Chunks of one document in order, optionally only indices lo..hi."""
+        sql = (
+            "SELECT c.id, c.document_id, d.path, d.title, c.chunk_index, c.heading, c.level, "
+            "c.content, c.context_text, c.token_count FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE c.document_id = ?"
+        )
+        params: list[Any] = [document_id]
+        if lo is not None and hi is not None:
+            sql += " AND c.chunk_index BETWEEN ? AND ?"
+            params += [lo, hi]
+        sql += " ORDER BY c.chunk_index LIMIT ?"
+        params.append(limit)
+        return [ChunkRow(*row) for row in self.conn.execute(sql, params)]
+
+    def headings_by_path(self) -> dict[str, set[str | None]]:
+        """Every indexed path with the headings its chunks carry (None: no heading)."""
+        out: dict[str, set[str | None]] = {}
+        for path, heading in self.conn.execute(
+            "SELECT d.path, c.heading FROM documents d LEFT JOIN chunks c ON c.document_id = d.id"
+        ):
+            out.setdefault(str(path), set()).add(None if heading is None else str(heading))
+        return out
+
+    def iter_chunk_texts(self) -> Iterator[ChunkText]:
+        for path, index, heading, context, content in self.conn.execute(
+            "SELECT d.path, c.chunk_index, c.heading, c.context_text, c.content FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id ORDER BY d.path, c.chunk_index"
+        ):
+            yield ChunkText(str(path), int(index), heading, context, str(content))
+
+    def corpus_snapshot(self) -> CorpusSnapshot:
+        """Counts and a digest over every indexed chunk (see docs/eval.md)."""
+        digest = hashlib.sha256()
+        chunks = 0
+        # Python's str ordering is code-point order, the order the digest is defined in;
+        # SQLite's default BINARY collation on UTF-8 gives the same order.
+        for chunk in self.iter_chunk_texts():
+            chunks += 1
+            for field in (
+                chunk.path,
+                str(chunk.chunk_index),
+                chunk.heading,
+                chunk.content,
+                chunk.context,
+            ):
+                if field is None:
+                    digest.update(b"\x00")
+                else:
+                    data = field.encode("utf-8")
+                    digest.update(b"\x01" + struct.pack("<Q", len(data)) + data)
+        documents = self._scalar("SELECT count(*) FROM documents")
+        return CorpusSnapshot(documents=documents, chunks=chunks, digest=digest.hexdigest())

@@ -1,0 +1,310 @@
+"""The index database's layout, and opening it: the base every part of the store shares.
+
+:class:`StoreConnection` opens ``index.db`` (creating, upgrading or refusing it by its
+schema and chunker versions), and holds the connection, the transactions, the read
+snapshot and the ``index_meta`` rows.  The writer, reader and full-text parts
+(:mod:`.store_writer`, :mod:`.store_reader`, :mod:`.store_fulltext`) build on it, and
+:class:`pytest_groove.kb.store.Store` joins them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+from urllib.parse import quote
+
+import apsw
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.index_faults import apsw_fault, index_faults
+from pytest_groove.kb.markdown import CHUNKER_VERSION
+
+#: bump when the table layout changes; an index with another version is rebuilt
+#: (2: the ``fts_terms`` table; 3: the full-text tables' ``hashsize``; 4: each
+#: document's note vector, ``documents.note_embedding``; 5: ``fts_terms`` filled only
+#: while the index keeps it, see :data:`TERM_TABLE_META`)
+SCHEMA_VERSION = 5
+#: a version-4 index is a version-5 index that keeps its word table: it is upgraded in
+#: place (two meta rows) rather than rebuilt, which would re-embed every chunk
+_TERM_TABLE_ALWAYS_SCHEMA = 4
+#: ``index_meta`` key: "kept" while ``fts_terms`` holds every chunk, "off" while it
+#: holds none.  Only the version-4 full-text compiler reads that table, and feeding it
+#: is about a fifth of what indexing costs SQLite, so an index fills it the first time
+#: a configuration asks for it (:meth:`Store.keep_term_table`) and from then on.
+TERM_TABLE_META = "term_table"
+#: ``index_meta`` key: "kept" while every document has its note vector
+#: (``documents.note_embedding``, :mod:`pytest_groove.kb.notes`), "off" while the
+#: indexer does not embed them.  Only note order reads them, and they are about a
+#: third more text for the model to embed, so an index embeds them the first time a
+#: configuration with note order is indexed (:meth:`Store.notes_to_embed`) and from
+#: then on.  No key: an index from before this key, which always kept them.
+NOTE_VECTORS_META = "note_vectors"
+DB_FILE_NAME = "index.db"
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    path TEXT UNIQUE NOT NULL,
+    title TEXT, topic TEXT, category TEXT, depth TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',
+    date TEXT,
+    content_hash TEXT NOT NULL,
+    size_bytes INTEGER,
+    last_indexed TEXT NOT NULL,
+    -- the embedding of the note's title and opening section (kb.notes.note_text)
+    note_embedding BLOB
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    chunk_index INTEGER NOT NULL,
+    heading TEXT,
+    level INTEGER,
+    content TEXT NOT NULL,
+    token_count INTEGER,
+    quality_score REAL NOT NULL DEFAULT 1.0,
+    context_text TEXT,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
+    heading, context, content,
+    content='', contentless_delete=1,
+    tokenize='trigram remove_diacritics 1 case_sensitive 0'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5(
+    heading, context, content,
+    content='', contentless_delete=1,
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
+
+#: FTS5 settings stored with both full-text tables; they change how fast rows go in,
+#: never what a query returns.  ``hashsize``: memory (bytes) for new entries before
+#: FTS5 writes them out as a segment (default 1 MiB).  The trigram table makes about
+#: one entry per character, so with the default a transaction of a few hundred chunks
+#: wrote many small segments that FTS5 then merged again; with 16 MiB a transaction of
+#: a few thousand chunks writes one.  ``automerge``: how many segments of one size pile
+#: up before FTS5 merges them into a larger one (default 4); merging 8 at a time
+#: rewrites each entry fewer times as the table grows (a 100k-chunk build: 21 s -> 17 s
+#: of SQL).
+FTS_TABLE_SETTINGS: tuple[tuple[str, int], ...] = (
+    ("hashsize", 16 * 1024 * 1024),
+    ("automerge", 8),
+)
+_FTS_SETTINGS = "".join(
+    f"INSERT INTO {table}({table}, rank) VALUES ('{key}', {value});"
+    for table in ("fts_chunks", "fts_terms")
+    for key, value in FTS_TABLE_SETTINGS
+)
+
+#: the full-text tables a MATCH expression can be run against (see kb.terms)
+FTS_TABLES = ("fts_chunks", "fts_terms")
+
+
+class StoreConnection:
+    """An open index database: the connection, its transactions and its metadata."""
+
+    def __init__(self, conn: apsw.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, directory: Path, *, create: bool) -> Self:
+        """Open ``<directory>/index.db``; with ``create`` make it if missing."""
+        db_path = directory / DB_FILE_NAME
+        if not create and not db_path.is_file():
+            raise GrooveError(
+                f"No index found at {db_path}. Run `groove index --kb-path <kb>` first."
+            )
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not os.access(directory, os.W_OK):
+            return cls._open_immutable(db_path)
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        conn: apsw.Connection | None = None
+        try:
+            conn = apsw.Connection(str(db_path), flags=flags)
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            conn.execute("PRAGMA journal_mode=WAL")
+            # derived data (see the module docstring): no fsync per commit
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            store = cls(conn, db_path)
+            version = store._schema_version()
+            if version is None:
+                with store.transaction():
+                    conn.execute(_SCHEMA)
+                    conn.execute(_FTS_SETTINGS)
+                    store.set_meta("schema_version", str(SCHEMA_VERSION))
+                    store.set_meta("chunker_version", str(CHUNKER_VERSION))
+                    store.set_meta("generation", "0")
+                    store.set_meta(TERM_TABLE_META, "off")
+                    store.set_meta(NOTE_VECTORS_META, "off")
+                    # names this database's vector caches: a re-created database restarts
+                    # its generation count and must never pick up an old cache file
+                    store.set_meta("index_id", uuid.uuid4().hex)
+            elif (version, store._chunker_version()) == (
+                _TERM_TABLE_ALWAYS_SCHEMA,
+                CHUNKER_VERSION,
+            ):
+                with store.transaction():
+                    store.set_meta(TERM_TABLE_META, "kept")
+                    store.set_meta("schema_version", str(SCHEMA_VERSION))
+            elif (version, chunker := store._chunker_version()) != (
+                SCHEMA_VERSION,
+                CHUNKER_VERSION,
+            ):
+                conn.close()
+                if not create:
+                    raise GrooveError(
+                        f"index at {db_path} was built by another pytest-groove version "
+                        f"(schema {version}, chunker {chunker}; this one uses "
+                        f"{SCHEMA_VERSION}, {CHUNKER_VERSION}): rebuild it with "
+                        "`groove index --kb-path <kb>`"
+                    )
+                # The index is derived data: an indexer (holding the index lock) simply
+                # starts over rather than guessing how to migrate an unknown layout.
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+                return cls.open(directory, create=True)
+        except apsw.Error as exc:
+            fault = apsw_fault(exc, db_path, 0 if conn is None else conn.system_errno)
+            if conn is not None:
+                conn.close()
+            raise fault from None
+        except UnicodeDecodeError:
+            if conn is not None:
+                conn.close()
+            with index_faults(db_path):
+                raise
+        return store
+
+    @classmethod
+    def _open_immutable(cls, db_path: Path) -> Self:
+        """A read-only open of an index in a folder this process cannot write.
+
+        SQLite needs to create the WAL's shared-memory file beside a WAL database even
+        to read it; ``immutable=1`` skips that (and all locking), which is right for a
+        read-only checkout or mount where nobody changes the file meanwhile.
+        """
+        uri = f"file:{quote(str(db_path))}?immutable=1"
+        conn: apsw.Connection | None = None
+        try:
+            conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            store = cls(conn, db_path)
+            version = store._schema_version()
+            chunker = store._chunker_version()
+        except apsw.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise apsw_fault(exc, db_path) from None
+        if chunker != CHUNKER_VERSION or version not in (
+            SCHEMA_VERSION,
+            _TERM_TABLE_ALWAYS_SCHEMA,
+        ):
+            conn.close()
+            raise GrooveError(
+                f"index at {db_path} was built by another pytest-groove version (schema "
+                f"{version}, chunker {chunker}; this one uses {SCHEMA_VERSION}, "
+                f"{CHUNKER_VERSION}), and its folder is not writable: rebuild it elsewhere with "
+                "`groove index --kb-path <kb> --index-dir <writable folder>`"
+            )
+        return store
+
+    def _schema_version(self) -> int | None:
+        row = self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name='index_meta'"
+        ).fetchone()
+        if row is None:
+            return None
+        value = self.get_meta("schema_version")
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            return -1
+
+    def _chunker_version(self) -> int:
+        """Version of the chunking rules the stored chunks were cut by (absent = 1)."""
+        value = self.get_meta("chunker_version")
+        try:
+            return 1 if value is None else int(value)
+        except ValueError:
+            return -1
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (BEGIN IMMEDIATE so writers queue up early)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Every read inside sees the same committed state (WAL snapshot)."""
+        if not self.conn.getautocommit():
+            yield  # already inside a transaction: that one is the snapshot
+            return
+        self.conn.execute("BEGIN")
+        # a deferred transaction takes its snapshot at the first read
+        self.conn.execute("SELECT count(*) FROM index_meta").fetchone()
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ metadata
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM index_meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO index_meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+    @property
+    def index_id(self) -> str:
+        return self.get_meta("index_id") or "unknown"
+
+    @property
+    def generation(self) -> int:
+        """Bumped by every write transaction; keys the cached faiss file."""
+        return int(self.get_meta("generation") or "0")
+
+    def _bump_generation(self) -> None:
+        self.set_meta("generation", str(self.generation + 1))
+
+    @property
+    def keeps_term_table(self) -> bool:
+        """Whether ``fts_terms`` holds every chunk (a version-4 index, with no key, did)."""
+        return self.get_meta(TERM_TABLE_META) != "off"
+
+    @property
+    def keeps_note_vectors(self) -> bool:
+        """Whether every document has its note vector and the indexer embeds new ones."""
+        return self.get_meta(NOTE_VECTORS_META) != "off"
+
+    def _scalar(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        row = self.conn.execute(sql, params).fetchone()
+        return 0 if row is None else int(row[0])
