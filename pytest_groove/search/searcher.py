@@ -22,6 +22,7 @@ from pytest_groove.search.hits import SearchHit
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
+    from pytest_groove.kb.disk_view import KBView
     from pytest_groove.engine import Engine
     from pytest_groove.search.retriever import ExternalRetriever
 
@@ -134,12 +135,28 @@ def open_engine_searcher(
 
 
 class RetrieverSearcher:
-    """A team's own retriever, judged against the KB's files on disk."""
+    """A team's own retriever, judged against the KB's files on disk.
+
+    The KB on disk is the ground truth whatever answers: the golden entries are
+    checked against its files' headings (read as the indexer reads them, nothing
+    embedded), the run records the digest of those files as its corpus, and the
+    golden-quote scan reads their texts.
+    """
 
     def __init__(self, retriever: ExternalRetriever, kb: Path, settings: Settings) -> None:
         self.retriever = retriever
         self.kb = kb
         self.settings = settings
+        self._view: KBView | None = None
+
+    @property
+    def view(self) -> KBView:
+        """The KB's files (read once, at first use)."""
+        if self._view is None:
+            from pytest_groove.kb.disk_view import read_kb_view
+
+            self._view = read_kb_view(self.kb, self.settings.index)
+        return self._view
 
     @property
     def identity(self) -> SearcherIdentity:
@@ -155,13 +172,13 @@ class RetrieverSearcher:
         return nullcontext()
 
     def headings_by_path(self) -> Mapping[str, Collection[str | None]] | None:
-        return None
+        return self.view.headings
 
     def corpus_snapshot(self) -> CorpusSnapshot | None:
-        return None
+        return self.view.corpus
 
     def chunk_texts(self) -> Iterable[ChunkText] | None:
-        return None
+        return self.view.texts
 
     def close(self) -> None:
         return None
