@@ -67,9 +67,9 @@ def _end(
         **options,
     )
     return finish(
+        evaluation.plan,
         evaluation if begun_at_all else None,
         _results(evaluation, found=found) if results is None else results,
-        kb_from_cli=True,
         interrupted=interrupted,
         exitstatus=exitstatus,
     )
@@ -102,13 +102,26 @@ def test_a_complete_run_is_reported_and_recorded(kb: Path) -> None:
 def test_nothing_ran_leaves_the_status_alone(kb: Path) -> None:
     done = _end(kb, results=[], exitstatus=pytest.ExitCode.NO_TESTS_COLLECTED)
     assert done.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
-    assert done.summary == "groove: no golden query produced a result (0 of 2)\n"
+    assert done.summary == (
+        "groove: no golden query ran (0 of 2); the retrieval gate did not run\n"
+    )
     assert not history_path(kb).exists()
 
 
-def test_nothing_prepared_prints_nothing(kb: Path) -> None:
+def test_nothing_selected_says_the_gate_did_not_run(kb: Path) -> None:
     done = _end(kb, results=[], begun_at_all=False)
-    assert (done.summary, done.stderr) == (None, ())
+    assert done.summary == (
+        "groove: no golden query ran (0 of 2); the retrieval gate did not run\n"
+    )
+    assert done.stderr == () and done.exitstatus == pytest.ExitCode.OK
+
+
+def test_nothing_ran_under_the_gate_is_impossible_to_miss(kb: Path) -> None:
+    done = _end(kb, results=[], begun_at_all=False, fail_on_regression=True)
+    assert done.summary == (
+        "groove: WARNING: no golden query ran (0 of 2): the retrieval gate asked for by "
+        "--groove-fail-on-regression did NOT run\n"
+    )
 
 
 def test_a_regression_under_the_gate_makes_the_status_1(kb: Path) -> None:

@@ -93,6 +93,19 @@ WORSE = {**GOOD, "who carries the pager": [*NOISE, ["ops/oncall.md", None]]}
 MISSING = {**GOOD, "who carries the pager": NOISE}
 
 IDS = ["ship-days", "rotate-tokens", "pager", "flaky"]
+
+#: the notes the answers name (headings as the answers give them)
+KB_FILES = {
+    "ops/deploys.md": "# Deploys\n\n## Schedule\n\nWe ship on Tuesdays and Thursdays only.\n",
+    "api/auth.md": "# Auth\n\n## Rotation\n\nTokens are rotated every ninety days.\n",
+    "ops/oncall.md": "# On call\n\nThe pager is carried by the on-call engineer of the week.\n",
+    "practices/testing.md": (
+        "# Testing\n\n## Flaky tests\n\nA check that fails then passes is quarantined "
+        "and fixed within a week.\n"
+    ),
+    "misc/other.md": "# Other\n\nUnrelated notes about the office plants and the kitchen.\n",
+    "misc/more.md": "# More\n\n## Intro\n\nMore unrelated notes about lunch and coffee.\n",
+}
 XDIST = ["-n", "2"]
 
 
@@ -108,6 +121,10 @@ class Project:
         self.kb = pytester.path / "kb"
         self.kb.mkdir()
         (self.kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+        # the KB on disk is what the golden set is judged against, whoever answers
+        for rel, text in KB_FILES.items():
+            (self.kb / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.kb / rel).write_text(text, encoding="utf-8")
         pytester.makeconftest(RETRIEVER_CONFTEST)
         self.answer(GOOD)
 
@@ -497,3 +514,48 @@ def test_the_own_retriever_example(
     result.stdout.fnmatch_lines(["*retriever: keyword-example", "  ✗ ja-postmortem-deadline *"])
     assert (pytester.path / "kb" / ".groove-eval-history.json").exists()
     assert not (pytester.path / "kb" / ".groove").exists()  # no index was built
+
+
+# --------------------------------------------------------------------------- nothing ran
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        ["test_unit.py", "kb", "-k", "test_unit"],
+        ["test_unit.py", "kb", "-m", "not groove"],
+        [".", "--collect-ignore-conftest"],
+    ],
+)
+def test_other_tests_ran_but_no_golden_query_says_so(
+    project: Project, selection: list[str]
+) -> None:
+    project.pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
+    if "--collect-ignore-conftest" in selection:
+        selection = selection[:-1]
+        project.pytester.makeconftest(RETRIEVER_CONFTEST + '\ncollect_ignore = ["kb"]\n')
+    result = project.pytester.runpytest(
+        "--groove-kb", "kb", "--groove-fail-on-regression", *selection
+    )
+    result.assert_outcomes(passed=1)
+    lines = [line for line in result.stdout.lines if line.startswith("groove:")]
+    # the groove section's last line, in capitals under the gate
+    assert lines[-1] == (
+        "groove: WARNING: no golden query ran (0 of 4): the retrieval gate asked for by "
+        "--groove-fail-on-regression did NOT run"
+    )
+    assert not project.history_file.exists()
+
+
+def test_every_golden_item_skipped_by_a_conftest_says_so(project: Project) -> None:
+    project.pytester.makeconftest(
+        RETRIEVER_CONFTEST + "\n\ndef pytest_collection_modifyitems(items):\n"
+        "    import pytest\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.skip(reason='not today'))\n"
+    )
+    result = project.run()
+    result.assert_outcomes(skipped=4)
+    assert "groove: no golden query ran (0 of 4); the retrieval gate did not run" in (
+        result.stdout.lines
+    )

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.config import IndexSettings
-from pytest_groove.kb.indexer import _read_collected
 from pytest_groove.kb.parse import ParseFailure, parse_document
+from pytest_groove.kb.read_files import read_collected
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.walk import collect_files
 
@@ -71,7 +71,7 @@ def read_kb_view(kb: Path, settings: IndexSettings) -> KBView:
     headings: dict[str, set[str | None]] = {}
     documents: dict[str, str] = {}
     texts: list[ChunkText] = []
-    for rel, data in _read_collected(kb, collected, warnings).items():
+    for rel, data in read_collected(kb, collected, warnings).items():
         if data is None:
             continue
         documents[rel] = hashlib.sha256(data).hexdigest()

@@ -11,7 +11,6 @@ must not delete data).  Concurrent indexers of one index serialise on a file loc
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 import time
 from collections import deque
@@ -22,56 +21,24 @@ from pathlib import Path
 from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
-from pytest_groove.kb.beneath import Skipped, index_folder_beneath, open_root, read_beneath
+from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import Progress, ScannedFile, WriteGroup
 from pytest_groove.kb.index_lock import index_lock, probe_lock_file
 from pytest_groove.kb.notes import note_text_of
 from pytest_groove.kb.parse import ParseFailure, parse_document
+from pytest_groove.kb.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
+from pytest_groove.kb.read_files import read_collected
 from pytest_groove.kb.records import ParsedDocument
 from pytest_groove.kb.store import DB_FILE_NAME, Store
-from pytest_groove.kb.walk import CollectResult, collect_files
+from pytest_groove.kb.walk import collect_files
 
-#: a KB file larger than this is skipped with a warning
-FILE_SIZE_CAP = 50 * 1024 * 1024
 GROOVE_DIR_NAME = ".groove"
 
 
 def default_index_dir(kb: Path, model_slug: str) -> Path:
     return kb / GROOVE_DIR_NAME / model_slug
-
-
-def _read_collected(
-    kb: Path, collected: CollectResult, warnings: list[str] | None = None
-) -> dict[str, bytes | None]:
-    """The bytes of every collected file, in walk order; None for a skipped one.
-
-    Files are read below the KB root without following links, and only if each is
-    still the file the walk saw: a swap since then is skipped, never followed
-    (:mod:`pytest_groove.kb.beneath`).  Each skip adds a line to ``warnings``.
-    """
-    root = kb.resolve()
-    contents: dict[str, bytes | None] = {}
-    try:
-        root_fd = open_root(root)
-    except OSError as exc:
-        raise GrooveError(
-            f"cannot read the knowledge base folder {kb} ({exc.strerror}); check its permissions"
-        ) from None
-    try:
-        for rel in collected.files:
-            try:
-                contents[rel] = read_beneath(
-                    root_fd, root, rel, collected.identities.get(rel), FILE_SIZE_CAP
-                )
-            except Skipped as exc:
-                contents[rel] = None
-                if warnings is not None:
-                    warnings.append(f"skipped {rel}: {exc.reason}")
-    finally:
-        os.close(root_fd)
-    return contents
 
 
 def context_mode_for(settings: IndexSettings) -> str:
@@ -252,7 +219,7 @@ def current_read_only(
     collected = collect_files(kb, settings)
     report.warnings.extend(collected.warnings)
     seen: set[str] = set()
-    contents = _read_collected(kb, collected)
+    contents = read_collected(kb, collected)
     for rel in collected.files:
         data = contents.get(rel)
         if data is None:
@@ -412,7 +379,7 @@ def _scan(kb: Path, settings: IndexSettings, report: IndexReport) -> _Scan:
     report.warnings.extend(collected.warnings)
     scanned: list[ScannedFile] = []
     skipped: set[str] = set()
-    for rel, data in _read_collected(kb, collected, report.warnings).items():
+    for rel, data in read_collected(kb, collected, report.warnings).items():
         if data is None:
             skipped.add(rel)
             report.skipped += 1

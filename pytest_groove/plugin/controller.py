@@ -49,6 +49,7 @@ import pytest
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.lifecycle import Evaluation
+from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.evaluation.run import QueryResult, RecordFormatError
 from pytest_groove.options import pytest_flag_names
 from pytest_groove.plugin.items import GrooveQueryItem
@@ -106,10 +107,10 @@ class Finished:
 
 
 def finish(
+    plan: EvalPlan,
     evaluation: Evaluation | None,
     results: Sequence[QueryResult],
     *,
-    kb_from_cli: bool,
     interrupted: bool,
     exitstatus: int,
     color: bool = False,
@@ -121,11 +122,7 @@ def finish(
     ``interrupted``: Ctrl-C was seen, or pytest's exit status says the run broke.
     """
     if evaluation is None or not results:
-        summary = None
-        if kb_from_cli and evaluation is not None:
-            total = len(evaluation.plan.golden.queries)
-            summary = f"{PROG}: no golden query produced a result (0 of {total})\n"
-        return Finished(summary, (), exitstatus)
+        return Finished(nothing_ran_line(plan), (), exitstatus)
     plan = evaluation.plan
     stderr = [f"{PROG}: {note}" for note in plan.notes]
     complete = len(results) == len(plan.golden.queries) and not interrupted
@@ -143,6 +140,24 @@ def finish(
         _exit_status(outcome, exitstatus),
         pending=outcome if outcome.staged is not None else None,
     )
+
+
+def nothing_ran_line(plan: EvalPlan) -> str:
+    """Said when the session ran no golden query: whatever else passed, the gate did not.
+
+    Other tests may have run (``-k``, ``-m "not groove"``, ``--ignore``, a conftest's
+    ``collect_ignore`` or skips), so an exit status 0 would otherwise read as "retrieval
+    is fine".  Under ``--groove-fail-on-regression`` the line says so in capitals: it is
+    the last line the groove section prints.
+    """
+    total = len(plan.golden.queries)
+    line = f"{PROG}: no golden query ran (0 of {total}); the retrieval gate did not run"
+    if plan.options.fail_on_regression:
+        line = (
+            f"{PROG}: WARNING: no golden query ran (0 of {total}): the retrieval gate "
+            "asked for by --groove-fail-on-regression did NOT run"
+        )
+    return line + "\n"
 
 
 def _summary(outcome: EvalOutcome, interrupted: bool) -> str:
@@ -233,9 +248,9 @@ class GrooveController:
         self.pytest_session = session
         runner = self.runner
         self.finished = finish(
+            runner.plan,
             runner.evaluation,
             self.ordered_results(),
-            kb_from_cli=runner.options.kb_from_cli,
             interrupted=self.interrupted or exitstatus in _BROKEN,
             exitstatus=exitstatus,
             color=_use_color(runner.config),

@@ -22,8 +22,8 @@ from pytest_groove.search.hits import SearchHit
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
-    from pytest_groove.kb.disk_view import KBView
     from pytest_groove.engine import Engine
+    from pytest_groove.kb.disk_view import KBView
     from pytest_groove.search.retriever import ExternalRetriever
 
 #: the model name recorded in the fingerprint of a run measured with a retriever

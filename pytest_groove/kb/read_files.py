@@ -1,0 +1,49 @@
+"""Reading the files a walk of the KB collected: below the root, never through a link.
+
+Shared by the indexer and :mod:`pytest_groove.kb.disk_view` (which reads the KB for an
+external retriever without indexing it); imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
+from pytest_groove.kb.walk import CollectResult
+
+#: a KB file larger than this is skipped with a warning
+FILE_SIZE_CAP = 50 * 1024 * 1024
+
+
+def read_collected(
+    kb: Path, collected: CollectResult, warnings: list[str] | None = None
+) -> dict[str, bytes | None]:
+    """The bytes of every collected file, in walk order; None for a skipped one.
+
+    Files are read below the KB root without following links, and only if each is
+    still the file the walk saw: a swap since then is skipped, never followed
+    (:mod:`pytest_groove.kb.beneath`).  Each skip adds a line to ``warnings``.
+    """
+    root = kb.resolve()
+    contents: dict[str, bytes | None] = {}
+    try:
+        root_fd = open_root(root)
+    except OSError as exc:
+        raise GrooveError(
+            f"cannot read the knowledge base folder {kb} ({exc.strerror}); check its permissions"
+        ) from None
+    try:
+        for rel in collected.files:
+            try:
+                contents[rel] = read_beneath(
+                    root_fd, root, rel, collected.identities.get(rel), FILE_SIZE_CAP
+                )
+            except Skipped as exc:
+                contents[rel] = None
+                if warnings is not None:
+                    warnings.append(f"skipped {rel}: {exc.reason}")
+    finally:
+        os.close(root_fd)
+    return contents
