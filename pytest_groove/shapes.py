@@ -165,6 +165,19 @@ def read_values(value: Any, path: str, item: Reader[T]) -> dict[str, T]:
     return {key: item(entry, where(path, key)) for key, entry in read_object(value, path).items()}
 
 
+def list_of(item: Reader[T], expected: str) -> Reader[tuple[T, ...]]:
+    """A reader of a list whose every item ``item`` reads; any misfit is reported for
+    the whole list, as ``expected`` (``"a list of strings"``)."""
+
+    def read(value: Any, path: str) -> tuple[T, ...]:
+        try:
+            return tuple(read_items(value, path, item))
+        except ShapeError:
+            raise _wrong(path, expected, value) from None
+
+    return read
+
+
 def optional(reader: Reader[T]) -> Reader[T | None]:
     """``reader``, with ``null`` read as None."""
 
