@@ -40,6 +40,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -58,6 +59,7 @@ from pytest_groove.evaluation.golden_yaml import (
     line_of_item,
     one_line,
     require,
+    want,
     want_list,
     want_mapping,
     want_optional_string,
@@ -67,6 +69,7 @@ from pytest_groove.evaluation.golden_yaml import (
 from pytest_groove.evaluation.guarded_io import GOLDEN_CAP, read_guarded
 from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.shapes import optional, read_bool, read_int
 
 DEFAULT_GOLDEN_NAME = ".groove-eval.yml"
 #: a derived query id is this many code points of the query text
@@ -211,24 +214,25 @@ def _check_defaults(value: object, line: int) -> None:
     defaults = want_mapping(value, "defaults", line, "a mapping with `limit` and/or `rerank`")
     check_fields(defaults, _DEFAULTS_FIELDS, "defaults")
     if "limit" in defaults:
-        limit = defaults["limit"]
-        ok = limit is None or (
-            isinstance(limit, int) and not isinstance(limit, bool) and 0 <= limit <= _U32_MAX
+        want(
+            optional(_u32),
+            defaults["limit"],
+            "defaults.limit",
+            key_line(defaults, "limit"),
+            lambda limit: f"invalid value: {describe(limit)}, expected a non-negative integer",
         )
-        if not ok:
-            fail(
-                "defaults.limit",
-                f"invalid value: {describe(limit)}, expected a non-negative integer",
-                key_line(defaults, "limit"),
-            )
     if "rerank" in defaults:
-        rerank = defaults["rerank"]
-        if rerank is not None and not isinstance(rerank, bool):
-            fail(
-                "defaults.rerank",
-                f"invalid type: {describe(rerank)}, expected a boolean",
-                key_line(defaults, "rerank"),
-            )
+        want(
+            optional(read_bool),
+            defaults["rerank"],
+            "defaults.rerank",
+            key_line(defaults, "rerank"),
+            lambda rerank: f"invalid type: {describe(rerank)}, expected a boolean",
+        )
+
+
+def _u32(value: Any, path: str) -> int:
+    return read_int(value, path, lo=0, hi=_U32_MAX)
 
 
 def _check_path(path: str, where: str, line: int, kb: Path) -> None:

@@ -12,13 +12,16 @@ lines itself.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
 
 import yaml
 import yaml.constructor
 import yaml.nodes
 
+from pytest_groove.shapes import Reader, ShapeError, read_str
+
+T = TypeVar("T")
 # --------------------------------------------------------------------------- YAML layer
 
 
@@ -228,12 +231,23 @@ def join(where: str, field: str) -> str:
     return f"{where}.{field}" if where else field
 
 
+def want(reader: Reader[T], value: object, where: str, line: int, cause: Callable[[Any], str]) -> T:
+    """What the shape ``reader`` reads from ``value``; a misfit is a :class:`SchemaError`
+    at ``line``, worded by ``cause(value)`` in the golden file's own terms."""
+    try:
+        return reader(value, where)
+    except ShapeError:
+        fail(where, cause(value), line)
+
+
+def _not_a_string(value: object) -> str:
+    hint = " (put it in quotes to make it text)" if value is not None and _is_scalar(value) else ""
+    return f"invalid type: {describe(value)}, expected a string{hint}"
+
+
 def want_string(value: object, where: str, line: int) -> str:
     """A string field; non-strings are refused, not coerced (deliberate addition)."""
-    if isinstance(value, str):
-        return value
-    hint = " (put it in quotes to make it text)" if value is not None and _is_scalar(value) else ""
-    fail(where, f"invalid type: {describe(value)}, expected a string{hint}", line)
+    return want(read_str, value, where, line, _not_a_string)
 
 
 def want_optional_string(value: object, where: str, line: int) -> str | None:
