@@ -275,57 +275,85 @@ def json_key(
     return {"json": JsonKey(read, write, required, absent, omit_none, omit_empty, name, early)}
 
 
+#: (field name, JSON key, writer or None for "as is", omit None, omit empty)
+_Writer = tuple[str, str, Callable[[Any], Any] | None, bool, bool]
+
+
+@dataclass(frozen=True)
+class _Schema:
+    """One record class's stored fields, worked out once (records are read and
+    written by the thousand: every hit of a run is one)."""
+
+    #: (field name, JSON key, how), in field order
+    fields: tuple[tuple[str, str, JsonKey], ...]
+    #: the same, ``early`` ones first
+    reading: tuple[tuple[str, str, JsonKey], ...]
+    writers: tuple[_Writer, ...]
+    keys: frozenset[str]
+
+
+_SCHEMAS: dict[type[Any], _Schema] = {}
+
+
+def _writer(how: JsonKey) -> Callable[[Any], Any] | None:
+    return None if how.write is _as_is else how.write
+
+
+def _schema(cls: type[Any]) -> _Schema:
+    found = _SCHEMAS.get(cls)
+    if found is None:
+        stored = tuple(
+            (item.name, how.name or item.name, how)
+            for item in dataclasses.fields(cls)
+            if isinstance(how := item.metadata.get("json"), JsonKey)
+        )
+        found = _SCHEMAS[cls] = _Schema(
+            fields=stored,
+            reading=tuple(sorted(stored, key=lambda entry: not entry[2].early)),
+            writers=tuple(
+                (name, key, _writer(how), how.omit_none, how.omit_empty)
+                for name, key, how in stored
+            ),
+            keys=frozenset(key for _name, key, _how in stored),
+        )
+    return found
+
+
 def json_schema(cls: type[Any]) -> tuple[tuple[str, str, JsonKey], ...]:
     """(field name, JSON key, how) of every field of ``cls`` that is stored, in order."""
-    out = []
-    for item in dataclasses.fields(cls):
-        how = item.metadata.get("json")
-        if isinstance(how, JsonKey):
-            out.append((item.name, how.name or item.name, how))
-    return tuple(out)
+    return _schema(cls).fields
+
+
+def json_keys(cls: type[Any]) -> frozenset[str]:
+    """Every JSON key ``cls`` reads."""
+    return _schema(cls).keys
 
 
 def record_to_json(record: Any) -> dict[str, Any]:
     """The JSON object of a dataclass whose fields carry :func:`json_key` metadata."""
     out: dict[str, Any] = {}
-    for name, key, how in json_schema(type(record)):
+    for name, key, write, omit_none, omit_empty in _schema(type(record)).writers:
         value = getattr(record, name)
-        if (how.omit_none and value is None) or (how.omit_empty and not value):
+        if (omit_none and value is None) or (omit_empty and not value):
             continue
-        out[key] = how.write(value)
+        out[key] = value if write is None else write(value)
     return out
 
 
 def record_fields_from_json(cls: type[Any], obj: Mapping[str, Any], path: str) -> dict[str, Any]:
     """The constructor arguments of ``cls`` read from its JSON object ``obj``.
 
-    Keys are read in field order, the ``early`` ones first; the arguments come back
-    in field order.
+    Keys are read in field order, the ``early`` ones first.
     """
-    schema = json_schema(cls)
     values: dict[str, Any] = {}
-    for name, key, how in sorted(schema, key=lambda entry: not entry[2].early):
+    for name, key, how in _schema(cls).reading:
         if key in obj:
             values[name] = how.read(obj[key], where(path, key))
         elif how.required:
             raise shape_error(path, f"missing key {key!r}")
         else:
             values[name] = how.absent
-    return {name: values[name] for name, _key, _how in schema}
-
-
-def json_keys(cls: type[Any]) -> frozenset[str]:
-    """Every JSON key ``cls`` reads."""
-    return frozenset(key for _name, key, _how in json_schema(cls))
-
-
-def read_record(cls: type[T]) -> Reader[T]:
-    """A reader of ``cls`` from its JSON object (every field from :func:`json_key`)."""
-
-    def read(value: Any, path: str) -> T:
-        return cls(**record_fields_from_json(cls, read_object(value, path), path))
-
-    return read
+    return values
 
 
 def write_all(items: Iterable[Any]) -> list[dict[str, Any]]:

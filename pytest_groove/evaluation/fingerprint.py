@@ -198,7 +198,7 @@ class Fingerprint:
         extra = {
             key: read_json_value(value, where(path, key))
             for key, value in obj.items()
-            if key not in FINGERPRINT_KEYS
+            if key not in json_keys(cls)
         }
         return cls(**record_fields_from_json(cls, obj, path), extra=extra)
 
