@@ -13,13 +13,25 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_groove.embed.names import DEFAULT_MODEL
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_repr
 from pytest_groove.evaluation.guarded_io import read_guarded
+from pytest_groove.shapes import (
+    Reader,
+    ShapeError,
+    list_of,
+    read_bool,
+    read_int,
+    read_number,
+    read_str,
+)
+
+T = TypeVar("T")
 
 #: the KB's own groove.toml may hold at most this many bytes
 CONFIG_CAP = 1024 * 1024
@@ -138,7 +150,13 @@ class Settings:
 
 
 class _Section:
-    """One TOML table being consumed key by key; leftovers are unknown keys."""
+    """One TOML table being consumed key by key; leftovers are unknown keys.
+
+    Values are read by the typed readers of :mod:`pytest_groove.shapes`; a value
+    that does not fit becomes one line naming the file, the key and what it must be.
+    A key that is absent keeps the dataclass field's own default (read with
+    :meth:`take`), so every default is stated once, on the settings dataclasses.
+    """
 
     def __init__(self, data: dict[str, Any], where: str, source: Path) -> None:
         self._data = dict(data)
@@ -159,64 +177,32 @@ class _Section:
             raise GrooveError(f"invalid config {self.source}: [{self.where}{key}] must be a table")
         return _Section(value, f"{self.where}{key}.", self.source)
 
-    def pop_bool(self, key: str, default: bool) -> bool:
+    def pop(self, key: str, reader: Reader[T]) -> T | None:
+        """The value of ``key`` read by ``reader`` (None when absent; TOML has no null)."""
         if key not in self._data:
-            return default
-        value = self._data[key]
-        if not isinstance(value, bool):
-            raise self._fail(key, "true or false")
+            return None
+        try:
+            value = reader(self._data[key], f"{self.where}{key}")
+        except ShapeError as exc:
+            raise self._fail(key, exc.expected or "something else") from None
         del self._data[key]
         return value
 
-    def pop_float(self, key: str, default: float, lo: float, hi: float) -> float:
-        if key not in self._data:
-            return default
-        value = self._data[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._fail(key, f"a number in [{lo:g}, {hi:g}]")
-        number = float(value)
-        if not math.isfinite(number) or not lo <= number <= hi:
-            raise self._fail(key, f"a finite number in [{lo:g}, {hi:g}]")
-        del self._data[key]
-        return number
+    def take(
+        self, readers: Mapping[str, Reader[Any]], names: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Settings-dataclass arguments for the keys present, read in ``readers`` order.
 
-    def pop_int(self, key: str, default: int, lo: int, hi: int) -> int:
-        if key not in self._data:
-            return default
-        value = self._data[key]
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise self._fail(key, f"a whole number in [{lo}, {hi}]")
-        del self._data[key]
-        return value
-
-    def pop_str(self, key: str, default: str) -> str:
-        if key not in self._data:
-            return default
-        value = self._data[key]
-        if not isinstance(value, str) or not value:
-            raise self._fail(key, "a non-empty string")
-        del self._data[key]
-        return value
-
-    def pop_str_list(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        if key not in self._data:
-            return default
-        value = self._data[key]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self._fail(key, "a list of strings")
-        del self._data[key]
-        return tuple(value)
-
-    def pop_int_list(self, key: str, default: tuple[int, ...]) -> tuple[int, ...]:
-        if key not in self._data:
-            return default
-        value = self._data[key]
-        if not isinstance(value, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value
-        ):
-            raise self._fail(key, "a list of whole numbers")
-        del self._data[key]
-        return tuple(value)
+        ``readers`` maps field names to readers; the TOML key is the field name
+        unless ``names`` says otherwise.  Absent keys are left out, so the dataclass
+        supplies their defaults.
+        """
+        values: dict[str, Any] = {}
+        for name, reader in readers.items():
+            value = self.pop((names or {}).get(name, name), reader)
+            if value is not None:
+                values[name] = value
+        return values
 
     def finish(self) -> None:
         if self._data:
@@ -228,15 +214,59 @@ class _Section:
             )
 
 
+def _number(lo: float, hi: float) -> Reader[float]:
+    """A finite number in ``[lo, hi]``."""
+
+    def read(value: Any, path: str) -> float:
+        return read_number(value, path, lo=lo, hi=hi)
+
+    return read
+
+
+def _whole(lo: int, hi: int) -> Reader[int]:
+    """A whole number in ``[lo, hi]``."""
+
+    def read(value: Any, path: str) -> int:
+        return read_int(value, path, lo=lo, hi=hi)
+
+    return read
+
+
+def _text(value: Any, path: str) -> str:
+    return read_str(value, path, non_empty=True)
+
+
+_STRINGS = list_of(read_str, "a list of strings")
+_WHOLES = list_of(read_int, "a list of whole numbers")
+_UNIT = _number(0.0, 1.0)
+_WEIGHT = _number(0.0, 1e6)
+#: each table's keys, in the order they are read, by field name; the ranges live
+#: here, the defaults on the dataclasses
+_FUSION_KEYS = {
+    "rrf_k": _number(1.0, 1e6),
+    "bm25_heading_weight": _WEIGHT,
+    "bm25_context_weight": _WEIGHT,
+    "bm25_content_weight": _WEIGHT,
+}
+_MMR_KEYS = {"enabled": read_bool, "lambda_": _UNIT, "same_doc_penalty": _UNIT}
+_PARENT_KEYS = {
+    "enabled": read_bool,
+    "whole_doc_threshold_tokens": _whole(0, 8192),
+    "max_expanded_tokens": _whole(1, 8192),
+}
+_SEARCH_SWITCHES = {
+    "fts_query_version": _whole(3, 4),
+    "vector_centring": read_bool,
+    "fts_script_gate": read_bool,
+    "document_first": read_bool,
+    "note_order": read_bool,
+}
+
+
 def _parse_fusion(sec: _Section | None) -> FusionParams:
     if sec is None:
         return FusionParams()
-    fusion = FusionParams(
-        rrf_k=sec.pop_float("rrf_k", 60.0, 1.0, 1e6),
-        bm25_heading_weight=sec.pop_float("bm25_heading_weight", 2.0, 0.0, 1e6),
-        bm25_context_weight=sec.pop_float("bm25_context_weight", 1.0, 0.0, 1e6),
-        bm25_content_weight=sec.pop_float("bm25_content_weight", 1.0, 0.0, 1e6),
-    )
+    fusion = FusionParams(**sec.take(_FUSION_KEYS))
     sec.finish()
     if fusion.weights == (0.0, 0.0, 0.0):
         raise GrooveError(
@@ -249,11 +279,7 @@ def _parse_fusion(sec: _Section | None) -> FusionParams:
 def _parse_mmr(sec: _Section | None) -> MmrSettings:
     if sec is None:
         return MmrSettings()
-    mmr = MmrSettings(
-        enabled=sec.pop_bool("enabled", False),
-        lambda_=sec.pop_float("lambda", 0.7, 0.0, 1.0),
-        same_doc_penalty=sec.pop_float("same_doc_penalty", 0.0, 0.0, 1.0),
-    )
+    mmr = MmrSettings(**sec.take(_MMR_KEYS, names={"lambda_": "lambda"}))
     sec.finish()
     return mmr
 
@@ -261,11 +287,7 @@ def _parse_mmr(sec: _Section | None) -> MmrSettings:
 def _parse_parent(sec: _Section | None) -> ParentRetrieverSettings:
     if sec is None:
         return ParentRetrieverSettings()
-    parent = ParentRetrieverSettings(
-        enabled=sec.pop_bool("enabled", False),
-        whole_doc_threshold_tokens=sec.pop_int("whole_doc_threshold_tokens", 100, 0, 8192),
-        max_expanded_tokens=sec.pop_int("max_expanded_tokens", 2000, 1, 8192),
-    )
+    parent = ParentRetrieverSettings(**sec.take(_PARENT_KEYS))
     sec.finish()
     check_parent_retriever(parent, str(sec.source))
     return parent
@@ -291,7 +313,7 @@ def check_k_values(k_values: tuple[int, ...], where: str) -> None:
 def parse_settings(data: dict[str, Any], source: Path) -> Settings:
     """Validate a parsed ``groove.toml`` document into :class:`Settings`."""
     top = _Section(data, "", source)
-    reranker = top.pop_str("reranker", "none")
+    reranker = top.take({"reranker": _text})
     index = _parse_index(top)
     search = _parse_search(top.pop_section("search"), reranker)
     ev = _parse_eval(top.pop_section("eval"))
@@ -302,31 +324,21 @@ def parse_settings(data: dict[str, Any], source: Path) -> Settings:
 def _parse_index(top: _Section) -> IndexSettings:
     """The top-level keys and tables that shape the index: model, exclusions, parsers."""
     source = top.source
-    model = top.pop_str("model", DEFAULT_MODEL)
-    exclude_dirs = top.pop_str_list("exclude_dirs", DEFAULT_EXCLUDE_DIRS)
-    exclude_headings = top.pop_str_list("exclude_headings", ())
-    if any(not h.strip() for h in exclude_headings):
+    values = top.take({"model": _text, "exclude_dirs": _STRINGS, "exclude_headings": _STRINGS})
+    if any(not h.strip() for h in values.get("exclude_headings", ())):
         # an empty entry is a substring of every heading: it would drop every section
         raise GrooveError(f"invalid config {source}: exclude_headings cannot hold an empty string")
-    index_dir = _parse_index_dir(top)
-    vector_index = top.pop_str("vector_index", DEFAULT_VECTOR_INDEX)
+    values["index_dir"] = _parse_index_dir(top)
+    values.update(top.take({"vector_index": _text}))
+    vector_index = values.get("vector_index", DEFAULT_VECTOR_INDEX)
     if vector_index not in VECTOR_INDEX_KINDS:
         raise GrooveError(
             f"invalid config {source}: vector_index must be one of "
             f"{', '.join(VECTOR_INDEX_KINDS)} (got {vector_index!r})"
         )
-    parsers = _parse_parsers(top.pop_section("parsers"))
-    contextual, contextual_full_text = _parse_contextual(top.pop_section("contextual"))
-    return IndexSettings(
-        model=model,
-        contextual=contextual,
-        contextual_full_text=contextual_full_text,
-        exclude_dirs=exclude_dirs,
-        exclude_headings=exclude_headings,
-        parsers=parsers,
-        index_dir=index_dir,
-        vector_index=vector_index,
-    )
+    values.update(_parse_parsers(top.pop_section("parsers")))
+    values.update(_parse_contextual(top.pop_section("contextual")))
+    return IndexSettings(**values)
 
 
 def _parse_index_dir(top: _Section) -> Path | None:
@@ -338,11 +350,13 @@ def _parse_index_dir(top: _Section) -> Path | None:
     return top.source.parent / raw
 
 
-def _parse_parsers(sec: _Section | None) -> tuple[str, ...]:
+def _parse_parsers(sec: _Section | None) -> dict[str, Any]:
+    """``[parsers]``: the ``parsers`` of :class:`IndexSettings` when ``enabled`` is set."""
     if sec is None:
-        return ("md",)
-    parsers = sec.pop_str_list("enabled", ("md",))
+        return {}
+    values = sec.take({"parsers": _STRINGS}, names={"parsers": "enabled"})
     sec.finish()
+    parsers: tuple[str, ...] = values.get("parsers", IndexSettings().parsers)
     if not parsers:
         raise GrooveError(f"invalid config {sec.source}: [parsers].enabled cannot be empty")
     seen: set[str] = set()
@@ -357,50 +371,50 @@ def _parse_parsers(sec: _Section | None) -> tuple[str, ...]:
         if low in seen:
             raise GrooveError(f"invalid config {sec.source}: parser {clip_repr(pid)} listed twice")
         seen.add(low)
-    return tuple(p.lower() for p in parsers)
+    return {"parsers": tuple(p.lower() for p in parsers)}
 
 
-def _parse_contextual(sec: _Section | None) -> tuple[bool, bool]:
-    """``[contextual]``: (enabled, full_text)."""
+def _parse_contextual(sec: _Section | None) -> dict[str, Any]:
+    """``[contextual]``: ``enabled`` and ``full_text``, as :class:`IndexSettings` fields."""
     if sec is None:
-        return False, True
-    enabled = sec.pop_bool("enabled", False)
-    full_text = sec.pop_bool("full_text", True)
-    sec.finish()
-    return enabled, full_text
-
-
-def _parse_search(sec: _Section | None, reranker: str) -> SearchSettings:
-    if sec is None:
-        return SearchSettings(reranker=reranker)
-    defaults = SearchSettings()
-    ratio = sec.pop_float("min_confidence_ratio", defaults.min_confidence_ratio, 0.0, 1e9)
-    search = SearchSettings(
-        fusion=_parse_fusion(sec.pop_section("fusion")),
-        mmr=_parse_mmr(sec.pop_section("mmr")),
-        parent_retriever=_parse_parent(sec.pop_section("parent_retriever")),
-        reranker=reranker,
-        min_confidence_ratio=ratio,
-        fts_query_version=sec.pop_int("fts_query_version", defaults.fts_query_version, 3, 4),
-        vector_centring=sec.pop_bool("vector_centring", defaults.vector_centring),
-        fts_script_gate=sec.pop_bool("fts_script_gate", defaults.fts_script_gate),
-        document_first=sec.pop_bool("document_first", defaults.document_first),
-        note_order=sec.pop_bool("note_order", defaults.note_order),
+        return {}
+    values = sec.take(
+        {"contextual": read_bool, "contextual_full_text": read_bool},
+        names={"contextual": "enabled", "contextual_full_text": "full_text"},
     )
     sec.finish()
-    return search
+    return values
+
+
+def _parse_search(sec: _Section | None, fixed: dict[str, Any]) -> SearchSettings:
+    """``[search]``; ``fixed`` holds what is set outside the table (the reranker)."""
+    if sec is None:
+        return SearchSettings(**fixed)
+    values = sec.take({"min_confidence_ratio": _number(0.0, 1e9)})
+    values["fusion"] = _parse_fusion(sec.pop_section("fusion"))
+    values["mmr"] = _parse_mmr(sec.pop_section("mmr"))
+    values["parent_retriever"] = _parse_parent(sec.pop_section("parent_retriever"))
+    values.update(sec.take(_SEARCH_SWITCHES))
+    sec.finish()
+    return SearchSettings(**fixed, **values)
 
 
 def _parse_eval(sec: _Section | None) -> EvalSettings:
     if sec is None:
         return EvalSettings()
-    golden_raw = sec.pop_str("golden", "")
-    ev = EvalSettings(
-        golden=(sec.source.parent / golden_raw) if golden_raw else None,
-        history_size=sec.pop_int("history_size", 10, 1, 10_000),
-        k_values=sec.pop_int_list("k_values", (1, 5, 10)),
-        regression_threshold=sec.pop_float("regression_threshold", 0.05, 0.0, 1.0),
-    )
+    source = sec.source
+
+    def golden(value: Any, path: str) -> Path:
+        # relative to the directory of the config file that names it
+        return source.parent / _text(value, path)
+
+    readers = {
+        "golden": golden,
+        "history_size": _whole(1, 10_000),
+        "k_values": _WHOLES,
+        "regression_threshold": _UNIT,
+    }
+    ev = EvalSettings(**sec.take(readers))
     sec.finish()
     check_k_values(ev.k_values, f"config {sec.source}: [eval]")
     return ev

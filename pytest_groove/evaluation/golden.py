@@ -35,22 +35,41 @@ marked "Deliberate addition" below, because each is a silent wrong result there)
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import re
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import yaml
-import yaml.constructor
-import yaml.nodes
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.golden_yaml import (
+    GoldenLoader,
+    LineDict,
+    SchemaError,
+    check_fields,
+    clip,
+    describe,
+    fail,
+    join,
+    key_line,
+    kind,
+    line_of_item,
+    one_line,
+    require,
+    want,
+    want_list,
+    want_mapping,
+    want_optional_string,
+    want_string,
+    yaml_cause,
+)
 from pytest_groove.evaluation.guarded_io import GOLDEN_CAP, read_guarded
 from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.shapes import optional, read_bool, read_int
 
 DEFAULT_GOLDEN_NAME = ".groove-eval.yml"
 #: a derived query id is this many code points of the query text
@@ -188,269 +207,32 @@ def node_ids(queries: Sequence[GoldenQuery]) -> list[str]:
     return result
 
 
-# --------------------------------------------------------------------------- YAML layer
-
-
-class _LineDict(dict[Any, Any]):
-    """A YAML mapping that remembers where it and each of its keys were written."""
-
-    line: int = 0
-    key_lines: dict[Any, int]
-
-
-class _LineList(list[Any]):
-    """A YAML sequence that remembers where it and each of its items were written."""
-
-    line: int = 0
-    item_lines: list[int]
-
-
-# libyaml when available: faster, and it caps nesting depth instead of recursing.
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _GoldenLoader(_BaseLoader):  # type: ignore[valid-type,misc]
-    """Safe loader whose containers carry line numbers and which refuses duplicate keys."""
-
-    def construct_object(self, node: yaml.nodes.Node, deep: bool = False) -> Any:
-        # The safe constructors raise plain ValueError/OverflowError for scalars the
-        # resolver accepted but cannot build (the timestamp 2024-13-45, the integer
-        # 0x_); turn those into YAML errors that carry the scalar's position.
-        try:
-            return super().construct_object(node, deep=deep)
-        except (ValueError, OverflowError) as exc:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"cannot read `{_clip(str(node.value))}` ({exc})", node.start_mark
-            ) from None
-
-
-def _construct_map(loader: yaml.SafeLoader, node: yaml.nodes.MappingNode) -> Any:
-    data = _LineDict()
-    data.line = node.start_mark.line + 1
-    data.key_lines = {}
-    yield data
-    _refuse_duplicate_keys(node)
-    data.update(loader.construct_mapping(node))
-    # construct_mapping flattened merge keys (<<) into node.value, merged pairs first,
-    # so assigning in order leaves the line of the key that took effect.
-    for key_node, _value_node in node.value:
-        if isinstance(key_node, yaml.nodes.ScalarNode):
-            key = loader.construct_object(key_node)
-            try:
-                data.key_lines[key] = key_node.start_mark.line + 1
-            except TypeError:  # unhashable keys were already refused by construct_mapping
-                continue
-
-
-def _construct_seq(loader: yaml.SafeLoader, node: yaml.nodes.SequenceNode) -> Any:
-    data = _LineList()
-    data.line = node.start_mark.line + 1
-    data.item_lines = [item.start_mark.line + 1 for item in node.value]
-    yield data
-    data.extend(loader.construct_sequence(node))
-
-
-def _refuse_duplicate_keys(node: yaml.nodes.MappingNode) -> None:
-    """Deliberate addition: a key written twice in one mapping is an error."""
-    seen: set[tuple[str, str]] = set()
-    for key_node, _value_node in node.value:
-        if not isinstance(key_node, yaml.nodes.ScalarNode):
-            continue
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        ident = (key_node.tag, key_node.value)
-        if ident in seen:
-            raise yaml.constructor.ConstructorError(
-                "while reading a mapping",
-                node.start_mark,
-                f"found duplicate key `{_clip(key_node.value)}`",
-                key_node.start_mark,
-            )
-        seen.add(ident)
-
-
-_GoldenLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_GoldenLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _yaml_cause(exc: yaml.YAMLError) -> str:
-    """A one-line account of a YAML syntax/constructor error."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        parts = [part for part in (exc.context, exc.problem) if part]
-        text = ", ".join(_one_line(part) for part in parts) or "invalid YAML"
-        mark = exc.problem_mark or exc.context_mark
-        if mark is not None:
-            text += f" at line {mark.line + 1} column {mark.column + 1}"
-        return f"invalid YAML: {text}"
-    return f"invalid YAML: {_one_line(str(exc))}"
-
-
-# --------------------------------------------------------------------------- validation
-
-
-class _SchemaError(Exception):
-    """One validation failure: where (``queries[2].expected[0]``), what, which line."""
-
-    def __init__(self, where: str, cause: str, line: int) -> None:
-        super().__init__(cause)
-        self.where = where
-        self.cause = cause
-        self.line = line
-
-    def render(self) -> str:
-        text = f"{self.where}: {self.cause}" if self.where else self.cause
-        return f"{text} at line {self.line}" if self.line > 0 else text
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    shown = text if len(text) <= limit else text[: limit - 3] + "..."
-    return shown.encode("unicode_escape").decode("ascii") if not shown.isprintable() else shown
-
-
-def _describe(value: object) -> str:
-    """serde-style name of what was found, for ``invalid type`` messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean `{'true' if value else 'false'}`"
-    if isinstance(value, int):
-        return f"integer `{_clip(str(value))}`"
-    if isinstance(value, float):
-        return f"floating point `{_clip(repr(value))}`"
-    if isinstance(value, str):
-        return f"string `{_clip(value)}`"
-    if isinstance(value, bytes):
-        return "binary data"
-    if isinstance(value, datetime.date):  # also datetime.datetime
-        return f"date `{_clip(value.isoformat())}`"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, set):
-        return "a set"
-    return f"a {type(value).__name__}"
-
-
-def _kind(value: object) -> str:
-    """What was found, without the value itself (for content that must not be quoted)."""
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return f"a {type(value).__name__}"
-
-
-def _is_scalar(value: object) -> bool:
-    return not isinstance(value, (dict, list, set, tuple))
-
-
-def _fail(where: str, cause: str, line: int) -> NoReturn:
-    raise _SchemaError(where, cause, line)
-
-
-def _expected_list(names: Sequence[str]) -> str:
-    quoted = [f"`{name}`" for name in names]
-    if len(quoted) == 2:
-        return f"{quoted[0]} or {quoted[1]}"
-    return "one of " + ", ".join(quoted)
-
-
-def _key_text(key: object) -> str:
-    if isinstance(key, str):
-        return _clip(key)
-    if key is None:
-        return "null"
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    return _clip(str(key))
-
-
-def _check_fields(mapping: _LineDict, allowed: Sequence[str], where: str) -> None:
-    for key in mapping:
-        if key not in allowed:
-            _fail(
-                where,
-                f"unknown field `{_key_text(key)}`, expected {_expected_list(allowed)}",
-                _key_line(mapping, key),
-            )
-
-
-def _key_line(mapping: _LineDict, key: object) -> int:
-    try:
-        return mapping.key_lines.get(key, mapping.line)
-    except TypeError:
-        return mapping.line
-
-
-def _require(mapping: _LineDict, field: str, where: str) -> Any:
-    if field not in mapping:
-        _fail(where, f"missing field `{field}`", mapping.line)
-    return mapping[field]
-
-
-def _join(where: str, field: str) -> str:
-    return f"{where}.{field}" if where else field
-
-
-def _want_string(value: object, where: str, line: int) -> str:
-    """A string field; non-strings are refused, not coerced (deliberate addition)."""
-    if isinstance(value, str):
-        return value
-    hint = " (put it in quotes to make it text)" if value is not None and _is_scalar(value) else ""
-    _fail(where, f"invalid type: {_describe(value)}, expected a string{hint}", line)
-
-
-def _want_optional_string(value: object, where: str, line: int) -> str | None:
-    """Like :func:`_want_string`, but ``null`` (or an absent key) is allowed."""
-    return None if value is None else _want_string(value, where, line)
-
-
-def _want_mapping(value: object, where: str, line: int, expected: str) -> _LineDict:
-    if isinstance(value, _LineDict):
-        return value
-    _fail(where, f"invalid type: {_describe(value)}, expected {expected}", line)
-
-
-def _want_list(value: object, where: str, line: int, expected: str) -> _LineList:
-    if isinstance(value, _LineList):
-        return value
-    _fail(where, f"invalid type: {_describe(value)}, expected {expected}", line)
-
-
-def _item_line(items: _LineList, index: int) -> int:
-    return items.item_lines[index] if index < len(items.item_lines) else items.line
-
-
 def _check_defaults(value: object, line: int) -> None:
     """``defaults`` is reserved: its fields are type-checked, then ignored."""
     if value is None:
         return
-    defaults = _want_mapping(value, "defaults", line, "a mapping with `limit` and/or `rerank`")
-    _check_fields(defaults, _DEFAULTS_FIELDS, "defaults")
+    defaults = want_mapping(value, "defaults", line, "a mapping with `limit` and/or `rerank`")
+    check_fields(defaults, _DEFAULTS_FIELDS, "defaults")
     if "limit" in defaults:
-        limit = defaults["limit"]
-        ok = limit is None or (
-            isinstance(limit, int) and not isinstance(limit, bool) and 0 <= limit <= _U32_MAX
+        want(
+            optional(_u32),
+            defaults["limit"],
+            "defaults.limit",
+            key_line(defaults, "limit"),
+            lambda limit: f"invalid value: {describe(limit)}, expected a non-negative integer",
         )
-        if not ok:
-            _fail(
-                "defaults.limit",
-                f"invalid value: {_describe(limit)}, expected a non-negative integer",
-                _key_line(defaults, "limit"),
-            )
     if "rerank" in defaults:
-        rerank = defaults["rerank"]
-        if rerank is not None and not isinstance(rerank, bool):
-            _fail(
-                "defaults.rerank",
-                f"invalid type: {_describe(rerank)}, expected a boolean",
-                _key_line(defaults, "rerank"),
-            )
+        want(
+            optional(read_bool),
+            defaults["rerank"],
+            "defaults.rerank",
+            key_line(defaults, "rerank"),
+            lambda rerank: f"invalid type: {describe(rerank)}, expected a boolean",
+        )
+
+
+def _u32(value: Any, path: str) -> int:
+    return read_int(value, path, lo=0, hi=_U32_MAX)
 
 
 def _check_path(path: str, where: str, line: int, kb: Path) -> None:
@@ -461,16 +243,16 @@ def _check_path(path: str, where: str, line: int, kb: Path) -> None:
     query that can never pass, so it is refused with the fix.
     """
     if path == "":
-        _fail(where, "the path is empty; write it relative to the knowledge base", line)
+        fail(where, "the path is empty; write it relative to the knowledge base", line)
     for char, name in _PATH_FORBIDDEN.items():
         if char in path:
             # Deliberate addition: such a path can never equal an indexed one.
-            _fail(where, f"path `{_clip(path)}` contains a {name} character; remove it", line)
+            fail(where, f"path `{clip(path)}` contains a {name} character; remove it", line)
     if "\\" in path:
         fixed = path.replace("\\", "/")
-        _fail(
+        fail(
             where,
-            f"path `{_clip(path)}` uses backslashes; write it with `/` (`{_clip(fixed)}`)",
+            f"path `{clip(path)}` uses backslashes; write it with `/` (`{clip(fixed)}`)",
             line,
         )
     if path.startswith("/") or re.match(r"[A-Za-z]:/", path):
@@ -480,52 +262,52 @@ def _check_path(path: str, where: str, line: int, kb: Path) -> None:
         except ValueError:
             inside = ""
         if inside and inside != ".":
-            hint += f" (`{_clip(inside)}`)"
-        _fail(where, f"path `{_clip(path)}` is absolute; {hint}", line)
+            hint += f" (`{clip(inside)}`)"
+        fail(where, f"path `{clip(path)}` is absolute; {hint}", line)
     segments = path.split("/")
     if ".." in segments:
-        _fail(
+        fail(
             where,
-            f"path `{_clip(path)}` contains `..`; expected paths must stay inside the "
+            f"path `{clip(path)}` contains `..`; expected paths must stay inside the "
             "knowledge base",
             line,
         )
     if "." in segments or "" in segments:
-        _fail(
+        fail(
             where,
-            f"path `{_clip(path)}` has an empty or `.` segment; write it the way the index "
+            f"path `{clip(path)}` has an empty or `.` segment; write it the way the index "
             "does, e.g. `docs/a.md`",
             line,
         )
 
 
 def _parse_entry(value: object, where: str, line: int, kb: Path) -> ExpectedEntry:
-    entry = _want_mapping(value, where, line, "a mapping with `path` (and optional `heading`)")
-    _check_fields(entry, _ENTRY_FIELDS, where)
-    raw_path = _require(entry, "path", where)
-    path_line = _key_line(entry, "path")
-    path = _want_string(raw_path, _join(where, "path"), path_line)
-    _check_path(path, _join(where, "path"), path_line, kb)
-    heading = _want_optional_string(
-        entry.get("heading"), _join(where, "heading"), _key_line(entry, "heading")
+    entry = want_mapping(value, where, line, "a mapping with `path` (and optional `heading`)")
+    check_fields(entry, _ENTRY_FIELDS, where)
+    raw_path = require(entry, "path", where)
+    path_line = key_line(entry, "path")
+    path = want_string(raw_path, join(where, "path"), path_line)
+    _check_path(path, join(where, "path"), path_line, kb)
+    heading = want_optional_string(
+        entry.get("heading"), join(where, "heading"), key_line(entry, "heading")
     )
     return ExpectedEntry(path=path, heading=heading, line=path_line)
 
 
-def _parse_expected(query_map: _LineDict, where: str, kb: Path) -> tuple[ExpectedEntry, ...]:
-    raw = _require(query_map, "expected", where)
-    here = _join(where, "expected")
-    line = _key_line(query_map, "expected")
-    items = _want_list(raw, here, line, "a list of expected entries (`path`, optional `heading`)")
+def _parse_expected(query_map: LineDict, where: str, kb: Path) -> tuple[ExpectedEntry, ...]:
+    raw = require(query_map, "expected", where)
+    here = join(where, "expected")
+    line = key_line(query_map, "expected")
+    items = want_list(raw, here, line, "a list of expected entries (`path`, optional `heading`)")
     if not items:
         # Deliberate addition: the reference searches such a query and leaves it out
         # of the averages; a query that cannot be scored is a mistake in the file.
-        _fail(here, "the list is empty; name at least one `path` this query should find", line)
+        fail(here, "the list is empty; name at least one `path` this query should find", line)
     entries: list[ExpectedEntry] = []
     seen: dict[tuple[str, str | None], int] = {}
     for index, item in enumerate(items):
         item_where = f"{here}[{index}]"
-        item_line = _item_line(items, index)
+        item_line = line_of_item(items, index)
         entry = _parse_entry(item, item_where, item_line, kb)
         key = (
             entry.path,
@@ -534,7 +316,7 @@ def _parse_expected(query_map: _LineDict, where: str, kb: Path) -> tuple[Expecte
         if key in seen:
             # Deliberate addition: a duplicate needs a second distinct hit to be
             # credited, so it silently caps nDCG below 1.
-            _fail(
+            fail(
                 item_where,
                 f"repeats {here}[{seen[key]}] (same path and heading); remove one",
                 item_line,
@@ -556,25 +338,25 @@ def marker_name_for_tag(tag: str) -> str | None:
     return name or None
 
 
-def _parse_tags(query_map: _LineDict, where: str) -> tuple[str, ...]:
+def _parse_tags(query_map: LineDict, where: str) -> tuple[str, ...]:
     raw = query_map.get("tags")
     if raw is None:
         return ()
-    here = _join(where, "tags")
-    items = _want_list(raw, here, _key_line(query_map, "tags"), "a list of strings")
+    here = join(where, "tags")
+    items = want_list(raw, here, key_line(query_map, "tags"), "a list of strings")
     tags: list[str] = []
     for index, item in enumerate(items):
         item_where = f"{here}[{index}]"
-        item_line = _item_line(items, index)
-        tag = _want_string(item, item_where, item_line)
+        item_line = line_of_item(items, index)
+        tag = want_string(item, item_where, item_line)
         marker = marker_name_for_tag(tag)
         if marker in PYTEST_BEHAVIOUR_MARKERS:
             # Deliberate addition: tags become pytest markers, and these markers act:
             # `skip` would turn every run into a subset run (nothing recorded, the
             # gate silently off), `xfail` would turn a miss into an expected failure.
-            _fail(
+            fail(
                 item_where,
-                f"tag `{_clip(tag)}` would become pytest's `{marker}` marker and change "
+                f"tag `{clip(tag)}` would become pytest's `{marker}` marker and change "
                 "this query's outcome; rename it (for example `needs-{marker}`)",
                 item_line,
             )
@@ -585,10 +367,10 @@ def _parse_tags(query_map: _LineDict, where: str) -> tuple[str, ...]:
 def _check_query_text(text: str, where: str, line: int) -> None:
     if not text.strip():
         # Deliberate addition: an empty query retrieves nothing meaningful.
-        _fail(where, "the query text is empty", line)
+        fail(where, "the query text is empty", line)
     if not text.replace("\x00", " ").strip():
         # Deliberate addition: NUL is dropped before searching, so this is empty too.
-        _fail(where, "the query text holds nothing but NUL characters and whitespace", line)
+        fail(where, "the query text holds nothing but NUL characters and whitespace", line)
     # Deliberate addition (the seed's v1.1.0 rule): a query that only excludes
     # terms has nothing positive to search for.  The query compiler says why.
     # The query compiler is the authority on what a query means; it is imported on
@@ -598,21 +380,21 @@ def _check_query_text(text: str, where: str, line: int) -> None:
     try:
         parse_query(text)
     except GrooveError as exc:
-        _fail(where, _one_line(exc.message), line)
+        fail(where, one_line(exc.message), line)
 
 
 def _parse_query(value: object, where: str, line: int, kb: Path) -> GoldenQuery:
-    query_map = _want_mapping(value, where, line, "a mapping with `query` and `expected`")
-    _check_fields(query_map, _QUERY_FIELDS, where)
-    raw_text = _require(query_map, "query", where)
-    text_line = _key_line(query_map, "query")
-    text = _want_string(raw_text, _join(where, "query"), text_line)
-    explicit = _want_optional_string(
-        query_map.get("id"), _join(where, "id"), _key_line(query_map, "id")
+    query_map = want_mapping(value, where, line, "a mapping with `query` and `expected`")
+    check_fields(query_map, _QUERY_FIELDS, where)
+    raw_text = require(query_map, "query", where)
+    text_line = key_line(query_map, "query")
+    text = want_string(raw_text, join(where, "query"), text_line)
+    explicit = want_optional_string(
+        query_map.get("id"), join(where, "id"), key_line(query_map, "id")
     )
     expected = _parse_expected(query_map, where, kb)
     tags = _parse_tags(query_map, where)
-    _check_query_text(text, _join(where, "query"), text_line)
+    _check_query_text(text, join(where, "query"), text_line)
     return GoldenQuery(
         id=explicit if explicit is not None else derive_query_id(text),
         query=text,
@@ -625,34 +407,34 @@ def _parse_query(value: object, where: str, line: int, kb: Path) -> GoldenQuery:
 
 def _parse_document(doc: object, kb: Path) -> tuple[GoldenQuery, ...]:
     if doc is None:
-        _fail("", "the file holds no YAML document; expected a mapping with a `queries` list", 0)
-    top = _want_mapping(
+        fail("", "the file holds no YAML document; expected a mapping with a `queries` list", 0)
+    top = want_mapping(
         doc, "", getattr(doc, "line", 1), "a mapping with a `queries` list at the top level"
     )
     # `queries` first: a file that is not a golden file gets "missing field", never
     # an "unknown field" message quoting its first key (its content)
-    raw_queries = _require(top, "queries", "")
-    _check_fields(top, _TOP_FIELDS, "")
-    _check_defaults(top.get("defaults"), _key_line(top, "defaults"))
-    queries_line = _key_line(top, "queries")
-    items = _want_list(raw_queries, "queries", queries_line, "a list of queries")
+    raw_queries = require(top, "queries", "")
+    check_fields(top, _TOP_FIELDS, "")
+    _check_defaults(top.get("defaults"), key_line(top, "defaults"))
+    queries_line = key_line(top, "queries")
+    items = want_list(raw_queries, "queries", queries_line, "a list of queries")
     if not items:
         # Deliberate addition: a golden set with no queries measures nothing, and a
         # run of it would record an all-zero baseline.
-        _fail("queries", "the list is empty; add at least one query", queries_line)
+        fail("queries", "the list is empty; add at least one query", queries_line)
     queries: list[GoldenQuery] = []
     explicit_ids: dict[str, int] = {}
     for index, item in enumerate(items):
         where = f"queries[{index}]"
-        query = _parse_query(item, where, _item_line(items, index), kb)
+        query = _parse_query(item, where, line_of_item(items, index), kb)
         if query.explicit_id:
             if query.id in explicit_ids:
                 # Deliberate addition: ids key the per-query diff rows; a repeated
                 # id would silently compare against the wrong query.
                 first = explicit_ids[query.id]
-                _fail(
+                fail(
                     f"{where}.id",
-                    f"duplicate id `{_clip(query.id)}` (already used by queries[{first}] at "
+                    f"duplicate id `{clip(query.id)}` (already used by queries[{first}] at "
                     f"line {queries[first].line}); ids must be unique",
                     query.line,
                 )
@@ -691,19 +473,19 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
         "--golden or [eval].golden at the YAML file with your queries"
     )
     try:
-        # _GoldenLoader is a SafeLoader: no arbitrary Python objects are built.
-        doc = yaml.load(text, Loader=_GoldenLoader)
+        # GoldenLoader is a SafeLoader: no arbitrary Python objects are built.
+        doc = yaml.load(text, Loader=GoldenLoader)
     except yaml.YAMLError as exc:
-        raise GrooveError(f"{prefix}: {_yaml_cause(exc)}" if looks_golden else not_golden) from None
+        raise GrooveError(f"{prefix}: {yaml_cause(exc)}" if looks_golden else not_golden) from None
     except RecursionError:
         raise GrooveError(f"{prefix}: invalid YAML: nested too deeply") from None
-    if not looks_golden and doc is not None and not isinstance(doc, _LineDict):
+    if not looks_golden and doc is not None and not isinstance(doc, LineDict):
         raise GrooveError(
-            f"{prefix}: invalid type: {_kind(doc)}, expected a mapping with a `queries` list "
+            f"{prefix}: invalid type: {kind(doc)}, expected a mapping with a `queries` list "
             "at the top level"
         )
     try:
         queries = _parse_document(doc, kb)
-    except _SchemaError as exc:
+    except SchemaError as exc:
         raise GrooveError(f"{prefix}: {exc.render()}") from None
     return GoldenSet(path=str(path), hash=golden_hash(data), queries=queries)

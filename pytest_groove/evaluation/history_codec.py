@@ -17,7 +17,8 @@ diff, the per-query verdicts and the reports need, and without repetition:
 
 Everything else (timestamp, fingerprint, corpus, aggregate, findings) keeps the
 format-1 shape of :mod:`pytest_groove.evaluation.run`.  Decoding is as strict as
-format 1: anything out of shape raises :class:`RecordFormatError` naming where.
+format 1: anything out of shape raises
+:class:`~pytest_groove.evaluation.run.RecordFormatError` naming where.
 Encoding then decoding gives back an equal :class:`RunRecord` (lossless).
 """
 
@@ -34,7 +35,6 @@ from pytest_groove.evaluation.run import (
     Finding,
     Fingerprint,
     QueryResult,
-    RecordFormatError,
     RunRecord,
     TopHit,
     aggregate_from_json,
@@ -45,6 +45,18 @@ from pytest_groove.evaluation.run import (
     metrics_from_json,
     metrics_to_json,
     parse_timestamp,
+)
+from pytest_groove.shapes import (
+    finite_or_none,
+    read_int,
+    read_items,
+    read_list,
+    read_object,
+    read_stored_float,
+    read_str,
+    require,
+    shape_error,
+    where,
 )
 
 #: marks a run whose scores are all 32-bit floats written in their shortest form
@@ -77,67 +89,6 @@ def _short_float32(value: float) -> float | None:
     return value  # unreachable for a float32 value: nine digits always restore it
 
 
-def _out(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-# --------------------------------------------------------------------------- checking
-
-
-def _where(path: str, key: str | int) -> str:
-    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"
-
-
-def _fail(path: str, what: str) -> RecordFormatError:
-    return RecordFormatError(f"{path}: {what}")
-
-
-def _obj(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _fail(path, "expected an object")
-    return value
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise _fail(path, "expected a list")
-    return value
-
-
-def _req(obj: dict[str, Any], key: str, path: str) -> Any:
-    if key not in obj:
-        raise _fail(path, f"missing key {key!r}")
-    return obj[key]
-
-
-def _str(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise _fail(path, "expected a string")
-    return value
-
-
-def _int(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(path, "expected a whole number")
-    return value
-
-
-def _float(value: Any, path: str) -> float:
-    if value is None:
-        return math.nan
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(path, "expected a number")
-    return float(value)
-
-
-def _strings(value: Any, path: str) -> list[str]:
-    return [_str(item, _where(path, i)) for i, item in enumerate(_list(value, path))]
-
-
-def _floats(value: Any, path: str) -> list[float]:
-    return [_float(item, _where(path, i)) for i, item in enumerate(_list(value, path))]
-
-
 # --------------------------------------------------------------------------- encoding
 
 
@@ -164,9 +115,9 @@ def _metrics_out(metrics: QueryMetrics, metric_k: Sequence[int]) -> Any:
     if sorted(metrics.recall_at_k) != keys or sorted(metrics.ndcg_at_k) != keys:
         return metrics_to_json(metrics)  # unusual k values: the keyed form
     return [
-        [_out(metrics.recall_at_k[k]) for k in keys],
-        _out(metrics.reciprocal_rank),
-        [_out(metrics.ndcg_at_k[k]) for k in keys],
+        [finite_or_none(metrics.recall_at_k[k]) for k in keys],
+        finite_or_none(metrics.reciprocal_rank),
+        [finite_or_none(metrics.ndcg_at_k[k]) for k in keys],
     ]
 
 
@@ -177,7 +128,7 @@ def encode_run(run: RunRecord) -> dict[str, Any]:
     metric_k = sorted(run.per_query[0].metrics.recall_at_k) if run.per_query else []
 
     def score(value: float) -> float | None:
-        return _short_float32(value) if float32 else _out(value)
+        return _short_float32(value) if float32 else finite_or_none(value)
 
     queries = []
     for result in run.per_query:
@@ -220,25 +171,25 @@ def encode_run(run: RunRecord) -> dict[str, Any]:
 def _lookup(table: list[str], value: Any, path: str, *, optional: bool) -> str | None:
     if value is None and optional:
         return None
-    index = _int(value, path)
+    index = read_int(value, path)
     if not 0 <= index < len(table):
-        raise _fail(path, f"{index} is not an index into the run's table")
+        raise shape_error(path, f"{index} is not an index into the run's table")
     return table[index]
 
 
 def _metrics_in(raw: Any, metric_k: list[int], path: str) -> QueryMetrics:
     if isinstance(raw, dict):
         return metrics_from_json(raw, path)
-    parts = _list(raw, path)
+    parts = read_list(raw, path)
     if len(parts) != 3:
-        raise _fail(path, "expected [recall@k list, reciprocal rank, nDCG@k list]")
-    recall = _floats(parts[0], _where(path, 0))
-    ndcg = _floats(parts[2], _where(path, 2))
+        raise shape_error(path, "expected [recall@k list, reciprocal rank, nDCG@k list]")
+    recall = read_items(parts[0], where(path, 0), read_stored_float)
+    ndcg = read_items(parts[2], where(path, 2), read_stored_float)
     if len(recall) != len(metric_k) or len(ndcg) != len(metric_k):
-        raise _fail(path, "one value per metric_k entry expected")
+        raise shape_error(path, "one value per metric_k entry expected")
     return QueryMetrics(
         recall_at_k=dict(zip(metric_k, recall, strict=True)),
-        reciprocal_rank=_float(parts[1], _where(path, 1)),
+        reciprocal_rank=read_stored_float(parts[1], where(path, 1)),
         ndcg_at_k=dict(zip(metric_k, ndcg, strict=True)),
     )
 
@@ -251,59 +202,57 @@ def _query_in(
     metric_k: list[int],
     float32: bool,
 ) -> QueryResult:
-    obj = _obj(raw, path)
+    obj = read_object(raw, path)
 
-    def pair(item: Any, where: str, size: int) -> list[Any]:
-        parts = _list(item, where)
+    def pair(item: Any, at: str, size: int) -> list[Any]:
+        parts = read_list(item, at)
         if len(parts) != size:
-            raise _fail(where, f"expected {size} values")
+            raise shape_error(at, f"expected {size} values")
         return parts
 
     expected = []
-    exp_path = _where(path, "expected")
-    for i, item in enumerate(_list(_req(obj, "expected", path), exp_path)):
-        where = _where(exp_path, i)
-        p, h = pair(item, where, 2)
+    exp_path = where(path, "expected")
+    for i, item in enumerate(read_list(require(obj, "expected", path), exp_path)):
+        here = where(exp_path, i)
+        p, h = pair(item, here, 2)
         expected.append(
             ExpectedEntry(
-                path=_lookup(paths, p, _where(where, 0), optional=False) or "",
-                heading=_lookup(headings, h, _where(where, 1), optional=True),
+                path=_lookup(paths, p, where(here, 0), optional=False) or "",
+                heading=_lookup(headings, h, where(here, 1), optional=True),
             )
         )
-    hits_path = _where(path, "hits")
-    raw_hits = _list(_req(obj, "hits", path), hits_path)
+    hits_path = where(path, "hits")
+    raw_hits = read_list(require(obj, "hits", path), hits_path)
     ranks: list[int] = list(range(1, len(raw_hits) + 1))
     if "ranks" in obj:
-        ranks_path = _where(path, "ranks")
-        ranks = [
-            _int(r, _where(ranks_path, i)) for i, r in enumerate(_list(obj["ranks"], ranks_path))
-        ]
+        ranks_path = where(path, "ranks")
+        ranks = read_items(obj["ranks"], ranks_path, read_int)
         if len(ranks) != len(raw_hits):
-            raise _fail(ranks_path, "expected one rank per hit")
+            raise shape_error(ranks_path, "expected one rank per hit")
     hits = []
     for i, item in enumerate(raw_hits):
-        where = _where(hits_path, i)
-        p, h, s = pair(item, where, 3)
-        value = _float(s, _where(where, 2))
+        here = where(hits_path, i)
+        p, h, s = pair(item, here, 3)
+        value = read_stored_float(s, where(here, 2))
         if float32 and math.isfinite(value):
             rounded = _as_float32(value)
             if rounded is None:
-                raise _fail(_where(where, 2), "not a 32-bit float")
+                raise shape_error(where(here, 2), "not a 32-bit float")
             value = rounded
         hits.append(
             TopHit(
                 rank=ranks[i],
-                path=_lookup(paths, p, _where(where, 0), optional=False) or "",
-                heading=_lookup(headings, h, _where(where, 1), optional=True),
+                path=_lookup(paths, p, where(here, 0), optional=False) or "",
+                heading=_lookup(headings, h, where(here, 1), optional=True),
                 score=value,
             )
         )
     return QueryResult(
-        id=_str(_req(obj, "id", path), _where(path, "id")),
-        query=_str(_req(obj, "query", path), _where(path, "query")),
+        id=read_str(require(obj, "id", path), where(path, "id")),
+        query=read_str(require(obj, "query", path), where(path, "query")),
         expected=tuple(expected),
         top_k=tuple(hits),
-        metrics=_metrics_in(_req(obj, "metrics", path), metric_k, _where(path, "metrics")),
+        metrics=_metrics_in(require(obj, "metrics", path), metric_k, where(path, "metrics")),
     )
 
 
@@ -314,36 +263,33 @@ def is_compact(raw: Any) -> bool:
 
 def decode_run(raw: Any, path: str = "run") -> RunRecord:
     """A run from its compact JSON object; :class:`RecordFormatError` when out of shape."""
-    obj = _obj(raw, path)
+    obj = read_object(raw, path)
     scores = obj.get("scores")
     if scores not in (None, FLOAT32):
-        raise _fail(_where(path, "scores"), f"expected {FLOAT32!r} or nothing")
-    metric_k_path = _where(path, "metric_k")
-    metric_k = [
-        _int(k, _where(metric_k_path, i))
-        for i, k in enumerate(_list(obj.get("metric_k", []), metric_k_path))
-    ]
-    paths = _strings(_req(obj, "paths", path), _where(path, "paths"))
-    headings = _strings(_req(obj, "headings", path), _where(path, "headings"))
-    q_path = _where(path, "queries")
+        raise shape_error(where(path, "scores"), f"expected {FLOAT32!r} or nothing")
+    metric_k_path = where(path, "metric_k")
+    metric_k = read_items(obj.get("metric_k", []), metric_k_path, read_int)
+    paths = read_items(require(obj, "paths", path), where(path, "paths"), read_str)
+    headings = read_items(require(obj, "headings", path), where(path, "headings"), read_str)
+    q_path = where(path, "queries")
     corpus_raw = obj.get("corpus")
     findings_raw = obj.get("findings")
-    findings_path = _where(path, "findings")
+    findings_path = where(path, "findings")
     return RunRecord(
-        timestamp=parse_timestamp(_req(obj, "timestamp", path), _where(path, "timestamp")),
+        timestamp=parse_timestamp(require(obj, "timestamp", path), where(path, "timestamp")),
         fingerprint=Fingerprint.from_json(
-            _req(obj, "fingerprint", path), _where(path, "fingerprint")
+            require(obj, "fingerprint", path), where(path, "fingerprint")
         ),
-        corpus=None if corpus_raw is None else corpus_from_json(corpus_raw, _where(path, "corpus")),
+        corpus=None if corpus_raw is None else corpus_from_json(corpus_raw, where(path, "corpus")),
         per_query=tuple(
-            _query_in(item, _where(q_path, i), paths, headings, metric_k, scores == FLOAT32)
-            for i, item in enumerate(_list(_req(obj, "queries", path), q_path))
+            _query_in(item, where(q_path, i), paths, headings, metric_k, scores == FLOAT32)
+            for i, item in enumerate(read_list(require(obj, "queries", path), q_path))
         ),
-        aggregate=aggregate_from_json(_req(obj, "aggregate", path), _where(path, "aggregate")),
+        aggregate=aggregate_from_json(require(obj, "aggregate", path), where(path, "aggregate")),
         findings=()
         if findings_raw is None
         else tuple(
-            Finding.from_json(item, _where(findings_path, i))
-            for i, item in enumerate(_list(findings_raw, findings_path))
+            Finding.from_json(item, where(findings_path, i))
+            for i, item in enumerate(read_list(findings_raw, findings_path))
         ),
     )

@@ -1,0 +1,73 @@
+"""Moments as the history file and the reports write them (RFC 3339, UTC).
+
+Files and the JSON report write ``Z`` with 0, 3 or 6 fractional digits
+(:func:`format_timestamp`); people read the ``+00:00`` form
+(:func:`display_timestamp`); any RFC 3339 offset with up to 9 fractional digits is
+read back as UTC (:func:`parse_timestamp`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+from pytest_groove.shapes import read_str, shape_error
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
+)
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_timestamp(moment: datetime, *, zulu: bool = True) -> str:
+    """RFC 3339 in UTC with 0, 3 or 6 fractional digits; ``Z`` or ``+00:00`` suffix."""
+    moment = moment.astimezone(UTC)
+    # not strftime: %Y does not zero-pad years below 1000 on every platform
+    text = (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
+    micro = moment.microsecond
+    if micro:
+        text += f".{micro // 1000:03d}" if micro % 1000 == 0 else f".{micro:06d}"
+    return text + ("Z" if zulu else "+00:00")
+
+
+def display_timestamp(moment: datetime) -> str:
+    """A moment as people read it (report banners, stderr messages): the seed's
+    ``+00:00`` form.  Files and the JSON report keep :func:`format_timestamp`'s ``Z``.
+    """
+    return format_timestamp(moment, zulu=False)
+
+
+def parse_timestamp(text: Any, path: str = "timestamp") -> datetime:
+    """Read an RFC 3339 timestamp (any offset, up to 9 fractional digits) as UTC."""
+    match = _RFC3339.fullmatch(read_str(text, path))
+    if match is None:
+        raise shape_error(path, f"{text!r} is not an RFC 3339 timestamp")
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    fraction = (match.group(7) or "").ljust(6, "0")[:6]
+    offset = timedelta(0)
+    if match.group(9):
+        offset = timedelta(hours=int(match.group(10)), minutes=int(match.group(11)))
+        if match.group(9) == "-":
+            offset = -offset
+    try:
+        moment = datetime(
+            year,
+            month,
+            day,
+            hour,
+            minute,
+            min(second, 59),
+            int(fraction),
+            tzinfo=timezone(offset),
+        )
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise shape_error(path, f"{text!r} is not a valid date/time ({exc})") from None
