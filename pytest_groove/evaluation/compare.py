@@ -329,9 +329,9 @@ def _regressed_names(
 ) -> list[str]:
     """Labels of the metrics that regressed from ``previous`` to ``now``.
 
-    The one rule for aggregates and single queries alike, in report order: every
-    recall@k of the current run (k ascending; a k the previous run lacks counts as
-    0.0), then the rank metric, then every nDCG@k (:func:`.metric_table.measured`).
+    The one rule for aggregates and single queries alike: every metric of the
+    current side in report order (:func:`.metric_table.measured`: each kind of the
+    table at each k, ascending); a k the previous side lacks counts as 0.0.
     """
     return [
         label(metric)
