@@ -180,3 +180,17 @@ def test_metric_names_are_spelled_in_the_table_only() -> None:
         if spelled.search(path.read_text(encoding="utf-8"))
     }
     assert modules - NOT_YET_ON_THE_TABLE == {"evaluation/metric_table.py"}
+
+
+def test_the_helpers_say_what_the_plugin_says_today() -> None:
+    # the pytest door is to call these helpers; until then they must agree with it
+    from pytest_groove.plugin import session
+    from pytest_groove.plugin.items import describe_result
+
+    result = f.query("q", {1: 0.0, 5: 0.5}, rr=0.25, ndcg={1: 0.0, 5: 0.4307}, k_values=(1, 5))
+    text = describe_result(result, (1, 5), "headline")
+    assert f"  metrics:  {query_summary(result.metrics, (1, 5))}" in text.splitlines()
+    legacy = getattr(session, "_metric_value", None)
+    if legacy is not None:
+        for name in ("recall@1", "recall@5", "reciprocal rank", "nDCG@1", "nDCG@5"):
+            assert metric_value(result.metrics, name) == legacy(result, name)
