@@ -582,7 +582,7 @@ def test_plots_draw_japanese_with_the_cjk_font_found_on_the_system() -> None:
     import numpy as np
     from matplotlib import font_manager, ft2font
 
-    from pytest_groove.evaluation.report_plots import Plotter, cjk_font_family
+    from pytest_groove.evaluation.html_plots import Plotter, cjk_font_family
 
     family = cjk_font_family()
     if family is None:
@@ -610,10 +610,10 @@ def test_plots_draw_japanese_with_the_cjk_font_found_on_the_system() -> None:
 def test_without_a_cjk_font_the_report_says_how_to_get_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_groove.evaluation import report_plots
+    from pytest_groove.evaluation import html_plots
 
     before, run = japanese_runs()
-    monkeypatch.setattr(report_plots, "cjk_font_family", lambda: None)
+    monkeypatch.setattr(html_plots, "cjk_font_family", lambda: None)
     html = render_html_report(run, compare(run, before, 0.05), [before], title="t")
     assert "fonts-noto-cjk" in html
     assert len(pngs(html)) == TREND_PLOTS + 1  # the plots are still drawn

@@ -29,7 +29,7 @@ names, the title) can never become markup.  The output depends only on its input
 The page fits a 1280-pixel window: the per-query table has a fixed layout, long
 ids and paths wrap, and each query's hits fold into a ``<details>`` element (no
 JavaScript), so a row is a few lines tall.  The plots are drawn by
-:mod:`.report_plots`.
+:mod:`.html_plots`.
 
 matplotlib and Jinja2 are the ``plots`` extra (``pip install "pytest-groove[plots]"``),
 imported only when a report is written.
@@ -53,14 +53,7 @@ from pytest_groove.evaluation.compare import (
     format_delta,
     largest_k,
 )
-from pytest_groove.evaluation.metric_table import (
-    RECALL,
-    Metric,
-    all_metrics,
-    summary_metrics,
-)
-from pytest_groove.evaluation.metrics import entry_satisfied, expected_ranks
-from pytest_groove.evaluation.report_plots import (
+from pytest_groove.evaluation.html_plots import (
     MAX_DELTA_ROWS,
     NO_CJK_FONT_NOTE,
     PLOTS_EXTRA,
@@ -73,6 +66,13 @@ from pytest_groove.evaluation.report_plots import (
     trend_figure,
     trend_runs,
 )
+from pytest_groove.evaluation.metric_table import (
+    RECALL,
+    Metric,
+    all_metrics,
+    summary_metrics,
+)
+from pytest_groove.evaluation.metrics import entry_satisfied, expected_ranks
 from pytest_groove.evaluation.run import QueryResult, RunRecord, format_timestamp
 
 __all__ = [
