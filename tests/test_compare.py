@@ -385,6 +385,13 @@ def test_named_metrics_get_their_own_threshold_and_the_rest_keep_the_default() -
     assert limits.unknown_k((1, 5)) == ["ndcg@10"]
 
 
+def test_any_name_the_reports_print_names_its_metric() -> None:
+    limits = parse_thresholds("reciprocal rank=0.1, Recall@5=0.2", 0.05)
+    assert limits.per_metric == (("mrr", 0.1), ("recall@5", 0.2))
+    with pytest.raises(ThresholdError, match="mrr is named twice"):
+        parse_thresholds("RR=0.1,mrr=0.2", 0.05)
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

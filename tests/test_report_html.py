@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import replace
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from pytest_groove.evaluation.report_html import (
     render_html_report,
     write_html_report,
 )
-from pytest_groove.evaluation.run import QueryResult, RunRecord, TopHit
+from pytest_groove.evaluation.run import Finding, QueryResult, RunRecord, TopHit
 from pytest_groove.options import RunOptions
 
 try:
@@ -159,6 +160,106 @@ def test_every_user_string_is_escaped() -> None:
     assert "docs/&lt;a&gt;.md" in html and "x&amp;y.md" in html
     assert "&lt;i&gt;model&lt;/i&gt;" in html and "mod:&lt;fn&gt;" in html
     assert "<h1>&lt;title&gt;&amp;</h1>" in html
+
+
+#: what a hostile golden file, KB or configuration might put in any field
+HOSTILE = (
+    "<script>alert(1)</script>\"onload=alert(2) x='</style><img src=x onerror=alert(3)>"
+    "javascript:alert(4)"
+)
+#: every element and attribute the report itself writes
+PAGE_TAGS = {
+    *("html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "img"),
+    *("table", "colgroup", "col", "tr", "th", "td", "ul", "ol", "li", "code", "span"),
+    *("details", "summary"),
+}
+PAGE_ATTRIBUTES = {"lang", "charset", "name", "content", "class", "value", "style", "alt", "src"}
+
+
+class PageParser(HTMLParser):
+    """Every start tag with its attributes, the text, and the stylesheet's text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.text: list[str] = []
+        self.style: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        (self.style if self._in_style else self.text).append(data)
+
+
+def hostile_runs() -> tuple[RunRecord, RunRecord, list[Finding]]:
+    """A baseline and a run with the hostile text in every user-supplied field."""
+    heading = f"Part {HOSTILE}"
+
+    def one(minutes: int, value: float) -> RunRecord:
+        result = QueryResult(
+            id=f"id-{HOSTILE}",
+            query=f"why {HOSTILE}?",
+            expected=(ExpectedEntry(f"docs/{HOSTILE}.md", heading), ExpectedEntry(HOSTILE)),
+            top_k=(
+                TopHit(rank=1, path=f"docs/{HOSTILE}.md", heading=heading, score=0.9),
+                TopHit(rank=2, path=HOSTILE, heading=None, score=0.5),
+                TopHit(rank=3, path="javascript:void(0)", heading=HOSTILE, score=0.1),
+            ),
+            metrics=f.query("x", recall=value, rr=value).metrics,
+        )
+        return replace(
+            scored(minutes, [value, 1.0]),
+            fingerprint=f.fingerprint(
+                model=f"model {HOSTILE}", reranker=f"rerank {HOSTILE}", retriever=HOSTILE
+            ),
+            per_query=(result, scored(minutes, [1.0]).per_query[0]),
+        )
+
+    findings = [f.finding(f"notes/{HOSTILE}.md", (f"id-{HOSTILE}", 1), (HOSTILE, None))]
+    return one(1, 1.0), one(5, 0.0), findings
+
+
+@needs_matplotlib
+def test_hostile_values_in_every_field_stay_text() -> None:
+    before, run, findings = hostile_runs()
+    run = replace(run, findings=tuple(findings))
+    html = render_html_report(run, compare(run, before, 0.05), [before], title=f"t {HOSTILE}")
+    page = PageParser()
+    page.feed(html)
+    page.close()
+    assert {tag for tag, _ in page.tags} <= PAGE_TAGS
+    assert [tag for tag, _ in page.tags].count("style") == 1
+    assert "Per-query change" in html  # the delta chart (ids on its axis) was drawn
+    for tag, attrs in page.tags:
+        assert {name for name, _ in attrs} <= PAGE_ATTRIBUTES, tag
+        for name, value in attrs:
+            assert "javascript:" not in (value or "").lower(), (tag, name, value)
+            if name == "src":
+                assert (value or "").startswith("data:image/png;base64,")
+            if name == "style":
+                assert re.fullmatch(r"width: [0-9.a-z]+", value or ""), value
+    # the stylesheet is the shipped one, never closed early by a value
+    assert HOSTILE not in "".join(page.style) and "</style>" not in "".join(page.style)
+    # and every field shows the hostile text as text
+    text = "".join(page.text)
+    for shown in (
+        f"t {HOSTILE}",
+        f"model {HOSTILE}",
+        f"rerank {HOSTILE}",
+        f"id-{HOSTILE}",
+        f"why {HOSTILE}?",
+        f"docs/{HOSTILE}.md # Part {HOSTILE}",
+        f"javascript:void(0) # {HOSTILE}",
+        f"notes/{HOSTILE}.md",
+        f"{HOSTILE} (not in top_k)",
+    ):
+        assert shown in text, shown
 
 
 @needs_matplotlib
@@ -297,6 +398,23 @@ def test_an_unwritable_html_report_is_reported_like_the_json_one(tmp_path: Path)
 
 
 # --------------------------------------------------------------------------- missing extra
+
+
+def test_missing_jinja2_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_groove.evaluation import report_html
+
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    monkeypatch.setattr(report_html, "_template", report_html._template.__wrapped__)
+    with pytest.raises(GrooveError) as raised:
+        check_html_available("--html")
+    assert raised.value.message == (
+        "--html needs Jinja2, which is an optional extra: install it with "
+        'pip install "pytest-groove[plots]" (or drop --html)'
+    )
+    run = scored(0, [1.0])
+    with pytest.raises(GrooveError, match=re.escape(PLOTS_EXTRA)):
+        write_html_report(tmp_path / "r.html", run, compare(run, None, 0.05), [], title="t")
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_missing_matplotlib_is_one_clear_error(
@@ -467,7 +585,7 @@ def test_plots_draw_japanese_with_the_cjk_font_found_on_the_system() -> None:
     import numpy as np
     from matplotlib import font_manager, ft2font
 
-    from pytest_groove.evaluation.report_html import _Plotter, cjk_font_family
+    from pytest_groove.evaluation.html_plots import Plotter, cjk_font_family
 
     family = cjk_font_family()
     if family is None:
@@ -477,13 +595,13 @@ def test_plots_draw_japanese_with_the_cjk_font_found_on_the_system() -> None:
     )
     assert all(ord(ch) in ft2font.FT2Font(path).get_charmap() for ch in "戻し方カナリア費用")
 
-    def pixels(plotter: _Plotter, **font: str) -> Any:
+    def pixels(plotter: Plotter, **font: str) -> Any:
         fig = plotter.new(1.0, 1.0)
         fig.text(0.1, 0.3, "戻し方", fontsize=20, **font)
         fig.canvas.draw()
         return np.asarray(fig.canvas.buffer_rgba()).copy()
 
-    with _Plotter() as plotter:
+    with Plotter() as plotter:
         drawn = pixels(plotter)  # the report's own font settings
         with_cjk = pixels(plotter, family=family)
         without = pixels(plotter, family="DejaVu Sans")  # boxes: DejaVu has no kana
@@ -495,10 +613,10 @@ def test_plots_draw_japanese_with_the_cjk_font_found_on_the_system() -> None:
 def test_without_a_cjk_font_the_report_says_how_to_get_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_groove.evaluation import report_html
+    from pytest_groove.evaluation import html_plots
 
     before, run = japanese_runs()
-    monkeypatch.setattr(report_html, "cjk_font_family", lambda: None)
+    monkeypatch.setattr(html_plots, "cjk_font_family", lambda: None)
     html = render_html_report(run, compare(run, before, 0.05), [before], title="t")
     assert "fonts-noto-cjk" in html
     assert len(pngs(html)) == TREND_PLOTS + 1  # the plots are still drawn

@@ -51,7 +51,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         "eval",
         help="measure retrieval quality on a golden set and diff it against history",
         description=(
-            "Search every golden query, report recall@k / MRR / nDCG@k, compare with the "
+            "Search every golden query, report recall, MRR and nDCG at each k, compare with the "
             "last compatible run in <kb>/.groove-eval-history.json and record this run."
         ),
     )

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from pytest_groove.cli.args import check_kb, run_reporting_errors
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.compare import Thresholds, compare, largest_k
+from pytest_groove.evaluation.compare import Thresholds, compare
 from pytest_groove.evaluation.history import (
     choose_baseline,
     find_run,
@@ -29,6 +29,7 @@ from pytest_groove.evaluation.history import (
     load_history,
     run_label,
 )
+from pytest_groove.evaluation.metric_table import aggregate_summary
 from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
 from pytest_groove.evaluation.report_text import render_text
 from pytest_groove.evaluation.run import RunRecord, aggregate_to_json, display_timestamp
@@ -143,14 +144,7 @@ def _engine_label(run: RunRecord) -> str:
 
 
 def _metrics_line(run: RunRecord) -> str:
-    agg = run.aggregate
-    ks = run.fingerprint.k_values
-    parts = [f"recall@{k} {agg.recall_at_k.get(k, 0.0):.3f}" for k in ks]
-    parts.append(f"MRR {agg.mrr:.3f}")
-    if ks:
-        k = largest_k(ks)
-        parts.append(f"nDCG@{k} {agg.ndcg_at_k.get(k, 0.0):.3f}")
-    return "  ".join(parts)
+    return aggregate_summary(run.aggregate, run.fingerprint.k_values)
 
 
 def _list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -60,7 +60,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     )
     add_kb_arguments(p)
     add_golden_arguments(
-        p, k_help="k values for recall@k / nDCG@k (5 is always added: nDCG@5 decides)"
+        p, k_help="k values for recall and nDCG (5 is always added: nDCG at 5 decides)"
     )
     add_options(
         p,

@@ -8,20 +8,29 @@ inert exactly when it matters; a change is reported instead (:func:`corpus_chang
 A metric *regressed* when ``previous - now > threshold`` (strictly, computed in that
 order, so 0.80 -> 0.75 is a regression at 0.05 and 0.70 -> 0.65 is not); a pair with
 a non-finite value is never a regression.  The threshold may differ per metric
-(:class:`Thresholds`, parsed from ``recall@5=0.02,mrr=0.05`` by
-:func:`parse_thresholds`); a single query's reciprocal rank uses the ``mrr`` one.
+(:class:`Thresholds`, parsed from metric=number pairs by :func:`parse_thresholds`,
+with the threshold spellings of :mod:`.metric_table`); a single query's rank metric
+uses the aggregate's threshold.  Every metric is read through that table.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TextIO
 
+from pytest_groove.evaluation.metric_table import (
+    RECALL,
+    THRESHOLD_EXAMPLE,
+    AggregateLike,
+    Metric,
+    measured,
+    metric_names_hint,
+    parse_metric,
+)
 from pytest_groove.evaluation.metrics import FALLBACK_K, aggregate, is_miss
 from pytest_groove.evaluation.records import ExpectedEntry
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, RunRecord
@@ -40,17 +49,15 @@ RESET = "\x1b[0m"
 
 # --------------------------------------------------------------------------- thresholds
 
-_METRIC_NAME = re.compile(r"(recall|ndcg)@([1-9][0-9]{0,3})|mrr")
-
 
 def metric_key(name: str) -> str:
-    """The threshold key of a metric as reports name it: ``recall@5``, ``mrr``, ``ndcg@10``.
+    """The threshold key of a metric as any report names it (:func:`parse_metric`).
 
-    Case does not matter (``nDCG@10``, ``MRR``); a single query's ``reciprocal rank``
-    is the ``mrr`` metric.
+    A name that is no metric is returned trimmed and lower-cased (it matches no
+    threshold, so the default applies).
     """
-    key = name.strip().lower()
-    return "mrr" if key == "reciprocal rank" else key
+    metric = parse_metric(name)
+    return name.strip().lower() if metric is None else metric.threshold_key
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,7 @@ class Thresholds:
         return next((value for named, value in self.per_metric if named == key), self.default)
 
     def describe(self) -> str:
-        """``0.05`` or ``0.05 (recall@5: 0.02, mrr: 0.1)`` for messages and reports."""
+        """``0.05``, or the default and each named one, e.g. ``0.05 (mrr: 0.1)``."""
         if not self.per_metric:
             return f"{self.default:g}"
         named = ", ".join(f"{key}: {value:g}" for key, value in self.per_metric)
@@ -76,10 +83,11 @@ class Thresholds:
     def unknown_k(self, k_values: Sequence[int]) -> list[str]:
         """Named metrics whose k this run does not measure (so they could never apply)."""
         measured = set(k_values)
+        named = [(key, parse_metric(key)) for key, _ in self.per_metric]
         return [
             key
-            for key, _ in self.per_metric
-            if "@" in key and int(key.split("@", 1)[1]) not in measured
+            for key, metric in named
+            if metric is not None and metric.k is not None and metric.k not in measured
         ]
 
 
@@ -103,8 +111,8 @@ def _threshold_value(text: str, key: str | None) -> float:
 
 
 def parse_thresholds(text: str, default: float) -> Thresholds:
-    """``"0.03"`` (every metric) or ``"recall@5=0.02,mrr=0.05"`` (those metrics;
-    the others keep ``default``).
+    """``"0.03"`` (every metric) or metric=number pairs such as
+    :data:`~.metric_table.THRESHOLD_EXAMPLE` (those metrics; the others keep ``default``).
 
     Raises :class:`ThresholdError` for an unknown metric name, a value outside
     0..1, a metric named twice, or an empty specification.
@@ -120,13 +128,12 @@ def parse_thresholds(text: str, default: float) -> Thresholds:
         key = metric_key(name)
         if not sep:
             raise ThresholdError(
-                f"{part.strip()[:40]!r}: expected metric=number "
-                "(for example recall@5=0.02,mrr=0.05)"
+                f"{part.strip()[:40]!r}: expected metric=number (for example {THRESHOLD_EXAMPLE})"
             )
-        if not _METRIC_NAME.fullmatch(key):
+        if parse_metric(name) is None:
             raise ThresholdError(
-                f"unknown metric {name.strip()[:40]!r}; use recall@K, mrr or "
-                "ndcg@K as the reports name them (K one of the k values)"
+                f"unknown metric {name.strip()[:40]!r}; use {metric_names_hint()} "
+                "as the reports name them (K one of the k values)"
             )
         if any(key == seen for seen, _ in pairs):
             raise ThresholdError(f"{key} is named twice")
@@ -305,46 +312,46 @@ def _map_diff(now: Mapping[int, float], previous: Mapping[int, float]) -> dict[i
     return {k: value - previous.get(k, 0.0) for k, value in now.items()}
 
 
+def _aggregate_diff(now: AggregateLike, previous: AggregateLike) -> AggregateDiff:
+    return AggregateDiff(
+        recall_at_k=_map_diff(now.recall_at_k, previous.recall_at_k),
+        mrr=now.mrr - previous.mrr,
+        ndcg_at_k=_map_diff(now.ndcg_at_k, previous.ndcg_at_k),
+    )
+
+
 def _regressed_names(
-    recall: tuple[Mapping[int, float], Mapping[int, float]],
-    rank: tuple[float, float],
-    ndcg: tuple[Mapping[int, float], Mapping[int, float]],
-    rank_label: str,
+    metrics: Sequence[Metric],
+    previous: Callable[[Metric], float],
+    now: Callable[[Metric], float],
+    label: Callable[[Metric], str],
     threshold: Thresholds,
 ) -> list[str]:
-    """Names of the metrics that regressed, each pair given as ``(previous, now)``.
+    """Labels of the metrics that regressed from ``previous`` to ``now``.
 
-    The one rule for aggregates and single queries alike: every recall@k of the
-    current run (k ascending; a k the previous run lacks counts as 0.0), then the
-    rank metric (``rank_label``), then every nDCG@k.
+    The one rule for aggregates and single queries alike: every metric of the
+    current side in report order (:func:`.metric_table.measured`: each kind of the
+    table at each k, ascending); a k the previous side lacks counts as 0.0.
     """
-
-    def over_k(name: str, previous: Mapping[int, float], now: Mapping[int, float]) -> list[str]:
-        return [
-            f"{name}@{k}"
-            for k, value in sorted(now.items())
-            if regressed(previous.get(k, 0.0), value, threshold.for_metric(f"{name}@{k}"))
-        ]
-
-    names = over_k("recall", *recall)
-    if regressed(*rank, threshold.for_metric(rank_label)):
-        names.append(rank_label)
-    return names + over_k("nDCG", *ndcg)
+    return [
+        label(metric)
+        for metric in metrics
+        if regressed(previous(metric), now(metric), threshold.for_metric(metric.threshold_key))
+    ]
 
 
 def _aggregate_regressions(
     run: RunRecord, baseline: RunRecord, threshold: Thresholds
 ) -> tuple[str, ...]:
     now, prev = run.aggregate, baseline.aggregate
-    return tuple(
-        _regressed_names(
-            (prev.recall_at_k, now.recall_at_k),
-            (prev.mrr, now.mrr),
-            (prev.ndcg_at_k, now.ndcg_at_k),
-            "MRR",
-            threshold,
-        )
+    names = _regressed_names(
+        measured(lambda kind: kind.of_aggregate(now)),
+        lambda metric: metric.of_aggregate(prev),
+        lambda metric: metric.of_aggregate(now),
+        lambda metric: metric.label,
+        threshold,
     )
+    return tuple(names)
 
 
 def query_regressed(
@@ -353,17 +360,18 @@ def query_regressed(
     """Metrics of one query that dropped by more than ``threshold`` since ``previous``.
 
     Used by the pytest plugin to fail a query's item under
-    ``--groove-fail-on-regression``: every recall@k and nDCG@k of the current run,
-    and the reciprocal rank.  Empty when there is nothing to compare with.
+    ``--groove-fail-on-regression``: every metric of the current query, named as the
+    per-query regression message names them.  Empty when there is nothing to compare
+    with.
     """
     if previous is None:
         return []
     now, prev = current.metrics, previous.metrics
     return _regressed_names(
-        (prev.recall_at_k, now.recall_at_k),
-        (prev.reciprocal_rank, now.reciprocal_rank),
-        (prev.ndcg_at_k, now.ndcg_at_k),
-        "reciprocal rank",
+        measured(lambda kind: kind.of_query(now)),
+        lambda metric: metric.of_query(prev),
+        lambda metric: metric.of_query(now),
+        lambda metric: metric.query_regression_label,
         as_thresholds(threshold),
     )
 
@@ -373,7 +381,7 @@ def _query_rows(
 ) -> tuple[QueryDelta, ...]:
     k_values = run.fingerprint.k_values
     k = largest_k(k_values)
-    threshold = thresholds.for_metric(f"recall@{k}")
+    threshold = thresholds.for_metric(Metric(RECALL, k).threshold_key)
     paired = (
         [None] * len(run.per_query) if baseline is None else match_queries(run.per_query, baseline)
     )
@@ -424,11 +432,7 @@ def compare(
     diff = None
     regressions: tuple[str, ...] = ()
     if compatible and baseline is not None:
-        diff = AggregateDiff(
-            recall_at_k=_map_diff(run.aggregate.recall_at_k, baseline.aggregate.recall_at_k),
-            mrr=run.aggregate.mrr - baseline.aggregate.mrr,
-            ndcg_at_k=_map_diff(run.aggregate.ndcg_at_k, baseline.aggregate.ndcg_at_k),
-        )
+        diff = _aggregate_diff(run.aggregate, baseline.aggregate)
         regressions = _aggregate_regressions(run, baseline, thresholds)
     return Comparison(
         run=run,

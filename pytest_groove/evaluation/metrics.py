@@ -1,7 +1,8 @@
 """Per-query retrieval metrics and their aggregation (``metric_version`` 2).
 
 One small function per metric, each docstring stating its formula, in the manner of
-ranx.  Relevance is binary: an expected entry is either satisfied by a hit or not
+ranx; every name a metric goes by, and how the reports read it, is declared once in
+:mod:`.metric_table`.  Relevance is binary: an expected entry is either satisfied by a hit or not
 (see :func:`entry_satisfied`).
 
 Notation used in the docstrings: ``E`` is the query's expected list (length ``n``,
@@ -75,7 +76,7 @@ def _satisfies_any(expected: Sequence[ExpectedEntry], hit: RankedHit) -> bool:
 
 
 def recall_at_k(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit], k: int) -> float:
-    """recall@k = |{e in E : some hit in T[:k] satisfies e}| / n.
+    """Recall at k = |{e in E : some hit in T[:k] satisfies e}| / n.
 
     0.0 when ``E`` or ``T`` is empty or ``k <= 0``.  No one-to-one consumption: one
     hit may satisfy several entries (duplicates, or a path-only and a heading entry
@@ -129,12 +130,12 @@ def _claim(expected: Sequence[ExpectedEntry], consumed: list[bool], hit: RankedH
 
 
 def ndcg_at_k(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit], k: int) -> float:
-    """nDCG@k = DCG@k / IDCG@k with binary gains and one-to-one matching.
+    """nDCG at k = DCG_k / IDCG_k with binary gains and one-to-one matching.
 
-    DCG@k: walk ``T[:k]`` in order; each hit is credited to at most one still
+    DCG_k: walk ``T[:k]`` in order; each hit is credited to at most one still
     unconsumed entry it satisfies (heading entries first, then golden order), which
     it consumes, adding ``1 / log2(p + 1)`` for its 1-based position ``p``.
-    IDCG@k = sum of ``1 / log2(i + 1)`` for ``i = 1 .. min(n, k)``.
+    IDCG_k = sum of ``1 / log2(i + 1)`` for ``i = 1 .. min(n, k)``.
 
     0.0 when ``E`` or ``T`` is empty or ``k <= 0``.  Because every entry is credited
     at most once and positions are distinct, the value is always within [0, 1]:
@@ -199,7 +200,7 @@ class AggregateMetrics:
 def query_metrics(
     expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit], k_values: Sequence[int]
 ) -> QueryMetrics:
-    """recall@k and nDCG@k for each k in ``k_values``, plus the reciprocal rank."""
+    """Recall and nDCG at each k in ``k_values``, plus the reciprocal rank."""
     return QueryMetrics(
         recall_at_k={k: recall_at_k(expected, hits, k) for k in k_values},
         reciprocal_rank=reciprocal_rank(expected, hits),

@@ -15,16 +15,15 @@ keys (``"1"``, ``"5"``, ``"10"``; a lexicographic sort would print ``"10"`` befo
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from pytest_groove.evaluation.compare import Comparison
+from pytest_groove.evaluation.metric_table import aggregate_metrics_to_json
 from pytest_groove.evaluation.run import (
     RunRecord,
     aggregate_to_json,
     corpus_to_json,
     format_timestamp,
-    k_map_to_json,
 )
 
 
@@ -40,13 +39,8 @@ def build_json_report(run: RunRecord, comparison: Comparison, *, recorded: bool)
         "per_query": [q.to_json() for q in run.per_query],
         "findings": [f.to_json() for f in run.findings],
         "previous": None if comparison.baseline is None else comparison.baseline.to_json(),
-        "diff": None
-        if diff is None
-        else {
-            "recall_at_k": k_map_to_json(diff.recall_at_k),
-            "mrr": diff.mrr if math.isfinite(diff.mrr) else None,
-            "ndcg_at_k": k_map_to_json(diff.ndcg_at_k),
-        },
+        # the aggregate's metric keys, without query_count
+        "diff": None if diff is None else aggregate_metrics_to_json(diff),
         "recorded": recorded,
     }
 

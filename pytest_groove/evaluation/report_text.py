@@ -1,30 +1,17 @@
 """The human report (``groove eval`` stdout, the pytest terminal summary).
 
-Layout (spec-eval §11; the seed's sample)::
-
-    groove eval — 2026-04-24T05:32:01+00:00
-      model: e5-small    reranker: none    limit: 10    queries: 2
-      corpus: 646 docs / 11215 chunks
-        ⚠️ corpus changed since last run (642 -> 646 documents, 11090 -> 11215 chunks)
-           a delta below may reflect that, not retrieval
-
-    Aggregate (previous run: 2026-04-23T09:10:11.500+00:00)
-      recall@1   0.250  (↑ 0.100)
-      MRR        0.500  (—       )
-      nDCG@10    0.460  (↓ 0.020)
-
-    Per-query (regressions and misses, 1 of 2)
-      ✗ How are chunks deduplicated? recall@10: 1.00 → 0.00
-
-Only the largest k's nDCG is shown; the JSON report has everything.
+Layout (spec-eval §11): a title line, the engine and corpus lines (with a warning
+when the corpus changed), the aggregate block — one line per metric of
+:func:`~pytest_groove.evaluation.metric_table.summary_metrics`, each with its delta
+against the baseline — and the queries that missed or regressed.  ``docs/eval.md``
+shows a sample; only the largest k's nDCG is shown, the JSON report has everything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from pytest_groove.evaluation.compare import Comparison, format_delta, largest_k
+from pytest_groove.evaluation.compare import Comparison, format_delta
 from pytest_groove.evaluation.history import BaselineChoice
+from pytest_groove.evaluation.metric_table import RECALL, Metric, summary_metrics
 from pytest_groove.evaluation.run import RunRecord, display_timestamp
 
 #: metric labels are left-aligned in a field this wide
@@ -37,15 +24,11 @@ NEXT_RUN_HINT = "On the next run it will automatically show a diff against this 
 def _metric_line(
     label: str, value: float, delta: float | None, threshold: float, color: bool
 ) -> str:
-    # at least one space after the label, even for recall@1000
+    # at least one space after the label, even for a four-digit k
     line = f"  {label.ljust(max(LABEL_WIDTH, len(label) + 1))}{value:.3f}"
     if delta is not None:
         line += format_delta(delta, threshold, color)
     return line
-
-
-def _delta(diff: Mapping[int, float] | None, k: int) -> float | None:
-    return None if diff is None else diff.get(k, 0.0)
 
 
 def _aggregate_header(comparison: Comparison, choice: BaselineChoice | None) -> list[str]:
@@ -97,29 +80,13 @@ def render_text(
             lines.append("       a delta below may reflect that, not retrieval")
     lines.append("")
     lines += _aggregate_header(comparison, choice)
-    for k in fp.k_values:
+    for metric in summary_metrics(fp.k_values):
         lines.append(
             _metric_line(
-                f"recall@{k}",
-                agg.recall_at_k.get(k, 0.0),
-                _delta(None if diff is None else diff.recall_at_k, k),
-                limits.for_metric(f"recall@{k}"),
-                color,
-            )
-        )
-    lines.append(
-        _metric_line(
-            "MRR", agg.mrr, None if diff is None else diff.mrr, limits.for_metric("mrr"), color
-        )
-    )
-    if fp.k_values:
-        k = largest_k(fp.k_values)
-        lines.append(
-            _metric_line(
-                f"nDCG@{k}",
-                agg.ndcg_at_k.get(k, 0.0),
-                _delta(None if diff is None else diff.ndcg_at_k, k),
-                limits.for_metric(f"ndcg@{k}"),
+                metric.label,
+                metric.of_aggregate(agg),
+                None if diff is None else metric.of_aggregate(diff),
+                limits.for_metric(metric.threshold_key),
                 color,
             )
         )
@@ -135,7 +102,8 @@ def render_text(
                 if row.previous is None
                 else (f"{row.previous:.2f} → {row.now:.2f}")
             )
-            lines.append(f"  {mark} {row.id.ljust(ID_WIDTH)} recall@{row.k}: {values}")
+            label = Metric(RECALL, row.k).query_label
+            lines.append(f"  {mark} {row.id.ljust(ID_WIDTH)} {label}: {values}")
     if footer:
         lines.append("")
         lines.append(footer)

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.golden import marker_name_for_tag, node_ids
+from pytest_groove.evaluation.metric_table import query_summary
 from pytest_groove.evaluation.metrics import expected_ranks, is_miss
 from pytest_groove.evaluation.records import GoldenQuery, GoldenSet
 from pytest_groove.evaluation.run import QueryResult
@@ -79,12 +80,7 @@ def describe_result(result: QueryResult, k_values: Sequence[int], headline: str)
             lines.append(f"    {hit.rank:>3}. {_label(hit.path, hit.heading)}  ({hit.score:.4f})")
     else:
         lines.append("  the search returned no hits")
-    metrics = result.metrics
-    recall = "  ".join(f"recall@{k} {metrics.recall_at_k.get(k, 0.0):.2f}" for k in k_values)
-    lines.append(
-        f"  metrics:  {recall}  RR {metrics.reciprocal_rank:.2f}  "
-        f"nDCG@{max_k} {metrics.ndcg_at_k.get(max_k, 0.0):.2f}"
-    )
+    lines.append(f"  metrics:  {query_summary(result.metrics, k_values)}")
     return "\n".join(lines)
 
 

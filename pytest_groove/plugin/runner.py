@@ -244,10 +244,11 @@ class ProcessRunner:
         previous = evaluation.baseline_queries[position] if names else None
         if previous is None:
             return None
-        from pytest_groove.evaluation.metric_values import metric_value
+        from pytest_groove.evaluation.metric_table import metric_value
 
         parts = [
-            f"{metric} {metric_value(previous, metric):.2f} -> {metric_value(result, metric):.2f}"
+            f"{metric} {metric_value(previous.metrics, metric):.2f} -> "
+            f"{metric_value(result.metrics, metric):.2f}"
             for metric in names
         ]
         return (
@@ -260,9 +261,9 @@ class ProcessRunner:
         """The query's metrics as JUnit ``<properties>`` (only with the ini switch)."""
         if not self.options.run.junit_properties:
             return []
-        from pytest_groove.evaluation.metric_values import junit_properties
+        from pytest_groove.evaluation.metric_table import junit_properties
 
-        return list(junit_properties(result, self.plan.k_values))
+        return [*junit_properties(result.metrics, self.plan.k_values)]
 
     # ------------------------------------------------------------------ hooks (every role)
 

@@ -1,9 +1,9 @@
 """Selection, nested leave-one-query-out CV and the adoption decision.
 
-Everything here is pure numpy over a metric table: ``ndcg5[q, c]`` is nDCG@5 of
-query ``q`` under grid condition ``c`` (grid order, see :mod:`.grid`).  No
-database, no model.  The Monte Carlo simulations that justify the thresholds run
-exactly this code.
+Everything here is pure numpy over a metric table: ``ndcg5[q, c]`` is the primary
+metric (:data:`PRIMARY`, nDCG at k = 5) of query ``q`` under grid condition ``c``
+(grid order, see :mod:`.grid`).  No database, no model.  The Monte Carlo
+simulations that justify the thresholds run exactly this code.
 
 The guard against over-fitting has three layers:
 
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.evaluation.metric_table import METRIC_KINDS, NDCG, Metric, parse_metric
 from pytest_groove.evaluation.metrics import ordered_mean
 from pytest_groove.tune.grid import (
     DEFAULT_CONDITION,
@@ -54,6 +55,8 @@ ADOPT_SE_MULTIPLIER = 3.0
 STABILITY_MIN = 0.5
 #: the rank depth of the primary metric
 PRIMARY_K = 5
+#: the metric the selection and the decision use
+PRIMARY = Metric(NDCG, PRIMARY_K)
 
 #: Phase W columns: every weight triple at k = 60, in grid order
 PHASE_W_COLUMNS: tuple[int, ...] = tuple(w * N_K + DEFAULT_K_INDEX for w in range(N_WEIGHT_TRIPLES))
@@ -236,7 +239,7 @@ class LooResult:
     effective: tuple[int, ...]
     #: condition selected with each effective query held out (same order)
     fold_selections: tuple[int, ...]
-    #: nDCG@5 of the held-out query under its fold's selection minus under the default
+    #: the held-out query's primary metric under its fold's selection minus under the default
     diffs: tuple[float, ...]
 
     @property
@@ -298,20 +301,19 @@ def nested_loo(ndcg5: FloatArray, effective: Sequence[int] | None = None) -> Loo
 
 
 def _metric_order(names: Iterable[str]) -> list[str]:
-    """recall@k by ascending k, then MRR, then anything else in the given order."""
+    """Metrics of the table in report order (recall by ascending k, then MRR, ...),
+    then any other name in the given order."""
     names = list(names)
-    recalls = sorted(
-        (n for n in names if n.startswith("recall@") and n[7:].isdigit()),
-        key=lambda n: int(n[7:]),
-    )
-    rest = [n for n in names if n not in recalls]
-    mrr = [n for n in rest if n.lower() == "mrr"]
-    others = [n for n in rest if n.lower() != "mrr"]
-    return recalls + mrr + others
+    kinds = list(METRIC_KINDS)
+    known = {name: metric for name in names if (metric := parse_metric(name)) is not None}
+    ordered = sorted(known, key=lambda n: (kinds.index(known[n].kind), known[n].k or 0))
+    return ordered + [n for n in names if n not in known]
 
 
-def _display_name(name: str) -> str:
-    return "MRR" if name.lower() == "mrr" else name
+def display_name(name: str) -> str:
+    """A secondary metric as the reports label it (``mrr`` -> ``MRR``)."""
+    metric = parse_metric(name)
+    return name if metric is None else metric.label
 
 
 @dataclass(frozen=True)
@@ -356,7 +358,7 @@ def check_secondary(secondary: Mapping[str, FloatArray], refit: int) -> Secondar
         values[name] = shown
         if _exact_mean(table[:, refit]) < _exact_mean(table[:, DEFAULT_INDEX]):
             base, cand = shown
-            violations.append(f"{_display_name(name)} {cand:.4f} < baseline {base:.4f}")
+            violations.append(f"{display_name(name)} {cand:.4f} < baseline {base:.4f}")
     return SecondaryCheck(values, tuple(violations))
 
 
@@ -459,11 +461,12 @@ def decide(
     """Should the fusion parameters move off the built-in defaults?
 
     ``ndcg5`` has shape (N queries, 384) in grid order (the default is column
-    226).  ``secondary`` maps metric names (``recall@1``, ``recall@5``, ...,
-    ``mrr``) to arrays of the same shape.  ``effective`` lists the rows whose
-    ranking can react to the fusion parameters (default: all rows): selection,
-    LOO and the statistics use only those, while criterion 5 compares the
-    secondary metrics over every row, because production sees every query.
+    226).  ``secondary`` maps metric names (threshold spellings of
+    :mod:`~pytest_groove.evaluation.metric_table`) to arrays of the same shape.
+    ``effective`` lists the rows whose ranking can react to the fusion parameters
+    (default: all rows): selection, LOO and the statistics use only those, while
+    criterion 5 compares the secondary metrics over every row, because production
+    sees every query.
     """
     table = np.asarray(ndcg5, dtype=np.float64)
     _check_table(table)
@@ -481,7 +484,7 @@ def decide(
 
 @dataclass(frozen=True)
 class QueryImpact:
-    """Per-query nDCG@5 change, refit vs default, over all usable queries."""
+    """Per-query change of the primary metric, refit vs default, over all usable queries."""
 
     improved: int
     degraded: int

@@ -1,6 +1,7 @@
 """Optional heatmap of the grid: rrf_k against the bm25 heading weight.
 
-Each cell is the in-sample mean ΔnDCG@5 over the effective queries against the
+Each cell is the in-sample mean change of the primary metric (nDCG at k = 5,
+:data:`~pytest_groove.tune.decide.PRIMARY`) over the effective queries against the
 built-in default, with the context and content weights held at the refit's
 values (so the refit is always on the map).  It is a picture of the landscape the
 selection walked, not evidence: the held-out numbers in the report are what the
@@ -21,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.errors import GrooveError, UsageError
+from pytest_groove.tune.decide import PRIMARY
 from pytest_groove.tune.grid import (
     DEFAULT_CONDITION,
     DEFAULT_INDEX,
@@ -56,7 +58,7 @@ def check_plot_target(path: Path) -> None:
 
 
 def heatmap_grid(ndcg5: FloatArray, effective: Sequence[int], refit: int) -> FloatArray:
-    """Δ mean nDCG@5 vs the default, shape (4 heading weights, 6 rrf_k values).
+    """Δ mean primary metric vs the default, shape (4 heading weights, 6 rrf_k values).
 
     Context and content weights are fixed at the refit's.
     """
@@ -128,11 +130,11 @@ def write_heatmap(
         ctx_w, content_w = WEIGHT_VALUES[at.ctx], WEIGHT_VALUES[at.content]
         ax.set_title(
             title
-            or f"mean ΔnDCG@5 vs default over {len(list(effective))} effective queries\n"
+            or f"mean Δ{PRIMARY.label} vs default over {len(list(effective))} effective queries\n"
             f"(in-sample; bm25_context_weight={ctx_w:g}, bm25_content_weight={content_w:g})",
             fontsize=9,
         )
-        fig.colorbar(image, ax=ax, label="ΔnDCG@5")
+        fig.colorbar(image, ax=ax, label=f"Δ{PRIMARY.label}")
         fig.tight_layout()
         try:
             fig.savefig(path)

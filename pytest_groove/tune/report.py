@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_groove.evaluation.metric_table import METRIC_KINDS, Values
 from pytest_groove.evaluation.metrics import AggregateMetrics
 from pytest_groove.tune.decide import (
+    PRIMARY,
     PRIMARY_K,
     STABILITY_MIN,
     QueryImpact,
     Verdict,
     decide,
+    display_name,
     per_query_impact,
     phase_k_sweep,
     phase_w_ranking,
@@ -53,9 +57,9 @@ class TuneResult:
     table: MetricTable
     verdict: Verdict
     impact: QueryImpact
-    #: Phase W's five best weight triples at k=60: (condition, mean nDCG@5)
+    #: Phase W's five best weight triples at k=60: (condition, mean primary metric)
     top_weights: list[tuple[int, float]]
-    #: the six k values at the refit's weights: (condition, mean nDCG@5)
+    #: the six k values at the refit's weights: (condition, mean primary metric)
     k_sweep: list[tuple[int, float]]
 
     @property
@@ -139,7 +143,7 @@ def render_text(result: TuneResult, color: bool = False) -> str:
     )
     add(
         f"  queries: {q_total} total / {e_total} effective (FTS candidates >= 2)   "
-        f"primary metric: nDCG@{PRIMARY_K}"
+        f"primary metric: {PRIMARY.label}"
     )
     if pre.context_axis_noop:
         add(
@@ -168,10 +172,10 @@ def render_text(result: TuneResult, color: bool = False) -> str:
     add(s.bold(f"## Grid (coordinate descent over {e_total} effective queries)"))
     add("  Phase W — the five best bm25 weight sets at k=60:")
     for cond, score in result.top_weights:
-        add(f"    {Condition.from_index(cond).label:<34} nDCG@5 {score:.4f}")
+        add(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}")
     add("  Phase K — rrf_k at the winning weights:")
     for cond, score in result.k_sweep:
-        add(f"    {Condition.from_index(cond).label:<34} nDCG@5 {score:.4f}")
+        add(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}")
 
     add("")
     add(s.bold("## Nested leave-one-query-out CV"))
@@ -195,7 +199,7 @@ def render_text(result: TuneResult, color: bool = False) -> str:
     add("")
     add(s.bold(f"## Secondary metrics (all {q_total} golden queries)"))
     for name, (base, cand) in v.secondary.values.items():
-        label = "MRR" if name == "mrr" else name
+        label = display_name(name)
         # rounded first, then + 0.0: an ulp-sized difference prints as +0.0000, not -0.0000
         delta = round(cand - base, 4) + 0.0
         add(f"  {label:<9} default {base:.4f} -> refit {cand:.4f} ({delta:+.4f})")
@@ -248,13 +252,15 @@ def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _values_json(values: Values) -> Any:
+    # the aggregate's own k order and values, as groove tune has always written them
+    return {str(k): v for k, v in values.items()} if isinstance(values, Mapping) else values
+
+
 def _agg_json(agg: AggregateMetrics) -> dict[str, Any]:
-    return {
-        "recall_at_k": {str(k): v for k, v in agg.recall_at_k.items()},
-        "mrr": agg.mrr,
-        "ndcg_at_k": {str(k): v for k, v in agg.ndcg_at_k.items()},
-        "query_count": agg.query_count,
-    }
+    out = {kind.json_key: _values_json(kind.of_aggregate(agg)) for kind in METRIC_KINDS}
+    out["query_count"] = agg.query_count
+    return out
 
 
 def _rows_json(rows: list[tuple[int, float]]) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.metric_table import RECALL, RR, Metric
 from pytest_groove.evaluation.metrics import (
     AggregateMetrics,
     QueryMetrics,
@@ -346,13 +347,15 @@ class MetricTable:
 
     @property
     def primary(self) -> FloatArray:
-        """nDCG@5, the metric the selection and the decision use."""
+        """The primary metric (:data:`~.decide.PRIMARY`), which selection and decision use."""
         return self.ndcg[PRIMARY_K]
 
     def secondary(self) -> dict[str, FloatArray]:
-        """recall@k for every k, then MRR: the metrics criterion 5 guards."""
-        out: dict[str, FloatArray] = {f"recall@{k}": self.recall[k] for k in self.k_values}
-        out["mrr"] = self.rr
+        """Recall at every k, then MRR (threshold spellings): what criterion 5 guards."""
+        out: dict[str, FloatArray] = {
+            Metric(RECALL, k).threshold_key: self.recall[k] for k in self.k_values
+        }
+        out[Metric(RR).threshold_key] = self.rr
         return out
 
     def set_cell(self, row: int, condition: int, metrics: QueryMetrics) -> None:
