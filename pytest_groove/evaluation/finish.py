@@ -76,6 +76,9 @@ class EvalFlags:
     json_path: Path | None = None
     #: also write the HTML report (plots; needs the ``plots`` extra) to this file
     html_path: Path | None = None
+    #: also write the rankings as a TREC run file / the golden set as TREC qrels
+    trec_run_path: Path | None = None
+    trec_qrels_path: Path | None = None
 
 
 @dataclass
@@ -404,6 +407,11 @@ def _reports(
         errors.append(_write_html(flags.html_path, run, comparison, runs, f"{ctx.prog} report"))
         if errors[-1] is None:
             written.append(f"HTML report written to {flags.html_path}")
+    for trec_path, what in ((flags.trec_run_path, "run"), (flags.trec_qrels_path, "qrels")):
+        if trec_path is not None:
+            errors.append(_write_trec(trec_path, what, run))
+            if errors[-1] is None:
+                written.append(f"TREC {what} file written to {trec_path}")
     return text, report, next((e for e in errors if e is not None), None), written
 
 
@@ -433,4 +441,19 @@ def _write_html(
         return exc.message
     except OSError as exc:
         return f"could not write the HTML report {path}: {exc.strerror or exc}"
+    return None
+
+
+def _write_trec(path: Path, what: str, run: RunRecord) -> str | None:
+    # the qrels come from the run's queries too: a subset run's files then judge the
+    # same queries our averages do
+    from pytest_groove.interop.trec import write_trec_qrels, write_trec_run
+
+    try:
+        if what == "run":
+            write_trec_run(path, run.per_query)
+        else:
+            write_trec_qrels(path, run.per_query)
+    except GrooveError as exc:
+        return exc.message
     return None

@@ -92,6 +92,8 @@ def eval_flags(run: RunOptions, *, color: bool) -> EvalFlags:
         color=color,
         json_path=run.json,
         html_path=run.html,
+        trec_run_path=run.trec_run,
+        trec_qrels_path=run.trec_qrels,
     )
 
 
