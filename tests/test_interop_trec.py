@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,8 +34,6 @@ from pytest_groove.interop.trec import (
     run_lines,
     write_trec_run,
 )
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 ROOT = Path(__file__).resolve().parents[1]
 KB_EVAL = ROOT / "tests" / "corpora" / "kb-eval"
