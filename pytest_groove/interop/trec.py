@@ -97,10 +97,14 @@ def _grade(entry: ExpectedEntry) -> int:
     return grade if isinstance(grade, int) and not isinstance(grade, bool) else 1
 
 
-def _credited(
+def credited_entry(
     expected: Sequence[ExpectedEntry], consumed: list[bool], hit: RankedHit
 ) -> int | None:
-    """The entry ``hit`` is credited to under nDCG's one-to-one rule, or None."""
+    """The entry ``hit`` is credited to under nDCG's one-to-one rule, or None.
+
+    Among the entries not yet ``consumed`` that the hit satisfies, a heading entry is
+    preferred over a path-only one, then golden order decides (as ``ndcg_at_k``).
+    """
     path_only: int | None = None
     for index, entry in enumerate(expected):
         if consumed[index] or not entry_satisfied(entry, hit.path, hit.heading):
@@ -118,7 +122,7 @@ def hit_ids(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit]) -> lis
     used: set[str] = set()
     ids: list[str] = []
     for position, hit in enumerate(hits, start=1):
-        index = _credited(expected, consumed, hit)
+        index = credited_entry(expected, consumed, hit)
         if index is not None:
             consumed[index] = True
             doc = entry_id(expected[index])
