@@ -105,6 +105,36 @@ def test_grades_above_one_are_written_and_one_is_the_plain_entry(tmp_path: Path)
     ]
 
 
+def test_numeric_ids_stay_strings(tmp_path: Path) -> None:
+    """SciFact's ids are digits: the golden file must still hold them as strings."""
+    documents = [{"_id": 31715818, "title": "T", "text": "x"}, {"_id": "007", "text": "y"}]
+    source = write_dataset(
+        tmp_path / "digits", documents, [("q1", "31715818", 1), ("q2", "007", 1)]
+    )
+    (source / "queries.jsonl").write_text(
+        '{"_id": "1", "text": "one"}\n{"_id": 2, "text": "two"}\n', encoding="utf-8"
+    )
+    (source / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n1\t31715818\t1\n2\t007\t1\n"
+    )
+    assert main(["import", "beir", str(source), "--kb-path", str(tmp_path / "kb")]) == 0
+    golden = load_golden(tmp_path / "kb" / ".groove-eval.yml", tmp_path / "kb")
+    assert [(q.id, q.expected[0].path) for q in golden.queries] == [
+        ("1", "31715818.md"),
+        ("2", "007.md"),
+    ]
+
+
+def test_a_golden_file_over_the_cap_is_refused_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pytest_groove.interop.beir.GOLDEN_CAP", 100)
+    source = write_dataset(tmp_path / "ds")
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert "over the 100 a golden file may hold" in err
+    assert not (tmp_path / "kb").exists()
+
+
 def test_file_names_are_safe_and_unique() -> None:
     names = note_names(["A/b", "A_b", "a_b", ".hidden", "", "ü", "x" * 300])
     assert names["A/b"] == "A_b.md"

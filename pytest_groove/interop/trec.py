@@ -8,7 +8,7 @@ The two files let ``trec_eval``, ``pytrec_eval`` or ``ranx`` recompute the numbe
 
 Identifiers (documented in ``docs/interop.md``):
 
-- ``qid`` is the golden query's id;
+- ``qid`` is the golden query's id (``@2``, ``@3``... on a repeated derived id);
 - a document id is the KB-relative path (``docs/a.md``) for a path-only expected
   entry, and ``path#heading`` (the heading trimmed and lowercased, as the hit rule
   compares it) for an entry pinned to a heading;
@@ -135,6 +135,21 @@ def hit_ids(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit]) -> lis
     return ids
 
 
+def query_ids(queries: Sequence[JudgedQuery]) -> list[str]:
+    """Each query's ``qid``: its golden id encoded, ``@2``, ``@3``... on a repeat.
+
+    Explicit ids are unique, but two queries whose texts share their first 32
+    characters derive the same id; TREC files would merge them into one query.
+    """
+    seen: dict[str, int] = {}
+    ids: list[str] = []
+    for query in queries:
+        qid = encode_id(query.id)
+        seen[qid] = seen.get(qid, 0) + 1
+        ids.append(qid if seen[qid] == 1 else f"{qid}@{seen[qid]}")
+    return ids
+
+
 def _check_tag(tag: str) -> str:
     if not tag or any(char.isspace() or not char.isprintable() for char in tag):
         raise GrooveError(
@@ -150,9 +165,9 @@ def run_lines(queries: Iterable[RankedQuery], tag: str = DEFAULT_TAG) -> list[st
     ``make_comparable=True``) still count it, as 0, like our averages do.
     """
     _check_tag(tag)
+    queries = list(queries)
     lines: list[str] = []
-    for query in queries:
-        qid = encode_id(query.id)
+    for qid, query in zip(query_ids(queries), queries, strict=True):
         hits = query.top_k
         for position, doc in enumerate(hit_ids(query.expected, hits), start=1):
             score = len(hits) - position + 1
@@ -162,9 +177,9 @@ def run_lines(queries: Iterable[RankedQuery], tag: str = DEFAULT_TAG) -> list[st
 
 def qrels_lines(queries: Iterable[JudgedQuery]) -> list[str]:
     """The qrels file's lines: ``qid 0 docid grade``, one per expected entry."""
+    queries = list(queries)
     lines: list[str] = []
-    for query in queries:
-        qid = encode_id(query.id)
+    for qid, query in zip(query_ids(queries), queries, strict=True):
         for entry in query.expected:
             lines.append(f"{qid} {QRELS_ITERATION} {entry_id(entry)} {_grade(entry)}")
     return lines
