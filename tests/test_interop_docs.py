@@ -62,6 +62,20 @@ def exported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return match.group(1)
 
 
+def test_the_sample_lines_are_what_the_export_writes(exported: str) -> None:
+    (sample,) = [b for b in blocks("text") if b.startswith("$ head")]
+    shown: dict[str, list[str]] = {}
+    for line in sample.splitlines():
+        if line.startswith("$ head"):
+            _dollar, _head, count, name = line.split()
+            shown[name] = []
+            assert int(count[1:]) > 0
+        else:
+            shown[name].append(line)
+    for name, lines in shown.items():
+        assert Path(name).read_text(encoding="utf-8").splitlines()[: len(lines)] == lines
+
+
 def _snippet(library: str) -> str:
     (found,) = [b for b in blocks("python") if f"import {library}" in b or f"from {library}" in b]
     return found
