@@ -157,8 +157,10 @@ def test_a_tag_with_a_space_is_refused() -> None:
 
 
 def test_an_unwritable_path_is_one_line_naming_the_option(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    write_trec_run(tmp_path / "new" / "run.trec", [])  # a missing folder is made
     with pytest.raises(GrooveError) as error:
-        write_trec_run(tmp_path / "missing" / "run.trec", [])
+        write_trec_run(tmp_path / "file" / "run.trec", [])
     assert "--trec-run" in error.value.message
     assert "\n" not in error.value.message
 
@@ -299,3 +301,22 @@ def test_ranx_reads_the_exported_kb_eval_run(kb_eval_export: dict[str, Any]) -> 
     assert {name: float(value) for name, value in theirs.items()} == pytest.approx(
         _ours(kb_eval_export["aggregate"]), abs=TOLERANCE
     )
+
+
+def test_a_failed_trec_write_is_one_error_and_the_other_files_are_written(
+    kb_eval_export: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base: Path = kb_eval_export["base"]
+    (base / "blocker").write_text("", encoding="utf-8")
+    code = main(
+        ["eval", "--kb-path", str(base / "kb-eval"), "--golden", str(KB_EVAL_GOLDEN),
+         "--model", "hash", "--no-history", "--trec-run", str(base / "blocker" / "run.trec"),
+         "--trec-qrels", str(base / "again.qrels")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert (base / "again.qrels").read_text(encoding="utf-8") == (base / "qrels.trec").read_text(
+        encoding="utf-8"
+    )
+    errors = [line for line in err.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "TREC run file" in errors[0] and "--trec-run" in errors[0], err

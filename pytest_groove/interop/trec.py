@@ -34,6 +34,7 @@ ordering moves hits), so exporting them would re-rank the list.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -202,6 +203,8 @@ def recall_may_differ(queries: Iterable[JudgedQuery]) -> list[str]:
 def _write(path: Path, lines: Sequence[str], what: str, option: str) -> None:
     text = "".join(f"{line}\n" for line in lines)
     try:
+        with contextlib.suppress(OSError):  # as the JSON report: the folder is made
+            path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8", newline="\n")
     except OSError as exc:
         raise GrooveError(
