@@ -8,7 +8,7 @@ text, metavar, and which spellings exist -- and every spelling is derived from i
 - ``--<name>`` on the ``groove`` subcommands that take it (``cli/args.py``).
 
 Both doors read the given values into one :class:`RunOptions`, and the evaluation
-inputs are built from that record in one place (``evaluation/setup.py``).  Options
+inputs are planned from that record in one place (``evaluation/plan.py``).  Options
 only one door has (``groove search --limit``, ``--format``, ``--plot``...) are
 declared by that door.
 
@@ -220,6 +220,19 @@ OPTIONS: tuple[Option, ...] = (
         plugin_flag=False,
         cli=False,
     ),
+    Option(
+        "trec-run",
+        "path",
+        "also write the run's rankings as a TREC run file (qid Q0 docid rank score tag) to "
+        "FILE, for trec_eval, pytrec_eval or ranx (see docs/interop.md)",
+        "FILE",
+    ),
+    Option(
+        "trec-qrels",
+        "path",
+        "also write the golden set as TREC qrels (qid 0 docid grade) to FILE",
+        "FILE",
+    ),
 )
 
 OPTIONS_BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
@@ -256,6 +269,8 @@ class RunOptions:
     json: Path | None = None
     html: Path | None = None
     junit_properties: bool = False
+    trec_run: Path | None = None
+    trec_qrels: Path | None = None
 
 
 def read_run_options(value_of: Callable[[Option], Any]) -> RunOptions:

@@ -154,12 +154,20 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 
 
 def option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """The flags of ``parser`` and of its own subcommands (``groove import beir``)."""
+    nested = [
+        option
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for child in cast(dict[str, argparse.ArgumentParser], action.choices).values()
+        for option in option_strings(child)
+    ]
     return [
         option
         for action in parser._actions
         for option in action.option_strings
         if option not in HELP_OPTIONS
-    ]
+    ] + nested
 
 
 def cli_section(name: str) -> tuple[str, str]:

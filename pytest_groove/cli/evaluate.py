@@ -70,6 +70,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "threshold",
             "retriever",
             "html",
+            "trec-run",
+            "trec-qrels",
         ),
     )
     p.set_defaults(func=run)

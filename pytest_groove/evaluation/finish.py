@@ -328,6 +328,11 @@ def _reports(
         errors.append(_write_html(options.html, run, comparison, runs, f"{plan.prog} report"))
         if errors[-1] is None:
             written.append(f"HTML report written to {options.html}")
+    for trec_path, what in ((options.trec_run, "run"), (options.trec_qrels, "qrels")):
+        if trec_path is not None:
+            errors.append(_write_trec(trec_path, what, run))
+            if errors[-1] is None:
+                written.append(f"TREC {what} file written to {trec_path}")
     return text, report, next((e for e in errors if e is not None), None), written
 
 
@@ -357,4 +362,19 @@ def _write_html(
         return exc.raw_message
     except OSError as exc:
         return f"could not write the HTML report {path}: {exc.strerror or exc}"
+    return None
+
+
+def _write_trec(path: Path, what: str, run: RunRecord) -> str | None:
+    # the qrels come from the run's queries too: a subset run's files then judge the
+    # same queries our averages do
+    from pytest_groove.interop.trec import write_trec_qrels, write_trec_run
+
+    try:
+        if what == "run":
+            write_trec_run(path, run.per_query)
+        else:
+            write_trec_qrels(path, run.per_query)
+    except GrooveError as exc:
+        return exc.raw_message
     return None

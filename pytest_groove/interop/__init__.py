@@ -1,0 +1,1 @@
+"""The IR ecosystem's file formats: TREC run / qrels export, BEIR import."""

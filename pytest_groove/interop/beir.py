@@ -1,0 +1,322 @@
+"""A BEIR-format dataset as a Markdown knowledge base with its golden file.
+
+BEIR's layout (https://github.com/beir-cellar/beir)::
+
+    DIR/corpus.jsonl        {"_id": ..., "title": ..., "text": ...} per line
+    DIR/queries.jsonl       {"_id": ..., "text": ...} per line
+    DIR/qrels/<split>.tsv   header "query-id corpus-id score", then one judgement a line
+
+becomes::
+
+    OUT/<safe _id>.md       "# title", a blank line, the text
+    OUT/.groove-eval.yml    one query per judged query id, its judged documents expected
+
+Only documents judged with a score above 0 are expected (``grade: N`` is written for
+N > 1; a score of 1 is the plain binary entry).  A query with no such judgement in the
+split is left out and counted.  Everything is read and checked before the first file
+is written, so bad input leaves OUT as it was; every problem is one line naming
+``file:line`` and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME
+from pytest_groove.evaluation.guarded_io import GOLDEN_CAP
+from pytest_groove.search.exclusion import split_exclusions
+
+CORPUS_FILE = "corpus.jsonl"
+QUERIES_FILE = "queries.jsonl"
+QRELS_DIR = "qrels"
+QRELS_HEADER = ("query-id", "corpus-id", "score")
+#: longest file stem written (ids can be long; the collision suffix comes on top)
+MAX_STEM = 120
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_HEADING_START = re.compile(r"^(\s{0,3})#", re.MULTILINE)
+_DASH_TOKEN = re.compile(r"(?<!\S)-\S+")
+
+
+@dataclass(frozen=True)
+class BeirDocument:
+    id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class BeirQuery:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What :func:`import_beir` wrote."""
+
+    documents: int
+    queries: int
+    #: queries of queries.jsonl without a judged document (score > 0) in the split
+    unjudged_queries: int
+    golden: Path
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _fail(where: str, problem: str, fix: str) -> GrooveError:
+    return GrooveError(f"{where}: {problem}; {fix}")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line) of a UTF-8 text file; blank lines skipped."""
+    if not path.is_file():
+        raise _fail(
+            str(path), "no such file", "point the import at a BEIR dataset folder (unzipped)"
+        )
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield number, line.rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise _fail(str(path), "not UTF-8 text", "re-download or re-encode the file") from None
+    except OSError as exc:
+        raise _fail(str(path), f"cannot be read ({exc.strerror or exc})", "check it") from None
+
+
+def _json_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    for number, line in _lines(path):
+        where = f"{path}:{number}"
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _fail(
+                where, f"not a JSON object ({exc.msg})", "fix the line or re-download the file"
+            ) from None
+        if not isinstance(value, dict):
+            raise _fail(where, "not a JSON object", "write one {...} object per line")
+        yield where, value
+
+
+def _field(obj: dict[str, Any], name: str, where: str, *, required: bool = True) -> str:
+    value = obj.get(name)
+    if value is None and not required:
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool) and name == "_id":
+        return str(value)  # some exports write numeric ids
+    if not isinstance(value, str):
+        raise _fail(where, f"`{name}` is missing or not a string", f'give each line a "{name}"')
+    return value
+
+
+def read_corpus(path: Path) -> list[BeirDocument]:
+    documents: list[BeirDocument] = []
+    seen: dict[str, str] = {}
+    for where, obj in _json_objects(path):
+        doc_id = _field(obj, "_id", where)
+        if doc_id in seen:
+            raise _fail(where, f"document id {doc_id!r} repeats {seen[doc_id]}", "remove one")
+        seen[doc_id] = where
+        title = _field(obj, "title", where, required=False)
+        documents.append(BeirDocument(doc_id, title, _field(obj, "text", where)))
+    if not documents:
+        raise _fail(str(path), "no documents", "import a dataset with a non-empty corpus")
+    return documents
+
+
+def read_queries(path: Path) -> list[BeirQuery]:
+    queries: list[BeirQuery] = []
+    seen: dict[str, str] = {}
+    for where, obj in _json_objects(path):
+        query_id = _field(obj, "_id", where)
+        if query_id in seen:
+            raise _fail(where, f"query id {query_id!r} repeats {seen[query_id]}", "remove one")
+        seen[query_id] = where
+        text = _field(obj, "text", where)
+        if not text.strip():
+            raise _fail(where, f"query {query_id!r} has empty text", "give it text or drop it")
+        queries.append(BeirQuery(query_id, text))
+    return queries
+
+
+def qrels_path(source: Path, split: str) -> Path:
+    path = source / QRELS_DIR / f"{split}.tsv"
+    if not path.is_file():
+        folder = source / QRELS_DIR
+        splits = sorted(p.stem for p in folder.glob("*.tsv")) if folder.is_dir() else []
+        fix = f"pass --split one of {', '.join(splits)}" if splits else "add the qrels folder"
+        raise _fail(str(path), "no such file", fix)
+    return path
+
+
+def read_qrels(path: Path, documents: set[str], queries: set[str]) -> dict[str, dict[str, int]]:
+    """``query id -> {document id: score}`` in file order; ids checked against the rest."""
+    judged: dict[str, dict[str, int]] = {}
+    for index, (number, line) in enumerate(_lines(path)):
+        where = f"{path}:{number}"
+        fields = line.split("\t")
+        if len(fields) != 3:
+            fields = line.split()
+        if index == 0 and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
+            continue
+        if len(fields) != 3:
+            raise _fail(where, "expected 3 tab-separated fields", "write query-id corpus-id score")
+        query_id, doc_id, raw_score = (f.strip() for f in fields)
+        try:
+            score = int(raw_score)
+        except ValueError:
+            raise _fail(where, f"score {raw_score!r} is not a whole number", "fix it") from None
+        if query_id not in queries:
+            raise _fail(where, f"query id {query_id!r} is not in {QUERIES_FILE}", "fix the id")
+        if doc_id not in documents:
+            raise _fail(
+                where,
+                f"corpus id {doc_id!r} is not in {CORPUS_FILE}",
+                "fix the id or drop the line",
+            )
+        judged.setdefault(query_id, {})[doc_id] = score
+    return judged
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def note_names(ids: Sequence[str]) -> dict[str, str]:
+    """``document id -> file name``: ``[A-Za-z0-9._-]`` kept, other runs become ``_``.
+
+    No leading dot (hidden files are not indexed), at most :data:`MAX_STEM` characters,
+    and unique even on a case-insensitive file system: a later id whose name is taken
+    gets ``-2``, ``-3``... in corpus order.
+    """
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for doc_id in ids:
+        stem = _UNSAFE.sub("_", doc_id)[:MAX_STEM]
+        if not stem or stem.startswith("."):
+            stem = f"_{stem}"
+        name, counter = f"{stem}.md", 1
+        while name.lower() in taken:
+            counter += 1
+            name = f"{stem}-{counter}.md"
+        taken.add(name.lower())
+        names[doc_id] = name
+    return names
+
+
+def note_text(document: BeirDocument) -> str:
+    """``# title`` (when there is one), a blank line, the text.
+
+    A text line that would open a Markdown heading gets a backslash, so each document
+    stays one section as BEIR scores it.
+    """
+    body = _HEADING_START.sub(lambda m: f"{m.group(1)}\\#", document.text.strip())
+    title = " ".join(document.title.split())
+    return f"# {title}\n\n{body}\n" if title else f"{body}\n"
+
+
+def query_text(text: str) -> str:
+    """The query as groove should search it: a word BEIR wrote with a leading ``-``
+    is quoted, since groove would read it as an exclusion (``-term``)."""
+    if not split_exclusions(text).exclusions:
+        return text
+
+    def quoted(match: re.Match[str]) -> str:
+        token = match.group(0)
+        return f'"{token}"' if split_exclusions(token).exclusions else token
+
+    return _DASH_TOKEN.sub(quoted, text)
+
+
+def golden_text(
+    queries: Sequence[BeirQuery],
+    judged: dict[str, dict[str, int]],
+    names: dict[str, str],
+    title: str,
+) -> tuple[str, int]:
+    """(the golden file, how many queries it holds)."""
+    entries: list[dict[str, Any]] = []
+    for query in queries:
+        expected: list[dict[str, Any]] = []
+        for doc_id, score in judged.get(query.id, {}).items():
+            if score <= 0:
+                continue
+            entry: dict[str, Any] = {"path": names[doc_id]}
+            if score > 1:
+                entry["grade"] = score
+            expected.append(entry)
+        if expected:
+            entries.append({"id": query.id, "query": query_text(query.text), "expected": expected})
+    body = yaml.safe_dump(
+        {"queries": entries},
+        allow_unicode=True,
+        sort_keys=False,
+        width=100,
+        default_flow_style=False,
+    )
+    return f"# {title}\n{body}", len(entries)
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise GrooveError(f"{out}: not a folder; pass --kb-path a new or empty folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise GrooveError(
+            f"{out}: the folder is not empty; pass --kb-path a new folder, or --force to "
+            "write over files of the same name (other files stay)"
+        )
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise GrooveError(
+            f"could not write {path}: {exc.strerror or exc}; check the folder"
+        ) from None
+
+
+def import_beir(
+    source: Path, out: Path, *, split: str = "test", force: bool = False
+) -> ImportSummary:
+    """Read the dataset in ``source``, check it whole, then write the KB into ``out``."""
+    _check_out(out, force)
+    if not source.is_dir():
+        raise GrooveError(f"{source}: no such folder; pass the unzipped BEIR dataset folder")
+    documents = read_corpus(source / CORPUS_FILE)
+    queries = read_queries(source / QUERIES_FILE)
+    judged = read_qrels(
+        qrels_path(source, split), {d.id for d in documents}, {q.id for q in queries}
+    )
+    names = note_names([d.id for d in documents])
+    golden, count = golden_text(
+        queries, judged, names, f"imported by `groove import beir` from {source.name} ({split})"
+    )
+    golden_path = out / DEFAULT_GOLDEN_NAME
+    if count == 0:
+        raise GrooveError(
+            f"{qrels_path(source, split)}: no query has a document judged above 0; "
+            "pick another --split"
+        )
+    if len(golden.encode("utf-8")) > GOLDEN_CAP:
+        raise GrooveError(
+            f"{golden_path}: the golden file would be {len(golden.encode('utf-8')):,} bytes, over "
+            f"the {GOLDEN_CAP:,} a golden file may hold; import a smaller split"
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GrooveError(f"could not create {out}: {exc.strerror or exc}") from None
+    for document in documents:
+        _write(out / names[document.id], note_text(document))
+    _write(golden_path, golden)
+    return ImportSummary(len(documents), count, len(queries) - count, golden_path)

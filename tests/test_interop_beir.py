@@ -1,0 +1,217 @@
+"""``groove import beir``: a BEIR-format dataset becomes a KB whose golden file is its qrels."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_groove.cli import main
+from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.interop.beir import BeirDocument, note_names, note_text, query_text
+
+DOCUMENTS = [
+    {"_id": "d1", "title": "Rollback", "text": "Revert a release to the previous build quickly."},
+    {"_id": "d2", "title": "Canary", "text": "Ship a build to a small share of users first."},
+    {"_id": "d3", "title": "Pager", "text": "Escalate an incident to the on-call engineer."},
+    {"_id": "D/4", "title": "", "text": "Rate limits return status 429 with a retry header."},
+    {
+        "_id": "d5",
+        "title": "Tokens",
+        "text": "OAuth tokens expire after one hour.\n# not a heading",
+    },
+]
+QUERIES = [
+    {"_id": "q1", "text": "revert release previous build"},
+    {"_id": "q2", "text": "ship build small share users"},
+    {"_id": "q3", "text": "status 429 retry header"},
+    {"_id": "q9", "text": "a query the test split does not judge"},
+]
+QRELS = [("q1", "d1", 1), ("q2", "d2", 1), ("q2", "d3", 0), ("q3", "D/4", 1)]
+
+
+def write_dataset(
+    root: Path,
+    documents: list[dict[str, Any]] | None = None,
+    qrels: list[tuple[str, str, int]] | None = None,
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    docs = DOCUMENTS if documents is None else documents
+    (root / "corpus.jsonl").write_text(
+        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8"
+    )
+    (root / "queries.jsonl").write_text(
+        "".join(json.dumps(q) + "\n" for q in QUERIES), encoding="utf-8"
+    )
+    (root / "qrels").mkdir(exist_ok=True)
+    rows = QRELS if qrels is None else qrels
+    (root / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in rows),
+        encoding="utf-8",
+    )
+    return root
+
+
+def groove(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_round_trip_notes_golden_and_evaluation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_dataset(tmp_path / "mini")
+    kb = tmp_path / "kb"
+    code, out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    assert (code, err) == (0, "")
+    assert "wrote 5 note(s) and 3 golden query(ies) (1 without a judged document" in out
+    assert f"groove eval --kb-path {kb}" in out
+    assert sorted(p.name for p in kb.glob("*.md")) == ["D_4.md", "d1.md", "d2.md", "d3.md", "d5.md"]
+    assert (kb / "d1.md").read_text(encoding="utf-8") == (
+        "# Rollback\n\nRevert a release to the previous build quickly.\n"
+    )
+    assert (kb / "D_4.md").read_text(encoding="utf-8").startswith("Rate limits")  # no title
+    golden = load_golden(kb / ".groove-eval.yml", kb)
+    assert [(q.id, q.query, [e.path for e in q.expected]) for q in golden.queries] == [
+        ("q1", "revert release previous build", ["d1.md"]),
+        ("q2", "ship build small share users", ["d2.md"]),  # the grade-0 d3 is left out
+        ("q3", "status 429 retry header", ["D_4.md"]),
+    ]
+    code, out, err = groove(
+        capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["aggregate"]["query_count"] == 3
+    assert report["aggregate"]["recall_at_k"]["10"] == 1.0  # every judged note is findable
+
+
+def test_grades_above_one_are_written_and_one_is_the_plain_entry(tmp_path: Path) -> None:
+    source = write_dataset(tmp_path / "graded", qrels=[("q1", "d1", 2), ("q1", "d2", 1)])
+    assert main(["import", "beir", str(source), "--kb-path", str(tmp_path / "kb")]) == 0
+    raw = yaml.safe_load((tmp_path / "kb" / ".groove-eval.yml").read_text(encoding="utf-8"))
+    assert raw["queries"] == [
+        {
+            "id": "q1",
+            "query": "revert release previous build",
+            "expected": [{"path": "d1.md", "grade": 2}, {"path": "d2.md"}],
+        }
+    ]
+
+
+def test_numeric_ids_stay_strings(tmp_path: Path) -> None:
+    """SciFact's ids are digits: the golden file must still hold them as strings."""
+    documents = [{"_id": 31715818, "title": "T", "text": "x"}, {"_id": "007", "text": "y"}]
+    source = write_dataset(
+        tmp_path / "digits", documents, [("q1", "31715818", 1), ("q2", "007", 1)]
+    )
+    (source / "queries.jsonl").write_text(
+        '{"_id": "1", "text": "one"}\n{"_id": 2, "text": "two"}\n', encoding="utf-8"
+    )
+    (source / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n1\t31715818\t1\n2\t007\t1\n"
+    )
+    assert main(["import", "beir", str(source), "--kb-path", str(tmp_path / "kb")]) == 0
+    golden = load_golden(tmp_path / "kb" / ".groove-eval.yml", tmp_path / "kb")
+    assert [(q.id, q.expected[0].path) for q in golden.queries] == [
+        ("1", "31715818.md"),
+        ("2", "007.md"),
+    ]
+
+
+def test_a_golden_file_over_the_cap_is_refused_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pytest_groove.interop.beir.GOLDEN_CAP", 100)
+    source = write_dataset(tmp_path / "ds")
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert "over the 100 a golden file may hold" in err
+    assert not (tmp_path / "kb").exists()
+
+
+def test_file_names_are_safe_and_unique() -> None:
+    names = note_names(["A/b", "A_b", "a_b", ".hidden", "", "ü", "x" * 300])
+    assert names["A/b"] == "A_b.md"
+    assert names["A_b"] == "A_b-2.md"
+    assert names["a_b"] == "a_b-3.md"  # case-insensitive file systems see A_b.md
+    assert names[".hidden"] == "_.hidden.md"
+    assert names[""] == "_.md"
+    assert names["ü"] == "_-2.md"
+    assert len(names["x" * 300]) == 123
+    assert len(set(names.values())) == 7
+
+
+def test_a_text_line_never_opens_a_section() -> None:
+    text = note_text(BeirDocument("d", "T", "one\n# two\n  ## three"))
+    assert text == "# T\n\none\n\\# two\n  \\## three\n"
+
+
+def test_a_leading_dash_word_is_quoted_not_an_exclusion() -> None:
+    assert query_text("effects of -omega on sleep") == 'effects of "-omega" on sleep'
+    assert query_text("covid-19 and k=-1") == "covid-19 and k=-1"
+
+
+def _error(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:
+    code, _out, err = groove(capsys, "import", "beir", *args)
+    assert code == 1
+    assert err.startswith("Error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_bad_json_names_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_dataset(tmp_path / "bad")
+    with (source / "corpus.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write("\n{not json\n")
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert f"{source / 'corpus.jsonl'}:7: not a JSON object" in err
+    assert not (tmp_path / "kb").exists()  # nothing written
+
+
+def test_an_unknown_corpus_id_in_the_qrels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_dataset(tmp_path / "bad", qrels=[("q1", "d1", 1), ("q1", "nope", 1)])
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert f"{source / 'qrels' / 'test.tsv'}:3: corpus id 'nope' is not in corpus.jsonl" in err
+
+
+def test_missing_files_and_splits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_dataset(tmp_path / "ds")
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb", "--split", "dev")
+    assert "dev.tsv: no such file; pass --split one of test" in err
+    (source / "queries.jsonl").unlink()
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert "queries.jsonl: no such file" in err
+    assert not (tmp_path / "kb").exists()
+
+
+def test_a_non_empty_folder_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_dataset(tmp_path / "ds")
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "mine.md").write_text("# Mine\n", encoding="utf-8")
+    err = _error(capsys, source, "--kb-path", kb)
+    assert "not empty" in err and "--force" in err
+    assert sorted(p.name for p in kb.iterdir()) == ["mine.md"]
+    code, _out, _err = groove(capsys, "import", "beir", source, "--kb-path", kb, "--force")
+    assert code == 0
+    assert (kb / "mine.md").exists() and (kb / "d1.md").exists()
+
+
+def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
+    source = write_dataset(tmp_path / "ds")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_groove.cli", "import", "beir", str(source),
+         "--kb-path", str(tmp_path / "kb"), "--split", "test"],
+        capture_output=True, text=True, encoding="utf-8", timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "kb" / ".groove-eval.yml").is_file()
