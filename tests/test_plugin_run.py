@@ -128,6 +128,12 @@ class Project:
         pytester.makeconftest(RETRIEVER_CONFTEST)
         self.answer(GOOD)
 
+    def notes(self, *paths: str) -> None:
+        """Put a short note at each KB-relative path (the golden set is judged on disk)."""
+        for rel in paths:
+            (self.kb / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.kb / rel).write_text(f"# {rel}\n\nA note kept for the tests.\n", "utf-8")
+
     def answer(self, table: dict[str, Any]) -> None:
         (self.pytester.path / "answers.json").write_text(json.dumps(table), encoding="utf-8")
 
@@ -325,6 +331,7 @@ def test_queries_sharing_a_derived_id_do_not_regress_when_nothing_changed(
     project: Project, dist: list[str]
 ) -> None:
     (project.kb / ".groove-eval.yml").write_text(SHARED_PREFIX_GOLDEN, encoding="utf-8")
+    project.notes("big.md", "small.md", "x.md")
     project.answer(SHARED_PREFIX_ANSWERS)
     assert project.run(*dist).ret == pytest.ExitCode.OK
     result = project.run("--groove-fail-on-regression", *dist)
