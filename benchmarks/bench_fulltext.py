@@ -14,6 +14,9 @@ query mix, shuffled):
 * **engine, one golden set**: the same queries searched in order by one
   ``PhraseScores``, as ``groove eval`` does (phrases repeated from query to query are
   kept);
+* **engine, the golden set again in a new process**: a new ``PhraseScores`` that reads
+  the phrases the previous one saved beside the index (reading the file included),
+  as a second ``groove eval`` on an unchanged index does;
 * **raw FTS5**: the plain ``MATCH ... ORDER BY bm25 LIMIT 50`` statement;
 * **bm25s**: ``bm25s.BM25`` (its default Lucene variant, k1 1.5, b 0.75) indexed over
   the same chunk texts (heading, breadcrumb and body joined), ``retrieve`` of the
@@ -39,7 +42,7 @@ from pathlib import Path
 from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.registry import get_embedder
 from pytest_groove.engine import open_engine, run_indexer
-from pytest_groove.kb.phrase_scores import PhraseScores
+from pytest_groove.kb.phrase_scores import CACHE_PREFIX, PhraseScores
 from pytest_groove.search.fts_query import ParsedQuery, parse_query
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -87,12 +90,15 @@ def measure(kb: Path, count: int, seed: int, repeat: int) -> dict[str, float]:
         positives = [p.positive for p in full_text]
 
         def engine_pass(scores: PhraseScores | None) -> None:
-            kept = scores or PhraseScores(store)
+            kept = scores or PhraseScores(store, read_kept=False)
             for p in full_text:
                 assert p.fts is not None
                 if scores is None:
-                    kept = PhraseScores(store)  # cold: nothing kept between queries
+                    kept = PhraseScores(store, read_kept=False)  # cold: nothing kept
                 kept.candidates(p.fts, WEIGHTS, FETCH, p.fts_table)
+
+        def again_pass() -> None:
+            engine_pass(PhraseScores(store))  # reads the file saved below
 
         def raw_pass() -> None:
             for p in full_text:
@@ -110,9 +116,15 @@ def measure(kb: Path, count: int, seed: int, repeat: int) -> dict[str, float]:
                         tokens, k=min(FETCH, len(texts)), show_progress=False, n_threads=1
                     )
 
+        for old in store.path.parent.glob(f"{CACHE_PREFIX}*"):
+            old.unlink()  # a file from an earlier run would make "cold" warm
+        first = PhraseScores(store)
+        engine_pass(first)
+        first.save()
         passes: dict[str, Callable[[], object]] = {
             "engine, cold": lambda: engine_pass(None),
-            "engine, one golden set": lambda: engine_pass(PhraseScores(store)),
+            "engine, one golden set": lambda: engine_pass(PhraseScores(store, read_kept=False)),
+            "engine, the golden set again in a new process": again_pass,
             "raw FTS5": raw_pass,
             "bm25s": bm25s_pass,
         }
@@ -134,7 +146,13 @@ def report(label: str, figures: dict[str, float]) -> None:
     print(f"\n{label}: {figures['chunks']:.0f} chunks, {figures['queries']:.0f} full-text queries")
     print("| figure | per query | / bm25s |")
     print("|---|---|---|")
-    for name in ("engine, cold", "engine, one golden set", "raw FTS5", "bm25s"):
+    for name in (
+        "engine, cold",
+        "engine, one golden set",
+        "engine, the golden set again in a new process",
+        "raw FTS5",
+        "bm25s",
+    ):
         print(f"| {name} | {ms(figures[name])} | {figures[name] / floor:.2f}x |")
 
 

@@ -92,9 +92,7 @@ def measure(kb: Path, count: int, seed: int) -> None:
         return run
 
     full, expected = best(with_store(lambda s: scan_golden_quotes(results, s.iter_chunk_texts())))
-    first, got_first = best(
-        with_store(lambda s: golden_quote_findings(results, s)), runs=1
-    )
+    first, got_first = best(with_store(lambda s: golden_quote_findings(results, s)), runs=1)
     noop, got_noop = best(with_store(lambda s: golden_quote_findings(results, s)))
     edited = sorted(kb.rglob("*.md"))[-1]
     edits: list[float] = []

@@ -256,6 +256,8 @@ class Engine:
             return self.store.context_chunk_count()
 
     def close(self) -> None:
+        # the full-text terms asked of SQLite, for the next process on this index state
+        self._searcher.phrase_scores.save()
         self.store.close()
 
     def __enter__(self) -> Engine:
