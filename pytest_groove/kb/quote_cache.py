@@ -69,11 +69,19 @@ def cached_scan(
     """``scan`` over every indexed chunk, answered from the kept file where it can be.
 
     ``needles`` are the texts ``scan`` looks for (its indices refer to this list) and
-    ``version`` names the scan rule: a changed rule must change it.  Call inside
-    ``store.read_snapshot()`` so the generation and the chunks are one state.
+    ``version`` names the scan rule: a changed rule must change it.  The generation
+    and the chunks are read in one snapshot: the caller's (``store.read_snapshot()``,
+    the one that answered the searches), else one of its own.
     """
     if not needles:
         return {}
+    with store.read_snapshot():  # the caller's, else one of its own
+        return _cached_scan(store, needles, version, scan)
+
+
+def _cached_scan(
+    store: Store, needles: Sequence[str], version: str, scan: Scan
+) -> dict[str, set[int]]:
     key = scan_key(version, needles)
     path = store.path.parent / f"{CACHE_PREFIX}{key[:32]}.json"
     index_id, generation = store.index_id, store.generation
