@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.registry import model_slug
-from pytest_groove.engine import run_indexer
+from pytest_groove.engine import open_engine, run_indexer
 from pytest_groove.evaluation.findings import golden_quote_findings, scan_golden_quotes
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb import quote_cache
@@ -193,3 +193,11 @@ def test_no_long_query_means_no_scan_and_no_file(kb: Path) -> None:
     assert _both(kb, [query("short", text="rrf")]) == ([], [])
     index_dir = default_index_dir(kb, model_slug("hash"))
     assert list(index_dir.glob(f"{quote_cache.CACHE_PREFIX}*.json")) == []
+
+
+def test_the_engine_door_gives_the_full_scans_findings(kb: Path) -> None:
+    with open_engine(kb, SETTINGS, progress=False) as engine, engine.read_snapshot():
+        kept = engine.golden_quote_findings(RESULTS)
+        assert kept == scan_golden_quotes(RESULTS, engine.iter_chunk_texts())
+        assert [f.path for f in kept] == ["leak.md"]
+        assert engine.golden_quote_findings(RESULTS) == kept  # from the kept file
