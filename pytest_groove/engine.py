@@ -14,6 +14,8 @@ from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
 from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.findings import golden_quote_findings
+from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
@@ -169,6 +171,13 @@ class Engine:
         with self._faults():
             yield from self.store.iter_chunk_texts()
 
+    def golden_quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
+        """The quote scan's findings over this index, from its kept per-document scan
+        (same findings as ``scan_golden_quotes(results, self.iter_chunk_texts())``).
+        Call inside :meth:`read_snapshot`, the snapshot that answered the searches."""
+        with self._faults():
+            return golden_quote_findings(results, self.store)
+
     def headings_by_path(self) -> dict[str, set[str | None]]:
         """Every indexed path with its chunks' headings (for the pre-search golden check)."""
         with self._faults():
@@ -247,6 +256,8 @@ class Engine:
             return self.store.context_chunk_count()
 
     def close(self) -> None:
+        # the full-text terms asked of SQLite, for the next process on this index state
+        self._searcher.phrase_scores.save()
         self.store.close()
 
     def __enter__(self) -> Engine:

@@ -27,16 +27,21 @@ from dataclasses import dataclass
 import ahocorasick
 
 from pytest_groove.evaluation.run import QUOTE_CHECK, Finding, QueryResult, QuotedQuery
+from pytest_groove.kb.quote_cache import cached_scan
 from pytest_groove.kb.records import ChunkText
+from pytest_groove.kb.store import Store
 from pytest_groove.kb.text import collapse_whitespace
 
 __all__ = [
     "MIN_DISTINCT_QUERIES",
     "MIN_QUERY_CODE_POINTS",
+    "QUOTE_SCAN_VERSION",
     "Finding",
     "QuotedQuery",
     "findings_warning",
+    "golden_quote_findings",
     "normalise_text",
+    "quoted_needles",
     "scan_golden_quotes",
 ]
 
@@ -45,6 +50,9 @@ MIN_QUERY_CODE_POINTS = 12
 #: one quoted query is what a document about that topic looks like; two is a note
 #: about the test
 MIN_DISTINCT_QUERIES = 2
+#: names the matching rule below (normalisation, fields, needles) for the kept scans
+#: of :mod:`pytest_groove.kb.quote_cache`: change it whenever the rule changes
+QUOTE_SCAN_VERSION = "1"
 
 
 def normalise_text(text: str) -> str:
@@ -70,21 +78,20 @@ def _needles(results: Sequence[QueryResult]) -> list[_Needle]:
     return [_Needle(text, tuple(positions)) for text, positions in members.items()]
 
 
-def _matches_by_document(
-    needles: Sequence[_Needle], chunks: Iterable[ChunkText]
-) -> dict[str, set[int]]:
-    """Document path -> indices of the needles quoted in any one of its fields.
+def quoted_needles(needles: Sequence[str], chunks: Iterable[ChunkText]) -> dict[str, set[int]]:
+    """Document path -> indices of the ``needles`` quoted in any one of its fields.
 
-    One Aho-Corasick automaton over all needles reads each field once, whatever
-    the number of golden queries (a substring test per needle and field read
-    every field once per query: 2.3 s for 100 queries x 10k chunks).
+    ``needles`` are normalised texts.  One Aho-Corasick automaton over all needles
+    reads each field once, whatever the number of golden queries (a substring test
+    per needle and field read every field once per query: 2.3 s for 100 queries x
+    10k chunks).
     """
     found: dict[str, set[int]] = {}
     if not needles:
         return found
     automaton = ahocorasick.Automaton()
     for index, needle in enumerate(needles):
-        automaton.add_word(needle.text, index)
+        automaton.add_word(needle, index)
     automaton.make_automaton()
     for chunk in chunks:
         fields = [chunk.content]
@@ -112,8 +119,30 @@ def scan_golden_quotes(
     indexed chunk, read in the same snapshot that answered the searches.
     """
     needles = _needles(results)
+    return _findings(results, needles, quoted_needles([n.text for n in needles], chunks))
+
+
+def golden_quote_findings(results: Sequence[QueryResult], store: Store) -> list[Finding]:
+    """:func:`scan_golden_quotes` over every chunk of ``store``, from its kept scan.
+
+    The same findings, but the per-document scan is kept beside the index
+    (:mod:`pytest_groove.kb.quote_cache`): an unchanged index is not read again, and
+    after writes only the changed documents are.  Call inside
+    ``store.read_snapshot()``, the snapshot that answered the searches.
+    """
+    needles = _needles(results)
+    texts = [n.text for n in needles]
+    matches = cached_scan(
+        store, texts, QUOTE_SCAN_VERSION, lambda chunks: quoted_needles(texts, chunks)
+    )
+    return _findings(results, needles, matches)
+
+
+def _findings(
+    results: Sequence[QueryResult], needles: Sequence[_Needle], matches: dict[str, set[int]]
+) -> list[Finding]:
     findings: list[Finding] = []
-    for path, matched in sorted(_matches_by_document(needles, chunks).items()):
+    for path, matched in sorted(matches.items()):
         # one quotation of a long query must not also count as one of a shorter
         # query it contains (texts of distinct needles are distinct)
         kept = [

@@ -19,14 +19,32 @@ a golden query an array addition afterwards.
 
 The kept phrases are bounded by memory (least recently used dropped first) and
 belong to one state of the index: a write to the index (its generation) empties them.
+
+They are also kept between processes: :meth:`PhraseScores.save` (the engine calls it
+when it closes) writes them to a file beside the index named by the database's random
+id and write generation, like the vector caches, and the next process searching the
+same index state starts from them, so a golden set evaluated again on an unchanged
+index asks SQLite nothing.  A file of another state is never read (its name differs)
+and a damaged one is ignored.
+
+Why not fewer, cheaper SQLite calls per new phrase: FTS5's ``bm25()`` itself is most
+of a phrase's cost (measured at 10k chunks: finding a phrase's rows, ``count(*)`` or
+``group_concat(rowid)``, 0.8-1.3 ms; the same rows with ``bm25()`` summed inside
+SQLite 38 ms; to Python 44 ms), so fetching the rows in bulk (one text value per
+phrase, doubles through ``quote()``) measured no faster than the row cursor.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from zipfile import BadZipFile
 
 import apsw
 import numpy as np
@@ -34,7 +52,12 @@ import numpy.typing as npt
 
 from pytest_groove.kb.store import FTS_TABLES, Store
 
-__all__ = ["PhraseScores", "or_phrases"]
+__all__ = ["CACHE_PREFIX", "PhraseScores", "or_phrases"]
+
+#: the file of kept phrases beside the index: ``phrases-<index id>-gen<generation>.npz``
+CACHE_PREFIX = "phrases-"
+#: the layout of that file
+_FILE_FORMAT = 1
 
 #: memory the kept phrases may hold (row ids and scores)
 DEFAULT_BUDGET_BYTES = 128 * 1024 * 1024
@@ -75,14 +98,23 @@ class _PhraseRows:
 class PhraseScores:
     """bm25-ranked full-text candidates of one store, from kept per-phrase terms."""
 
-    def __init__(self, store: Store, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+    def __init__(
+        self, store: Store, budget_bytes: int = DEFAULT_BUDGET_BYTES, *, read_kept: bool = True
+    ) -> None:
         self.store = store
         self.budget_bytes = budget_bytes
+        #: start from the phrases a process before saved for this index state
+        self.read_kept = read_kept
         self._kept: OrderedDict[tuple[str, str, tuple[float, ...]], _PhraseRows] = OrderedDict()
         self._bytes = 0
         #: the index state the kept phrases belong to: generation, highest chunk id
         #: and number of chunks
         self._state: tuple[int, int, int] | None = None
+        #: bytes of the phrases asked of SQLite since the kept file was read or written
+        self._unsaved = 0
+        #: the kept file of the current state (named when the state is read, so saving
+        #: needs no SQL: it runs as the engine closes)
+        self._path: Path | None = None
 
     def candidates(
         self,
@@ -164,11 +196,16 @@ class PhraseScores:
         if self._state is None or self._state[0] != generation:
             self._kept.clear()
             self._bytes = 0
+            self._unsaved = 0
             row = self.store.conn.execute(
                 "SELECT coalesce(max(id), 0), count(*) FROM chunks"
             ).fetchone()
             highest, count = (int(row[0]), int(row[1])) if row else (0, 0)
             self._state = (generation, highest, count)
+            name = f"{CACHE_PREFIX}{self.store.index_id}-gen{generation}.npz"
+            self._path = self.store.path.parent / name
+            if self.read_kept:
+                self._load()
         _, highest, count = self._state
         return highest if highest <= _SPARSE_IDS * count + 1024 else None
 
@@ -180,6 +217,15 @@ class PhraseScores:
         if kept is not None:
             self._kept.move_to_end(key)
             return kept
+        rows = self._fetch(phrase, weights, table)
+        if len(rows.rowids) and (rows.rowids.min() < 0 or rows.rowids.max() > highest):
+            return None  # rows without a chunk (a damaged index): never kept
+        self._keep(key, rows)
+        self._unsaved += rows.nbytes
+        return rows
+
+    def _fetch(self, phrase: str, weights: tuple[float, float, float], table: str) -> _PhraseRows:
+        """Every row matching ``phrase``, ascending, with its bm25 term: asked of SQLite."""
         cursor = self.store.conn.execute(
             f"SELECT rowid, -bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?",
             (*weights, phrase),
@@ -187,14 +233,86 @@ class PhraseScores:
         flat = np.fromiter((value for row in cursor for value in row), dtype=np.float64).reshape(
             -1, 2
         )
-        rowids = flat[:, 0].astype(np.int64)
-        if len(rowids) and (rowids.min() < 0 or rowids.max() > highest):
-            return None  # rows without a chunk (a damaged index): never kept
-        rows = _PhraseRows(rowids, np.ascontiguousarray(flat[:, 1]))
-        if rows.nbytes <= self.budget_bytes:
-            self._kept[key] = rows
-            self._bytes += rows.nbytes
-            while self._bytes > self.budget_bytes:
-                _, dropped = self._kept.popitem(last=False)
-                self._bytes -= dropped.nbytes
-        return rows
+        return _PhraseRows(flat[:, 0].astype(np.int64), np.ascontiguousarray(flat[:, 1]))
+
+    def _keep(self, key: tuple[str, str, tuple[float, ...]], rows: _PhraseRows) -> None:
+        if rows.nbytes > self.budget_bytes:
+            return
+        self._kept[key] = rows
+        self._bytes += rows.nbytes
+        while self._bytes > self.budget_bytes:
+            _, dropped = self._kept.popitem(last=False)
+            self._bytes -= dropped.nbytes
+
+    # ------------------------------------------------------------------ kept on disk
+
+    def _load(self) -> None:
+        """Start from the phrases a process before kept for this index state."""
+        assert self._state is not None and self._path is not None
+        _, highest, count = self._state
+        path = self._path
+        if not path.is_file():
+            return
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                header = json.loads(str(saved["header"]))
+                if header["format"] != _FILE_FORMAT or header["state"] != [highest, count]:
+                    return
+                rowids = np.asarray(saved["rowids"], dtype=np.int64)
+                terms = np.asarray(saved["terms"], dtype=np.float64)
+            ends = np.cumsum(np.asarray(header["lengths"], dtype=np.int64))
+            if len(ends) != len(header["keys"]) or (len(ends) and ends[-1] != len(rowids)):
+                return
+            if len(rowids) != len(terms) or (len(rowids) and rowids.max() > highest):
+                return
+        except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, BadZipFile):
+            return  # damaged or foreign: the phrases are asked of SQLite again
+        start = 0
+        for (table, phrase, weights), end in zip(header["keys"], ends.tolist(), strict=True):
+            key = (str(table), str(phrase), tuple(float(w) for w in weights))
+            self._keep(key, _PhraseRows(rowids[start:end], terms[start:end]))
+            start = end
+
+    def save(self) -> None:
+        """Write the kept phrases beside the index for the next process.
+
+        Only when the phrases asked of SQLite since the file was read make up a quarter
+        or more of what it would hold: one more search must not rewrite a large file
+        for one phrase.  An optimisation only: a folder that cannot be written keeps
+        nothing.  Files of other index states are removed.
+        """
+        if self._state is None or self._path is None:
+            return
+        if not self._unsaved or 4 * self._unsaved < self._bytes:
+            return
+        _, highest, count = self._state
+        path = self._path
+        keys = list(self._kept)
+        rows = [self._kept[key] for key in keys]
+        header = {
+            "format": _FILE_FORMAT,
+            "state": [highest, count],
+            "keys": [[table, phrase, list(weights)] for table, phrase, weights in keys],
+            "lengths": [len(r.rowids) for r in rows],
+        }
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        try:
+            np.savez(
+                tmp,
+                header=np.array(json.dumps(header)),
+                # chunk ids below 2**31 (every real index) fit four bytes on disk
+                rowids=np.concatenate([r.rowids for r in rows] or [np.zeros(0, np.int64)]).astype(
+                    np.int32 if highest < 2**31 else np.int64
+                ),
+                terms=np.concatenate([r.terms for r in rows] or [np.zeros(0)]),
+            )
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return
+        self._unsaved = 0
+        for old in path.parent.glob(f"{CACHE_PREFIX}*.npz"):
+            if old != path:
+                with contextlib.suppress(OSError):
+                    old.unlink()

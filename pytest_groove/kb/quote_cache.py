@@ -1,0 +1,191 @@
+"""Per-document results of a text scan over the indexed chunks, kept beside the index.
+
+The golden-quote scan (:mod:`pytest_groove.evaluation.findings`) asks which of a set of
+needles each document quotes.  Its answer depends only on the needles and on each
+document's chunk fields, yet reading every field of a large corpus in Python is most
+of a no-op eval's cost.  So the answer is kept, per document, in a small JSON file in
+the index folder, and reused:
+
+- while the index is in the state it was scanned in (same database id and write
+  generation: any write to the chunks bumps the generation), the kept answer is
+  returned without reading a chunk;
+- after writes, only the documents whose chunks changed are read and scanned again.
+  A document's chunks are written all together under fresh ids (AUTOINCREMENT never
+  reuses an id) and never updated in place, so a document whose path, lowest and
+  highest chunk id and chunk count are unchanged holds exactly the chunks it held.
+
+The file is named by a hash of the scan's version and its needles, so each golden
+set keeps its own; it is written to a temporary name and renamed (a reader sees a
+whole file or none), and a file that cannot be written (read-only index folder) or
+read (damaged) only costs a full scan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_groove.kb.records import ChunkText
+from pytest_groove.kb.store import Store
+
+__all__ = ["CACHE_PREFIX", "KEEP_FILES", "cached_scan", "scan_key"]
+
+CACHE_PREFIX = "quote-scan-"
+#: scan files kept in one index folder (one per golden set, newest first)
+KEEP_FILES = 8
+#: the layout of the file itself
+_FORMAT = 1
+
+#: needles -> the chunks to scan -> document path -> indices of the needles it quotes
+Scan = Callable[[Iterable[ChunkText]], dict[str, set[int]]]
+
+
+def scan_key(version: str, needles: Sequence[str]) -> str:
+    """What a kept scan answers: the scan rule's version and its set of needles."""
+    digest = hashlib.sha256(f"{_FORMAT}\x00{version}".encode())
+    for text in sorted(set(needles)):
+        data = text.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Kept:
+    index_id: str
+    generation: int
+    #: path -> (chunk signature, sorted needle texts it quotes)
+    documents: dict[str, tuple[str, tuple[str, ...]]]
+
+
+def cached_scan(
+    store: Store, needles: Sequence[str], version: str, scan: Scan
+) -> dict[str, set[int]]:
+    """``scan`` over every indexed chunk, answered from the kept file where it can be.
+
+    ``needles`` are the texts ``scan`` looks for (its indices refer to this list) and
+    ``version`` names the scan rule: a changed rule must change it.  The generation
+    and the chunks are read in one snapshot: the caller's (``store.read_snapshot()``,
+    the one that answered the searches), else one of its own.
+    """
+    if not needles:
+        return {}
+    with store.read_snapshot():  # the caller's, else one of its own
+        return _cached_scan(store, needles, version, scan)
+
+
+def _cached_scan(
+    store: Store, needles: Sequence[str], version: str, scan: Scan
+) -> dict[str, set[int]]:
+    key = scan_key(version, needles)
+    path = store.path.parent / f"{CACHE_PREFIX}{key[:32]}.json"
+    index_id, generation = store.index_id, store.generation
+    kept = _read(path, key)
+    if kept is not None and (kept.index_id, kept.generation) == (index_id, generation):
+        with contextlib.suppress(OSError):
+            os.utime(path)  # in use: the last file another golden set's scan drops
+        return _as_indices(kept.documents, needles)
+    signatures = _signatures(store)
+    documents: dict[str, tuple[str, tuple[str, ...]]] = {}
+    stale: dict[str, int] = {}
+    for doc_path, (doc_id, signature) in signatures.items():
+        old = None if kept is None else kept.documents.get(doc_path)
+        if old is not None and old[0] == signature:
+            documents[doc_path] = old
+        else:
+            stale[doc_path] = doc_id
+    found = scan(_chunks_of(store, stale, everything=len(stale) == len(signatures)))
+    for doc_path in stale:
+        quoted = tuple(sorted({needles[i] for i in found.get(doc_path, ())}))
+        documents[doc_path] = (signatures[doc_path][1], quoted)
+    _write(path, key, _Kept(index_id, generation, documents))
+    return _as_indices(documents, needles)
+
+
+def _as_indices(
+    documents: dict[str, tuple[str, tuple[str, ...]]], needles: Sequence[str]
+) -> dict[str, set[int]]:
+    positions: dict[str, int] = {}
+    for position, text in enumerate(needles):
+        positions.setdefault(text, position)
+    return {
+        doc_path: {positions[text] for text in quoted}
+        for doc_path, (_, quoted) in documents.items()
+        if quoted
+    }
+
+
+def _signatures(store: Store) -> dict[str, tuple[int, str]]:
+    """Every document with chunks: path -> (document id, what identifies its chunks)."""
+    rows = store.conn.execute(
+        "SELECT d.path, d.id, min(c.id), max(c.id), count(*) FROM chunks c "
+        "JOIN documents d ON d.id = c.document_id GROUP BY d.id"
+    )
+    return {str(p): (int(i), f"{lo}:{hi}:{n}") for p, i, lo, hi, n in rows}
+
+
+def _chunks_of(store: Store, documents: dict[str, int], *, everything: bool) -> Iterator[ChunkText]:
+    """The chunks of ``documents`` (all of them with ``everything``: one pass)."""
+    if everything:
+        yield from store.iter_chunk_texts()
+        return
+    for doc_path, doc_id in sorted(documents.items()):
+        for index, heading, context, content in store.conn.execute(
+            "SELECT chunk_index, heading, context_text, content FROM chunks "
+            "WHERE document_id = ? ORDER BY chunk_index",
+            (doc_id,),
+        ):
+            yield ChunkText(doc_path, int(index), heading, context, str(content))
+
+
+def _read(path: Path, key: str) -> _Kept | None:
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        if data["format"] != _FORMAT or data["key"] != key:
+            return None
+        documents = {
+            str(doc_path): (str(signature), tuple(str(t) for t in quoted))
+            for doc_path, (signature, quoted) in data["documents"].items()
+        }
+        return _Kept(str(data["index_id"]), int(data["generation"]), documents)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # missing or damaged: scanned again and rewritten
+
+
+def _write(path: Path, key: str, kept: _Kept) -> None:
+    data = {
+        "format": _FORMAT,
+        "key": key,
+        "index_id": kept.index_id,
+        "generation": kept.generation,
+        "documents": {p: [sig, list(quoted)] for p, (sig, quoted) in kept.documents.items()},
+    }
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        # an optimisation only: a read-only or full index folder scans every time
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return
+    others = sorted(
+        (p for p in path.parent.glob(f"{CACHE_PREFIX}*.json") if p != path),
+        key=_mtime,
+        reverse=True,
+    )
+    for old in others[KEEP_FILES - 1 :]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

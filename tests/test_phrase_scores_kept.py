@@ -1,0 +1,143 @@
+"""Per-phrase full-text scores kept beside the index between processes: the next engine
+on the same index state ranks exactly as FTS5 without asking SQLite again, and a file
+of another state, a damaged one or an unwritable folder changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import KB_EVAL, KB_EVAL_GOLDEN
+from pytest_groove.config import IndexSettings, Settings
+from pytest_groove.engine import Engine, open_engine, run_indexer
+from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.kb import phrase_scores
+from pytest_groove.kb.phrase_scores import CACHE_PREFIX, PhraseScores
+from pytest_groove.search.fts_query import parse_query
+
+SETTINGS = Settings(index=IndexSettings(model="hash", contextual=True))
+WEIGHTS = (2.0, 1.0, 1.0)
+
+
+def expressions() -> list[tuple[str, str]]:
+    out = []
+    for golden in load_golden(KB_EVAL_GOLDEN, KB_EVAL).queries:
+        parsed = parse_query(golden.query, require_positive=False)
+        if parsed.fts is not None:
+            out.append((parsed.fts, parsed.fts_table))
+    return out
+
+
+def ranked(engine: Engine) -> list[list[int]]:
+    scores = engine._searcher.phrase_scores
+    return [scores.candidates(e, WEIGHTS, 50, t) for e, t in expressions()]
+
+
+def fts5(engine: Engine) -> list[list[int]]:
+    return [engine.store.fts_candidates(e, WEIGHTS, 50, t) for e, t in expressions()]
+
+
+def kept_files(kb: Path) -> list[Path]:
+    return sorted(kb.rglob(f"{CACHE_PREFIX}*.npz"))
+
+
+class Fetches:
+    """Counts the phrases asked of SQLite."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        fetch = PhraseScores._fetch
+
+        def counting(scores: PhraseScores, *args: object) -> object:
+            self.count += 1
+            return fetch(scores, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(PhraseScores, "_fetch", counting)
+
+
+def test_the_next_engine_on_the_same_index_asks_sqlite_nothing(
+    kb_eval_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fetches = Fetches(monkeypatch)
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        first = ranked(engine)
+        assert first == fts5(engine)
+    assert fetches.count > 20
+    assert len(kept_files(kb_eval_copy)) == 1
+    fetches.count = 0
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        assert ranked(engine) == first
+        # the searches of the golden set (both legs, fusion) are the same too
+        assert fetches.count == 0
+
+
+def test_after_a_write_the_old_state_file_is_not_read_and_is_replaced(
+    kb_eval_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        ranked(engine)
+    (old,) = kept_files(kb_eval_copy)
+    note = sorted(kb_eval_copy.rglob("*.md"))[0]
+    note.write_text(note.read_text(encoding="utf-8") + "\n## More\n\nbackup restore the\n")
+    run_indexer(kb_eval_copy, SETTINGS, progress=False)
+    fetches = Fetches(monkeypatch)
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        assert ranked(engine) == fts5(engine)
+        assert fetches.count > 20
+    (new,) = kept_files(kb_eval_copy)
+    assert new != old
+
+
+@pytest.mark.parametrize("damage", [b"", b"not a zip", b"PK\x03\x04broken"])
+def test_a_damaged_file_is_ignored(kb_eval_copy: Path, damage: bytes) -> None:
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        ranked(engine)
+    (kept,) = kept_files(kb_eval_copy)
+    kept.write_bytes(damage)
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        assert ranked(engine) == fts5(engine)
+
+
+def test_a_file_whose_rows_do_not_fit_the_index_is_ignored(
+    kb_eval_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        ranked(engine)
+    (kept,) = kept_files(kb_eval_copy)
+    with kept.open("rb") as source:
+        import numpy as np
+
+        saved = dict(np.load(source))
+    saved["rowids"] = saved["rowids"] + 10_000  # ids above every chunk
+    np.savez(kept, **saved)
+    fetches = Fetches(monkeypatch)
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        assert ranked(engine) == fts5(engine)
+        assert fetches.count > 20
+
+
+def test_one_more_phrase_does_not_rewrite_the_file(kb_eval_copy: Path) -> None:
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        ranked(engine)
+    (kept,) = kept_files(kb_eval_copy)
+    written = kept.stat().st_mtime_ns
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        ranked(engine)
+        expression = parse_query("xylophone").fts
+        assert expression is not None
+        engine._searcher.phrase_scores.candidates(expression, WEIGHTS, 50)
+    assert kept.stat().st_mtime_ns == written
+
+
+def test_an_unwritable_folder_keeps_nothing_and_still_ranks(
+    kb_eval_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*_args: object) -> None:
+        raise PermissionError("read-only")
+
+    monkeypatch.setattr(phrase_scores.os, "replace", refuse)
+    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
+        assert ranked(engine) == fts5(engine)
+    assert kept_files(kb_eval_copy) == []
+    assert list(kb_eval_copy.rglob(".phrases-*")) == []
