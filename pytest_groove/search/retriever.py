@@ -140,12 +140,19 @@ def _store_label(obj: Any) -> str | None:
             continue
         if store is not None:
             label = type(store).__name__
-            for collection in ("collection_name", "_collection_name"):
-                value = getattr(store, collection, None)
-                if isinstance(value, str) and value:
-                    return f"{label}:{value}"
-            return label
+            collection = _collection_name(store)
+            return f"{label}:{collection}" if collection else label
     return None
+
+
+def _collection_name(store: Any) -> str | None:
+    """A store's collection: Qdrant's ``collection_name``, LangChain Chroma's ``_collection``."""
+    for attribute in ("collection_name", "_collection_name"):
+        value = getattr(store, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    value = getattr(getattr(store, "_collection", None), "name", None)
+    return value if isinstance(value, str) and value else None
 
 
 def retriever_name(retriever: Any) -> str:
