@@ -287,13 +287,7 @@ def chroma(kb: Path) -> Any:
         ids=[str(n) for n in range(len(chunks))],
         embeddings=[vector(c.page_content) for c in chunks],
         documents=[c.page_content for c in chunks],
-        metadatas=[
-            {
-                "source": c.metadata["source"],
-                **{k: v for k, v in c.metadata.items() if k != "source"},
-            }
-            for c in chunks
-        ],
+        metadatas=[dict(c.metadata) for c in chunks],
     )
     return collection
 
