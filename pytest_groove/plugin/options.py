@@ -235,7 +235,9 @@ def check_ini_keys(config: pytest.Config) -> None:
     if not unknown:
         return
     key = unknown[0]
-    close = difflib.get_close_matches(key.lower(), sorted(KNOWN_INI_KEYS), n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]}?" if close else "see docs/pytest-plugin.md for the keys"
+    # compared without the shared prefix, which would make every key look alike
+    suffixes = sorted(k.removeprefix("groove_") for k in KNOWN_INI_KEYS)
+    close = difflib.get_close_matches(key.lower().removeprefix("groove_"), suffixes, 1, 0.6)
+    hint = f"did you mean groove_{close[0]}?" if close else "see docs/pytest-plugin.md for the keys"
     where = config.inipath or "the ini file"
     raise pytest.UsageError(f"unknown ini key {key} in {where}: {hint}")
