@@ -367,7 +367,7 @@ def normalise_hits(
 ) -> list[SearchHit]:
     """A retriever's answer as ranked :class:`SearchHit` s (order kept).
 
-    Each hit needs a string path; heading may be missing or None; score may be
+    Each hit needs a string path; heading may be missing, None or blank; score may be
     missing (then 0.0) but must be a number when given.  A score that is NaN or
     infinite is taken as 0.0 and ``on_warning`` is told, at most once per answer.
     With ``kb`` given, paths are made KB-relative and a path outside the KB is
@@ -405,6 +405,8 @@ def normalise_hits(
                     f"knowledge base {kb}; return paths relative to it or inside it"
                 )
             path = relative
+        if isinstance(heading, str) and not heading.strip():
+            heading = None  # Chroma's metadata cannot hold None: "" stands for none
         if heading is not None and not isinstance(heading, str):
             raise GrooveError(
                 f"retriever {retriever}: hit {position} has a heading that is not text "
