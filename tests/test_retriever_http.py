@@ -112,6 +112,21 @@ def test_a_refused_connection_and_a_503_are_unavailable(
     assert issubclass(RetrieverUnavailable, GrooveError)
 
 
+def test_once_down_every_later_search_fails_at_once_with_the_same_line(
+    tmp_path: Path, server: ThreadingHTTPServer
+) -> None:
+    retriever = load_retriever(_url(server, "/slow"), tmp_path, timeout=0.3)
+    with pytest.raises(RetrieverUnavailable) as first:
+        retriever.search("q1", 5)
+    started = time.monotonic()
+    for query in ("q2", "q3", "q4"):
+        with pytest.raises(RetrieverUnavailable) as later:
+            retriever.search(query, 5)
+        assert later.value.message == first.value.message
+    assert time.monotonic() - started < 0.2  # not one timeout per query
+    assert len(server.headers_seen) == 1  # type: ignore[attr-defined]
+
+
 def test_a_bearer_token_is_sent_from_the_named_variable_and_never_shown(
     tmp_path: Path, server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -93,9 +93,18 @@ class ExternalRetriever:
     on_warning: Callable[[str], None] | None = None
     #: the distinct warnings so far, in order
     warnings: list[str] = field(default_factory=list)
+    #: the RetrieverUnavailable that ended the first failed search, raised again at once
+    #: by every later one (a down service is not waited for once per query)
+    down: list[RetrieverUnavailable] = field(default_factory=list)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
-        """Ranked hits for ``query``, at most ``limit`` of them, paths KB-relative."""
+        """Ranked hits for ``query``, at most ``limit`` of them, paths KB-relative.
+
+        Raises :class:`RetrieverUnavailable` when the service is down -- at once, and
+        with the same line, for every search after the first that found it down.
+        """
+        if self.down:
+            raise RetrieverUnavailable(self.down[0].message)
         with user_prints_to_stderr():
             try:
                 raw = self.fetch(query, limit)
@@ -103,6 +112,9 @@ class ExternalRetriever:
                 hits = normalise_hits(
                     raw, self.name, self.kb, keys=self.keys, on_warning=self._warn
                 )
+            except RetrieverUnavailable as exc:
+                self.down.append(exc)
+                raise
             except GrooveError:
                 raise
             except Exception as exc:  # the user's code: any failure is theirs to fix
