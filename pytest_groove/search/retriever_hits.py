@@ -392,8 +392,8 @@ def normalise_hits(
         path, heading = fields.path, fields.heading
         if not isinstance(path, str) or not path:
             raise GrooveError(
-                f"retriever {retriever}: hit {position} has no path (got {echo(path)} from "
-                f"{fields.looked}); return dicts or objects with path/heading/score, "
+                f"retriever {retriever}: hit {position} has no path (got {echo(path)}) in "
+                f"{fields.looked}; return dicts or objects with path/heading/score, "
                 'LangChain Documents with metadata["source"], LlamaIndex nodes with '
                 'metadata["file_path"], or name the key with --retriever-path-key'
             )
