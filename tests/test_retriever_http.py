@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.search.retriever import RetrieverUnavailable, load_retriever
+from pytest_groove.options import RunOptions
+from pytest_groove.search.retriever import (
+    RetrieverUnavailable,
+    load_retriever,
+    retriever_for_run,
+)
 from pytest_groove.search.retriever_http import TIMEOUT_ENV, resolve_timeout
 
 TOKEN = "s3cret-token-value"
@@ -162,3 +167,27 @@ def test_the_name_option_names_an_http_retriever(
 ) -> None:
     assert load_retriever(_url(server, "/x"), tmp_path, name="search-v2").name == "search-v2"
     assert load_retriever(_url(server, "/x?key=1"), tmp_path).name == _url(server, "/x")
+
+
+def test_retriever_for_run_applies_every_retriever_option(
+    tmp_path: Path, server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert retriever_for_run(RunOptions(), tmp_path) is None
+    monkeypatch.setenv("SEARCH_TOKEN", TOKEN)
+    run = RunOptions(
+        retriever=_url(server, "/auth"),
+        retriever_name="team-http",
+        retriever_token_env="SEARCH_TOKEN",
+        retriever_path_key="path",
+        retriever_heading_key="section",
+    )
+    retriever = retriever_for_run(run, tmp_path)
+    assert retriever is not None and retriever.name == "team-http"
+    assert retriever.keys.heading == "section"
+    assert [h.path for h in retriever.search("q", 5)] == ["a.md"]
+    slow = retriever_for_run(
+        RunOptions(retriever=_url(server, "/slow"), retriever_timeout=0.2), tmp_path
+    )
+    assert slow is not None
+    with pytest.raises(RetrieverUnavailable, match=r"within 0\.2 s"):
+        slow.search("q", 5)

@@ -62,10 +62,13 @@ def plugin_retriever(
     two files name one.
     """
     # imported here: the plugin module stays pytest + stdlib at import time
+    from dataclasses import replace
+
+    from pytest_groove.options import RunOptions
     from pytest_groove.search.retriever import (
-        HitKeys,
         from_object,
-        load_retriever,
+        hit_keys,
+        retriever_for_run,
         user_prints_to_stderr,
     )
 
@@ -73,28 +76,11 @@ def plugin_retriever(
         from pytest_groove.plugin.options import read_options
 
         options = read_options(config)
-        run = options.run if options is not None else None
-    name = run.retriever_name if run is not None else None
-    keys = (
-        HitKeys(path=run.retriever_path_key, heading=run.retriever_heading_key)
-        if run is not None
-        else HitKeys()
-    )
-
-    def load(text: str) -> ExternalRetriever:
-        return load_retriever(
-            text,
-            kb,
-            name=name,
-            timeout=run.retriever_timeout if run is not None else None,
-            token_env=run.retriever_token_env if run is not None else None,
-            keys=keys,
-            on_warning=on_warning,
-        )
+        run = options.run if options is not None else RunOptions()
 
     typed = config.getoption("groove_retriever", default=None)
     if typed is not None:
-        return load(str(typed))
+        return retriever_for_run(replace(run, retriever=str(typed)), kb, on_warning=on_warning)
     with user_prints_to_stderr():
         hooked: Any = config.hook.pytest_groove_retriever(config=config)
     if hooked is not None and spec is not None:
@@ -104,7 +90,9 @@ def plugin_retriever(
             "remove one, or choose on the command line with --groove-retriever SPEC"
         )
     if hooked is not None:
-        return from_object(hooked, kb, name, keys=keys, on_warning=on_warning)
+        return from_object(
+            hooked, kb, run.retriever_name, keys=hit_keys(run), on_warning=on_warning
+        )
     if spec is not None:
-        return load(spec)
+        return retriever_for_run(replace(run, retriever=spec), kb, on_warning=on_warning)
     return None

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.options import RunOptions
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retriever_hits import (
     DEFAULT_KEYS,
@@ -296,6 +297,31 @@ def load_retriever(
     return from_object(obj, kb, name or _spec_name(text, obj), keys=keys, on_warning=on_warning)
 
 
+def retriever_for_run(
+    run: RunOptions, kb: Path, *, on_warning: Callable[[str], None] | None = None
+) -> ExternalRetriever | None:
+    """The retriever ``run.retriever`` names, with every ``--retriever-*`` option applied.
+
+    None when no retriever was asked for (the built-in search answers).
+    """
+    if run.retriever is None:
+        return None
+    return load_retriever(
+        run.retriever,
+        kb,
+        name=run.retriever_name,
+        timeout=run.retriever_timeout,
+        token_env=run.retriever_token_env,
+        keys=hit_keys(run),
+        on_warning=on_warning,
+    )
+
+
+def hit_keys(run: RunOptions) -> HitKeys:
+    """``--retriever-path-key`` / ``--retriever-heading-key`` as :class:`HitKeys`."""
+    return HitKeys(path=run.retriever_path_key, heading=run.retriever_heading_key)
+
+
 def http_retriever(
     url: str, kb: Path, *, timeout: float = HTTP_TIMEOUT_SECONDS, token_env: str | None = None
 ) -> ExternalRetriever:
@@ -312,10 +338,12 @@ __all__ = [
     "HitKeys",
     "RetrieverUnavailable",
     "from_object",
+    "hit_keys",
     "http_retriever",
     "kb_relative",
     "load_retriever",
     "normalise_hits",
+    "retriever_for_run",
     "retriever_name",
     "user_prints_to_stderr",
 ]
