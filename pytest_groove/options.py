@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 #: how a value is written and checked
-Kind = Literal["path", "text", "klist", "limit", "tristate", "unit", "flag", "threshold", "vindex"]
+Kind = Literal[
+    "path", "text", "klist", "limit", "tristate", "unit", "flag", "threshold", "vindex", "seconds"
+]
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,42 @@ OPTIONS: tuple[Option, ...] = (
         "SPEC",
     ),
     Option(
+        "retriever-name",
+        "text",
+        "name the retriever in the fingerprint and the reports (default: its groove_name, "
+        "else the spec and the vector store behind it); runs of different names are never "
+        "compared",
+        "NAME",
+    ),
+    Option(
+        "retriever-timeout",
+        "seconds",
+        "seconds an http:// retriever may take per query (default: $GROOVE_RETRIEVER_TIMEOUT, "
+        "else 30)",
+        "SECONDS",
+    ),
+    Option(
+        "retriever-token-env",
+        "text",
+        "send the token in environment variable VAR to an http:// retriever as "
+        "Authorization: Bearer (the token is never printed or recorded)",
+        "VAR",
+    ),
+    Option(
+        "retriever-path-key",
+        "text",
+        "metadata / payload key holding each hit's path, dotted for nested ones (e.g. "
+        "metadata.source; default: source, file_path, path...)",
+        "KEY",
+    ),
+    Option(
+        "retriever-heading-key",
+        "text",
+        "metadata / payload key holding each hit's heading (default: heading, else the "
+        "Markdown splitter's header keys)",
+        "KEY",
+    ),
+    Option(
         "json",
         "path",
         "also write the run as JSON (the `groove eval --format json` shape) to FILE",
@@ -266,6 +304,11 @@ class RunOptions:
     baseline: str | None = None
     threshold: str | None = None
     retriever: str | None = None
+    retriever_name: str | None = None
+    retriever_timeout: float | None = None
+    retriever_token_env: str | None = None
+    retriever_path_key: str | None = None
+    retriever_heading_key: str | None = None
     json: Path | None = None
     html: Path | None = None
     junit_properties: bool = False
@@ -368,6 +411,16 @@ def _parse_vindex(name: str, text: str) -> str:
     return value
 
 
+def _parse_seconds(name: str, text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} takes a positive number of seconds (got {text!r})")
+    return value
+
+
 def _parse_flag(name: str, text: str) -> bool:
     raise ValueError(f"{name} takes no value")  # flags are store_true; never parsed
 
@@ -382,6 +435,7 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
     "flag": _parse_flag,
     "vindex": _parse_vindex,
     "threshold": _parse_threshold,
+    "seconds": _parse_seconds,
 }
 
 

@@ -9,6 +9,7 @@ without a traceback, with the retriever named in the output.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +69,8 @@ def run(command: str, cwd: Path, extra: list[str] = ()) -> subprocess.CompletedP
         argv = [sys.executable, "-m", "pytest_groove.cli", *words[1:]]
     else:
         argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *words[1:]]
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    # the project first (its example modules), then this checkout of pytest-groove
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), str(ROOT)])}
     return subprocess.run(
         [*argv, *extra], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
     )
@@ -77,36 +80,87 @@ def test_the_doc_has_every_kind_of_example() -> None:
     assert set(example_files()) >= {
         "langchain_search.py",
         "llamaindex_search.py",
+        "toy_pipeline.py",
+        "qdrant_search.py",
+        "chroma_search.py",
         "plain_search.py",
         "search_service.py",
         "conftest.py",
     }
 
 
-def _needs(spec: str) -> None:
-    if "langchain" in spec:
-        pytest.importorskip("langchain_core")
-    if "llamaindex" in spec:
-        pytest.importorskip("llama_index.core")
+#: what each example needs installed, by the module its spec names
+NEEDS = {
+    "langchain_search": ("langchain_community", "langchain_text_splitters", "rank_bm25"),
+    "llamaindex_search": ("llama_index.core",),
+    "qdrant_search": ("qdrant_client",),
+    "chroma_search": ("chromadb",),
+}
+#: the examples that split the notes at their headings, so heading-pinned entries match
+SECTIONED = ("langchain_search", "llamaindex_search", "qdrant_search", "chroma_search")
+
+
+def _needs(command: str) -> None:
+    for module, packages in NEEDS.items():
+        if f"{module}:" in command:
+            for package in packages:
+                pytest.importorskip(package)
+
+
+def _expected_name(command: str) -> str:
+    """The name the report must show: the name option's value, else the spec."""
+    words = command.split()
+    for flag in ("--retriever-name", "--groove-retriever-name"):
+        if flag in words:
+            return words[words.index(flag) + 1]
+    spec = command.split("retriever", 1)[1].split()[0]
+    return "plain-keyword-v1" if spec == "plain_search:search" else spec
+
+
+def _run_with_json(
+    command: str, project: Path, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    """Run ``command`` as written, plus the flag that also writes its JSON report."""
+    if command.startswith("groove"):
+        done = run(command, project, ["--format", "json"])
+        report = json.loads(done.stdout) if done.returncode == 0 else None
+        return done, report
+    target = tmp_path / "report.json"
+    done = run(command, project, ["--groove-json", str(target)])
+    return done, json.loads(target.read_text("utf-8")) if target.exists() else None
+
+
+def _pinned_entries_found(report: dict[str, Any]) -> list[str]:
+    """Ids of the queries whose heading-pinned entry is among the hits, heading and all."""
+    found = []
+    for query in report["per_query"]:
+        pinned = {(e["path"], e["heading"].lower()) for e in query["expected"] if e["heading"]}
+        hits = {(h["path"], (h["heading"] or "").lower()) for h in query["top_k"]}
+        if pinned & hits:
+            found.append(query["id"])
+    return found
 
 
 @pytest.mark.parametrize(
     "command", [c for c in commands() if "http://" not in c and c != "pytest --groove-kb kb"]
 )
-def test_each_command_runs_as_written(project: Path, command: str) -> None:
+def test_each_command_runs_as_written(project: Path, command: str, tmp_path: Path) -> None:
     _needs(command)
-    done = run(command, project)
+    done, report = _run_with_json(command, project, tmp_path)
     output = done.stdout + done.stderr
     assert "Traceback" not in output, output
-    # the report names the retriever: its groove_name, else the spec
-    spec = command.split("retriever", 1)[1].split()[0]
-    assert spec in output or "plain-keyword-v1" in output, output
+    assert report is not None, output
+    # the report names the retriever
+    assert report["fingerprint"]["retriever"] == _expected_name(command)
     if command.startswith("groove"):
         assert done.returncode == 0, output
     else:
         # some golden queries may miss with a toy retriever: failed items, not errors
         assert done.returncode in (0, 1), output
         assert "custom retriever" in output
+    if any(f"{module}:" in command for module in SECTIONED):
+        # the hits carry their section's heading, so heading-pinned entries can match
+        assert _pinned_entries_found(report), report["per_query"]
 
 
 @pytest.fixture
@@ -138,7 +192,7 @@ def test_the_http_example_serves_groove_eval(project: Path, service: str) -> Non
 
 
 def test_the_conftest_hook_example(project: Path, tmp_path: Path) -> None:
-    pytest.importorskip("langchain_core")
+    _needs("langchain_search:")
     hooked = tmp_path / "hooked"
     shutil.copytree(project, hooked)
     (hooked / "conftest.py").write_text(example_files()["conftest.py"], encoding="utf-8")

@@ -174,31 +174,40 @@ def test_a_langchain_document_outside_the_kb_names_the_hit(kb: Path) -> None:
 # --------------------------------------------------------------------------- LlamaIndex
 
 
-def test_a_llamaindex_retriever_with_file_metadata(kb: Path) -> None:
+def test_a_llamaindex_retriever_over_markdown_node_parser_nodes(kb: Path) -> None:
+    """The heading is the node's own, not the last ancestor in header_path."""
     pytest.importorskip("llama_index.core")
+    from llama_index.core import Document
+    from llama_index.core.node_parser import MarkdownNodeParser
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+    text = (
+        "# Billing\n\nWho pays what.\n\n## Invoices and VAT\n\nHow we invoice.\n\n"
+        "### VAT numbers  ##\n\nCheck the number.\n\n## Refunds\n\nWithin 14 days.\n"
+    )
+    source = Document(text=text, metadata={"file_path": str(kb / "guide" / "billing.md")})
+    nodes = MarkdownNodeParser().get_nodes_from_documents([source])
+    # what the real parser (llama-index-core 0.14) leaves: the ancestors only
+    assert [n.metadata["header_path"] for n in nodes] == [
+        "/",
+        "/Billing/",
+        "/Billing/Invoices and VAT/",
+        "/Billing/",
+    ]
+
     class TeamRetriever(BaseRetriever):
         def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-            return [
-                NodeWithScore(
-                    node=TextNode(
-                        text="...",
-                        metadata={
-                            "file_path": str(kb / "guide" / "setup.md"),
-                            "header_path": "/Guide/Installing/",
-                        },
-                    ),
-                    score=0.8,
-                ),
-                NodeWithScore(node=TextNode(text="...", metadata={"file_name": "faq.md"})),
-            ]
+            ranked = [NodeWithScore(node=n, score=1.0 / i) for i, n in enumerate(nodes, 1)]
+            return [*ranked, NodeWithScore(node=TextNode(text="x", metadata={"file_name": "f.md"}))]
 
     retriever = from_object(TeamRetriever(), kb, name="li")
-    assert triples(retriever.search("install", 10)) == [
-        ("guide/setup.md", "Installing", 0.8),
-        ("faq.md", None, 0.0),
+    assert triples(retriever.search("vat", 10)) == [
+        ("guide/billing.md", "Billing", 1.0),
+        ("guide/billing.md", "Invoices and VAT", 0.5),
+        ("guide/billing.md", "VAT numbers", 1 / 3),
+        ("guide/billing.md", "Refunds", 0.25),
+        ("f.md", None, 0.0),
     ]
 
 

@@ -17,7 +17,9 @@ library and pytest.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import difflib
+import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +40,7 @@ __all__ = [
     "PLUGIN_OPTIONS",
     "PluginOptions",
     "add_options",
+    "check_ini_keys",
     "pytest_flag_names",
     "read_options",
 ]
@@ -166,6 +169,7 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
     usage error (it would otherwise be silently ignored); other ini keys without
     ``groove_kb`` are fine -- they configure runs that pass ``--groove-kb``.
     """
+    check_ini_keys(config)
     kb_option = OPTIONS_BY_NAME["kb"]
     kb_cli = _cli_value(config, kb_option)
     kb = kb_cli if kb_cli is not None else _ini_value(config, kb_option)
@@ -199,3 +203,41 @@ def _check_html(config: pytest.Config) -> None:
         check_html_available(name)
     except GrooveError as exc:
         raise pytest.UsageError(exc.message) from None
+
+
+# --------------------------------------------------------------------------- ini typos
+
+#: every ini key the plugin reads
+KNOWN_INI_KEYS: frozenset[str] = frozenset(o.ini_key for o in PLUGIN_OPTIONS if o.ini)
+
+
+def _ini_file_keys(config: pytest.Config) -> Iterable[str]:
+    """The keys the ini file sets (pytest 9 keeps them in ``_inicfg``; older ``inicfg``)."""
+    raw = getattr(config, "_inicfg", None)
+    if raw is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated in pytest 9, the only way before
+            raw = getattr(config, "inicfg", None) or {}
+    return list(raw)
+
+
+def check_ini_keys(config: pytest.Config) -> None:
+    """An unknown ``groove_*`` key in the ini file is a usage error naming the closest key.
+
+    ``groove_fail_on_regresion = true`` would otherwise turn the gate off with only
+    pytest's generic "unknown config option" warning.
+    """
+    unknown = sorted(
+        key
+        for key in _ini_file_keys(config)
+        if key.lower().startswith("groove_") and key not in KNOWN_INI_KEYS
+    )
+    if not unknown:
+        return
+    key = unknown[0]
+    # compared without the shared prefix, which would make every key look alike
+    suffixes = sorted(k.removeprefix("groove_") for k in KNOWN_INI_KEYS)
+    close = difflib.get_close_matches(key.lower().removeprefix("groove_"), suffixes, 1, 0.6)
+    hint = f"did you mean groove_{close[0]}?" if close else "see docs/pytest-plugin.md for the keys"
+    where = config.inipath or "the ini file"
+    raise pytest.UsageError(f"unknown ini key {key} in {where}: {hint}")

@@ -1,34 +1,98 @@
-"""The plugin's retriever door: a conftest hook's retriever, or ``--groove-retriever``.
+"""The plugin's retriever door: ``--groove-retriever``, a conftest hook, or the ini key.
 
-The hook (``pytest_groove_retriever``) wins over the option.  Either way the object is
-wrapped by :mod:`pytest_groove.search.retriever`, the library both doors share, which
-normalises hits (LangChain ``Document`` s, LlamaIndex ``NodeWithScore`` s, dicts,
-objects) and makes their paths KB-relative.
+Precedence, so that what is typed wins over what is in files:
+
+1. ``--groove-retriever SPEC`` on the command line -- the conftest hook is then not
+   even called (it may be costly to build);
+2. a ``pytest_groove_retriever`` hook in a conftest.py, or ``groove_retriever`` in the
+   ini file -- both are files, so having both is a usage error naming each;
+3. neither: the built-in search.
+
+Either way the object is wrapped by :mod:`pytest_groove.search.retriever`, the library
+both doors share, which normalises hits (LangChain ``Document`` s, LlamaIndex
+``NodeWithScore`` s, Qdrant points, Chroma results, dicts, objects) and makes their
+paths KB-relative.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_groove.errors import GrooveError
+
 if TYPE_CHECKING:
+    from pytest_groove.options import RunOptions
     from pytest_groove.search.retriever import ExternalRetriever
 
 
-def plugin_retriever(config: pytest.Config, spec: str | None, kb: Path) -> ExternalRetriever | None:
+def _hook_files(config: pytest.Config) -> str:
+    """Where the ``pytest_groove_retriever`` hooks are, for the clash message."""
+    found: list[str] = []
+    for impl in config.hook.pytest_groove_retriever.get_hookimpls():
+        where = getattr(impl.plugin, "__file__", None) or impl.plugin_name
+        with contextlib.suppress(ValueError):
+            where = str(Path(where).relative_to(config.rootpath))
+        found.append(str(where))
+    return ", ".join(found) or "a plugin"
+
+
+def _ini_file(config: pytest.Config) -> str:
+    return str(config.inipath) if config.inipath is not None else "the ini file"
+
+
+def plugin_retriever(
+    config: pytest.Config,
+    spec: str | None,
+    kb: Path,
+    run: RunOptions | None = None,
+    *,
+    on_warning: Callable[[str], None] | None = None,
+) -> ExternalRetriever | None:
     """The retriever this session measures, or None for the built-in search.
 
-    Raises :class:`~pytest_groove.errors.GrooveError` when ``spec`` cannot be loaded.
+    ``spec`` is the effective ``--groove-retriever`` / ``groove_retriever`` value;
+    ``run`` (read from ``config`` when not given) supplies ``--groove-retriever-name``,
+    the HTTP timeout and token, and the path / heading keys.  Raises
+    :class:`~pytest_groove.errors.GrooveError` when the retriever cannot be loaded or
+    two files name one.
     """
-    hooked = config.hook.pytest_groove_retriever(config=config)
-    if hooked is None and spec is None:
-        return None
     # imported here: the plugin module stays pytest + stdlib at import time
-    from pytest_groove.search.retriever import from_object, load_retriever
+    from dataclasses import replace
 
+    from pytest_groove.options import RunOptions
+    from pytest_groove.search.retriever import (
+        from_object,
+        hit_keys,
+        retriever_for_run,
+        user_prints_to_stderr,
+    )
+
+    if run is None:
+        from pytest_groove.plugin.options import read_options
+
+        options = read_options(config)
+        run = options.run if options is not None else RunOptions()
+
+    typed = config.getoption("groove_retriever", default=None)
+    if typed is not None:
+        return retriever_for_run(replace(run, retriever=str(typed)), kb, on_warning=on_warning)
+    with user_prints_to_stderr():
+        hooked: Any = config.hook.pytest_groove_retriever(config=config)
+    if hooked is not None and spec is not None:
+        raise GrooveError(
+            f"two retrievers are configured: the pytest_groove_retriever hook in "
+            f"{_hook_files(config)} and groove_retriever = {spec} in {_ini_file(config)}; "
+            "remove one, or choose on the command line with --groove-retriever SPEC"
+        )
     if hooked is not None:
-        return from_object(hooked, kb)
-    assert spec is not None
-    return load_retriever(spec, kb)
+        return from_object(
+            hooked, kb, run.retriever_name, keys=hit_keys(run), on_warning=on_warning
+        )
+    if spec is not None:
+        return retriever_for_run(replace(run, retriever=spec), kb, on_warning=on_warning)
+    return None

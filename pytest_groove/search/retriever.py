@@ -10,65 +10,70 @@ one of:
     ``Document`` s (``BaseRetriever``, a vector store's ``as_retriever()``);
   - a LlamaIndex retriever: an object with ``retrieve(query)`` returning
     ``NodeWithScore`` s;
-  - or a callable ``(query, limit)`` returning hits;
+  - or a callable ``(query, limit)`` returning hits -- also Qdrant's ``ScoredPoint``
+    lists and Chroma's ``QueryResult``, read as they are;
 
-- ``http://HOST/PATH`` (or ``https://``) -- a search service in any language: it
-  receives ``POST {"query": ..., "limit": ...}`` (JSON) and answers with a JSON
-  list of ``{"path": ..., "heading": ..., "score": ...}``, best first.
+- ``http://HOST/PATH`` (or ``https://``) -- a search service in any language
+  (:mod:`pytest_groove.search.retriever_http`).
 
-Hits may be :class:`SearchHit` s, mappings or objects with ``path`` / ``heading``
-/ ``score``, LangChain ``Document`` s (path from ``metadata["source"]``, heading
-from the deepest ``Header N`` key a Markdown splitter set, or ``heading``; score
-from ``metadata["score"]`` / ``["relevance_score"]`` when present) and LlamaIndex
-``NodeWithScore`` s (path from ``metadata["file_path"]`` or ``["file_name"]``,
-heading from ``metadata["heading"]`` or the last part of ``["header_path"]``,
-score from ``.score``).  A relative path is taken as relative to the KB; an
-absolute path inside the KB is made relative to it, one outside the KB is an
-error naming the hit.  Whatever goes wrong is one :class:`GrooveError` line that
-names the retriever.
+How each shape of hit is read is :mod:`pytest_groove.search.retriever_hits`.  A
+relative path is taken as relative to the KB; an absolute path inside the KB is made
+relative to it, one outside the KB is an error naming the hit.  Whatever goes wrong
+is one :class:`GrooveError` line that names the retriever; a service that is down is
+:class:`RetrieverUnavailable`.  Anything the user's code prints while it is imported
+or searches goes to standard error, so ``groove eval --format json`` stays JSON.
 
-This module imports neither LangChain nor LlamaIndex: it recognises their objects
-by shape, so neither is a dependency.
+This module imports none of the retriever libraries: it recognises their objects by
+shape, so none is a dependency.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-import json
 import os
 import re
-import socket
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
 from pytest_groove.errors import GrooveError
+from pytest_groove.options import RunOptions
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.retriever_hits import (
+    DEFAULT_KEYS,
+    HitKeys,
+    echo,
+    kb_relative,
+    normalise_hits,
+)
+from pytest_groove.search.retriever_http import (
+    HTTP_TIMEOUT_SECONDS,
+    RetrieverUnavailable,
+    http_fetch,
+    one_line,
+    public_url,
+    resolve_timeout,
+)
 
-#: seconds an HTTP retriever may take to answer one query
-HTTP_TIMEOUT_SECONDS = 30.0
-#: the largest HTTP answer read (a ranked list of paths is far smaller)
-HTTP_MAX_BYTES = 16 * 1024 * 1024
 #: the model name recorded in the fingerprint of a run measured with a retriever
 CUSTOM_MODEL = "custom"
 
-#: metadata keys Markdown splitters use for headings: LangChain's
-#: MarkdownHeaderTextSplitter examples use "Header 1".."Header 6" (the key names
-#: are the user's choice, so "h2", "Heading 2", "header_2" are accepted as well)
-_HEADER_KEY = re.compile(r"(?:header|heading|h)[ _-]?([1-6])", re.IGNORECASE)
-
-#: a hit's text shown in messages is cut to this many characters
-_ECHO = 80
+#: what kind of retriever answers: it decides who sets the depth (see hit_checks)
+RetrieverKind = Literal["langchain", "llamaindex", "callable", "http"]
 
 
-def _echo(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _ECHO else text[: _ECHO - 1] + "…"
+@contextlib.contextmanager
+def user_prints_to_stderr() -> Iterator[None]:
+    """While the user's code runs, its ``print`` s go to standard error.
+
+    LlamaIndex prints when ``Settings.llm = None``; on standard output that would
+    break ``groove eval --format json``.
+    """
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
 
 
 @dataclass(frozen=True)
@@ -81,172 +86,90 @@ class ExternalRetriever:
     fetch: Callable[[str, int], Any]
     #: the KB its paths are relative to
     kb: Path
+    #: who decides how many hits come back: "callable" and "http" get the limit
+    kind: RetrieverKind = "callable"
+    #: the metadata / payload keys that hold each hit's path and heading
+    keys: HitKeys = DEFAULT_KEYS
+    #: told each distinct warning once (a NaN score...); None = only kept in ``warnings``
+    on_warning: Callable[[str], None] | None = None
+    #: the distinct warnings so far, in order
+    warnings: list[str] = field(default_factory=list)
+    #: the RetrieverUnavailable that ended the first failed search, raised again at once
+    #: by every later one (a down service is not waited for once per query)
+    down: list[RetrieverUnavailable] = field(default_factory=list)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
-        """Ranked hits for ``query``, at most ``limit`` of them, paths KB-relative."""
-        try:
-            raw = self.fetch(query, limit)
-        except GrooveError:
-            raise
-        except Exception as exc:  # the user's code: any failure is theirs to fix
-            raise GrooveError(
-                f"retriever {self.name} failed on query {_echo(query)}: "
-                f"{type(exc).__name__}: {_one_line(exc)}"
-            ) from None
+        """Ranked hits for ``query``, at most ``limit`` of them, paths KB-relative.
+
+        Raises :class:`RetrieverUnavailable` when the service is down -- at once, and
+        with the same line, for every search after the first that found it down.
+        """
+        if self.down:
+            raise RetrieverUnavailable(self.down[0].message)
+        with user_prints_to_stderr():
+            try:
+                raw = self.fetch(query, limit)
+                # inside the redirect: a generator's code runs while it is read
+                hits = normalise_hits(
+                    raw, self.name, self.kb, keys=self.keys, on_warning=self._warn
+                )
+            except RetrieverUnavailable as exc:
+                self.down.append(exc)
+                raise
+            except GrooveError:
+                raise
+            except Exception as exc:  # the user's code: any failure is theirs to fix
+                raise GrooveError(
+                    f"retriever {self.name} failed on query {echo(query)}: "
+                    f"{type(exc).__name__}: {one_line(exc)}"
+                ) from None
         # a retriever that returns more than it was asked for is cut to the limit,
         # so `limit` means the same for every retriever
-        return normalise_hits(raw, self.name, self.kb)[:limit]
+        return hits[:limit]
+
+    def _warn(self, message: str) -> None:
+        # each warning once per run, not once per query
+        if message in self.warnings:
+            return
+        self.warnings.append(message)
+        if self.on_warning is not None:
+            self.on_warning(message)
 
 
-def _one_line(exc: object) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:199] + "…"
+# --------------------------------------------------------------------------- naming
 
 
-# --------------------------------------------------------------------------- hits
+def _store_label(obj: Any) -> str | None:
+    """The vector store behind a retriever, with its collection: ``QdrantVectorStore:kb``.
 
-
-def _field(hit: Any, name: str) -> Any:
-    if isinstance(hit, Mapping):
-        return hit.get(name)
-    return getattr(hit, name, None)
-
-
-def _metadata(obj: Any) -> Mapping[str, Any] | None:
-    meta = getattr(obj, "metadata", None)
-    return meta if isinstance(meta, Mapping) else None
-
-
-def _deepest_header(meta: Mapping[str, Any]) -> str | None:
-    """The heading a Markdown splitter gave a chunk: its deepest header key."""
-    found: list[tuple[int, str]] = []
-    for key, value in meta.items():
-        match = _HEADER_KEY.fullmatch(str(key).strip())
-        if match and isinstance(value, str) and value.strip():
-            found.append((int(match.group(1)), value))
-    return max(found)[1] if found else None
-
-
-def _langchain_fields(doc: Any, meta: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-    heading = meta.get("heading")
-    if heading is None:
-        heading = _deepest_header(meta)
-    score = meta.get("score", meta.get("relevance_score"))
-    return meta.get("source"), heading, score
-
-
-def _llamaindex_fields(hit: Any) -> tuple[Any, Any, Any]:
-    node = hit.node
-    meta = _metadata(node) or {}
-    path = meta.get("file_path") or meta.get("file_name")
-    heading = meta.get("heading")
-    if heading is None:
-        header_path = meta.get("header_path")
-        if isinstance(header_path, str):
-            parts = [part for part in header_path.split("/") if part.strip()]
-            heading = parts[-1] if parts else None
-    if heading is None:
-        heading = _deepest_header(meta)
-    return path, heading, getattr(hit, "score", None)
-
-
-def _fields(hit: Any) -> tuple[Any, Any, Any]:
-    """(path, heading, score) of any hit shape this module accepts."""
-    if hasattr(hit, "node") and _metadata(getattr(hit, "node", None)) is not None:
-        return _llamaindex_fields(hit)  # LlamaIndex NodeWithScore
-    meta = _metadata(hit)
-    if meta is not None and hasattr(hit, "page_content"):
-        return _langchain_fields(hit, meta)  # LangChain Document
-    return _field(hit, "path"), _field(hit, "heading"), _field(hit, "score")
-
-
-def kb_relative(path: str, kb: Path) -> str | None:
-    """``path`` as a KB-relative POSIX path; None when it points outside the KB.
-
-    A relative path is already KB-relative (``./`` and ``a/../b`` are tidied);
-    an absolute one must lie inside the KB (compared after resolving the KB, so a
-    KB reached through a symlink still matches).  Nothing is read.
+    LangChain's ``VectorStoreRetriever`` keeps it in ``vectorstore``, LlamaIndex's
+    ``VectorIndexRetriever`` in ``_vector_store``; two retrievers of the same class
+    over different stores then get different default names.
     """
-    if path.startswith("file://"):
-        path = path[len("file://") :]
-    if os.path.isabs(path):
-        candidate = Path(os.path.normpath(path))
-        for root in (Path(os.path.abspath(kb)), kb.resolve()):
-            try:
-                relative = candidate.relative_to(root).as_posix()
-            except ValueError:
-                continue
-            return relative if relative not in ("", ".") else None
-        return None
-    normal = os.path.normpath(path.replace("\\", "/")).replace("\\", "/")
-    if normal == ".." or normal.startswith("../") or normal in ("", "."):
-        return None
-    return PurePosixPath(normal).as_posix()
+    for attribute in ("vectorstore", "_vector_store", "vector_store"):
+        try:
+            store = getattr(obj, attribute, None)
+        except Exception:  # a property of the user's object may raise
+            continue
+        if store is not None:
+            label = type(store).__name__
+            collection = _collection_name(store)
+            return f"{label}:{collection}" if collection else label
+    return None
 
 
-def normalise_hits(raw: Any, retriever: str, kb: Path | None = None) -> list[SearchHit]:
-    """A retriever's answer as ranked :class:`SearchHit` s (order kept).
-
-    Each hit needs a string path; heading may be missing or None; score may be
-    missing (then 0.0) but must be a number when given.  With ``kb`` given, paths
-    are made KB-relative and a path outside the KB is refused.
-    """
-    if raw is None or isinstance(raw, str | bytes | Mapping) or not _iterable(raw):
-        raise GrooveError(
-            f"retriever {retriever} must return a list of hits, got {type(raw).__name__}"
-        )
-    hits: list[SearchHit] = []
-    for position, hit in enumerate(raw, start=1):
-        if isinstance(hit, SearchHit):
-            path, heading, score = hit.path, hit.heading, hit.score
-        else:
-            path, heading, score = _fields(hit)
-        if not isinstance(path, str) or not path:
-            raise GrooveError(
-                f"retriever {retriever}: hit {position} has no path (got {_echo(path)}); "
-                "return dicts or objects with path/heading/score, LangChain Documents with "
-                'metadata["source"], or LlamaIndex nodes with metadata["file_path"]'
-            )
-        if kb is not None:
-            relative = kb_relative(path, kb)
-            if relative is None:
-                raise GrooveError(
-                    f"retriever {retriever}: hit {position} ({_echo(path)}) is outside the "
-                    f"knowledge base {kb}; return paths relative to it or inside it"
-                )
-            path = relative
-        if heading is not None and not isinstance(heading, str):
-            raise GrooveError(
-                f"retriever {retriever}: hit {position} has a heading that is not text "
-                f"({_echo(heading)}); use a string or None"
-            )
-        if score is None:
-            score = 0.0
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            try:
-                score = float(score)  # numpy floats and the like
-            except (TypeError, ValueError):
-                raise GrooveError(
-                    f"retriever {retriever}: hit {position} has a score that is not a "
-                    f"number ({_echo(score)})"
-                ) from None
-        hits.append(SearchHit(rank=position, path=path, heading=heading, score=float(score)))
-    return hits
-
-
-def _iterable(value: Any) -> bool:
-    try:
-        iter(value)
-    except TypeError:
-        return False
-    return True
-
-
-# --------------------------------------------------------------------------- objects
+def _collection_name(store: Any) -> str | None:
+    """A store's collection: Qdrant's ``collection_name``, LangChain Chroma's ``_collection``."""
+    for attribute in ("collection_name", "_collection_name"):
+        value = getattr(store, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    value = getattr(getattr(store, "_collection", None), "name", None)
+    return value if isinstance(value, str) and value else None
 
 
 def retriever_name(retriever: Any) -> str:
-    """How a retriever object is named: its ``groove_name``, else module.qualname."""
+    """How a retriever object is named: its ``groove_name``, else module.qualname[store]."""
     explicit = getattr(retriever, "groove_name", None)
     if isinstance(explicit, str) and explicit:
         return explicit
@@ -255,29 +178,56 @@ def retriever_name(retriever: Any) -> str:
         target = type(retriever)
     module = getattr(target, "__module__", None)
     qualname = getattr(target, "__qualname__", repr(target))
-    return f"{module}.{qualname}" if module else str(qualname)
+    name = f"{module}.{qualname}" if module else str(qualname)
+    store = _store_label(retriever)
+    return f"{name}[{store}]" if store else name
 
 
-def as_search_function(obj: Any, name: str) -> Callable[[str, int], Any]:
+def _spec_name(spec: str, obj: Any) -> str:
+    explicit = getattr(obj, "groove_name", None)
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    store = _store_label(obj)
+    return f"{spec}[{store}]" if store else spec
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def as_search_function(obj: Any, name: str) -> tuple[Callable[[str, int], Any], RetrieverKind]:
     """``(query, limit) -> raw hits`` for a LangChain, LlamaIndex or plain retriever."""
     invoke = getattr(obj, "invoke", None)
     if callable(invoke):  # LangChain: the limit is the retriever's own setting (k)
-        return lambda query, limit: invoke(query)
+        return (lambda query, limit: invoke(query)), "langchain"
     retrieve = getattr(obj, "retrieve", None)
     if callable(retrieve):  # LlamaIndex: likewise (similarity_top_k)
-        return lambda query, limit: retrieve(query)
+        return (lambda query, limit: retrieve(query)), "llamaindex"
     if callable(obj):
-        return lambda query, limit: obj(query, limit)
+        return (lambda query, limit: obj(query, limit)), "callable"
     raise GrooveError(
         f"retriever {name} is a {type(obj).__name__}: expected a callable (query, limit), "
         "an object with invoke(query) (LangChain) or retrieve(query) (LlamaIndex)"
     )
 
 
-def from_object(obj: Any, kb: Path, name: str | None = None) -> ExternalRetriever:
-    """Wrap a retriever object (the pytest hook's answer, or an imported attribute)."""
+def from_object(
+    obj: Any,
+    kb: Path,
+    name: str | None = None,
+    *,
+    keys: HitKeys = DEFAULT_KEYS,
+    on_warning: Callable[[str], None] | None = None,
+) -> ExternalRetriever:
+    """Wrap a retriever object (the pytest hook's answer, or an imported attribute).
+
+    ``name`` (``--retriever-name``) wins over the object's ``groove_name``, which wins
+    over its module-qualified class name and store.
+    """
     label = name or retriever_name(obj)
-    return ExternalRetriever(name=label, fetch=as_search_function(obj, label), kb=kb)
+    fetch, kind = as_search_function(obj, label)
+    return ExternalRetriever(
+        name=label, fetch=fetch, kb=kb, kind=kind, keys=keys, on_warning=on_warning
+    )
 
 
 _SPEC = re.compile(r"([A-Za-z_][\w.]*):([A-Za-z_][\w.]*)")
@@ -287,7 +237,7 @@ def _import_attribute(spec: str) -> Any:
     match = _SPEC.fullmatch(spec)
     if match is None:
         raise GrooveError(
-            f"retriever {_echo(spec)}: expected module:attribute (for example "
+            f"retriever {echo(spec)}: expected module:attribute (for example "
             "my_search:retriever) or an http:// URL"
         )
     module_name, attribute = match.groups()
@@ -296,11 +246,12 @@ def _import_attribute(spec: str) -> Any:
         # `groove eval` runs from a console script whose sys.path lacks the project
         sys.path.insert(0, cwd)
     try:
-        module = importlib.import_module(module_name)
+        with user_prints_to_stderr():
+            module = importlib.import_module(module_name)
     except Exception as exc:  # a user's module can fail in any way while importing
         raise GrooveError(
             f"retriever {spec}: could not import {module_name} "
-            f"({type(exc).__name__}: {_one_line(exc)})"
+            f"({type(exc).__name__}: {one_line(exc)})"
         ) from None
     target: Any = module
     for part in attribute.split("."):
@@ -311,99 +262,88 @@ def _import_attribute(spec: str) -> Any:
 
 
 def load_retriever(
-    spec: str, kb: Path, *, timeout: float = HTTP_TIMEOUT_SECONDS
+    spec: str,
+    kb: Path,
+    *,
+    name: str | None = None,
+    timeout: float | None = None,
+    token_env: str | None = None,
+    keys: HitKeys = DEFAULT_KEYS,
+    on_warning: Callable[[str], None] | None = None,
 ) -> ExternalRetriever:
     """The retriever ``spec`` names (see the module docstring).
 
-    Imports the module (or checks the URL) now, so a bad spec stops the run before
-    any search.  The fingerprint name is the object's ``groove_name`` when set,
-    else the spec itself (a URL without credentials or query string).
+    Imports the module (or checks the URL and the token) now, so a bad spec stops the
+    run before any search.  The fingerprint name is ``name`` (``--retriever-name``)
+    when given, else the object's ``groove_name``, else the spec itself with the
+    vector store behind it (``search:retriever[QdrantVectorStore:kb]``; a URL without
+    credentials or query string).  ``timeout`` and ``token_env`` apply to HTTP
+    retrievers (a Python retriever's own client keeps its own timeout); a token for a
+    Python retriever is refused, since it would not be sent anywhere.
     """
     text = spec.strip()
     if text.startswith(("http://", "https://")):
-        return http_retriever(text, kb, timeout=timeout)
+        label = name or public_url(text)
+        fetch = http_fetch(text, label, timeout=resolve_timeout(timeout), token_env=token_env)
+        return ExternalRetriever(
+            name=label, fetch=fetch, kb=kb, kind="http", keys=keys, on_warning=on_warning
+        )
+    if token_env is not None:
+        raise GrooveError(
+            f"retriever {text}: --retriever-token-env is for http:// retrievers; a Python "
+            "retriever reads its own credentials"
+        )
     obj = _import_attribute(text)
-    explicit = getattr(obj, "groove_name", None)
-    name = explicit if isinstance(explicit, str) and explicit else text
-    return from_object(obj, kb, name)
+    return from_object(obj, kb, name or _spec_name(text, obj), keys=keys, on_warning=on_warning)
 
 
-# --------------------------------------------------------------------------- HTTP
+def retriever_for_run(
+    run: RunOptions, kb: Path, *, on_warning: Callable[[str], None] | None = None
+) -> ExternalRetriever | None:
+    """The retriever ``run.retriever`` names, with every ``--retriever-*`` option applied.
+
+    None when no retriever was asked for (the built-in search answers).
+    """
+    if run.retriever is None:
+        return None
+    return load_retriever(
+        run.retriever,
+        kb,
+        name=run.retriever_name,
+        timeout=run.retriever_timeout,
+        token_env=run.retriever_token_env,
+        keys=hit_keys(run),
+        on_warning=on_warning,
+    )
 
 
-def _public_url(url: str) -> str:
-    """The URL without user:password@ and without a query string (for the fingerprint)."""
-    parsed = urllib.parse.urlsplit(url)
-    host = parsed.hostname or ""
-    if parsed.port is not None:
-        host += f":{parsed.port}"
-    return urllib.parse.urlunsplit((parsed.scheme, host, parsed.path, "", ""))
+def hit_keys(run: RunOptions) -> HitKeys:
+    """``--retriever-path-key`` / ``--retriever-heading-key`` as :class:`HitKeys`."""
+    return HitKeys(path=run.retriever_path_key, heading=run.retriever_heading_key)
 
 
 def http_retriever(
-    url: str, kb: Path, *, timeout: float = HTTP_TIMEOUT_SECONDS
+    url: str, kb: Path, *, timeout: float = HTTP_TIMEOUT_SECONDS, token_env: str | None = None
 ) -> ExternalRetriever:
     """A search service: ``POST {"query", "limit"}`` -> ``[{path, heading, score}]``."""
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise GrooveError(f"retriever {_echo(url)}: not an http:// or https:// URL with a host")
-    name = _public_url(url)
-
-    def fetch(query: str, limit: int) -> Any:
-        body = json.dumps({"query": query, "limit": limit}, ensure_ascii=False).encode("utf-8")
-        request = urllib.request.Request(
-            url,
-            data=body,
-            method="POST",
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                data = response.read(HTTP_MAX_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            raise GrooveError(
-                f"retriever {name} answered HTTP {exc.code} {exc.reason} for query {_echo(query)}"
-            ) from None
-        except TimeoutError:
-            raise GrooveError(
-                f"retriever {name} did not answer within {timeout:g} s (query {_echo(query)})"
-            ) from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, TimeoutError | socket.timeout):
-                raise GrooveError(
-                    f"retriever {name} did not answer within {timeout:g} s (query {_echo(query)})"
-                ) from None
-            raise GrooveError(f"retriever {name} cannot be reached: {_one_line(reason)}") from None
-        except (OSError, ValueError) as exc:
-            raise GrooveError(f"retriever {name} failed: {_one_line(exc)}") from None
-        if len(data) > HTTP_MAX_BYTES:
-            raise GrooveError(
-                f"retriever {name} answered more than {HTTP_MAX_BYTES} bytes for one query"
-            )
-        try:
-            answer = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise GrooveError(
-                f"retriever {name} did not answer with JSON (expected a list of "
-                '{"path", "heading", "score"} objects)'
-            ) from None
-        if not isinstance(answer, list):
-            raise GrooveError(
-                f"retriever {name} answered a JSON {type(answer).__name__}; expected a list "
-                'of {"path", "heading", "score"} objects'
-            )
-        return answer
-
-    return ExternalRetriever(name=name, fetch=fetch, kb=kb)
+    label = public_url(url)
+    fetch = http_fetch(url, label, timeout=timeout, token_env=token_env)
+    return ExternalRetriever(name=label, fetch=fetch, kb=kb, kind="http")
 
 
 __all__ = [
     "CUSTOM_MODEL",
+    "HTTP_TIMEOUT_SECONDS",
     "ExternalRetriever",
+    "HitKeys",
+    "RetrieverUnavailable",
     "from_object",
+    "hit_keys",
+    "http_retriever",
     "kb_relative",
     "load_retriever",
     "normalise_hits",
+    "retriever_for_run",
     "retriever_name",
+    "user_prints_to_stderr",
 ]

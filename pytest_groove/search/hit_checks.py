@@ -1,0 +1,164 @@
+"""Checks on a whole run of a custom retriever's hits, before they are scored.
+
+Two mistakes make every number of a run meaningless without any error along the way:
+
+- **paths that name no KB file** -- typically paths relative to the working
+  directory (``kb/guide/setup.md``) where the KB-relative ``guide/setup.md`` was
+  meant: no hit can ever satisfy a golden entry, and the run scores 0;
+- **a shallow retriever** -- LangChain's retrievers return 4 documents unless told
+  otherwise, LlamaIndex's 2: recall@10 then counts what was never returned as misses.
+
+:func:`hits_outside_kb` turns the first into one error line, :func:`shallow_retriever`
+the second into one warning line; :func:`check_retriever_hits` runs both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from pytest_groove.config import IndexSettings
+from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.retriever import ExternalRetriever, RetrieverKind
+
+
+@dataclass(frozen=True)
+class HitCheckReport:
+    """What :func:`check_retriever_hits` found: an error stops the run, warnings do not."""
+
+    error: str | None
+    warnings: tuple[str, ...]
+
+
+def _prefix_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
+    """How ``path`` becomes a KB path by dropping leading folders, said as a fix."""
+    parts = PurePosixPath(path).parts
+    for cut in range(1, len(parts)):
+        rest = PurePosixPath(*parts[cut:]).as_posix()
+        if rest in kb_paths:
+            prefix = PurePosixPath(*parts[:cut]).as_posix()
+            kb_text = PurePosixPath(os.path.normpath(kb).replace(os.sep, "/")).as_posix()
+            whence = (
+                "relative to the working directory"
+                if prefix == kb_text or prefix == kb.name
+                else f"to start with {prefix}/"
+            )
+            return (
+                f"the paths look {whence}: set each hit's path (LangChain metadata "
+                f"['source'], LlamaIndex metadata['file_path']) to the KB-relative path "
+                f"({rest!r}) or to an absolute path inside the KB"
+            )
+    return None
+
+
+def _likely_fix(path: str, kb_paths: Collection[str], kb: Path) -> str:
+    fix = _prefix_fix(path, kb_paths, kb)
+    if fix is not None:
+        return fix
+    lowered = {p.lower(): p for p in kb_paths}
+    if path.lower() in lowered:
+        return f"the KB has {lowered[path.lower()]!r}: paths are compared byte for byte"
+    name = PurePosixPath(path).name
+    same_name = sorted(p for p in kb_paths if PurePosixPath(p).name == name)
+    if same_name:
+        return f"the KB has {same_name[0]!r}: return paths relative to the KB, {kb}"
+    return (
+        f"no KB file has that name: is the retriever built over another folder than {kb}? "
+        "Return paths relative to the KB (or absolute ones inside it)"
+    )
+
+
+def hits_outside_kb(
+    retriever: str, hit_paths: Sequence[Sequence[str]], kb_paths: Collection[str], kb: Path
+) -> str | None:
+    """One error line when no hit, or most hits, of the run name no file of the KB.
+
+    ``hit_paths`` holds each query's hit paths as normalised (KB-relative);
+    ``kb_paths`` the KB's files as the index names them.  A run without hits is
+    left to :func:`shallow_retriever`.
+    """
+    every = [path for paths in hit_paths for path in paths]
+    outside = [path for path in every if path not in kb_paths]
+    if not every or len(outside) * 2 <= len(every):
+        return None
+    sample = outside[0]
+    share = "none" if len(outside) == len(every) else f"only {len(every) - len(outside)}"
+    return (
+        f"retriever {retriever}: {share} of its {len(every)} hits name a file of the "
+        f"knowledge base {kb} (e.g. {sample!r}), so no golden entry can match; "
+        f"{_likely_fix(sample, kb_paths, kb)}"
+    )
+
+
+def _depth_advice(kind: RetrieverKind, k: int) -> str:
+    if kind == "langchain":
+        return (
+            f"a LangChain retriever returns its own k hits: use "
+            f"as_retriever(search_kwargs={{'k': {k}}}), or set BM25Retriever's k = {k}"
+        )
+    if kind == "llamaindex":
+        return (
+            f"a LlamaIndex retriever returns its own similarity_top_k hits: use "
+            f"index.as_retriever(similarity_top_k={k})"
+        )
+    return f"it is asked for limit={k} hits: return up to that many"
+
+
+def shallow_retriever(
+    retriever: str,
+    kind: RetrieverKind,
+    returned: Sequence[int],
+    deepest_k: int,
+    kb_files: int | None = None,
+) -> str | None:
+    """One warning line when most queries got fewer hits than the largest k.
+
+    ``returned`` holds each query's hit count.  A retriever that returned at least
+    ``kb_files`` hits returned everything a document-level search can, so it is not
+    shallow however small the KB.
+    """
+    if not returned or deepest_k <= 0:
+        return None
+    enough = deepest_k if kb_files is None else min(deepest_k, max(kb_files, 1))
+    short = [count for count in returned if count < enough]
+    if len(short) * 2 <= len(returned):
+        return None
+    return (
+        f"retriever {retriever} returned fewer than {deepest_k} hits for {len(short)} of "
+        f"{len(returned)} queries (at most {max(short)}), and recall@{deepest_k} counts the "
+        f"missing ones as misses; {_depth_advice(kind, deepest_k)}"
+    )
+
+
+def kb_file_set(kb: Path, settings: IndexSettings) -> frozenset[str]:
+    """The KB's files as the index would name them (no index is opened or built)."""
+    from pytest_groove.kb.walk import collect_files
+
+    return frozenset(collect_files(kb, settings).files)
+
+
+def check_retriever_hits(
+    retriever: ExternalRetriever,
+    hits: Sequence[Sequence[SearchHit]],
+    kb_paths: Collection[str],
+    deepest_k: int,
+) -> HitCheckReport:
+    """Both checks over one run's hits (one list per golden query)."""
+    error = hits_outside_kb(
+        retriever.name, [[h.path for h in query] for query in hits], kb_paths, retriever.kb
+    )
+    shallow = shallow_retriever(
+        retriever.name, retriever.kind, [len(query) for query in hits], deepest_k, len(kb_paths)
+    )
+    return HitCheckReport(error=error, warnings=(shallow,) if shallow else ())
+
+
+__all__ = [
+    "HitCheckReport",
+    "check_retriever_hits",
+    "hits_outside_kb",
+    "kb_file_set",
+    "shallow_retriever",
+]

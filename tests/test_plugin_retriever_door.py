@@ -1,0 +1,120 @@
+"""The plugin's retriever door: what wins (command line, conftest hook, ini), the name
+option, and ini keys that are misspelt."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+# Imported here, not only inside the inner runs: pytester's in-process runs drop the
+# modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
+import pytest_groove.engine
+import pytest_groove.plugin.controller
+import pytest_groove.plugin.session  # noqa: F401
+from pytest_groove.evaluation.history import HISTORY_FILE_NAME, load_history
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
+
+TEAM_SEARCH = """
+def search(query, limit):
+    return [{"path": "ops/release-train.md", "heading": "Schedule", "score": 1.0}]
+
+def other(query, limit):
+    return [{"path": "ops/release-train.md", "heading": None, "score": 1.0}]
+"""
+
+HOOK = """
+from team_search import other
+
+def pytest_groove_retriever(config):
+    return other
+"""
+
+
+@pytest.fixture
+def project(lean_pytester: pytest.Pytester) -> pytest.Pytester:
+    shutil.copytree(
+        EXAMPLE_KB,
+        lean_pytester.path / "kb",
+        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
+    )
+    lean_pytester.makepyfile(team_search=TEAM_SEARCH)
+    lean_pytester.syspathinsert()
+    return lean_pytester
+
+
+def _recorded_name(project: pytest.Pytester) -> str | None:
+    (recorded,) = load_history(project.path / "kb" / HISTORY_FILE_NAME)
+    return recorded.fingerprint.retriever
+
+
+def test_the_command_line_wins_over_a_conftest_hook(project: pytest.Pytester) -> None:
+    project.makeconftest(HOOK)
+    result = project.runpytest("--groove-kb", "kb", "--groove-retriever", "team_search:search")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    result.stdout.fnmatch_lines(["*custom retriever team_search:search*"])
+    assert _recorded_name(project) == "team_search:search"
+
+
+def test_a_conftest_hook_alone_is_measured(project: pytest.Pytester) -> None:
+    project.makeconftest(HOOK)
+    result = project.runpytest("--groove-kb", "kb", "--groove-retriever-name", "hooked-v1")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    assert _recorded_name(project) == "hooked-v1"
+
+
+def test_a_conftest_hook_and_the_ini_key_are_a_clash_naming_both(
+    project: pytest.Pytester,
+) -> None:
+    project.makeconftest(HOOK)
+    project.makeini("[pytest]\ngroove_retriever = team_search:search\n")
+    result = project.runpytest("--groove-kb", "kb")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: two retrievers are configured: the pytest_groove_retriever hook in "
+            "conftest.py and groove_retriever = team_search:search in *tox.ini; remove one, "
+            "or choose on the command line with --groove-retriever SPEC"
+        ]
+    )
+    assert not (project.path / "kb" / HISTORY_FILE_NAME).exists()
+
+
+def test_the_name_option_and_ini_key_name_the_run(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\ngroove_retriever_name = team-search-v2\n")
+    result = project.runpytest("--groove-kb", "kb", "--groove-retriever", "team_search:search")
+    result.stdout.fnmatch_lines(["*custom retriever team-search-v2*"])
+    assert _recorded_name(project) == "team-search-v2"
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [
+        ("groove_fail_on_regresion", "did you mean groove_fail_on_regression?"),
+        ("groove_retriver", "did you mean groove_retriever?"),
+        ("groove_zzz_qqq", "see docs/pytest-plugin.md for the keys"),
+    ],
+)
+def test_a_misspelt_groove_ini_key_is_a_usage_error(
+    project: pytest.Pytester, key: str, hint: str
+) -> None:
+    project.makeini(f"[pytest]\ngroove_kb = kb\n{key} = true\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: unknown ini key {key} in *tox.ini: {hint}"])
+
+
+def test_a_misspelt_key_is_refused_even_without_a_kb(project: pytest.Pytester) -> None:
+    """A misspelt groove_kb would otherwise leave the plugin silently off."""
+    project.makeini("[pytest]\ngroove_kbb = kb\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: unknown ini key groove_kbb in *: did you mean groove_kb?"])
+
+
+def test_a_bad_timeout_is_refused_when_parsed(project: pytest.Pytester) -> None:
+    result = project.runpytest("--groove-kb", "kb", "--groove-retriever-timeout", "0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--groove-retriever-timeout takes a positive number of seconds*"])
