@@ -74,6 +74,11 @@ class UsageError(GrooveError):
     exit_code = 2
 
 
+class StopsTheRun(GrooveError):
+    """An error every later query would repeat (a service down, hits no KB file holds):
+    the run stops at the first, with one line, rather than failing each query."""
+
+
 class IndexUnwritable(GrooveError):
     """The index folder cannot be written: read-only, no permission, disk full, size limit."""
 

@@ -159,6 +159,17 @@ class StaticSearcher:
     def chunk_texts(self) -> Iterable[Any] | None:
         return self.texts
 
+    def quote_findings(self, results: Sequence[Any]) -> list[Any]:
+        from pytest_groove.evaluation.findings import scan_golden_quotes
+
+        return [] if self.texts is None else scan_golden_quotes(results, self.texts)
+
+    def check_hits(self, hits: Sequence[Any]) -> None:
+        return None
+
+    def answer_warnings(self, results: Sequence[Any], deepest_k: int) -> list[str]:
+        return []
+
     def close(self) -> None:
         return None
 

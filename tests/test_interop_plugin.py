@@ -10,8 +10,6 @@ import pytrec_eval
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.session  # noqa: F401
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.usefixtures("lean_pytester")

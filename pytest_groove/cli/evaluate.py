@@ -69,6 +69,11 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "baseline",
             "threshold",
             "retriever",
+            "retriever-name",
+            "retriever-timeout",
+            "retriever-token-env",
+            "retriever-path-key",
+            "retriever-heading-key",
             "html",
             "trec-run",
             "trec-qrels",
@@ -107,9 +112,11 @@ def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Searche
     """The ``--retriever``, else the built-in engine (refreshed unless ``--no-reindex``)."""
     options = plan.options
     if options.retriever is not None:
-        from pytest_groove.search.retriever import load_retriever
+        from pytest_groove.search.retriever import retriever_for_run
 
-        return RetrieverSearcher(load_retriever(options.retriever, plan.kb), plan.kb, plan.settings)
+        retriever = retriever_for_run(options, plan.kb)
+        assert retriever is not None
+        return RetrieverSearcher(retriever, plan.kb, plan.settings)
     _check_config_model(plan)
 
     def log(line: str) -> None:

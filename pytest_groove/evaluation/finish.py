@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,7 @@ from pytest_groove.evaluation.compare import (
     gate_failures,
     project_baseline,
 )
-from pytest_groove.evaluation.findings import findings_warning, scan_golden_quotes
+from pytest_groove.evaluation.findings import findings_warning
 from pytest_groove.evaluation.history import BaselineChoice, StagedSave, stage_save
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
@@ -37,13 +37,14 @@ from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
 from pytest_groove.evaluation.report_text import NEXT_RUN_HINT, render_text
 from pytest_groove.evaluation.run import (
+    Finding,
     QueryResult,
     RunRecord,
     build_run,
     display_timestamp,
     format_timestamp,
 )
-from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+from pytest_groove.search.searcher import Searcher
 
 
 @dataclass(frozen=True)
@@ -163,16 +164,13 @@ def finish_evaluation(
     """
     searcher = evaluation.searcher
     with searcher.read_snapshot() if searcher is not None else nullcontext():
-        corpus = searcher.corpus_snapshot() if searcher is not None else None
-        texts = searcher.chunk_texts() if searcher is not None else None
-        return _finish(evaluation, results, corpus, texts, record, staged, color, door)
+        return _finish(evaluation, results, searcher, record, staged, color, door)
 
 
 def _finish(
     evaluation: Evaluation,
     results: Sequence[QueryResult],
-    corpus: CorpusSnapshot | None,
-    texts: Iterable[ChunkText] | None,
+    searcher: Searcher | None,
     record: bool,
     staged: bool,
     color: bool,
@@ -181,7 +179,13 @@ def _finish(
     plan = evaluation.plan
     warnings: list[str] = list(evaluation.stored.warnings)
     scope = _scope(evaluation, results, record=record, warnings=warnings)
-    findings = [] if texts is None else scan_golden_quotes(scope.per_query, texts)
+    corpus = None
+    findings: list[Finding] = []
+    if searcher is not None:
+        # answers that cannot be judged stop here, before anything is recorded
+        warnings += searcher.answer_warnings(scope.per_query, max(plan.k_values))
+        corpus = searcher.corpus_snapshot()
+        findings = searcher.quote_findings(scope.per_query)
     run = build_run(evaluation.fingerprint, scope.per_query, corpus, findings)
     choice = evaluation.choice
     runs = list(evaluation.stored.runs)
@@ -228,7 +232,9 @@ def _finish(
         gate_failures=failures,
         warnings=[spelled(w) for w in warnings],
         exit_code=1 if failures or error else 0,
-        gate_message=spelled(_regression_message(plan, comparison, failures)) if failures else None,
+        gate_message=spelled(_regression_message(plan, comparison, failures))
+        if failures
+        else None,
         error=None if error is None else spelled(error),
         recorded=recorded,
         choice=choice,

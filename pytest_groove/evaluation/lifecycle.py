@@ -47,7 +47,10 @@ class Evaluation:
         """Search one golden query and score its hits."""
         assert self.searcher is not None, "an evaluation begun without a searcher"
         plan = self.plan
-        return evaluate_query(query, self.searcher.search(query.query, plan.depth), plan.k_values)
+        hits = self.searcher.search(query.query, plan.depth)
+        # hits no KB file holds cannot be judged: stop at the first such query
+        self.searcher.check_hits(hits)
+        return evaluate_query(query, hits, plan.k_values)
 
     def regressed_metrics(self, position: int, result: QueryResult) -> list[str]:
         """The metrics of golden query number ``position`` that dropped past their

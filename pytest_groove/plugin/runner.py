@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, StopsTheRun
 from pytest_groove.evaluation.golden import node_ids
 from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
@@ -149,7 +149,9 @@ class ProcessRunner:
         ``--groove-no-reindex``; a worker (``quiet``) opens the index as the controller
         left it, with no log and no progress bar (its output would interleave).
         """
-        retriever = plugin_retriever(self.config, self.options.run.retriever, self.kb)
+        retriever = plugin_retriever(
+            self.config, self.options.run.retriever, self.kb, self.options.run
+        )
         if retriever is not None:
             return RetrieverSearcher(retriever, self.kb, self.plan.settings)
         from pytest_groove.embed.registry import get_embedder
@@ -215,7 +217,11 @@ class ProcessRunner:
         """Search one golden query and score it (the items' :class:`QueryRunner`)."""
         evaluation = self._ready()
         self._embed_ahead(position, query)
-        return evaluation.run_query(query)
+        try:
+            return evaluation.run_query(query)
+        except StopsTheRun as exc:
+            # every later query would fail the same way: one line for the session
+            pytest.exit(f"{PROG}: {pytest_message(exc)}", returncode=pytest.ExitCode.USAGE_ERROR)
 
     def _embed_ahead(self, position: int, query: GoldenQuery) -> None:
         """Embed this query with the next golden queries in one embedder call.

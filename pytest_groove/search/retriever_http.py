@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, StopsTheRun
 from pytest_groove.search.retriever_hits import echo
 
 #: seconds an HTTP retriever may take to answer one query, unless configured
@@ -38,7 +38,7 @@ _UNAVAILABLE_STATUSES = frozenset({502, 503, 504})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class RetrieverUnavailable(GrooveError):
+class RetrieverUnavailable(StopsTheRun):
     """The retriever's service is down or does not answer in time.
 
     Every later query would fail the same way, so the evaluation stops at the first.

@@ -23,6 +23,7 @@ from pytest_groove.search.hits import SearchHit
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
     from pytest_groove.engine import Engine
+    from pytest_groove.evaluation.run import Finding, QueryResult
     from pytest_groove.kb.disk_view import KBView
     from pytest_groove.search.retriever import ExternalRetriever
 
@@ -65,8 +66,16 @@ class Searcher(Protocol):
     def corpus_snapshot(self) -> CorpusSnapshot | None:
         """The corpus the answers came from (None = unknown)."""
 
-    def chunk_texts(self) -> Iterable[ChunkText] | None:
-        """Every searchable text, for the golden-quote scan (None = not available)."""
+    def quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
+        """The documents that quote golden queries verbatim (the golden-quote scan)."""
+
+    def check_hits(self, hits: Sequence[SearchHit]) -> None:
+        """Raise :class:`~pytest_groove.errors.StopsTheRun` when one query's hits show
+        that no answer of this searcher can be judged (they name no KB file)."""
+
+    def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
+        """What the run's answers suggest is wrong (too few hits, NaN scores ...);
+        raises :class:`~pytest_groove.errors.GrooveError` when most hits name no KB file."""
 
     def close(self) -> None: ...
 
@@ -105,6 +114,16 @@ class EngineSearcher:
 
     def chunk_texts(self) -> Iterator[ChunkText]:
         return self.engine.iter_chunk_texts()
+
+    def quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
+        # the index keeps each document's scan, so an unchanged corpus reads no chunk
+        return self.engine.golden_quote_findings(results)
+
+    def check_hits(self, hits: Sequence[SearchHit]) -> None:
+        return None  # the engine's hits are the index's own documents
+
+    def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
+        return []
 
     def close(self) -> None:
         self.engine.close()
@@ -179,6 +198,44 @@ class RetrieverSearcher:
 
     def chunk_texts(self) -> Iterable[ChunkText] | None:
         return self.view.texts
+
+    def quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
+        from pytest_groove.evaluation.findings import scan_golden_quotes
+
+        return scan_golden_quotes(results, self.view.texts)
+
+    def check_hits(self, hits: Sequence[SearchHit]) -> None:
+        from pytest_groove.errors import StopsTheRun
+        from pytest_groove.search.hit_checks import hits_outside_kb
+
+        if not hits:
+            return
+        documents = self.view.documents
+        if any(hit.path in documents for hit in hits):
+            return
+        message = hits_outside_kb(
+            self.retriever.name, [[hit.path for hit in hits]], documents, self.kb
+        )
+        if message is not None:
+            raise StopsTheRun(f"{message}; nothing was recorded")
+
+    def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
+        from pytest_groove.errors import GrooveError
+        from pytest_groove.search.hit_checks import hits_outside_kb, shallow_retriever
+
+        documents = self.view.documents
+        paths = [[hit.path for hit in result.top_k] for result in results]
+        error = hits_outside_kb(self.retriever.name, paths, documents, self.kb)
+        if error is not None:
+            raise GrooveError(f"{error}; nothing was recorded")
+        shallow = shallow_retriever(
+            self.retriever.name,
+            self.retriever.kind,
+            [len(result.top_k) for result in results],
+            deepest_k,
+            len(documents),
+        )
+        return [*self.retriever.warnings, *([shallow] if shallow else [])]
 
     def close(self) -> None:
         return None
