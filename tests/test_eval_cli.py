@@ -376,6 +376,11 @@ class FakeEngine:
         yield ChunkText("src/db.md", 0, "Data flow", None, "body")
         self._check("scan")
 
+    def golden_quote_findings(self, results: Sequence[QueryResult]) -> list[Any]:
+        from pytest_groove.evaluation.findings import scan_golden_quotes
+
+        return scan_golden_quotes(results, self.iter_chunk_texts())
+
     def close(self) -> None:
         self.closed = True
 

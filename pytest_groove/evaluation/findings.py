@@ -23,14 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import ahocorasick
 
 from pytest_groove.evaluation.run import QUOTE_CHECK, Finding, QueryResult, QuotedQuery
-from pytest_groove.kb.quote_cache import cached_scan
 from pytest_groove.kb.records import ChunkText
-from pytest_groove.kb.store import Store
 from pytest_groove.kb.text import collapse_whitespace
+
+if TYPE_CHECKING:
+    # the index's modules bring numpy along: only the kept scan needs them
+    from pytest_groove.kb.store import Store
 
 __all__ = [
     "MIN_DISTINCT_QUERIES",
@@ -130,6 +133,8 @@ def golden_quote_findings(results: Sequence[QueryResult], store: Store) -> list[
     after writes only the changed documents are.  Call inside
     ``store.read_snapshot()``, the snapshot that answered the searches.
     """
+    from pytest_groove.kb.quote_cache import cached_scan
+
     needles = _needles(results)
     texts = [n.text for n in needles]
     matches = cached_scan(

@@ -282,10 +282,12 @@ class ProcessRunner:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         run = self.options.run
-        if config.hook.pytest_groove_retriever.get_hookimpls():
-            engine = "custom retriever from pytest_groove_retriever"
-        elif run.retriever is not None:
-            engine = f"custom retriever {run.retriever}"
+        # named, not loaded: building the retriever is the evaluation's business
+        if run.retriever is not None:
+            engine = f"custom retriever {run.retriever_name or run.retriever}"
+        elif config.hook.pytest_groove_retriever.get_hookimpls():
+            named = f" ({run.retriever_name})" if run.retriever_name else ""
+            engine = f"custom retriever from pytest_groove_retriever{named}"
         elif config.hook.pytest_groove_embedder.get_hookimpls():
             # not called here: building an embedder can be expensive
             engine = "embedder from pytest_groove_embedder"
