@@ -53,6 +53,7 @@ from pytest_groove.search.searcher import (
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
+    from pytest_groove.search.retriever import ExternalRetriever
 
 RUNNER_NAME = "groove-runner"
 COLLECTOR_NAME = "groove-collector"
@@ -149,9 +150,23 @@ class ProcessRunner:
         ``--groove-no-reindex``; a worker (``quiet``) opens the index as the controller
         left it, with no log and no progress bar (its output would interleave).
         """
-        retriever = plugin_retriever(
-            self.config, self.options.run.retriever, self.kb, self.options.run
-        )
+        run = self.options.run
+        if run.retriever_name is not None and (
+            run.retriever is not None or self.config.hook.pytest_groove_retriever.get_hookimpls()
+        ):
+            # named: built where it searches, once per process (an xdist controller
+            # never builds it -- a retriever holding a lock stays usable under -n)
+            def build() -> ExternalRetriever:
+                built = plugin_retriever(self.config, run.retriever, self.kb, run)
+                if built is None:
+                    raise GrooveError(
+                        "the pytest_groove_retriever hook returned no retriever, but "
+                        "--groove-retriever-name names one: return a retriever, or drop the name"
+                    )
+                return built
+
+            return RetrieverSearcher(build, self.kb, self.plan.settings, name=run.retriever_name)
+        retriever = plugin_retriever(self.config, run.retriever, self.kb, run)
         if retriever is not None:
             return RetrieverSearcher(retriever, self.kb, self.plan.settings)
         from pytest_groove.embed.registry import get_embedder

@@ -162,11 +162,39 @@ class RetrieverSearcher:
     golden-quote scan reads their texts.
     """
 
-    def __init__(self, retriever: ExternalRetriever, kb: Path, settings: Settings) -> None:
-        self.retriever = retriever
+    def __init__(
+        self,
+        retriever: ExternalRetriever | Callable[[], ExternalRetriever],
+        kb: Path,
+        settings: Settings,
+        *,
+        name: str | None = None,
+    ) -> None:
+        """``retriever`` may be a function that builds it: it is then built at the first
+        search (or when its name is needed and ``name`` was not given), so a process
+        that never searches -- the xdist controller -- never builds it."""
+        self._build: Callable[[], ExternalRetriever] | None = None
+        self._retriever: ExternalRetriever | None = None
+        if callable(retriever):  # a builder (an ExternalRetriever is not callable)
+            self._build = retriever
+        else:
+            self._retriever = retriever
+        self._name = name
         self.kb = kb
         self.settings = settings
         self._view: KBView | None = None
+
+    @property
+    def retriever(self) -> ExternalRetriever:
+        """The retriever (built now if it was handed over as a builder)."""
+        if self._retriever is None:
+            assert self._build is not None
+            self._retriever = self._build()
+        return self._retriever
+
+    @property
+    def built(self) -> bool:
+        return self._retriever is not None
 
     @property
     def view(self) -> KBView:
@@ -179,7 +207,8 @@ class RetrieverSearcher:
 
     @property
     def identity(self) -> SearcherIdentity:
-        return SearcherIdentity(model=CUSTOM_MODEL, retriever=self.retriever.name)
+        name = self._name if self._name is not None else self.retriever.name
+        return SearcherIdentity(model=CUSTOM_MODEL, retriever=name)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
         return self.retriever.search(query, limit)
@@ -225,17 +254,17 @@ class RetrieverSearcher:
 
         documents = self.view.documents
         paths = [[hit.path for hit in result.top_k] for result in results]
-        error = hits_outside_kb(self.retriever.name, paths, documents, self.kb)
+        name = self.identity.retriever or CUSTOM_MODEL
+        error = hits_outside_kb(name, paths, documents, self.kb)
         if error is not None:
             raise GrooveError(f"{error}; nothing was recorded")
+        # a controller that never searched has no retriever of its own to ask
+        kind = self.retriever.kind if self.built else "callable"
         shallow = shallow_retriever(
-            self.retriever.name,
-            self.retriever.kind,
-            [len(result.top_k) for result in results],
-            deepest_k,
-            len(documents),
+            name, kind, [len(result.top_k) for result in results], deepest_k, len(documents)
         )
-        return [*self.retriever.warnings, *([shallow] if shallow else [])]
+        warnings = list(self.retriever.warnings) if self.built else []
+        return [*warnings, *([shallow] if shallow else [])]
 
     def close(self) -> None:
         return None
