@@ -191,3 +191,41 @@ def test_retriever_for_run_applies_every_retriever_option(
     assert slow is not None
     with pytest.raises(RetrieverUnavailable, match=r"within 0\.2 s"):
         slow.search("q", 5)
+
+
+# --------------------------------------------------------------------------- a whole session
+
+HUNG_GOLDEN = "queries:\n" + "".join(
+    f'  - id: q{n}\n    query: "question number {n}"\n    expected:\n      - path: "a.md"\n'
+    for n in range(30)
+)
+
+
+@pytest.mark.parametrize("dist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_a_hung_service_fails_a_30_query_session_once(
+    pytester: pytest.Pytester, server: ThreadingHTTPServer, dist: list[str]
+) -> None:
+    """Each process waits for the service once (the configured timeout), then the
+    session stops with one line: not one identical failure (and one wait) per query."""
+    kb = pytester.path / "kb"
+    kb.mkdir()
+    (kb / ".groove-eval.yml").write_text(HUNG_GOLDEN, encoding="utf-8")
+    (kb / "a.md").write_text("# A\n\nThe one answer of every question.\n", encoding="utf-8")
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", _url(server, "/slow"),
+        "--groove-retriever-timeout", "0.5", "-p", "no:cacheprovider", *dist,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "INTERNALERROR" not in output
+    assert "did not answer within 0.5 s; raise --groove-retriever-timeout" in output
+    # one request per process that searched: the service was waited for once each, and
+    # each process failed one item, not thirty
+    searched = len(server.headers_seen)  # type: ignore[attr-defined]
+    assert 1 <= searched <= max(1, len(dist) and 2)
+    assert result.parseoutcomes().get("failed", 0) == searched
+    assert "Interrupted: groove: retriever" in output  # pytest's own stop line
+    assert not (kb / ".groove-eval-history.json").exists()
+    print(f"hung-service session: {elapsed:.1f} s")  # reported, never asserted

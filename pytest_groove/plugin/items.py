@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, StopsTheRun
 from pytest_groove.evaluation.golden import marker_name_for_tag, node_ids
 from pytest_groove.evaluation.metric_table import query_summary
 from pytest_groove.evaluation.metrics import expected_ranks, is_miss
@@ -122,7 +122,14 @@ class GrooveQueryItem(pytest.Item):
 
     def runtest(self) -> None:
         runner = self.runner
-        result = runner.run_query(self.position, self.query)
+        try:
+            result = runner.run_query(self.position, self.query)
+        except StopsTheRun as exc:
+            # every later query would fail the same way (a service down, hits no KB file
+            # holds): this item fails with the one line, and the session stops after it
+            # -- in every xdist worker too, through pytest's own shouldstop
+            self.session.shouldstop = exc.message
+            raise QueryFailed(exc.message) from None
         self.groove_result = result
         self.user_properties.extend(runner.junit_properties(result))
         k_values = runner.k_values

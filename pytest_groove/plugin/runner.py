@@ -235,8 +235,8 @@ class ProcessRunner:
         try:
             return evaluation.run_query(query)
         except StopsTheRun as exc:
-            # every later query would fail the same way: one line for the session
-            pytest.exit(f"{PROG}: {pytest_message(exc)}", returncode=pytest.ExitCode.USAGE_ERROR)
+            # spelled for pytest here; the item stops the session (items.py)
+            raise StopsTheRun(f"{PROG}: {pytest_message(exc)}") from None
 
     def _embed_ahead(self, position: int, query: GoldenQuery) -> None:
         """Embed this query with the next golden queries in one embedder call.
