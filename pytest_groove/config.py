@@ -138,10 +138,25 @@ class EvalSettings:
 
 
 @dataclass(frozen=True)
+class RetrieverSettings:
+    """``[retriever]``: how a team's own retriever is named and reached (each key is
+    the config-file form of a ``--retriever-*`` option, which wins over it)."""
+
+    name: str | None = None
+    #: seconds an HTTP retriever may take to answer one query
+    timeout: float | None = None
+    #: the environment variable holding the HTTP retriever's bearer token
+    token_env: str | None = None
+    path_key: str | None = None
+    heading_key: str | None = None
+
+
+@dataclass(frozen=True)
 class Settings:
     index: IndexSettings = field(default_factory=IndexSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     eval: EvalSettings = field(default_factory=EvalSettings)
+    retriever: RetrieverSettings = field(default_factory=RetrieverSettings)
     #: the config file these settings came from (None = defaults only)
     source: Path | None = None
 
@@ -317,8 +332,26 @@ def parse_settings(data: dict[str, Any], source: Path) -> Settings:
     index = _parse_index(top)
     search = _parse_search(top.pop_section("search"), reranker)
     ev = _parse_eval(top.pop_section("eval"))
+    retriever = _parse_retriever(top.pop_section("retriever"))
     top.finish()
-    return Settings(index=index, search=search, eval=ev, source=source)
+    return Settings(index=index, search=search, eval=ev, retriever=retriever, source=source)
+
+
+_RETRIEVER_KEYS = {
+    "name": _text,
+    "timeout": _number(0.001, 86_400.0),
+    "token_env": _text,
+    "path_key": _text,
+    "heading_key": _text,
+}
+
+
+def _parse_retriever(sec: _Section | None) -> RetrieverSettings:
+    if sec is None:
+        return RetrieverSettings()
+    retriever = RetrieverSettings(**sec.take(_RETRIEVER_KEYS))
+    sec.finish()
+    return retriever
 
 
 def _parse_index(top: _Section) -> IndexSettings:

@@ -76,7 +76,7 @@ def test_every_option_that_shapes_the_settings_reaches_them(kb: Path) -> None:
     assert search.reranker == "none" and search.mmr.enabled
     assert (search.mmr.lambda_, search.mmr.same_doc_penalty) == (0.3, 0.2)
     assert not search.parent_retriever.enabled
-    assert plan.options is run
+    assert plan.options == run
 
 
 def test_freeze_without_history_is_refused_in_both_spellings(kb: Path) -> None:
@@ -95,3 +95,24 @@ def test_the_history_is_read_at_plan_time_only_when_asked(kb: Path) -> None:
     assert plan.stored is None
     with pytest.raises(GrooveError, match="refusing to read the eval history"):
         plan_evaluation(kb, RunOptions(), read_history=True)
+
+
+def test_the_retriever_table_fills_the_retriever_options_it_does_not_override(
+    kb: Path,
+) -> None:
+    (kb / "groove.toml").write_text(
+        '[retriever]\nname = "team-search-v2"\ntimeout = 2.5\ntoken_env = "SEARCH_TOKEN"\n',
+        encoding="utf-8",
+    )
+    plan = plan_evaluation(kb, RunOptions(retriever="http://localhost:9/s"))
+    assert (plan.options.retriever_name, plan.options.retriever_timeout) == ("team-search-v2", 2.5)
+    assert plan.options.retriever_token_env == "SEARCH_TOKEN"
+    typed = plan_evaluation(kb, RunOptions(retriever_name="typed", retriever_timeout=9.0))
+    assert (typed.options.retriever_name, typed.options.retriever_timeout) == ("typed", 9.0)
+
+
+def test_a_bad_retriever_table_is_one_line_naming_the_file(kb: Path) -> None:
+    (kb / "groove.toml").write_text("[retriever]\ntimeout = -1\nnmae = 'x'\n", "utf-8")
+    with pytest.raises(GrooveError) as caught:
+        plan_evaluation(kb, RunOptions())
+    assert caught.value.message.startswith(f"invalid config {kb / 'groove.toml'}: retriever.")

@@ -18,7 +18,7 @@ largest *requested* k; a limit over the cap is lowered with a note; the fetch de
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_groove.config import (
@@ -149,6 +149,7 @@ def plan_evaluation(
             parent_retriever=options.parent_retriever,
         ),
     )
+    options = with_retriever_settings(options, settings)
     raw_k = options.k if options.k is not None else settings.eval.k_values
     check_k_values(tuple(raw_k), flag("k") if options.k is not None else "[eval].k_values")
     k_values = normalise_k_values(tuple(raw_k))
@@ -178,15 +179,25 @@ def plan_evaluation(
         notes=tuple(notes),
     )
     if read_history:
-        from dataclasses import replace
-
         plan = replace(plan, stored=read_stored_runs(plan))
     return plan
 
 
-def golden_path_of(kb: Path, options: RunOptions, settings: Settings) -> Path:
-    """Which golden file a plan reads (``--golden``, ``[eval].golden``, the default)."""
-    return resolve_golden_path(kb, options.golden, settings.eval.golden)
+def with_retriever_settings(options: RunOptions, settings: Settings) -> RunOptions:
+    """The ``--retriever-*`` options, each falling back on its ``[retriever]`` key."""
+    configured = settings.retriever
+    return replace(
+        options,
+        retriever_name=options.retriever_name or configured.name,
+        retriever_timeout=(
+            options.retriever_timeout
+            if options.retriever_timeout is not None
+            else configured.timeout
+        ),
+        retriever_token_env=options.retriever_token_env or configured.token_env,
+        retriever_path_key=options.retriever_path_key or configured.path_key,
+        retriever_heading_key=options.retriever_heading_key or configured.heading_key,
+    )
 
 
 def resolve_thresholds(spec: str | None, default: float, k_values: Sequence[int]) -> Thresholds:

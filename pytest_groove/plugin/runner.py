@@ -150,7 +150,7 @@ class ProcessRunner:
         ``--groove-no-reindex``; a worker (``quiet``) opens the index as the controller
         left it, with no log and no progress bar (its output would interleave).
         """
-        run = self.options.run
+        run = self.plan.options
         if run.retriever_name is not None and (
             run.retriever is not None or self.config.hook.pytest_groove_retriever.get_hookimpls()
         ):
@@ -173,7 +173,7 @@ class ProcessRunner:
 
         settings = self.plan.settings
         embedder = self._embedder() or get_embedder(settings.index.model)
-        reindex = not quiet and not self.options.run.no_reindex
+        reindex = not quiet and not self.plan.options.no_reindex
         if not reindex and not quiet:
             self._check_index_exists(embedder.name)
         searcher = open_engine_searcher(
@@ -280,7 +280,7 @@ class ProcessRunner:
 
     def junit_properties(self, result: QueryResult) -> list[tuple[str, object]]:
         """The query's metrics as JUnit ``<properties>`` (only with the ini switch)."""
-        if not self.options.run.junit_properties:
+        if not self.plan.options.junit_properties:
             return []
         from pytest_groove.evaluation.metric_table import junit_properties
 
@@ -296,7 +296,7 @@ class ProcessRunner:
             raise usage_error(exc) from None
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        run = self.options.run
+        run = self.plan.options
         # named, not loaded: building the retriever is the evaluation's business
         if run.retriever is not None:
             engine = f"custom retriever {run.retriever_name or run.retriever}"
