@@ -99,7 +99,7 @@ def test_the_wheel_holds_the_package_and_nothing_else(wheel: Path) -> None:
     assert shipped == in_tree, {"missing": in_tree - shipped, "extra": shipped - in_tree}
 
 
-def test_the_sdist_can_run_the_suite_and_holds_no_local_state(dist: Path) -> None:
+def test_the_sdist_can_run_the_suite_and_holds_no_local_state(dist: Path, tmp_path: Path) -> None:
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
@@ -114,8 +114,38 @@ def test_the_sdist_can_run_the_suite_and_holds_no_local_state(dist: Path) -> Non
         assert set(tracked.stdout.split()) <= names
     assert {"conftest.py", "CHANGELOG.md", "tox.ini", "constraints/lowest.txt"} <= names
     assert "examples/kb/.groove-eval.yml" in names
+    # every test file and the data it reads ship, checkout or not
+    in_tree = {
+        path.relative_to(REPO_ROOT).as_posix()
+        for path in (REPO_ROOT / "tests").rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and ".hypothesis" not in path.parts
+    }
+    assert in_tree <= names, sorted(in_tree - names)[:10]
     leaked = [n for n in names if "__pycache__" in n or "/.groove/" in n or "history.json" in n]
     assert not leaked, leaked
+    # ... and the suite runs from the unpacked sdist: every test module imports and its
+    # tests are collected, as many as from the checkout
+    unpacked = tmp_path / "sdist"
+    with tarfile.open(sdist) as archive:
+        archive.extractall(unpacked, filter="data")
+    (root,) = unpacked.iterdir()
+    collected = [_collected_count(folder) for folder in (root, REPO_ROOT)]
+    assert collected[0] == collected[1] > 1000, collected
+
+
+def _collected_count(folder: Path) -> int:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    match = re.search(r"(\d+)(?:/\d+)? tests? collected", done.stdout)
+    assert match is not None, done.stdout[-500:]
+    return int(match.group(1))
 
 
 def test_the_metadata_is_the_project_page(wheel: Path) -> None:

@@ -84,10 +84,14 @@ def tune(kb: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return groove("tune", "--kb-path", str(kb), "--model", "hash", "--no-reindex", *extra)
 
 
+def _refuse_non_json(token: str) -> None:
+    raise AssertionError(f"the report holds {token}, which is not JSON")
+
+
 def test_json_report(zebra_kb: Path) -> None:
     run = tune(zebra_kb, "--format", "json", "--k", "3")
     assert run.returncode == 0, run.stderr
-    data = json.loads(run.stdout)
+    data = json.loads(run.stdout, parse_constant=_refuse_non_json)  # strict JSON
     assert data["effective_query_count"] >= 1
     assert data["query_count"] == 5
     assert data["k_values"] == [3, 5]

@@ -149,7 +149,17 @@ def test_a_single_effective_query_has_an_infinite_se_shown_as_null_and_inf() -> 
     assert to_json(result)["loo"]["paired_se"] is None
     text = render_text(result)
     assert "paired SE (SD/sqrt(N)): inf" in text
-    json.loads(render_json(result))  # no NaN/Infinity tokens
+    # strict: Python's json.loads would accept NaN / Infinity tokens silently
+    json.loads(render_json(result), parse_constant=_refuse_non_json)
+
+
+def _refuse_non_json(token: str) -> None:
+    raise AssertionError(f"the report holds {token}, which is not JSON")
+
+
+def test_the_strict_parse_refuses_what_json_loads_accepts() -> None:
+    with pytest.raises(AssertionError, match="NaN"):
+        json.loads('{"x": NaN}', parse_constant=_refuse_non_json)
 
 
 def test_context_axis_noop_is_surfaced() -> None:

@@ -332,8 +332,15 @@ def to_json(result: TuneResult) -> dict[str, Any]:
 
 
 def render_json(result: TuneResult) -> str:
-    """Pretty JSON (2-space indent, sorted keys), ending in a newline."""
-    return json.dumps(to_json(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Pretty JSON (2-space indent, sorted keys), ending in a newline.
+
+    Strict JSON: a NaN or infinity would be written as a bare ``NaN`` token that most
+    parsers refuse, so ``allow_nan=False`` makes such a value a bug found here (the
+    report turns undefined figures into ``null`` before it gets this far)."""
+    text = json.dumps(
+        to_json(result), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False
+    )
+    return text + "\n"
 
 
 __all__ = [
