@@ -57,3 +57,11 @@ def lean_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     """
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
     return pytester
+
+
+@pytest.fixture
+def invoke() -> object:
+    """``groove`` in-process (``tests/cli_invoke.py``), for tests that prefer a fixture."""
+    from cli_invoke import invoke as run_groove
+
+    return run_groove

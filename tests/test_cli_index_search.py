@@ -1,21 +1,11 @@
-"""`groove index` and `groove search` through a real subprocess."""
+"""`groove index` and `groove search` through the command line (in-process, `cli_invoke`)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-
-def groove(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
+from cli_invoke import invoke as groove
 
 
 def test_index_then_search_json(kb_eval_copy: Path) -> None:

@@ -3,11 +3,10 @@ a KB with nothing indexed is refused; nothing is recorded in either case."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_invoke import invoke as groove
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.expected_check import (
@@ -106,15 +105,6 @@ def test_empty_kb_is_reported_before_the_golden_entries(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- groove eval
-
-
-def groove(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 GOLDEN = """\

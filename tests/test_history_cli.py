@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_invoke import CliRun, invoke
 from eval_factories import big_run, fingerprint, run
 
 from pytest_groove.evaluation.history import HISTORY_FILE_NAME, encode_history, load_history
@@ -16,15 +15,8 @@ from pytest_groove.evaluation.history import HISTORY_FILE_NAME, encode_history, 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 
 
-def groove(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=300,
-        cwd=cwd,
-    )
+def groove(*args: str | Path, cwd: Path | None = None) -> CliRun:
+    return invoke(*args, cwd=cwd)
 
 
 @pytest.fixture

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from cli_invoke import invoke as groove
 
 from pytest_groove.config import Settings, parse_settings
 from pytest_groove.evaluation.golden import load_golden
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
-
-
-def groove(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-    )
 
 
 @pytest.fixture

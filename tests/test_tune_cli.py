@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_invoke import CliRun, invoke
 
 TOPICS = {
     "zebra/husbandry.md": (
@@ -56,11 +57,14 @@ queries:
 """
 
 
-def groove(*args: str, python: list[str] | None = None) -> subprocess.CompletedProcess[str]:
-    cmd = python or [sys.executable, "-m", "pytest_groove.cli"]
-    return subprocess.run(
-        [*cmd, *args], capture_output=True, text=True, timeout=300, encoding="utf-8"
+def groove(*args: str, python: list[str] | None = None) -> CliRun:
+    """In-process (``cli_invoke``); another interpreter (``python``) runs a process."""
+    if python is None:
+        return invoke(*args)
+    done = subprocess.run(
+        [*python, *args], capture_output=True, text=True, timeout=300, encoding="utf-8"
     )
+    return CliRun(done.returncode, done.stdout, done.stderr)
 
 
 def write_kb(root: Path, docs: dict[str, tuple[str, str]]) -> Path:
@@ -80,7 +84,7 @@ def zebra_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return kb
 
 
-def tune(kb: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def tune(kb: Path, *extra: str) -> CliRun:
     return groove("tune", "--kb-path", str(kb), "--model", "hash", "--no-reindex", *extra)
 
 
