@@ -121,7 +121,13 @@ def test_the_sdist_can_run_the_suite_and_holds_no_local_state(dist: Path, tmp_pa
         if path.is_file() and "__pycache__" not in path.parts and ".hypothesis" not in path.parts
     }
     assert in_tree <= names, sorted(in_tree - names)[:10]
-    leaked = [n for n in names if "__pycache__" in n or "/.groove/" in n or "history.json" in n]
+    leaked = [
+        n
+        for n in names
+        if "__pycache__" in n
+        or "/.groove/" in n
+        or n.rsplit("/", 1)[-1].startswith(".groove-eval-history.json")
+    ]
     assert not leaked, leaked
     # ... and the suite runs from the unpacked sdist: every test module imports and its
     # tests are collected, as many as from the checkout
