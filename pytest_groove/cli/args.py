@@ -111,22 +111,9 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def load_cli_settings(args: argparse.Namespace) -> Settings:
     """Settings from ``--config``/``<kb>/groove.toml`` with CLI overrides applied."""
-    from pytest_groove.config import SearchOverrides, load_settings, with_overrides
+    from pytest_groove.evaluation.plan import settings_for
 
-    run = run_options(args)
-    return with_overrides(
-        load_settings(args.kb_path, run.config),
-        model=run.model,
-        index_dir=run.index_dir,
-        vector_index=run.vector_index,
-        overrides=SearchOverrides(
-            reranker=run.reranker,
-            mmr=run.mmr,
-            mmr_lambda=run.mmr_lambda,
-            mmr_same_doc_penalty=run.mmr_same_doc_penalty,
-            parent_retriever=run.parent_retriever,
-        ),
-    )
+    return settings_for(args.kb_path, run_options(args))
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:

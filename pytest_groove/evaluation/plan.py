@@ -136,19 +136,7 @@ def plan_evaluation(
     :class:`UsageError` (contradicting or bad option values).
     """
     check_option_combinations(options)
-    settings = with_overrides(
-        load_settings(kb, options.config),
-        model=options.model,
-        index_dir=options.index_dir,
-        vector_index=options.vector_index,
-        overrides=SearchOverrides(
-            reranker=options.reranker,
-            mmr=options.mmr,
-            mmr_lambda=options.mmr_lambda,
-            mmr_same_doc_penalty=options.mmr_same_doc_penalty,
-            parent_retriever=options.parent_retriever,
-        ),
-    )
+    settings = settings_for(kb, options)
     options = with_retriever_settings(options, settings)
     raw_k = options.k if options.k is not None else settings.eval.k_values
     check_k_values(tuple(raw_k), flag("k") if options.k is not None else "[eval].k_values")
@@ -181,6 +169,23 @@ def plan_evaluation(
     if read_history:
         plan = replace(plan, stored=read_stored_runs(plan))
     return plan
+
+
+def settings_for(kb: Path, options: RunOptions) -> Settings:
+    """``groove.toml`` (or ``--config``) with the options that override it applied."""
+    return with_overrides(
+        load_settings(kb, options.config),
+        model=options.model,
+        index_dir=options.index_dir,
+        vector_index=options.vector_index,
+        overrides=SearchOverrides(
+            reranker=options.reranker,
+            mmr=options.mmr,
+            mmr_lambda=options.mmr_lambda,
+            mmr_same_doc_penalty=options.mmr_same_doc_penalty,
+            parent_retriever=options.parent_retriever,
+        ),
+    )
 
 
 def with_retriever_settings(options: RunOptions, settings: Settings) -> RunOptions:

@@ -11,12 +11,11 @@ the corpus it was judged against.
 from __future__ import annotations
 
 import hashlib
-import struct
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.config import IndexSettings
+from pytest_groove.kb.corpus_digest import chunk_digest
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.read_files import read_collected
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
@@ -39,29 +38,8 @@ class KBView:
     @property
     def corpus(self) -> CorpusSnapshot:
         """Counts and a digest over every chunk, defined as the index's is."""
-        return CorpusSnapshot(
-            documents=len(self.headings), chunks=len(self.texts), digest=chunk_digest(self.texts)
-        )
-
-
-def chunk_digest(chunks: Iterable[ChunkText]) -> str:
-    """SHA-256 over (path, chunk index, heading, content, context) of each chunk, each
-    field length-prefixed (None as one zero byte), in the order given."""
-    digest = hashlib.sha256()
-    for chunk in chunks:
-        for field in (
-            chunk.path,
-            str(chunk.chunk_index),
-            chunk.heading,
-            chunk.content,
-            chunk.context,
-        ):
-            if field is None:
-                digest.update(b"\x00")
-            else:
-                data = field.encode("utf-8")
-                digest.update(b"\x01" + struct.pack("<Q", len(data)) + data)
-    return digest.hexdigest()
+        digest, chunks = chunk_digest(self.texts)
+        return CorpusSnapshot(documents=len(self.headings), chunks=chunks, digest=digest)
 
 
 def read_kb_view(kb: Path, settings: IndexSettings) -> KBView:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.kb.corpus_digest import chunk_digest
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
 from pytest_groove.kb.store_schema import StoreConnection
@@ -216,23 +215,6 @@ class StoreReader(StoreConnection):
 
     def corpus_snapshot(self) -> CorpusSnapshot:
         """Counts and a digest over every indexed chunk (see docs/eval.md)."""
-        digest = hashlib.sha256()
-        chunks = 0
-        # Python's str ordering is code-point order, the order the digest is defined in;
-        # SQLite's default BINARY collation on UTF-8 gives the same order.
-        for chunk in self.iter_chunk_texts():
-            chunks += 1
-            for field in (
-                chunk.path,
-                str(chunk.chunk_index),
-                chunk.heading,
-                chunk.content,
-                chunk.context,
-            ):
-                if field is None:
-                    digest.update(b"\x00")
-                else:
-                    data = field.encode("utf-8")
-                    digest.update(b"\x01" + struct.pack("<Q", len(data)) + data)
+        digest, chunks = chunk_digest(self.iter_chunk_texts())
         documents = self._scalar("SELECT count(*) FROM documents")
-        return CorpusSnapshot(documents=documents, chunks=chunks, digest=digest.hexdigest())
+        return CorpusSnapshot(documents=documents, chunks=chunks, digest=digest)
