@@ -3,6 +3,7 @@ pytest plugin all open to index a KB and search it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -20,7 +21,7 @@ from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vectors import VectorIndex
-from pytest_groove.paths import resolve_path
+from pytest_groove.paths import check_os_path, resolve_path
 from pytest_groove.search.fts_query import TERMS_QUERY_VERSION, ParsedQuery
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.pipeline import HybridSearcher, SearchResponse
@@ -28,9 +29,25 @@ from pytest_groove.search.rerank import get_reranker
 
 
 def index_dir_for(kb: Path, settings: Settings, embedder_name: str) -> Path:
-    if settings.index.index_dir is not None:
-        return settings.index.index_dir
-    return default_index_dir(kb, model_slug(embedder_name))
+    """The index folder for ``kb`` (resolved) under ``settings``.
+
+    A path the OS would refuse is one clear line (:func:`check_os_path`).  A folder
+    outside the KB (the user's flag) is resolved here, links and all, because the
+    index database is then opened refusing any link on its way
+    (``SQLITE_OPEN_NOFOLLOW``); one inside the KB is kept as written, its components
+    checked below the KB one at a time instead (:func:`index_folder_beneath`).
+    """
+    flags = "--index-dir / --groove-index-dir / index_dir"
+    if settings.index.index_dir is None:
+        index_dir = default_index_dir(kb, model_slug(embedder_name))
+        check_os_path(index_dir, "index folder", "--kb-path / --groove-kb")
+        return index_dir
+    index_dir = settings.index.index_dir
+    check_os_path(index_dir, "index folder", flags)
+    absolute = Path(os.path.abspath(index_dir))
+    if absolute == kb or kb in absolute.parents:
+        return absolute
+    return resolve_path(absolute, "index folder", flags)
 
 
 def resolve_kb(kb: Path) -> Path:

@@ -26,11 +26,12 @@ from pytest_groove.kb.beneath import Skipped, index_folder_beneath, open_root, r
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import Progress, ScannedFile, WriteGroup
-from pytest_groove.kb.index_lock import index_lock, probe_lock_file
+from pytest_groove.kb.index_files import clear_planted
+from pytest_groove.kb.index_lock import LOCK_FILE_NAME, index_lock, probe_lock_file
 from pytest_groove.kb.notes import note_text_of
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.records import ParsedDocument
-from pytest_groove.kb.store import DB_FILE_NAME, Store
+from pytest_groove.kb.store import DB_FILE_NAME, DB_FILE_NAMES, Store
 from pytest_groove.kb.walk import CollectResult, collect_files
 
 #: a KB file larger than this is skipped with a warning
@@ -151,6 +152,8 @@ def index_kb(
     try:
         with index_dir_faults(index_dir):
             index_folder_beneath(kb, index_dir, create=True)
+            # a link (or pipe) planted as the lock is removed, never followed
+            repairs = clear_planted(index_dir, (LOCK_FILE_NAME,))
         probe_lock_file(index_dir)
     except IndexUnwritable as exc:
         # a read-only checkout whose index is already current is simply used as it is
@@ -163,9 +166,12 @@ def index_kb(
             ) from None
     else:
         with index_lock(index_dir):
+            with index_dir_faults(index_dir):
+                repairs += clear_planted(index_dir, DB_FILE_NAMES)
             report = _index_rebuilding_damage(
                 kb, index_dir, settings, embedder, force, progress, wants
             )
+            report.warnings[:0] = repairs
     report.seconds = time.monotonic() - started
     if log is not None:
         for warning in report.warnings:

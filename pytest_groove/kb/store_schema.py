@@ -19,8 +19,9 @@ from urllib.parse import quote
 
 import apsw
 
-from pytest_groove.errors import GrooveError
-from pytest_groove.kb.index_faults import apsw_fault, index_faults
+from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
+from pytest_groove.kb.index_files import refuse_planted
 from pytest_groove.kb.markdown import CHUNKER_VERSION
 
 #: bump when the table layout changes; an index with another version is rebuilt
@@ -44,6 +45,11 @@ TERM_TABLE_META = "term_table"
 #: then on.  No key: an index from before this key, which always kept them.
 NOTE_VECTORS_META = "note_vectors"
 DB_FILE_NAME = "index.db"
+#: the database and the files SQLite keeps beside it: each is checked before SQLite
+#: opens it by name (:mod:`pytest_groove.kb.index_files`)
+DB_FILE_NAMES = tuple(f"{DB_FILE_NAME}{suffix}" for suffix in ("", "-wal", "-shm", "-journal"))
+#: SQLite refuses a database reached through a symbolic link (SQLite >= 3.31)
+_NOFOLLOW = getattr(apsw, "SQLITE_OPEN_NOFOLLOW", 0)
 BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
@@ -108,6 +114,18 @@ _FTS_SETTINGS = "".join(
 FTS_TABLES = ("fts_chunks", "fts_terms")
 
 
+def _holds_no_index(db_path: Path) -> GrooveError:
+    """An ``index.db`` without our tables (SQLite reads an empty or cut-short file so)."""
+    try:
+        size = os.lstat(db_path).st_size
+    except OSError:
+        size = 0
+    return GrooveError(
+        f"the index file {clip_path(db_path)} holds no index (an empty or cut-short file of "
+        f"{size:,} bytes); build it with `groove index --kb-path <kb>`"
+    )
+
+
 class StoreConnection:
     """An open index database: the connection, its transactions and its metadata."""
 
@@ -121,6 +139,10 @@ class StoreConnection:
     def open(cls, directory: Path, *, create: bool) -> Self:
         """Open ``<directory>/index.db``; with ``create`` make it if missing."""
         db_path = directory / DB_FILE_NAME
+        # nothing planted at the database's names is ever opened (the indexer cleared
+        # what it may before calling this; whatever is left, or appeared since, is refused)
+        with index_dir_faults(directory):
+            refuse_planted(directory, DB_FILE_NAMES)
         if not create and not db_path.is_file():
             raise GrooveError(
                 f"No index found at {db_path}. Run `groove index --kb-path <kb>` first."
@@ -129,7 +151,9 @@ class StoreConnection:
             directory.mkdir(parents=True, exist_ok=True)
         elif not os.access(directory, os.W_OK):
             return cls._open_immutable(db_path)
-        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        flags = (
+            apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0) | _NOFOLLOW
+        )
         conn: apsw.Connection | None = None
         try:
             conn = apsw.Connection(str(db_path), flags=flags)
@@ -140,6 +164,9 @@ class StoreConnection:
             conn.execute("PRAGMA foreign_keys=ON")
             store = cls(conn, db_path)
             version = store._schema_version()
+            if version is None and not create:
+                conn.close()
+                raise _holds_no_index(db_path)
             if version is None:
                 with store.transaction():
                     conn.execute(_SCHEMA)
@@ -199,7 +226,9 @@ class StoreConnection:
         uri = f"file:{quote(str(db_path))}?immutable=1"
         conn: apsw.Connection | None = None
         try:
-            conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            conn = apsw.Connection(
+                uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI | _NOFOLLOW
+            )
             store = cls(conn, db_path)
             version = store._schema_version()
             chunker = store._chunker_version()
@@ -207,6 +236,9 @@ class StoreConnection:
             if conn is not None:
                 conn.close()
             raise apsw_fault(exc, db_path) from None
+        if version is None:
+            conn.close()
+            raise _holds_no_index(db_path)
         if chunker != CHUNKER_VERSION or version not in (
             SCHEMA_VERSION,
             _TERM_TABLE_ALWAYS_SCHEMA,
