@@ -101,7 +101,9 @@ _ELLIPSIS = "..."
 
 
 def _escaped(ch: str) -> str:
-    return ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return (
+        ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+    )
 
 
 def _fit(text: str, budget: int) -> tuple[str, bool]:

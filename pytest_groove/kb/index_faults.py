@@ -57,8 +57,14 @@ def os_fault(exc: OSError, where: Path) -> GrooveError:
     path = Path(exc.filename) if isinstance(exc.filename, str) else where
     reason = unwritable_reason(exc.errno)
     if reason is not None:
-        return IndexUnwritable(f"cannot write the index at {clip_path(path)}: {reason}", reason=reason)
-    if exc.errno in (errno.ELOOP, errno.EMLINK) and path.is_symlink() and not _is_symlink_loop(path):
+        return IndexUnwritable(
+            f"cannot write the index at {clip_path(path)}: {reason}", reason=reason
+        )
+    if (
+        exc.errno in (errno.ELOOP, errno.EMLINK)
+        and path.is_symlink()
+        and not _is_symlink_loop(path)
+    ):
         # an O_NOFOLLOW open refused a link: that is what it found, not a loop
         return GrooveError(
             f"{clip_path(path)} is a symbolic link, and the index's files are never opened "
@@ -66,7 +72,8 @@ def os_fault(exc: OSError, where: Path) -> GrooveError:
         )
     if exc.errno == errno.ELOOP or _is_symlink_loop(path):
         return GrooveError(
-            f"the index folder {clip_path(path)} is a symlink loop; point --index-dir at a real folder"
+            f"the index folder {clip_path(path)} is a symlink loop; point --index-dir at a real "
+            "folder"
         )
     if exc.errno in (errno.ENOTDIR, errno.EEXIST):
         return GrooveError(
@@ -77,7 +84,9 @@ def os_fault(exc: OSError, where: Path) -> GrooveError:
         return LockFailed(
             f"the index lock {clip_path(path)} is a directory, not a file; remove it and run again"
         )
-    return GrooveError(f"cannot use the index at {clip_path(path)}: {exc.strerror or exc}; {INDEX_DIR_HINT}")
+    return GrooveError(
+        f"cannot use the index at {clip_path(path)}: {exc.strerror or exc}; {INDEX_DIR_HINT}"
+    )
 
 
 def corrupt(db_path: Path, detail: str) -> IndexCorrupt:
@@ -109,18 +118,24 @@ def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveE
         return corrupt(db_path, str(exc))
     if isinstance(exc, apsw.FullError):
         reason = f"{unwritable_reason(errno.ENOSPC)}"
-        return IndexUnwritable(f"cannot write the index {clip_path(db_path)}: {reason}", reason=reason)
+        return IndexUnwritable(
+            f"cannot write the index {clip_path(db_path)}: {reason}", reason=reason
+        )
     if isinstance(exc, apsw.IOError):
         reason = unwritable_reason(system_errno) or (
             "disk I/O error (a full disk or a file size limit?); free some space, raise "
             f"`ulimit -f` or {INDEX_DIR_HINT}"
         )
-        return IndexUnwritable(f"cannot write the index {clip_path(db_path)}: {reason}", reason=reason)
+        return IndexUnwritable(
+            f"cannot write the index {clip_path(db_path)}: {reason}", reason=reason
+        )
     if isinstance(exc, apsw.ReadOnlyError | apsw.CantOpenError | apsw.PermissionsError):
         folder = db_path.parent
         code = system_errno or (errno.EROFS if not os.access(folder, os.W_OK) else 0)
         reason = unwritable_reason(code) or f"{exc}; {INDEX_DIR_HINT}"
-        return IndexUnwritable(f"cannot open the index {clip_path(db_path)}: {reason}", reason=reason)
+        return IndexUnwritable(
+            f"cannot open the index {clip_path(db_path)}: {reason}", reason=reason
+        )
     return GrooveError(f"the index {clip_path(db_path)} failed: {exc}; {REBUILD_HINT}")
 
 

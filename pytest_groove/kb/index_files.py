@@ -102,7 +102,9 @@ def _refusal(planted: Planted, fix: str) -> GrooveError:
 def refuse_planted(directory: Path, names: Iterable[str]) -> None:
     """One :class:`GrooveError` for the first name that is not a regular file (searching)."""
     for planted in find_planted(directory, names):
-        fix = REPAIR_HINT if planted.removable else "remove it (it is not the index's) and run again"
+        fix = (
+            REPAIR_HINT if planted.removable else "remove it (it is not the index's) and run again"
+        )
         raise _refusal(planted, fix)
 
 

@@ -24,9 +24,9 @@ from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
 from pytest_groove.kb.beneath import Skipped, index_folder_beneath, open_root, read_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
+from pytest_groove.kb.index_files import clear_planted
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import Progress, ScannedFile, WriteGroup
-from pytest_groove.kb.index_files import clear_planted
 from pytest_groove.kb.index_lock import LOCK_FILE_NAME, index_lock, probe_lock_file
 from pytest_groove.kb.notes import note_text_of
 from pytest_groove.kb.parse import ParseFailure, parse_document

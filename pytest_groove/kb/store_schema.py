@@ -151,9 +151,7 @@ class StoreConnection:
             directory.mkdir(parents=True, exist_ok=True)
         elif not os.access(directory, os.W_OK):
             return cls._open_immutable(db_path)
-        flags = (
-            apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0) | _NOFOLLOW
-        )
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0) | _NOFOLLOW
         conn: apsw.Connection | None = None
         try:
             conn = apsw.Connection(str(db_path), flags=flags)
