@@ -156,15 +156,16 @@ class StoreConnection:
         try:
             conn = apsw.Connection(str(db_path), flags=flags)
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            if not create and cls(conn, db_path)._schema_version() is None:
+                # before the pragma below, which would write a header into an empty file
+                conn.close()
+                raise _holds_no_index(db_path)
             conn.execute("PRAGMA journal_mode=WAL")
             # derived data (see the module docstring): no fsync per commit
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             store = cls(conn, db_path)
             version = store._schema_version()
-            if version is None and not create:
-                conn.close()
-                raise _holds_no_index(db_path)
             if version is None:
                 with store.transaction():
                     conn.execute(_SCHEMA)
