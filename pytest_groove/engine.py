@@ -14,7 +14,7 @@ import numpy.typing as npt
 from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
@@ -285,7 +285,9 @@ def open_engine(
     """Open the KB's index for searching, first bringing it up to date unless told not to."""
     kb = resolve_kb(kb)
     if not kb.is_dir():
-        raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
+        raise GrooveError(
+            f"knowledge base {clip_path(kb)} is not a directory (check --kb-path / --groove-kb)"
+        )
     embedder = embedder or get_embedder(settings.index.model)
     report = None
     if reindex:
@@ -301,19 +303,20 @@ def open_engine(
             keeps_note_vectors = store.keeps_note_vectors
         if recorded is not None and recorded != embedder.name:
             raise GrooveError(
-                f"embedding model mismatch: the index at {store.path} was built with "
+                f"embedding model mismatch: the index at {clip_path(store.path)} was built with "
                 f"{recorded!r} but {embedder.name!r} was asked for; pass --model {recorded} "
                 "or re-index with the new model"
             )
         if reads_term_table(settings) and not keeps_term_table:
             raise GrooveError(
-                f"the index at {store.path} has no word table, which [search] "
+                f"the index at {clip_path(store.path)} has no word table, which [search] "
                 f"fts_query_version = {TERMS_QUERY_VERSION} searches: run `groove index` "
                 "with that setting once to add it"
             )
         if reads_note_vectors(settings) and not keeps_note_vectors:
             raise GrooveError(
-                f"the index at {store.path} has no note vectors, which [search] note_order "
+                f"the index at {clip_path(store.path)} has no note vectors, which [search] "
+                "note_order "
                 "= true (the default) reads: run `groove index` with that setting once to "
                 "add them, or set note_order = false"
             )

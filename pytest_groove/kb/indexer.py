@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
-from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
+from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path
 from pytest_groove.kb.beneath import Skipped, index_folder_beneath, open_root, read_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_files import clear_planted
@@ -58,7 +58,8 @@ def _read_collected(
         root_fd = open_root(root)
     except OSError as exc:
         raise GrooveError(
-            f"cannot read the knowledge base folder {kb} ({exc.strerror}); check its permissions"
+            f"cannot read the knowledge base folder {clip_path(kb)} ({exc.strerror}); check "
+            "its permissions"
         ) from None
     try:
         for rel in collected.files:
@@ -116,7 +117,8 @@ def check_model(store: Store, embedder: Embedder, force: bool) -> None:
         and (model != embedder.name or dim != str(embedder.dimension))
     ):
         raise GrooveError(
-            f"embedding model mismatch: the index at {store.path} was built with {model!r} "
+            f"embedding model mismatch: the index at {clip_path(store.path)} was built with "
+            f"{model!r} "
             f"(dim {dim}) but {embedder.name!r} (dim {embedder.dimension}) was asked for; "
             f"pass --model {model} or rebuild with --force"
         )
@@ -148,7 +150,9 @@ def index_kb(
     wants = _Wants(term_table, note_vectors)
     started = time.monotonic()
     if not kb.is_dir():
-        raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
+        raise GrooveError(
+            f"knowledge base {clip_path(kb)} is not a directory (check --kb-path / --groove-kb)"
+        )
     try:
         with index_dir_faults(index_dir):
             index_folder_beneath(kb, index_dir, create=True)
@@ -160,7 +164,8 @@ def index_kb(
         report = current_read_only(kb, index_dir, settings, embedder, force, wants)
         if report is None:
             raise IndexUnwritable(
-                f"the index in {index_dir} is missing or out of date and cannot be written "
+                f"the index in {clip_path(index_dir)} is missing or out of date and cannot be "
+                "written "
                 f"there: {exc.reason}",
                 reason=exc.reason,
             ) from None
@@ -280,7 +285,8 @@ def current_read_only(
     if any(p not in seen and not p.startswith(collected.unlisted) for p in stored):
         return None  # the index still holds a file that is gone
     report.warnings.append(
-        f"the index folder {index_dir} is not writable; its index is current and is used as it is"
+        f"the index folder {clip_path(index_dir)} is not writable; its index is current and is "
+        "used as it is"
     )
     return report
 

@@ -145,7 +145,7 @@ class StoreConnection:
             refuse_planted(directory, DB_FILE_NAMES)
         if not create and not db_path.is_file():
             raise GrooveError(
-                f"No index found at {db_path}. Run `groove index --kb-path <kb>` first."
+                f"No index found at {clip_path(db_path)}. Run `groove index --kb-path <kb>` first."
             )
         if create:
             directory.mkdir(parents=True, exist_ok=True)
@@ -192,7 +192,7 @@ class StoreConnection:
                 conn.close()
                 if not create:
                     raise GrooveError(
-                        f"index at {db_path} was built by another pytest-groove version "
+                        f"index at {clip_path(db_path)} was built by another pytest-groove version "
                         f"(schema {version}, chunker {chunker}; this one uses "
                         f"{SCHEMA_VERSION}, {CHUNKER_VERSION}): rebuild it with "
                         "`groove index --kb-path <kb>`"
@@ -244,7 +244,7 @@ class StoreConnection:
         ):
             conn.close()
             raise GrooveError(
-                f"index at {db_path} was built by another pytest-groove version (schema "
+                f"index at {clip_path(db_path)} was built by another pytest-groove version (schema "
                 f"{version}, chunker {chunker}; this one uses {SCHEMA_VERSION}, "
                 f"{CHUNKER_VERSION}), and its folder is not writable: rebuild it elsewhere with "
                 "`groove index --kb-path <kb> --index-dir <writable folder>`"

@@ -202,10 +202,10 @@ def collect_files(
         root = kb_root.resolve(strict=True)
     except OSError:
         raise GrooveError(
-            f"knowledge base folder not found: {kb_root} (check the path you gave)"
+            f"knowledge base folder not found: {clip_path(kb_root)} (check the path you gave)"
         ) from None
     if not root.is_dir():
-        raise GrooveError(f"knowledge base path is not a folder: {kb_root}")
+        raise GrooveError(f"knowledge base path is not a folder: {clip_path(kb_root)}")
     rules, ignore_warnings = load_exclusion_rules(root, settings)
     wanted = {_ascii_lower(p) for p in settings.parsers}
     warnings: list[str] = list(ignore_warnings)
@@ -218,7 +218,7 @@ def collect_files(
         root_fd = open_root(root)
     except OSError as exc:
         raise GrooveError(
-            f"cannot read the knowledge base folder {kb_root} ({exc.strerror}); "
+            f"cannot read the knowledge base folder {clip_path(kb_root)} ({exc.strerror}); "
             "check its permissions"
         ) from None
     listed = 0
@@ -230,7 +230,9 @@ def collect_files(
             try:
                 folder_fd = open_folder(root_fd, root, prefix)
             except OSError as exc:
-                warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
+                warnings.append(
+                    f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})"
+                )
                 unlisted.append(prefix)
                 continue
             try:
@@ -275,7 +277,7 @@ def _list_folder(
         with os.scandir(folder_fd if _SCANDIR_FD else folder) as entries:
             listing = list(entries)
     except OSError as exc:
-        warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
+        warnings.append(f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})")
         unlisted.append(prefix)
         return 0
     for entry in listing:
