@@ -24,8 +24,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+# pytester runs in this process: import what a run imports first, since numpy and
+# PyYAML's C loader do not survive a second import
+import pytest_groove.engine
+import pytest_groove.plugin.controller
+import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.cli import main
 from pytest_groove.kb.index_files import clear_planted, find_planted, refuse_planted
+
+pytest_plugins = ["pytester"]
 
 NAMES = ("index.db", "index.db-wal", "index.db-shm", "index.db-journal", "index.lock", "cache")
 
@@ -265,6 +272,22 @@ def test_an_empty_or_cut_short_index_is_named_as_such(
     assert db.stat().st_size == size  # a search never writes it
     code, err = _groove(capsys, "index", "--kb-path", str(case.kb), "--model", "hash")
     assert code == 0, err
+
+
+@pytest.mark.usefixtures("lean_pytester")
+@pytest.mark.parametrize("name", ["index.db", "index.db-wal", "index.lock", "cache"])
+def test_under_pytest_a_planted_link_is_removed_and_the_session_passes(
+    built: Path, pytester: pytest.Pytester, name: str
+) -> None:
+    case = _new_case(built, pytester.path / "case")
+    planted = _plant(case, name, "link-db")
+    result = pytester.runpytest(
+        "--groove-kb", str(case.kb), "--groove-model", "hash", "--groove-no-history"
+    )
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, output
+    assert "Traceback" not in output and not planted.is_symlink()
+    case.outside_db.assert_untouched(case.reads_recorded)
 
 
 # --------------------------------------------------------------------------- generated
