@@ -22,18 +22,26 @@ NAME_MAX_BYTES = 255
 PATH_MAX_BYTES = 4096
 
 
-def os_path_problem(path: Path | str) -> str | None:
-    """Why the operating system would refuse ``path`` (words to follow "is"/"has"), or None."""
+def os_path_problem(path: Path | str, *, require_utf8: bool = True) -> str | None:
+    """Why the operating system would refuse ``path`` (words to follow "is"/"has"), or None.
+
+    ``require_utf8``: a name that is not valid UTF-8 is a problem too (a KB or index
+    folder, whose paths the index stores as text); a golden file's name need not be.
+    """
     text = str(path)
     if "\x00" in text:
         return "holds a NUL character, which no file name can"
+    if require_utf8:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # os.fsdecode smuggles bytes that are not UTF-8 in as lone surrogates; the
+            # index stores paths as UTF-8 text, so such a folder cannot be indexed
+            return "is not valid UTF-8 (a name in it holds bytes of another encoding); rename it"
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # os.fsdecode smuggles bytes that are not UTF-8 in as lone surrogates; the index
-        # stores paths as UTF-8 text, so such a folder cannot be indexed or named
-        return "is not valid UTF-8 (a name in it holds bytes of another encoding); rename it"
-    raw = os.fsencode(os.path.abspath(text))
+        raw = os.fsencode(os.path.abspath(text))
+    except UnicodeEncodeError:  # a lone surrogate no byte decodes to
+        return "holds a character no file name can (a lone surrogate)"
     if len(raw) >= PATH_MAX_BYTES:
         return (
             f"is {len(raw):,} bytes long (made absolute), over the {PATH_MAX_BYTES - 1:,} the "
@@ -48,18 +56,18 @@ def os_path_problem(path: Path | str) -> str | None:
     return None
 
 
-def check_os_path(path: Path | str, what: str, flags: str) -> None:
+def check_os_path(path: Path | str, what: str, flags: str, *, require_utf8: bool = True) -> None:
     """One :class:`GrooveError` naming ``path`` (clipped) when the OS would refuse it.
 
     ``what`` names the path ("knowledge base", "index folder"), ``flags`` the option(s)
-    that set it.
+    that set it; ``require_utf8`` as in :func:`os_path_problem`.
     """
-    problem = os_path_problem(path)
+    problem = os_path_problem(path, require_utf8=require_utf8)
     if problem is not None:
         raise GrooveError(f"the {what} path {clip_path(path)} {problem} (check {flags})")
 
 
-def resolve_path(path: Path, what: str, flags: str) -> Path:
+def resolve_path(path: Path, what: str, flags: str, *, require_utf8: bool = True) -> Path:
     """``path`` made absolute with symlinks followed; a symlink loop is one clear error.
 
     ``what`` names the path in the message ("knowledge base", "golden file") and
@@ -69,7 +77,7 @@ def resolve_path(path: Path, what: str, flags: str) -> Path:
     still a link (a fully resolved path never is: a dangling link resolves to its
     missing target).
     """
-    check_os_path(path, what, flags)
+    check_os_path(path, what, flags, require_utf8=require_utf8)
     try:
         resolved = path.resolve()
         looped = resolved.is_symlink()
@@ -80,5 +88,5 @@ def resolve_path(path: Path, what: str, flags: str) -> Path:
             f"{what} {clip_path(path)} cannot be resolved (a symlink loop?); point {flags} at a "
             "real file or folder"
         )
-    check_os_path(resolved, what, flags)
+    check_os_path(resolved, what, flags, require_utf8=require_utf8)
     return resolved

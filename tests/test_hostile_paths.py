@@ -118,6 +118,15 @@ def test_a_nul_in_a_config_index_dir_is_one_line(
     assert "NUL" in _one_error(capsys, argv)
 
 
+def test_a_nul_in_a_config_golden_path_is_one_line(
+    kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "outside.toml"
+    config.write_text('[eval]\ngolden = "/tmp/a\\u0000b.yml"\n')
+    argv = ["eval", "--kb-path", str(kb), "--model", "hash", "--no-history", "--config"]
+    assert "NUL" in _one_error(capsys, [*argv, str(config)])
+
+
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo", "folder"])
 def test_a_config_that_is_not_a_regular_file_is_refused_at_once(
     kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
@@ -217,6 +226,16 @@ def test_the_plugin_names_a_path_the_os_refuses_in_one_line(
     errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
     assert len(errors) == 1 and len(errors[0]) <= LINE_CAP, output
     assert option in errors[0] or option.removeprefix("--groove-") in errors[0]
+
+
+def test_a_golden_file_whose_name_is_not_utf8_still_runs(
+    tmp_path: Path, kb: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # only KB and index folders must have UTF-8 names (the index stores their paths)
+    golden = os.fsdecode(bytes(tmp_path) + b"/golden\xff.yml")
+    Path(golden).write_text("queries:\n  - query: roll\n    expected:\n      - path: a.md\n")
+    argv = ["eval", "--kb-path", str(kb), "--model", "hash", "--no-history", "--golden", golden]
+    assert main(argv) == 0, capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- generated

@@ -160,6 +160,11 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
         return None
     except OSError as exc:
         raise GrooveError(f"could not look at {clip_path(path)} ({_os_reason(exc)})") from exc
+    except ValueError:  # os.lstat's "embedded null byte"
+        raise GrooveError(
+            f"could not look at {clip_path(path)}: the path holds a NUL character, which no "
+            "file name can"
+        ) from None
 
     try:
         below = _open_below(path, within) if within is not None else None
