@@ -359,3 +359,23 @@ def test_only_the_link_is_removed_never_its_target(tmp_path: Path) -> None:
     assert (folder / "index.db-shm").is_dir()  # a folder is left for the open to refuse
     with pytest.raises(Exception, match="is a folder"):
         refuse_planted(folder, ("index.db", "index.db-shm"))
+
+
+def test_a_pipe_swapped_in_just_before_sqlite_opens_is_refused(
+    case: Case, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The check is by name, then SQLite opens by name: a swap in between is caught."""
+    db = case.index_dir / "index.db"
+    real_connection = apsw.Connection
+
+    def swap_then_open(name: str, *args: object, **kwargs: object) -> apsw.Connection:
+        if Path(name) == db and db.is_file():
+            db.unlink()
+            os.mkfifo(db)
+        return real_connection(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(apsw, "Connection", swap_then_open)
+    code, err = _groove(capsys, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
+    assert code == 1
+    (line,) = _errors(err)
+    assert str(db) in line and "replaced while it was being opened" in line

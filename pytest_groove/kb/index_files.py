@@ -128,6 +128,30 @@ def clear_planted(directory: Path, names: Iterable[str]) -> list[str]:
     return warnings
 
 
+def identity_of(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of the regular file at ``path`` (lstat), None when there is none."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def check_unchanged(path: Path, before: tuple[int, int] | None) -> None:
+    """After SQLite opened ``path`` by name: it must still be the regular file checked
+    before (or, when there was none, a regular file now), else one :class:`GrooveError`.
+
+    SQLite refuses a link itself; this catches a named pipe, a device or another file
+    swapped in between the check and SQLite's open.
+    """
+    after = identity_of(path)
+    if after is None or (before is not None and after != before):
+        raise GrooveError(
+            f"{clip_path(path)} was replaced while it was being opened (by something that "
+            "is not the index file); nothing was read from it: run again"
+        )
+
+
 def is_link_refusal(exc: OSError) -> bool:
     """Whether an ``O_NOFOLLOW`` open failed because a link stood at the name."""
     return exc.errno in (errno.ELOOP, errno.EMLINK)

@@ -21,7 +21,7 @@ import apsw
 
 from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
-from pytest_groove.kb.index_files import refuse_planted
+from pytest_groove.kb.index_files import check_unchanged, identity_of, refuse_planted
 from pytest_groove.kb.markdown import CHUNKER_VERSION
 
 #: bump when the table layout changes; an index with another version is rebuilt
@@ -153,8 +153,11 @@ class StoreConnection:
             return cls._open_immutable(db_path)
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0) | _NOFOLLOW
         conn: apsw.Connection | None = None
+        before = identity_of(db_path)
         try:
             conn = apsw.Connection(str(db_path), flags=flags)
+            # SQLite has the file open now (by name): still the one that was checked?
+            check_unchanged(db_path, before)
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             if not create and cls(conn, db_path)._schema_version() is None:
                 # before the pragma below, which would write a header into an empty file
@@ -206,7 +209,14 @@ class StoreConnection:
             fault = apsw_fault(exc, db_path, 0 if conn is None else conn.system_errno)
             if conn is not None:
                 conn.close()
+            if os.path.lexists(db_path):
+                # SQLite may fail on what was swapped in (a pipe): name that, not the disk
+                check_unchanged(db_path, before)
             raise fault from None
+        except GrooveError:
+            if conn is not None:
+                conn.close()  # closing twice is harmless
+            raise
         except UnicodeDecodeError:
             if conn is not None:
                 conn.close()
