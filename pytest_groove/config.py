@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_groove.embed.names import DEFAULT_MODEL
-from pytest_groove.errors import GrooveError, UsageError, clip, clip_repr
+from pytest_groove.errors import GrooveError, UsageError, clip, clip_path, clip_repr
 from pytest_groove.evaluation.guarded_io import read_guarded
+from pytest_groove.files.regular import read_regular_file
 from pytest_groove.shapes import (
     Reader,
     ShapeError,
@@ -367,7 +368,7 @@ def _parse_index(top: _Section) -> IndexSettings:
     if vector_index not in VECTOR_INDEX_KINDS:
         raise GrooveError(
             f"invalid config {source}: vector_index must be one of "
-            f"{', '.join(VECTOR_INDEX_KINDS)} (got {vector_index!r})"
+            f"{', '.join(VECTOR_INDEX_KINDS)} (got {clip_repr(vector_index)})"
         )
     values.update(_parse_parsers(top.pop_section("parsers")))
     values.update(_parse_contextual(top.pop_section("contextual")))
@@ -464,11 +465,15 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
     if config is not None:
         path = config
         try:
-            raw = path.read_bytes()
+            raw = read_regular_file(path, CONFIG_CAP)
         except FileNotFoundError:
-            raise GrooveError(f"config file not found: {path} (check --config)") from None
+            raise GrooveError(
+                f"config file not found: {clip_path(path)} (check --config)"
+            ) from None
         except OSError as exc:
-            raise GrooveError(f"could not read config file {path}: {exc.strerror}") from None
+            raise GrooveError(
+                f"could not read config file {clip_path(path)}: {exc.strerror}"
+            ) from None
     else:
         if kb is None:
             return Settings()

@@ -3,6 +3,7 @@ pytest plugin all open to index a KB and search it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -13,7 +14,7 @@ import numpy.typing as npt
 from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb.beneath import index_folder_beneath
@@ -22,7 +23,7 @@ from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vectors import VectorIndex
-from pytest_groove.paths import resolve_path
+from pytest_groove.paths import check_os_path, resolve_path
 from pytest_groove.search.fts_query import TERMS_QUERY_VERSION, ParsedQuery
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.pipeline import HybridSearcher, SearchResponse
@@ -30,9 +31,25 @@ from pytest_groove.search.rerank import get_reranker
 
 
 def index_dir_for(kb: Path, settings: Settings, embedder_name: str) -> Path:
-    if settings.index.index_dir is not None:
-        return settings.index.index_dir
-    return default_index_dir(kb, model_slug(embedder_name))
+    """The index folder for ``kb`` (resolved) under ``settings``.
+
+    A path the OS would refuse is one clear line (:func:`check_os_path`).  A folder
+    outside the KB (the user's flag) is resolved here, links and all, because the
+    index database is then opened refusing any link on its way
+    (``SQLITE_OPEN_NOFOLLOW``); one inside the KB is kept as written, its components
+    checked below the KB one at a time instead (:func:`index_folder_beneath`).
+    """
+    flags = "--index-dir / --groove-index-dir / index_dir"
+    if settings.index.index_dir is None:
+        index_dir = default_index_dir(kb, model_slug(embedder_name))
+        check_os_path(index_dir, "index folder", "--kb-path / --groove-kb")
+        return index_dir
+    index_dir = settings.index.index_dir
+    check_os_path(index_dir, "index folder", flags)
+    absolute = Path(os.path.abspath(index_dir))
+    if absolute == kb or kb in absolute.parents:
+        return absolute
+    return resolve_path(absolute, "index folder", flags)
 
 
 def resolve_kb(kb: Path) -> Path:
@@ -279,7 +296,9 @@ def open_engine(
     """Open the KB's index for searching, first bringing it up to date unless told not to."""
     kb = resolve_kb(kb)
     if not kb.is_dir():
-        raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
+        raise GrooveError(
+            f"knowledge base {clip_path(kb)} is not a directory (check --kb-path / --groove-kb)"
+        )
     embedder = embedder or get_embedder(settings.index.model)
     report = None
     if reindex:
@@ -295,19 +314,20 @@ def open_engine(
             keeps_note_vectors = store.keeps_note_vectors
         if recorded is not None and recorded != embedder.name:
             raise GrooveError(
-                f"embedding model mismatch: the index at {store.path} was built with "
+                f"embedding model mismatch: the index at {clip_path(store.path)} was built with "
                 f"{recorded!r} but {embedder.name!r} was asked for; pass --model {recorded} "
                 "or re-index with the new model"
             )
         if reads_term_table(settings) and not keeps_term_table:
             raise GrooveError(
-                f"the index at {store.path} has no word table, which [search] "
+                f"the index at {clip_path(store.path)} has no word table, which [search] "
                 f"fts_query_version = {TERMS_QUERY_VERSION} searches: run `groove index` "
                 "with that setting once to add it"
             )
         if reads_note_vectors(settings) and not keeps_note_vectors:
             raise GrooveError(
-                f"the index at {store.path} has no note vectors, which [search] note_order "
+                f"the index at {clip_path(store.path)} has no note vectors, which [search] "
+                "note_order "
                 "= true (the default) reads: run `groove index` with that setting once to "
                 "add them, or set note_order = false"
             )

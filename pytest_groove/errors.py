@@ -105,21 +105,72 @@ ECHO_LIMIT = 80
 _ELLIPSIS = "..."
 
 
+def _escaped(ch: str) -> str:
+    return (
+        ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+    )
+
+
+def _fit(text: str, budget: int) -> tuple[str, bool]:
+    """The escaped start of ``text`` that fits in ``budget`` characters, and whether
+    that is all of it (an escape is never cut in half)."""
+    shown: list[str] = []
+    used = 0
+    # each character escapes to at least one, so only the first ``budget + 1`` matter
+    for ch in text[: budget + 1]:
+        piece = _escaped(ch)
+        if used + len(piece) > budget:
+            return "".join(shown), False
+        shown.append(piece)
+        used += len(piece)
+    return "".join(shown), len(text) <= budget
+
+
 def clip(text: str, limit: int = ECHO_LIMIT) -> str:
     """``text`` made fit to quote in a one-line message.
 
     Control characters, line breaks and lone surrogates are escaped so the message
-    stays one line, and anything past ``limit`` characters becomes ``...``: a
-    refused 100 KB query must not come back as 100 KB of error.
+    stays one line, and anything past ``limit`` characters *of the escaped text*
+    becomes ``...``: a refused 100 KB query must not come back as 100 KB of error,
+    and 80 characters that each escape to ten (``\\U0010ffff``) must not come back
+    as 800.
     """
-    if len(text) > limit:
-        text = text[:limit] + _ELLIPSIS
-    if text.isprintable():
+    if len(text) <= limit and text.isprintable():
         return text
-    return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
-        for ch in text
-    )
+    shown, whole = _fit(text, limit)
+    return shown if whole else shown + _ELLIPSIS
+
+
+#: most characters of a path quoted back: its end (the file's own name) matters most
+PATH_ECHO_LIMIT = 2 * ECHO_LIMIT
+
+
+def clip_path(path: object, limit: int = PATH_ECHO_LIMIT) -> str:
+    """A path (``str`` or ``Path``) made fit to quote in a one-line message.
+
+    Escaped like :func:`clip`; one longer than ``limit`` keeps its start and its end
+    (where the file's own name is) around ``...``, so a 4,096-byte path echoes as
+    about ``limit`` characters and the user still sees which file is meant.
+    """
+    text = path if isinstance(path, str) else str(path)
+    if len(text) <= limit and text.isprintable():
+        return text
+    shown, whole = _fit(text, limit)
+    if whole:
+        return shown
+    head, _ = _fit(text, limit // 3)
+    tail_text = text[len(text) - _count_fitting(text[::-1], limit - limit // 3) :]
+    return head + _ELLIPSIS + "".join(_escaped(ch) for ch in tail_text)
+
+
+def _count_fitting(text: str, budget: int) -> int:
+    """How many characters of ``text``, escaped, fit in ``budget`` characters."""
+    used = 0
+    for count, ch in enumerate(text[: budget + 1]):
+        used += len(_escaped(ch))
+        if used > budget:
+            return count
+    return len(text[: budget + 1])
 
 
 def clip_repr(value: object, limit: int = ECHO_LIMIT) -> str:

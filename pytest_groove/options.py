@@ -26,6 +26,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_groove.errors import clip_repr
+
 #: how a value is written and checked
 Kind = Literal[
     "path", "text", "klist", "limit", "tristate", "unit", "flag", "threshold", "vindex", "seconds"
@@ -366,7 +368,7 @@ def _parse_limit(name: str, text: str) -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        raise ValueError(f"{name} takes a whole number of hits (got {text!r})") from None
+        raise ValueError(f"{name} takes a whole number of hits (got {clip_repr(text)})") from None
     if value < 1:
         raise ValueError(f"{name} must be at least 1 (got {value})")
     return value
@@ -386,9 +388,9 @@ def _parse_unit(name: str, text: str) -> float:
     try:
         value = float(text.strip())
     except ValueError:
-        raise ValueError(f"{name} must be a number in [0, 1] (got {text!r})") from None
+        raise ValueError(f"{name} must be a number in [0, 1] (got {clip_repr(text)})") from None
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a number in [0, 1] (got {text!r})")
+        raise ValueError(f"{name} must be a number in [0, 1] (got {clip_repr(text)})")
     return value
 
 
@@ -407,7 +409,9 @@ def _parse_vindex(name: str, text: str) -> str:
 
     value = text.strip().lower()
     if value not in VECTOR_INDEX_KINDS:
-        raise ValueError(f"{name} takes one of {', '.join(VECTOR_INDEX_KINDS)} (got {text!r})")
+        raise ValueError(
+            f"{name} takes one of {', '.join(VECTOR_INDEX_KINDS)} (got {clip_repr(text)})"
+        )
     return value
 
 

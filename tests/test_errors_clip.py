@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_groove.config import load_settings
-from pytest_groove.errors import ECHO_LIMIT, GrooveError, clip, clip_repr
+from pytest_groove.errors import (
+    ECHO_LIMIT,
+    PATH_ECHO_LIMIT,
+    GrooveError,
+    clip,
+    clip_path,
+    clip_repr,
+)
 
 
 def test_short_text_is_unchanged() -> None:
@@ -54,3 +61,35 @@ def test_many_unknown_keys_are_capped_in_the_message(tmp_path: Path) -> None:
         load_settings(kb)
     assert "unknown key(s)" in info.value.message
     assert len(info.value.message) < 300 + len(str(kb))
+
+
+def test_escapes_count_towards_the_cap() -> None:
+    # 80 characters that each escape to ten used to come back as 800 (and more)
+    shown = clip("\U0010ffff" * 80)
+    assert len(shown) <= ECHO_LIMIT + 3 and shown.endswith("...")
+    assert "\\U0010ffff" in shown  # an escape is kept whole, never cut in half
+    assert not shown.removesuffix("...").endswith("\\")
+
+
+@given(st.text(max_size=2_000))
+def test_clip_never_exceeds_the_cap_after_escaping(text: str) -> None:
+    shown = clip(text)
+    assert len(shown) <= ECHO_LIMIT + 3
+    assert shown.isprintable()
+    if len(text) <= ECHO_LIMIT and text.isprintable():
+        assert shown == text
+
+
+@given(st.text(max_size=5_000))
+def test_clip_path_keeps_both_ends_within_its_cap(text: str) -> None:
+    shown = clip_path(text)
+    assert len(shown) <= PATH_ECHO_LIMIT + 3 and shown.isprintable()
+    if len(text) <= PATH_ECHO_LIMIT and text.isprintable():
+        assert shown == text
+
+
+def test_a_long_path_keeps_its_file_name() -> None:
+    path = "/tmp/" + "x" * 4000 + "/index.db"
+    shown = clip_path(path)
+    assert shown.startswith("/tmp/xx") and shown.endswith("/index.db") and "..." in shown
+    assert len(shown) <= PATH_ECHO_LIMIT + 3

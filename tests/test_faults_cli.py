@@ -223,7 +223,7 @@ def test_path_faults_are_one_line(kb_eval_copy: Path, tmp_path: Path, case: str)
         expected = "not a folder"
     elif case == "proc-self":
         args += ["--index-dir", "/proc/self"]
-        expected = "/proc/self"
+        expected = "/proc/"  # named resolved (/proc/<pid>): SQLite refuses links on the way
     elif case == "kb-loop":
         args = ["eval", "--kb-path", str(tmp_path / "loop-a"), *HASH, "--no-history"]
         args += ["--golden", str(KB_EVAL_GOLDEN)]

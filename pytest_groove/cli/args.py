@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.config import Settings
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path, clip_repr
 from pytest_groove.options import OPTIONS_BY_NAME, Option, RunOptions, read_run_options
+from pytest_groove.paths import check_os_path
 
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are
 KB_OPTIONS = ("model", "config", "index-dir")
@@ -113,7 +114,12 @@ def load_cli_settings(args: argparse.Namespace) -> Settings:
     """Settings from ``--config``/``<kb>/groove.toml`` with CLI overrides applied."""
     from pytest_groove.evaluation.plan import settings_for
 
-    return settings_for(args.kb_path, run_options(args))
+    run = run_options(args)
+    # a path the OS would refuse is one line before anything looks at it
+    check_os_path(args.kb_path, "knowledge base", "--kb-path")
+    if run.config is not None:
+        check_os_path(run.config, "config file", "--config")
+    return settings_for(args.kb_path, run)
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
@@ -123,7 +129,9 @@ def whole_number(minimum: int) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number, got {clip_repr(text)}"
+            ) from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {value}")
         return value
@@ -133,8 +141,15 @@ def whole_number(minimum: int) -> Callable[[str], int]:
 
 def check_kb(kb: Path) -> None:
     """The knowledge base must be a folder: one line naming the flag otherwise."""
-    if not kb.is_dir():
-        raise GrooveError(f"knowledge base not found: {kb} is not a directory (check --kb-path)")
+    check_os_path(kb, "knowledge base", "--kb-path")
+    try:
+        is_dir = kb.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
+        raise GrooveError(
+            f"knowledge base not found: {clip_path(kb)} is not a directory (check --kb-path)"
+        )
 
 
 def run_reporting_errors(

@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.evaluation.golden_yaml import (
     GoldenLoader,
     LineDict,
@@ -455,8 +455,8 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     """
     data = read_guarded(path, "golden file", GOLDEN_CAP, within=kb)
     if data is None:
-        raise GrooveError(f"no golden file at {path} {_MISSING_HINT}")
-    prefix = f"failed to parse golden file: {path}"
+        raise GrooveError(f"no golden file at {clip_path(path)} {_MISSING_HINT}")
+    prefix = f"failed to parse golden file: {clip_path(path)}"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -30,7 +30,7 @@ import stat
 from pathlib import Path
 from typing import Literal
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.kb.beneath import open_folder, open_root
 
 #: the golden file may hold at most this many bytes (a 25-query golden set is ~5.5 KB)
@@ -83,8 +83,8 @@ def _not_regular(path: Path, what: str) -> ReadRefused:
     return _refuse(
         what,
         "not_regular",
-        f"{path} is not a regular file (a symlink, directory, device or named pipe is in "
-        f"its place); only a plain file is read here, so replace it with one.",
+        f"{clip_path(path)} is not a regular file (a symlink, directory, device or named pipe "
+        f"is in its place); only a plain file is read here, so replace it with one.",
     )
 
 
@@ -92,7 +92,7 @@ def _hard_link(path: Path, what: str) -> ReadRefused:
     return _refuse(
         what,
         "hard_link",
-        f"{path} has more than one name (hard link); another name may sit outside the "
+        f"{clip_path(path)} has more than one name (hard link); another name may sit outside the "
         f"knowledge base, and a hard link would let a file you cannot read be read on "
         f"your behalf. Replace it with a plain copy.",
     )
@@ -102,7 +102,8 @@ def _too_large(path: Path, what: str, size: int, cap: int) -> ReadRefused:
     return _refuse(
         what,
         "too_large",
-        f"{path} is {size} bytes, over the {cap} byte limit (size taken from the opened file)",
+        f"{clip_path(path)} is {size} bytes, over the {cap} byte limit (size taken from the "
+        "opened file)",
     )
 
 
@@ -158,7 +159,12 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise GrooveError(f"could not look at {path} ({_os_reason(exc)})") from exc
+        raise GrooveError(f"could not look at {clip_path(path)} ({_os_reason(exc)})") from exc
+    except ValueError:  # os.lstat's "embedded null byte"
+        raise GrooveError(
+            f"could not look at {clip_path(path)}: the path holds a NUL character, which no "
+            "file name can"
+        ) from None
 
     try:
         below = _open_below(path, within) if within is not None else None
@@ -167,13 +173,15 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
         raise _refuse(
             what,
             "not_regular",
-            f"a folder on the way to {path} inside the knowledge base is a symbolic link "
-            "(or not a folder); pass the file's real path instead",
+            f"a folder on the way to {clip_path(path)} inside the knowledge base is a symbolic "
+            "link (or not a folder); pass the file's real path instead",
         ) from None
     except OSError as exc:
         if os.name != "nt" and exc.errno in _SYMLINK_OPEN_ERRNOS | {errno.ENOTDIR}:
             raise _not_regular(path, what) from exc
-        raise GrooveError(f"failed to read the {what}: {path} ({_os_reason(exc)})") from exc
+        raise GrooveError(
+            f"failed to read the {what}: {clip_path(path)} ({_os_reason(exc)})"
+        ) from exc
 
     try:
         info = os.fstat(fd)
@@ -186,7 +194,9 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
             raise _too_large(path, what, info.st_size, cap)
         data = _read_at_most(fd, cap + 1)
     except OSError as exc:
-        raise GrooveError(f"failed to read the {what}: {path} ({_os_reason(exc)})") from exc
+        raise GrooveError(
+            f"failed to read the {what}: {clip_path(path)} ({_os_reason(exc)})"
+        ) from exc
     finally:
         os.close(fd)
 

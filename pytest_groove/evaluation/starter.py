@@ -10,11 +10,13 @@ queries.  ``groove.toml`` holds every key with its default, commented out.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.config import Settings
+from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
 from pytest_groove.kb.markdown import parse_markdown
 from pytest_groove.kb.walk import collect_files
 
@@ -22,6 +24,11 @@ from pytest_groove.kb.walk import collect_files
 MAX_LISTED_DOCUMENTS = 200
 #: bytes read from each document to find its headings
 HEADING_SCAN_BYTES = 256 * 1024
+#: a document larger than this is listed without its headings
+HEADING_READ_CAP = 8 * 1024 * 1024
+#: ``groove init`` stops listing (one line) past this many files and folders: a KB is
+#: a folder of notes, and ``--kb-path /`` must not walk the whole file system
+MAX_WALKED_ENTRIES = 100_000
 
 
 @dataclass(frozen=True)
@@ -32,19 +39,33 @@ class DocumentOutline:
 
 def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
     """The KB's indexable Markdown documents and their headings (at most
-    :data:`MAX_LISTED_DOCUMENTS`), and how many documents there are in all."""
-    files = [f for f in collect_files(kb, settings.index).files if f.lower().endswith(".md")]
+    :data:`MAX_LISTED_DOCUMENTS`), and how many documents there are in all.
+
+    The walk stops (one :class:`~pytest_groove.kb.walk.TooManyEntries` line) after
+    :data:`MAX_WALKED_ENTRIES` entries.  Each document is read below the KB without
+    following links, as the indexer reads it, so a file swapped for a link to
+    something outside never lends its headings to the starter file.
+    """
+    collected = collect_files(kb, settings.index, max_entries=MAX_WALKED_ENTRIES)
+    files = [f for f in collected.files if f.lower().endswith(".md")]
     listed: list[DocumentOutline] = []
-    for rel in files[:MAX_LISTED_DOCUMENTS]:
-        headings: tuple[str, ...] = ()
-        try:
-            with (kb / rel).open("rb") as handle:
-                text = handle.read(HEADING_SCAN_BYTES).decode("utf-8", "replace")
-            document = parse_markdown(text, settings.index.exclude_headings)
-            headings = tuple(s.heading for s in document.sections if s.heading)
-        except (OSError, ValueError):
-            headings = ()  # listed without headings; the indexer reports the problem
-        listed.append(DocumentOutline(rel, headings))
+    root = kb.resolve()
+    root_fd = open_root(root)
+    try:
+        for rel in files[:MAX_LISTED_DOCUMENTS]:
+            headings: tuple[str, ...] = ()
+            try:
+                data = read_beneath(
+                    root_fd, root, rel, collected.identities.get(rel), HEADING_READ_CAP
+                )
+                text = data[:HEADING_SCAN_BYTES].decode("utf-8", "replace")
+                document = parse_markdown(text, settings.index.exclude_headings)
+                headings = tuple(s.heading for s in document.sections if s.heading)
+            except (Skipped, ValueError):
+                headings = ()  # listed without headings; the indexer reports the problem
+            listed.append(DocumentOutline(rel, headings))
+    finally:
+        os.close(root_fd)
     return listed, len(files)
 
 

@@ -28,7 +28,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 
 _HAS_DIR_FD = os.open in os.supports_dir_fd and os.scandir in os.supports_fd
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -187,7 +187,8 @@ def index_folder_beneath(kb: Path, index_dir: Path, *, create: bool) -> None:
                 if exc.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
                     raise
                 raise GrooveError(
-                    f"refusing the index folder {index_dir}: {'/'.join(relative[: at + 1])} "
+                    f"refusing the index folder {clip_path(index_dir)}: "
+                    f"{'/'.join(relative[: at + 1])} "
                     "inside the knowledge base is a symbolic link or not a folder, and the "
                     "index is never kept outside the KB through one; remove it, or pass "
                     "--index-dir / --groove-index-dir to keep the index elsewhere"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import apsw
 
-from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, LockFailed
+from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, LockFailed, clip_path
 
 #: where the index can go instead (the plugin rewrites the flag to --groove-index-dir)
 INDEX_DIR_HINT = "pass --index-dir to keep the index in a writable folder"
@@ -57,25 +57,40 @@ def os_fault(exc: OSError, where: Path) -> GrooveError:
     path = Path(exc.filename) if isinstance(exc.filename, str) else where
     reason = unwritable_reason(exc.errno)
     if reason is not None:
-        return IndexUnwritable(f"cannot write the index at {path}: {reason}", reason=reason)
+        return IndexUnwritable(
+            f"cannot write the index at {clip_path(path)}: {reason}", reason=reason
+        )
+    if (
+        exc.errno in (errno.ELOOP, errno.EMLINK)
+        and path.is_symlink()
+        and not _is_symlink_loop(path)
+    ):
+        # an O_NOFOLLOW open refused a link: that is what it found, not a loop
+        return GrooveError(
+            f"{clip_path(path)} is a symbolic link, and the index's files are never opened "
+            "through one; remove it and run again, or point --index-dir at a real folder"
+        )
     if exc.errno == errno.ELOOP or _is_symlink_loop(path):
         return GrooveError(
-            f"the index folder {path} is a symlink loop; point --index-dir at a real folder"
+            f"the index folder {clip_path(path)} is a symlink loop; point --index-dir at a real "
+            "folder"
         )
     if exc.errno in (errno.ENOTDIR, errno.EEXIST):
         return GrooveError(
-            f"the index folder {path} is not a folder (a file is in its place); point "
+            f"the index folder {clip_path(path)} is not a folder (a file is in its place); point "
             "--index-dir at a folder or move the file away"
         )
     if exc.errno == errno.EISDIR:
         return LockFailed(
-            f"the index lock {path} is a directory, not a file; remove it and run again"
+            f"the index lock {clip_path(path)} is a directory, not a file; remove it and run again"
         )
-    return GrooveError(f"cannot use the index at {path}: {exc.strerror or exc}; {INDEX_DIR_HINT}")
+    return GrooveError(
+        f"cannot use the index at {clip_path(path)}: {exc.strerror or exc}; {INDEX_DIR_HINT}"
+    )
 
 
 def corrupt(db_path: Path, detail: str) -> IndexCorrupt:
-    return IndexCorrupt(f"the index {db_path} is corrupt ({detail}); {REBUILD_HINT}")
+    return IndexCorrupt(f"the index {clip_path(db_path)} is corrupt ({detail}); {REBUILD_HINT}")
 
 
 def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveError:
@@ -84,6 +99,18 @@ def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveE
     ``system_errno`` is the connection's last operating-system error, which tells a
     full disk from a file size limit behind SQLite's plain "disk I/O error".
     """
+    if isinstance(exc, apsw.CantOpenError) and (
+        getattr(exc, "extendedresult", 0) == getattr(apsw, "SQLITE_CANTOPEN_SYMLINK", -1)
+        or system_errno in (errno.ELOOP, errno.EMLINK)
+    ):
+        # SQLITE_OPEN_NOFOLLOW (the database) or SQLite's own O_NOFOLLOW (its journal,
+        # WAL and shared-memory files) refused a link that appeared after the check
+        return GrooveError(
+            f"a symbolic link stands at {clip_path(db_path)} or a file beside it (-wal, -shm, "
+            "-journal), or on the way to it, and is never followed; run the indexer again "
+            "(it removes a link in the index folder and rebuilds), or point --index-dir at a "
+            "real folder"
+        )
     if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
         return corrupt(db_path, str(exc))
     if isinstance(exc, apsw.SQLError) and "no such" in str(exc):
@@ -91,19 +118,25 @@ def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveE
         return corrupt(db_path, str(exc))
     if isinstance(exc, apsw.FullError):
         reason = f"{unwritable_reason(errno.ENOSPC)}"
-        return IndexUnwritable(f"cannot write the index {db_path}: {reason}", reason=reason)
+        return IndexUnwritable(
+            f"cannot write the index {clip_path(db_path)}: {reason}", reason=reason
+        )
     if isinstance(exc, apsw.IOError):
         reason = unwritable_reason(system_errno) or (
             "disk I/O error (a full disk or a file size limit?); free some space, raise "
             f"`ulimit -f` or {INDEX_DIR_HINT}"
         )
-        return IndexUnwritable(f"cannot write the index {db_path}: {reason}", reason=reason)
+        return IndexUnwritable(
+            f"cannot write the index {clip_path(db_path)}: {reason}", reason=reason
+        )
     if isinstance(exc, apsw.ReadOnlyError | apsw.CantOpenError | apsw.PermissionsError):
         folder = db_path.parent
         code = system_errno or (errno.EROFS if not os.access(folder, os.W_OK) else 0)
         reason = unwritable_reason(code) or f"{exc}; {INDEX_DIR_HINT}"
-        return IndexUnwritable(f"cannot open the index {db_path}: {reason}", reason=reason)
-    return GrooveError(f"the index {db_path} failed: {exc}; {REBUILD_HINT}")
+        return IndexUnwritable(
+            f"cannot open the index {clip_path(db_path)}: {reason}", reason=reason
+        )
+    return GrooveError(f"the index {clip_path(db_path)} failed: {exc}; {REBUILD_HINT}")
 
 
 def _system_errno(conn: apsw.Connection | None) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.files.lock import LockTimeout, acquire_lock, holding
 from pytest_groove.kb.index_faults import os_fault, unwritable_reason
 
@@ -55,7 +55,7 @@ def index_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Non
         lock = acquire_lock(lock_path, timeout)
     except LockTimeout:
         raise GrooveError(
-            f"another indexer has held {lock_path} for {timeout:.0f}s; "
+            f"another indexer has held {clip_path(lock_path)} for {timeout:.0f}s; "
             "wait for it or remove a stale lock file"
         ) from None
     except OSError as exc:

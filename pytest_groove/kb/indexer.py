@@ -20,18 +20,19 @@ from pathlib import Path
 
 from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
-from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable
+from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path
 from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
+from pytest_groove.kb.index_files import clear_planted
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import Progress, ScannedFile, WriteGroup
-from pytest_groove.kb.index_lock import index_lock, probe_lock_file
+from pytest_groove.kb.index_lock import LOCK_FILE_NAME, index_lock, probe_lock_file
 from pytest_groove.kb.notes import note_text_of
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
 from pytest_groove.kb.read_files import read_collected
 from pytest_groove.kb.records import ParsedDocument
-from pytest_groove.kb.store import DB_FILE_NAME, Store
+from pytest_groove.kb.store import DB_FILE_NAME, DB_FILE_NAMES, Store
 from pytest_groove.kb.walk import collect_files
 
 GROOVE_DIR_NAME = ".groove"
@@ -82,7 +83,8 @@ def check_model(store: Store, embedder: Embedder, force: bool) -> None:
         and (model != embedder.name or dim != str(embedder.dimension))
     ):
         raise GrooveError(
-            f"embedding model mismatch: the index at {store.path} was built with {model!r} "
+            f"embedding model mismatch: the index at {clip_path(store.path)} was built with "
+            f"{model!r} "
             f"(dim {dim}) but {embedder.name!r} (dim {embedder.dimension}) was asked for; "
             f"pass --model {model} or rebuild with --force"
         )
@@ -114,25 +116,33 @@ def index_kb(
     wants = _Wants(term_table, note_vectors)
     started = time.monotonic()
     if not kb.is_dir():
-        raise GrooveError(f"knowledge base {kb} is not a directory (check --kb-path / --groove-kb)")
+        raise GrooveError(
+            f"knowledge base {clip_path(kb)} is not a directory (check --kb-path / --groove-kb)"
+        )
     try:
         with index_dir_faults(index_dir):
             index_folder_beneath(kb, index_dir, create=True)
+            # a link (or pipe) planted as the lock is removed, never followed
+            repairs = clear_planted(index_dir, (LOCK_FILE_NAME,))
         probe_lock_file(index_dir)
     except IndexUnwritable as exc:
         # a read-only checkout whose index is already current is simply used as it is
         report = current_read_only(kb, index_dir, settings, embedder, force, wants)
         if report is None:
             raise IndexUnwritable(
-                f"the index in {index_dir} is missing or out of date and cannot be written "
+                f"the index in {clip_path(index_dir)} is missing or out of date and cannot be "
+                "written "
                 f"there: {exc.reason}",
                 reason=exc.reason,
             ) from None
     else:
         with index_lock(index_dir):
+            with index_dir_faults(index_dir):
+                repairs += clear_planted(index_dir, DB_FILE_NAMES)
             report = _index_rebuilding_damage(
                 kb, index_dir, settings, embedder, force, progress, wants
             )
+            report.warnings[:0] = repairs
     report.seconds = time.monotonic() - started
     if log is not None:
         for warning in report.warnings:
@@ -241,7 +251,8 @@ def current_read_only(
     if any(p not in seen and not p.startswith(collected.unlisted) for p in stored):
         return None  # the index still holds a file that is gone
     report.warnings.append(
-        f"the index folder {index_dir} is not writable; its index is current and is used as it is"
+        f"the index folder {clip_path(index_dir)} is not writable; its index is current and is "
+        "used as it is"
     )
     return report
 

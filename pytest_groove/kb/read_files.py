@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
 from pytest_groove.kb.walk import CollectResult
 
@@ -32,7 +32,8 @@ def read_collected(
         root_fd = open_root(root)
     except OSError as exc:
         raise GrooveError(
-            f"cannot read the knowledge base folder {kb} ({exc.strerror}); check its permissions"
+            f"cannot read the knowledge base folder {clip_path(kb)} ({exc.strerror}); check "
+            "its permissions"
         ) from None
     try:
         for rel in collected.files:

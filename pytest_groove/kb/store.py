@@ -27,6 +27,7 @@ from pytest_groove.kb.store_schema import (
     _TERM_TABLE_ALWAYS_SCHEMA,
     BUSY_TIMEOUT_MS,
     DB_FILE_NAME,
+    DB_FILE_NAMES,
     FTS_TABLE_SETTINGS,
     FTS_TABLES,
     NOTE_VECTORS_META,
@@ -39,6 +40,7 @@ from pytest_groove.kb.store_writer import DocumentWrite, StoreWriter, term_field
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "DB_FILE_NAME",
+    "DB_FILE_NAMES",
     "FTS_TABLES",
     "FTS_TABLE_SETTINGS",
     "NOTE_VECTORS_META",

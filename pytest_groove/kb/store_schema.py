@@ -19,8 +19,9 @@ from urllib.parse import quote
 
 import apsw
 
-from pytest_groove.errors import GrooveError
-from pytest_groove.kb.index_faults import apsw_fault, index_faults
+from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
+from pytest_groove.kb.index_files import check_unchanged, identity_of, refuse_planted
 from pytest_groove.kb.markdown import CHUNKER_VERSION
 
 #: bump when the table layout changes; an index with another version is rebuilt
@@ -44,6 +45,11 @@ TERM_TABLE_META = "term_table"
 #: then on.  No key: an index from before this key, which always kept them.
 NOTE_VECTORS_META = "note_vectors"
 DB_FILE_NAME = "index.db"
+#: the database and the files SQLite keeps beside it: each is checked before SQLite
+#: opens it by name (:mod:`pytest_groove.kb.index_files`)
+DB_FILE_NAMES = tuple(f"{DB_FILE_NAME}{suffix}" for suffix in ("", "-wal", "-shm", "-journal"))
+#: SQLite refuses a database reached through a symbolic link (SQLite >= 3.31)
+_NOFOLLOW = getattr(apsw, "SQLITE_OPEN_NOFOLLOW", 0)
 BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
@@ -108,6 +114,18 @@ _FTS_SETTINGS = "".join(
 FTS_TABLES = ("fts_chunks", "fts_terms")
 
 
+def _holds_no_index(db_path: Path) -> GrooveError:
+    """An ``index.db`` without our tables (SQLite reads an empty or cut-short file so)."""
+    try:
+        size = os.lstat(db_path).st_size
+    except OSError:
+        size = 0
+    return GrooveError(
+        f"the index file {clip_path(db_path)} holds no index (an empty or cut-short file of "
+        f"{size:,} bytes); build it with `groove index --kb-path <kb>`"
+    )
+
+
 class StoreConnection:
     """An open index database: the connection, its transactions and its metadata."""
 
@@ -121,19 +139,30 @@ class StoreConnection:
     def open(cls, directory: Path, *, create: bool) -> Self:
         """Open ``<directory>/index.db``; with ``create`` make it if missing."""
         db_path = directory / DB_FILE_NAME
+        # nothing planted at the database's names is ever opened (the indexer cleared
+        # what it may before calling this; whatever is left, or appeared since, is refused)
+        with index_dir_faults(directory):
+            refuse_planted(directory, DB_FILE_NAMES)
         if not create and not db_path.is_file():
             raise GrooveError(
-                f"No index found at {db_path}. Run `groove index --kb-path <kb>` first."
+                f"No index found at {clip_path(db_path)}. Run `groove index --kb-path <kb>` first."
             )
         if create:
             directory.mkdir(parents=True, exist_ok=True)
         elif not os.access(directory, os.W_OK):
             return cls._open_immutable(db_path)
-        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0) | _NOFOLLOW
         conn: apsw.Connection | None = None
+        before = identity_of(db_path)
         try:
             conn = apsw.Connection(str(db_path), flags=flags)
+            # SQLite has the file open now (by name): still the one that was checked?
+            check_unchanged(db_path, before)
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            if not create and cls(conn, db_path)._schema_version() is None:
+                # before the pragma below, which would write a header into an empty file
+                conn.close()
+                raise _holds_no_index(db_path)
             conn.execute("PRAGMA journal_mode=WAL")
             # derived data (see the module docstring): no fsync per commit
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -166,7 +195,7 @@ class StoreConnection:
                 conn.close()
                 if not create:
                     raise GrooveError(
-                        f"index at {db_path} was built by another pytest-groove version "
+                        f"index at {clip_path(db_path)} was built by another pytest-groove version "
                         f"(schema {version}, chunker {chunker}; this one uses "
                         f"{SCHEMA_VERSION}, {CHUNKER_VERSION}): rebuild it with "
                         "`groove index --kb-path <kb>`"
@@ -180,7 +209,14 @@ class StoreConnection:
             fault = apsw_fault(exc, db_path, 0 if conn is None else conn.system_errno)
             if conn is not None:
                 conn.close()
+            if os.path.lexists(db_path):
+                # SQLite may fail on what was swapped in (a pipe): name that, not the disk
+                check_unchanged(db_path, before)
             raise fault from None
+        except GrooveError:
+            if conn is not None:
+                conn.close()  # closing twice is harmless
+            raise
         except UnicodeDecodeError:
             if conn is not None:
                 conn.close()
@@ -199,7 +235,9 @@ class StoreConnection:
         uri = f"file:{quote(str(db_path))}?immutable=1"
         conn: apsw.Connection | None = None
         try:
-            conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            conn = apsw.Connection(
+                uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI | _NOFOLLOW
+            )
             store = cls(conn, db_path)
             version = store._schema_version()
             chunker = store._chunker_version()
@@ -207,13 +245,16 @@ class StoreConnection:
             if conn is not None:
                 conn.close()
             raise apsw_fault(exc, db_path) from None
+        if version is None:
+            conn.close()
+            raise _holds_no_index(db_path)
         if chunker != CHUNKER_VERSION or version not in (
             SCHEMA_VERSION,
             _TERM_TABLE_ALWAYS_SCHEMA,
         ):
             conn.close()
             raise GrooveError(
-                f"index at {db_path} was built by another pytest-groove version (schema "
+                f"index at {clip_path(db_path)} was built by another pytest-groove version (schema "
                 f"{version}, chunker {chunker}; this one uses {SCHEMA_VERSION}, "
                 f"{CHUNKER_VERSION}), and its folder is not writable: rebuild it elsewhere with "
                 "`groove index --kb-path <kb> --index-dir <writable folder>`"

@@ -38,6 +38,8 @@ Cached beside the chunk index under its own prefix.
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +86,39 @@ def _centred(
     norms = np.linalg.norm(shifted, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(shifted / norms, dtype=np.float32)
+
+
+#: a cache file larger than this is not read (a flat index of 1M 1024-dim vectors is 4 GiB)
+CACHE_FILE_CAP = 16 * 1024**3
+_CACHE_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def open_cache_file(path: Path) -> BinaryIO | None:
+    """A binary handle on a cache file, opened once and checked; None when absent.
+
+    Opened with ``O_NOFOLLOW`` and ``O_NONBLOCK`` and checked on that descriptor: a
+    symbolic link, a named pipe, a folder or a device in the cache's place is never
+    read (``OSError``); the cache is then rebuilt and renamed over it.  Everything is
+    read from this handle, never by name again.
+    """
+    try:
+        fd = os.open(path, _CACHE_OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_FILE_CAP:
+            raise OSError(f"{path} is not a regular cache file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 CACHE_PREFIX = "vectors"
@@ -275,17 +310,22 @@ class VectorIndex:
         infix = "" if kind == DEFAULT_VECTOR_INDEX else f"-{kind}"
         cache = directory / f"{prefix}{infix}-{store.index_id}-gen{store.generation}-{mode}.faiss"
         means_file = cache.with_suffix(".npz")
-        if cache.is_file():
-            try:
-                index = faiss.read_index(str(cache))
+        try:
+            cached = open_cache_file(cache)
+            if cached is not None:
+                with cached:
+                    # faiss reads through the handle (a callback), never by the name
+                    reader = faiss.PyCallbackIOReader(cached.read)  # type: ignore[attr-defined]
+                    index = faiss.read_index(reader)
                 means: Means = {}
-                if means_file.is_file():
-                    with np.load(means_file) as saved:
+                saved_means = open_cache_file(means_file)
+                if saved_means is not None:
+                    with saved_means, np.load(saved_means, allow_pickle=False) as saved:
                         means = {str(k): np.asarray(saved[k], dtype=np.float32) for k in saved}
                 if index.d == dim and index.ntotal == store.counts()[1]:
                     return cls(index, dim, means, kind)
-            except (RuntimeError, OSError, ValueError):
-                pass  # a damaged cache is rebuilt below
+        except (RuntimeError, OSError, ValueError):
+            pass  # a damaged cache (or a link, a pipe in its place) is rebuilt below
         ids, matrix = store.all_vectors()
         groups = None
         if centre:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_groove.config import IndexSettings
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.kb.beneath import FileIdentity, open_folder, open_root
 from pytest_groove.kb.ignore import IgnoreRules, load_ignore_rules
 
@@ -175,20 +175,37 @@ def _has_undecodable_name(name: str) -> bool:
     return False
 
 
-def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
+class TooManyEntries(GrooveError):
+    """The walk met more entries than its bound: the folder is not a knowledge base."""
+
+
+def _too_many(kb_root: Path, limit: int) -> TooManyEntries:
+    return TooManyEntries(
+        f"{clip_path(kb_root)} holds more than {limit:,} files and folders (the listing "
+        "stopped there), which is not a knowledge base but something around one; point "
+        "--kb-path at the folder of your notes"
+    )
+
+
+def collect_files(
+    kb_root: Path, settings: IndexSettings, *, max_entries: int | None = None
+) -> CollectResult:
     """Every indexable file under ``kb_root``, sorted, plus warnings.
 
-    Raises :class:`GrooveError` only when ``kb_root`` is not a directory;
-    problems with single entries become warnings.
+    Raises :class:`GrooveError` when ``kb_root`` is not a directory, and
+    :class:`TooManyEntries` as soon as more than ``max_entries`` entries (files and
+    folders, indexable or not) were listed (``groove init --kb-path /`` stops at once
+    rather than walking the whole file system); problems with single entries
+    become warnings.
     """
     try:
         root = kb_root.resolve(strict=True)
     except OSError:
         raise GrooveError(
-            f"knowledge base folder not found: {kb_root} (check the path you gave)"
+            f"knowledge base folder not found: {clip_path(kb_root)} (check the path you gave)"
         ) from None
     if not root.is_dir():
-        raise GrooveError(f"knowledge base path is not a folder: {kb_root}")
+        raise GrooveError(f"knowledge base path is not a folder: {clip_path(kb_root)}")
     rules, ignore_warnings = load_exclusion_rules(root, settings)
     wanted = {_ascii_lower(p) for p in settings.parsers}
     warnings: list[str] = list(ignore_warnings)
@@ -201,9 +218,10 @@ def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
         root_fd = open_root(root)
     except OSError as exc:
         raise GrooveError(
-            f"cannot read the knowledge base folder {kb_root} ({exc.strerror}); "
+            f"cannot read the knowledge base folder {clip_path(kb_root)} ({exc.strerror}); "
             "check its permissions"
         ) from None
+    listed = 0
     try:
         pending: list[str] = [""]
         while pending:
@@ -212,11 +230,13 @@ def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
             try:
                 folder_fd = open_folder(root_fd, root, prefix)
             except OSError as exc:
-                warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
+                warnings.append(
+                    f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})"
+                )
                 unlisted.append(prefix)
                 continue
             try:
-                _list_folder(
+                listed += _list_folder(
                     folder_fd,
                     folder,
                     prefix,
@@ -230,6 +250,8 @@ def collect_files(kb_root: Path, settings: IndexSettings) -> CollectResult:
                 )
             finally:
                 os.close(folder_fd)
+            if max_entries is not None and listed > max_entries:
+                raise _too_many(kb_root, max_entries)
     finally:
         os.close(root_fd)
     files.sort(key=_path_key)
@@ -247,16 +269,17 @@ def _list_folder(
     identities: dict[str, FileIdentity],
     warnings: list[str],
     unlisted: list[str],
-) -> None:
-    """Sort the entries of one folder into files to index and folders to visit."""
+) -> int:
+    """Sort the entries of one folder into files to index and folders to visit; returns
+    how many entries the folder held."""
     try:
         # entries' stat() calls go through folder_fd, which stays open meanwhile
         with os.scandir(folder_fd if _SCANDIR_FD else folder) as entries:
             listing = list(entries)
     except OSError as exc:
-        warnings.append(f"skipped folder {folder}: cannot list it ({exc.strerror})")
+        warnings.append(f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})")
         unlisted.append(prefix)
-        return
+        return 0
     for entry in listing:
         rel = prefix + entry.name
         if _has_undecodable_name(entry.name):
@@ -289,3 +312,4 @@ def _list_folder(
             continue
         files.append(rel)
         identities[rel] = FileIdentity.of(info)
+    return len(listing)

@@ -112,7 +112,7 @@ class ProcessRunner:
             )
         self.plan: EvalPlan = plan_evaluation(kb, options.run, prog=PROG)
         self.golden_path = resolve_path(
-            Path(self.plan.golden.path), "golden file", "--groove-golden"
+            Path(self.plan.golden.path), "golden file", "--groove-golden", require_utf8=False
         )
         self.names: list[str] = node_ids(self.plan.golden.queries)
         self.searcher: Searcher | None = None
