@@ -25,6 +25,7 @@ KEYS = [
     "findings",
     "previous",
     "diff",
+    "diff_p",
     "recorded",
 ]
 

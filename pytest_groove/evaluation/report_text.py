@@ -13,6 +13,7 @@ from pytest_groove.evaluation.compare import Comparison, format_delta
 from pytest_groove.evaluation.history import BaselineChoice
 from pytest_groove.evaluation.metric_table import RECALL, Metric, summary_metrics
 from pytest_groove.evaluation.run import RunRecord, display_timestamp
+from pytest_groove.evaluation.significance import with_p_value
 
 #: metric labels are left-aligned in a field this wide
 LABEL_WIDTH = 11
@@ -90,6 +91,7 @@ def render_text(
                 color,
             )
         )
+        lines[-1] = with_p_value(lines[-1], comparison.p_values, metric)
 
     rows = [row for row in comparison.queries if row.miss or row.regressed]
     if rows:
