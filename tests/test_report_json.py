@@ -27,6 +27,8 @@ KEYS = [
     "diff",
     "diff_p",
     "recorded",
+    "gate",
+    "gate_loosened",
 ]
 
 

@@ -87,6 +87,7 @@ def test_full_diff_example_is_reproduced_exactly() -> None:
         "  recall@3   0.500  (↓ 0.500, p=1.00)\n"
         "  MRR        0.500  (↓ 0.250, p=1.00)\n"
         "  nDCG@3     0.460  (↓ 0.315, p=1.00)\n"
+        "  with 2 queries, no drop in any metric can be told from chance (p < 0.05)\n"
         "\n"
         "Per-query (regressions and misses, 1 of 2)\n"
         "  ✗ How are chunks deduplicated? recall@3: 1.00 → 0.00\n"

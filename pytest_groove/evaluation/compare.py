@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TextIO
 
+from pytest_groove.evaluation.gate_record import Loosened
 from pytest_groove.evaluation.metric_table import (
     RECALL,
     THRESHOLD_EXAMPLE,
@@ -192,6 +193,8 @@ class Comparison:
     thresholds: Thresholds | None = None
     #: the sign-flip test's p-value of every delta (None when there is no diff)
     p_values: PValues | None = None
+    #: settings of this run's gate looser than the baseline run's (set by finish)
+    gate_loosened: tuple[Loosened, ...] = ()
 
     @property
     def limits(self) -> Thresholds:

@@ -29,6 +29,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_groove.evaluation.gate_record import GateRecord
 from pytest_groove.evaluation.metrics import QueryMetrics
 from pytest_groove.evaluation.records import ExpectedEntry
 from pytest_groove.evaluation.run import (
@@ -162,6 +163,8 @@ def encode_run(run: RunRecord) -> dict[str, Any]:
     out["queries"] = queries
     if run.findings:
         out["findings"] = [f.to_json() for f in run.findings]
+    if run.gate is not None:
+        out["gate"] = run.gate.to_json()
     return out
 
 
@@ -275,6 +278,7 @@ def decode_run(raw: Any, path: str = "run") -> RunRecord:
     corpus_raw = obj.get("corpus")
     findings_raw = obj.get("findings")
     findings_path = where(path, "findings")
+    gate_raw = obj.get("gate")
     return RunRecord(
         timestamp=parse_timestamp(require(obj, "timestamp", path), where(path, "timestamp")),
         fingerprint=Fingerprint.from_json(
@@ -292,4 +296,5 @@ def decode_run(raw: Any, path: str = "run") -> RunRecord:
             Finding.from_json(item, where(findings_path, i))
             for i, item in enumerate(read_list(findings_raw, findings_path))
         ),
+        gate=None if gate_raw is None else GateRecord.from_json(gate_raw, where(path, "gate")),
     )

@@ -32,6 +32,7 @@ from pytest_groove.config import (
 )
 from pytest_groove.errors import UsageError, flag
 from pytest_groove.evaluation.compare import ThresholdError, Thresholds, parse_thresholds
+from pytest_groove.evaluation.gate_policy import GatePlan, resolve_gate
 from pytest_groove.evaluation.golden import load_golden, resolve_golden_path
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history import find_run, history_path, load_history
@@ -80,6 +81,8 @@ class EvalPlan:
     #: byte cap of the history file (tests lower it)
     history_cap: int = HISTORY_CAP
     history_file: Path | None = field(default=None)
+    #: the floors and the significance level of the gate
+    gate: GatePlan = field(default_factory=GatePlan)
 
     @property
     def history_path(self) -> Path:
@@ -176,6 +179,7 @@ def plan_evaluation(
         thresholds=thresholds,
         prog=prog,
         notes=tuple(notes),
+        gate=resolve_gate(options, settings, k_values),
     )
     if read_history:
         from dataclasses import replace

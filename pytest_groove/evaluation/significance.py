@@ -183,13 +183,13 @@ def detectable_drop(values: Sequence[float], z: float = Z_05) -> float | None:
 
 
 def _recall_metric(k_values: Sequence[int]) -> Metric:
-    """recall@5 when measured, else recall at the largest k."""
+    """Recall at 5 when measured, else at the largest k."""
     return Metric(RECALL, 5 if 5 in k_values or not k_values else max(k_values))
 
 
 def detectable_drop_line(per_query: Sequence[QueryMetrics], k_values: Sequence[int]) -> str:
-    """``with 30 queries, drops under 0.062 in MRR and 0.081 in recall@5 cannot be told
-    from chance (p < 0.05)``."""
+    """``with 30 queries, drops under 0.062 in MRR and 0.081 in <recall at 5> cannot be
+    told from chance (p < 0.05)``."""
     n = len(per_query)
     metrics = [Metric(RR), _recall_metric(k_values)]
     drops = [detectable_drop([m.of_query(q) for q in per_query]) for m in metrics]
