@@ -1,0 +1,156 @@
+"""An honest gate: significance beside the deltas, floors, and no quiet way to loosen it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eval_factories import begun, corpus
+
+from pytest_groove.errors import UsageError
+from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
+from pytest_groove.evaluation.history import HISTORY_FILE_NAME, load_history
+from pytest_groove.evaluation.run import QueryResult, evaluate_query, format_timestamp
+from pytest_groove.search.hits import SearchHit
+
+QUERIES = 20
+
+
+def golden(count: int = QUERIES) -> str:
+    lines = ["queries:"]
+    for i in range(count):
+        lines += [f"  - id: q{i}", f'    query: "question {i}"', "    expected:"]
+        lines += [f'      - path: "doc{i}.md"']
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / ".groove-eval.yml").write_text(golden(), encoding="utf-8")
+    return root
+
+
+def answers(found: set[int]) -> dict[str, list[SearchHit]]:
+    """Query i finds its document first when i is in ``found``, else nothing."""
+    out = {}
+    for i in range(QUERIES):
+        paths = [f"doc{i}.md"] if i in found else ["other.md"]
+        out[f"question {i}"] = [SearchHit(rank=1, path=p, heading=None, score=1.0) for p in paths]
+    return out
+
+
+def finish(kb: Path, found: set[int], **options: Any) -> EvalOutcome:
+    evaluation = begun(kb, corpus=corpus(3, 7), **options)
+    hits = answers(found)
+    results: list[QueryResult] = [
+        evaluate_query(q, hits[q.query], evaluation.fingerprint.k_values)
+        for q in evaluation.plan.golden.queries
+    ]
+    outcome: EvalOutcome = finish_evaluation(evaluation, results, record=True)
+    return outcome
+
+
+ALL = set(range(QUERIES))
+
+
+def label(outcome: EvalOutcome) -> str:
+    return format_timestamp(outcome.run.timestamp)
+
+
+def test_every_delta_has_its_p_value_in_the_text_and_the_json(kb: Path) -> None:
+    finish(kb, ALL)
+    outcome = finish(kb, ALL - {0, 1})  # 2 of 20 queries lost: 0.1 down, p = 0.5
+    assert "  MRR        0.900  (↓ 0.100, p=0.500)\n" in outcome.text_report
+    assert "with 20 queries, drops under " in outcome.text_report
+    assert outcome.json_report["diff_p"]["mrr"] == 0.5
+    assert outcome.json_report["diff_p"]["recall_at_k"]["5"] == 0.5
+
+
+def test_significance_keeps_a_chance_drop_from_failing_the_gate(kb: Path) -> None:
+    first = label(finish(kb, ALL))
+    loud = finish(kb, ALL - {0, 1}, fail_on_regression=True, baseline=first)
+    assert loud.exit_code == 1 and "MRR" in loud.gate_failures
+    quiet = finish(kb, ALL - {0, 1}, fail_on_regression=True, significance=0.05, baseline=first)
+    assert quiet.exit_code == 0 and quiet.gate_failures == []
+    assert any("not counted as regressed" in w and "p=0.500" in w for w in quiet.warnings)
+    assert quiet.run.gate is not None and quiet.run.gate.significance == 0.05
+
+
+def test_significance_lets_a_real_drop_fail(kb: Path) -> None:
+    finish(kb, ALL)
+    outcome = finish(kb, set(range(10)), fail_on_regression=True, significance=0.05)
+    assert outcome.exit_code == 1 and "MRR" in outcome.gate_failures  # p = 2^-10
+
+
+def test_floors_fail_a_first_run(kb: Path) -> None:
+    outcome = finish(kb, ALL - {0, 1, 2}, fail_under="recall@5=0.9,mrr=0.5")
+    assert outcome.comparison.baseline is None
+    assert outcome.exit_code == 1
+    assert outcome.floor_failures == ("recall@5 0.850 < floor 0.9",)
+    assert outcome.gate_message is not None
+    assert "under its floor (recall@5 0.850 < floor 0.9)" in outcome.gate_message
+    assert "--fail-under" in outcome.gate_message
+    assert finish(kb, ALL, fail_under="recall@5=0.9").exit_code == 0
+
+
+def test_floors_come_from_groove_toml_and_a_bad_one_is_refused(kb: Path) -> None:
+    (kb / "groove.toml").write_text(
+        '[eval]\nfail_under = { "recall@5" = 0.95 }\n', encoding="utf-8"
+    )
+    assert finish(kb, ALL - {0, 1}).floor_failures == ("recall@5 0.900 < floor 0.95",)
+    with pytest.raises(UsageError, match="recall@7, which this run does not measure"):
+        finish(kb, ALL, fail_under="recall@7=0.5")
+
+
+def test_a_threshold_of_one_in_groove_toml_is_named_with_its_file(kb: Path) -> None:
+    finish(kb, ALL)
+    (kb / "groove.toml").write_text("[eval]\nregression_threshold = 1.0\n", encoding="utf-8")
+    outcome = finish(kb, set(), fail_on_regression=True)
+    assert outcome.exit_code == 0  # the gate is off ...
+    lines = [w for w in outcome.warnings if w.startswith("the gate is looser")]
+    assert lines == [  # ... and it says so, naming the setting and the file
+        "the gate is looser than the baseline run's: regression_threshold 1 (baseline run: "
+        f"0.05) from [eval].regression_threshold in {kb / 'groove.toml'}"
+    ]
+    assert outcome.json_report["gate_loosened"] == [
+        {
+            "setting": "regression_threshold",
+            "now": "1",
+            "baseline": "0.05",
+            "source": f"[eval].regression_threshold in {kb / 'groove.toml'}",
+        }
+    ]
+
+
+def test_an_ini_threshold_is_named_with_the_ini_file(kb: Path) -> None:
+    first = label(finish(kb, ALL))
+    ini = "/repo/pytest.ini"
+    outcome = finish(kb, ALL, threshold="1", origins=(("threshold", ini),))
+    assert any(f"from groove_threshold in {ini}" in w for w in outcome.warnings)
+    flag = finish(kb, ALL, threshold="1", baseline=first)
+    assert any("from --threshold on the command line" in w for w in flag.warnings)
+
+
+def test_a_lowered_or_dropped_floor_and_turning_significance_on_are_named(kb: Path) -> None:
+    finish(kb, ALL, fail_under="mrr=0.8")
+    outcome = finish(kb, ALL, significance=0.05)
+    [line] = [w for w in outcome.warnings if w.startswith("the gate is looser")]
+    assert "fail_under none (baseline run: mrr=0.8) from the built-in default" in line
+    assert "significance 0.05 (baseline run: off) from --significance" in line
+    same = finish(kb, ALL, significance=0.05)
+    assert not any(w.startswith("the gate is looser") for w in same.warnings)
+
+
+def test_the_gate_is_stored_with_every_run(kb: Path) -> None:
+    finish(kb, ALL, threshold="mrr=0.1", fail_under="mrr=0.5", significance=0.01)
+    [stored] = load_history(kb / HISTORY_FILE_NAME)
+    assert stored.gate is not None
+    assert stored.gate.to_json() == {
+        "regression_threshold": 0.05,
+        "thresholds": {"mrr": 0.1},
+        "fail_under": {"mrr": 0.5},
+        "significance": 0.01,
+    }
