@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from eval_factories import begun, corpus
 
-from pytest_groove.errors import UsageError
+from pytest_groove.cli import main
+from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.history import HISTORY_FILE_NAME, load_history
+from pytest_groove.evaluation.history_trust import content_digest
 from pytest_groove.evaluation.run import QueryResult, evaluate_query, format_timestamp
 from pytest_groove.search.hits import SearchHit
 
@@ -154,3 +157,92 @@ def test_the_gate_is_stored_with_every_run(kb: Path) -> None:
         "fail_under": {"mrr": 0.5},
         "significance": 0.01,
     }
+
+
+# --------------------------------------------------------------------------- the history
+
+
+def edit_newest_run(kb: Path, change: Any) -> None:
+    """Edit the newest stored run's JSON object by hand, as a person would."""
+    path = kb / HISTORY_FILE_NAME
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    change(doc["runs"][0])
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def zero_mrr(raw: dict[str, Any]) -> None:
+    raw["aggregate"]["mrr"] = 0.0
+
+
+def nan_mrr(raw: dict[str, Any]) -> None:
+    raw["aggregate"]["mrr"] = None  # NaN is stored as null
+
+
+@pytest.mark.parametrize("change", [zero_mrr, nan_mrr])
+def test_an_edited_baseline_is_named_and_never_used(kb: Path, change: Any) -> None:
+    first = finish(kb, ALL)
+    second = finish(kb, ALL)
+    edit_newest_run(kb, change)
+    runs = load_history(kb / HISTORY_FILE_NAME)
+    assert [r.edited for r in runs] == [True, False]
+    outcome = finish(kb, set(), fail_on_regression=True)
+    assert outcome.comparison.baseline is not None
+    assert outcome.comparison.baseline.timestamp == first.run.timestamp
+    assert any(label(second) in w and "does not match its digest" in w for w in outcome.warnings)
+    assert outcome.exit_code == 1  # compared with the honest run, the drop is caught
+    # the mark survives the rewrite that saved this run: no laundering by re-saving
+    assert [r.edited for r in load_history(kb / HISTORY_FILE_NAME)] == [False, True, False]
+    with pytest.raises(GrooveError, match="cannot be used: its content does not match"):
+        finish(kb, ALL, baseline=label(second))
+
+
+def test_a_forged_future_run_is_named_and_not_chosen(kb: Path) -> None:
+    first = finish(kb, ALL)
+    finish(kb, ALL)
+
+    def forge(raw: dict[str, Any]) -> None:
+        raw["timestamp"] = "2999-01-01T00:00:00Z"
+        raw["digest"] = content_digest(raw)  # a careful forger recomputes the digest
+
+    edit_newest_run(kb, forge)
+    outcome = finish(kb, ALL)
+    assert any("2999-01-01T00:00:00Z" in w and "in the future" in w for w in outcome.warnings)
+    baseline = outcome.comparison.baseline
+    assert baseline is not None and baseline.timestamp == first.run.timestamp
+
+
+def test_history_verify_catches_an_edited_run(kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    finish(kb, ALL)
+    second = finish(kb, ALL)
+    assert main(["history", "verify", "--kb-path", str(kb)]) == 0
+    assert "2 run(s) in " in capsys.readouterr().out
+    edit_newest_run(kb, zero_mrr)
+    assert main(["history", "verify", "--kb-path", str(kb)]) == 1
+    out = capsys.readouterr().out
+    assert f"{label(second)}: its content does not match its digest" in out
+    assert "1 of 2 run(s) in " in out
+
+
+def test_history_delete_removes_one_run(kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = finish(kb, ALL)
+    second = finish(kb, ALL)
+    assert main(["history", "delete", label(second), "--kb-path", str(kb)]) == 0
+    assert "deleted the run of " in capsys.readouterr().out
+    assert [r.timestamp for r in load_history(kb / HISTORY_FILE_NAME)] == [first.run.timestamp]
+    assert main(["history", "delete", "2999", "--kb-path", str(kb)]) == 1
+
+
+def test_history_size_counts_per_fingerprint(kb: Path) -> None:
+    (kb / "groove.toml").write_text("[eval]\nhistory_size = 2\n", encoding="utf-8")
+    main_line = [finish(kb, ALL) for _ in range(2)]
+    for model in ("a", "b", "c", "d", "e"):
+        begun_run = begun(kb, corpus=corpus(3, 7), fingerprint_changes={"model": model})
+        hits = answers(ALL)
+        results = [
+            evaluate_query(q, hits[q.query], begun_run.fingerprint.k_values)
+            for q in begun_run.plan.golden.queries
+        ]
+        finish_evaluation(begun_run, results, record=True)
+    kept = load_history(kb / HISTORY_FILE_NAME)
+    assert len(kept) == 7
+    assert {o.run.timestamp for o in main_line} <= {r.timestamp for r in kept}

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_groove.evaluation.gate_record import GateRecord
+from pytest_groove.evaluation.history_trust import stamp, was_edited
 from pytest_groove.evaluation.metrics import QueryMetrics
 from pytest_groove.evaluation.records import ExpectedEntry
 from pytest_groove.evaluation.run import (
@@ -165,7 +166,7 @@ def encode_run(run: RunRecord) -> dict[str, Any]:
         out["findings"] = [f.to_json() for f in run.findings]
     if run.gate is not None:
         out["gate"] = run.gate.to_json()
-    return out
+    return stamp(out, run.edited)
 
 
 # --------------------------------------------------------------------------- decoding
@@ -297,4 +298,5 @@ def decode_run(raw: Any, path: str = "run") -> RunRecord:
             for i, item in enumerate(read_list(findings_raw, findings_path))
         ),
         gate=None if gate_raw is None else GateRecord.from_json(gate_raw, where(path, "gate")),
+        edited=was_edited(obj),
     )

@@ -36,6 +36,7 @@ from pytest_groove.evaluation.gate_policy import GatePlan, resolve_gate
 from pytest_groove.evaluation.golden import load_golden, resolve_golden_path
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history import find_run, history_path, load_history
+from pytest_groove.evaluation.history_trust import untrusted_warnings
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.run import RunRecord
 from pytest_groove.options import RunOptions
@@ -106,6 +107,7 @@ def read_stored_runs(plan: EvalPlan) -> StoredRuns:
         return StoredRuns()
     warnings: list[str] = []
     runs = load_history(plan.history_path, warnings=warnings, cap=plan.history_cap)
+    warnings += untrusted_warnings(runs, plan.history_path)
     if plan.options.baseline is not None and plan.compares:
         find_run(runs, plan.options.baseline, plan.history_path)
     return StoredRuns(tuple(runs), tuple(warnings))

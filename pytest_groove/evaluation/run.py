@@ -350,6 +350,8 @@ class RunRecord:
     #: this run is the history's frozen baseline (stored once, at the top of the
     #: history file, not inside the run; see history.py)
     frozen: bool = field(default=False, compare=False)
+    #: its stored digest did not match its content (see history_trust.py)
+    edited: bool = field(default=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return record_to_json(self)
