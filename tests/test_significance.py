@@ -118,7 +118,9 @@ def test_detectable_drop_line_names_the_size_and_both_metrics() -> None:
     assert line.startswith("with 30 queries, drops under 0.")
     assert " in MRR and " in line and " in recall@5 cannot be told from chance" in line
     assert detectable_drop_line(per_query[:3], (5,)).startswith("with 3 queries, no drop")
-    assert detectable_drop([0.5] * 10) == 0.0
+    assert detectable_drop([1.0] * 30) == pytest.approx(6 / 30)  # six lost queries
+    assert sign_flip_p_value([-1.0] * 6 + [0.0] * 24) < 0.05 < sign_flip_p_value([-1.0] * 5)
+    assert detectable_drop([0.0, 1.0, 0.0, 1.0]) is None  # 4 queries: > 1 would be needed
     assert detectable_drop([1.0, 0.0] * 50) == pytest.approx(
         1.96 * 0.5 / math.sqrt(100 - 3.84), 1e-3
     )

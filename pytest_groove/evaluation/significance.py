@@ -50,6 +50,8 @@ SAMPLES = 10_000
 SEED = 20070606
 #: two-sided 5 %: the z a mean must reach for p < 0.05 (normal approximation)
 Z_05 = 1.959963984540054
+#: the fewest same-sign differences whose exact p-value, 2 / 2^k, is under 0.05
+SIGN_TEST_MIN = 6
 #: sums closer than this (relative) count as equal (float addition order)
 _TIE = 1e-9
 
@@ -172,14 +174,21 @@ def detectable_drop(values: Sequence[float], z: float = Z_05) -> float | None:
     """The smallest mean drop the test can tell from chance at this size and spread.
 
     ``values`` are the per-query values of one metric; their population spread stands in
-    for the spread of the per-query differences a change would make.  None when the
-    set is too small for any drop to reach p < 0.05 (n <= z^2, i.e. 3 queries or fewer).
+    for the spread of the per-query differences a change would make.  None when no drop
+    a metric in [0, 1] can make reaches p < 0.05 at this size (3 queries or fewer, or a
+    wide spread over few queries).
     """
     n = len(values)
     if n <= z * z:
         return None
     spread = statistics.pstdev(values) if n > 1 else 0.0
-    return z * spread / math.sqrt(n - z * z)
+    if spread == 0.0:
+        # every query scored the same (all 1.0, say): a drop then means whole queries
+        # lost, and k differences of one sign reach p = 2 / 2^k < 0.05 from k = 6 on
+        drop = SIGN_TEST_MIN / n
+    else:
+        drop = z * spread / math.sqrt(n - z * z)
+    return drop if drop < 1.0 else None
 
 
 def _recall_metric(k_values: Sequence[int]) -> Metric:
