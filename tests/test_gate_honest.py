@@ -78,7 +78,7 @@ def test_significance_keeps_a_chance_drop_from_failing_the_gate(kb: Path) -> Non
     assert loud.exit_code == 1 and "MRR" in loud.gate_failures
     quiet = finish(kb, ALL - {0, 1}, fail_on_regression=True, significance=0.05, baseline=first)
     assert quiet.exit_code == 0 and quiet.gate_failures == []
-    assert any("not counted as regressed" in w and "p=0.500" in w for w in quiet.warnings)
+    assert any("not counted as regressed" in w and "MRR p=0.500" in w for w in quiet.warnings)
     assert quiet.run.gate is not None and quiet.run.gate.significance == 0.05
 
 

@@ -160,7 +160,7 @@ def gate_verdict(
             if significant(p, alpha):
                 regressions.append(label)
             else:
-                unconfirmed.append(f"{label} ({'p unknown' if p is None else format_p(p)})")
+                unconfirmed.append(f"{label} {'p unknown' if p is None else format_p(p)}")
     floors = floor_failures(plan.gate.floors, comparison.run.aggregate)
     return GateVerdict(regressions, floors, unconfirmed)
 
@@ -175,7 +175,7 @@ def floors_message(plan: EvalPlan, failures: Sequence[str]) -> str:
 
 def unconfirmed_note(plan: EvalPlan, unconfirmed: Sequence[str]) -> str:
     return (
-        f"dropped by more than the threshold but not counted as regressed: "
-        f"{', '.join(unconfirmed)} is not under {flag('significance')} "
-        f"{plan.gate.significance:g}; the drop cannot be told from chance"
+        f"dropped by more than the threshold but not counted as regressed under "
+        f"{flag('significance')} {plan.gate.significance:g} ({', '.join(unconfirmed)}): "
+        "drops like these cannot be told from chance"
     )

@@ -182,12 +182,9 @@ def detectable_drop(values: Sequence[float], z: float = Z_05) -> float | None:
     if n <= z * z:
         return None
     spread = statistics.pstdev(values) if n > 1 else 0.0
-    if spread == 0.0:
-        # every query scored the same (all 1.0, say): a drop then means whole queries
-        # lost, and k differences of one sign reach p = 2 / 2^k < 0.05 from k = 6 on
-        drop = SIGN_TEST_MIN / n
-    else:
-        drop = z * spread / math.sqrt(n - z * z)
+    # every query scored the same (all 1.0, say): a drop then means whole queries lost,
+    # and k differences of one sign reach p = 2 / 2^k < 0.05 from k = 6 on
+    drop = SIGN_TEST_MIN / n if spread == 0.0 else z * spread / math.sqrt(n - z * z)
     return drop if drop < 1.0 else None
 
 
