@@ -246,3 +246,11 @@ def test_history_size_counts_per_fingerprint(kb: Path) -> None:
     kept = load_history(kb / HISTORY_FILE_NAME)
     assert len(kept) == 7
     assert {o.run.timestamp for o in main_line} <= {r.timestamp for r in kept}
+
+
+def test_the_html_report_shows_the_p_value_beside_the_delta(kb: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    finish(kb, ALL)
+    page = tmp_path / "report.html"
+    finish(kb, ALL - {0, 1}, html=page)
+    assert "↓ 0.100, p=0.500</td>" in page.read_text(encoding="utf-8")
