@@ -136,6 +136,10 @@ class EvalSettings:
     history_size: int = 10
     k_values: tuple[int, ...] = (1, 5, 10)
     regression_threshold: float = 0.05
+    #: ``--significance``: p-value a drop must be under to count (None = off)
+    significance: float | None = None
+    #: ``--fail-under``: ``(metric, floor)`` pairs
+    fail_under: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -433,6 +437,12 @@ def _parse_search(sec: _Section | None, fixed: dict[str, Any]) -> SearchSettings
     return SearchSettings(**fixed, **values)
 
 
+def _fail_under(value: Any, path: str) -> tuple[tuple[str, float], ...]:
+    from pytest_groove.evaluation.floors import read_floors_setting
+
+    return read_floors_setting(value, path)
+
+
 def _parse_eval(sec: _Section | None) -> EvalSettings:
     if sec is None:
         return EvalSettings()
@@ -447,6 +457,8 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
         "history_size": _whole(1, 10_000),
         "k_values": _WHOLES,
         "regression_threshold": _UNIT,
+        "significance": _number(1e-9, 0.999999),
+        "fail_under": _fail_under,
     }
     ev = EvalSettings(**sec.take(readers))
     sec.finish()

@@ -30,7 +30,18 @@ from pytest_groove.errors import clip_repr
 
 #: how a value is written and checked
 Kind = Literal[
-    "path", "text", "klist", "limit", "tristate", "unit", "flag", "threshold", "vindex", "seconds"
+    "path",
+    "text",
+    "klist",
+    "limit",
+    "tristate",
+    "unit",
+    "flag",
+    "threshold",
+    "vindex",
+    "seconds",
+    "alpha",
+    "floors",
 ]
 
 
@@ -197,6 +208,20 @@ OPTIONS: tuple[Option, ...] = (
         "SPEC",
     ),
     Option(
+        "significance",
+        "alpha",
+        "count a metric as regressed only when its drop exceeds its threshold AND the paired "
+        "sign-flip test gives p < ALPHA, e.g. 0.05 (default: [eval].significance, else off)",
+        "ALPHA",
+    ),
+    Option(
+        "fail-under",
+        "floors",
+        "fail when a metric is below its floor, baseline or not, e.g. recall@5=0.9,mrr=0.8 "
+        "(default: [eval].fail_under)",
+        "SPEC",
+    ),
+    Option(
         "retriever",
         "text",
         "measure your own retriever instead of the built-in search: module:attr (a callable "
@@ -305,6 +330,8 @@ class RunOptions:
     freeze_baseline: bool = False
     baseline: str | None = None
     threshold: str | None = None
+    significance: float | None = None
+    fail_under: str | None = None
     retriever: str | None = None
     retriever_name: str | None = None
     retriever_timeout: float | None = None
@@ -316,12 +343,24 @@ class RunOptions:
     junit_properties: bool = False
     trec_run: Path | None = None
     trec_qrels: Path | None = None
+    #: option name -> where a door read it when not from its command line (the pytest
+    #: ini file): the gate's loosening warning names it
+    origins: tuple[tuple[str, str], ...] = ()
+
+
+#: the options that make the gate (their source is named when the gate is loosened)
+GATE_OPTIONS = frozenset({"threshold", "fail-under", "significance"})
+
+#: fields of :class:`RunOptions` that are no option
+_NOT_OPTIONS = frozenset({"origins"})
 
 
 def read_run_options(value_of: Callable[[Option], Any]) -> RunOptions:
     """A :class:`RunOptions` from ``value_of(option)`` (None = not given)."""
     values: dict[str, Any] = {}
     for field in fields(RunOptions):
+        if field.name in _NOT_OPTIONS:
+            continue
         option = OPTIONS_BY_NAME[field.name.replace("_", "-")]
         value = value_of(option)
         if option.kind == "flag":
@@ -404,6 +443,28 @@ def _parse_threshold(name: str, text: str) -> str:
     return text.strip()
 
 
+def _parse_alpha(name: str, text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0.0 < value < 1.0:
+        raise ValueError(
+            f"{name} takes a significance level between 0 and 1, e.g. 0.05 (got {text!r})"
+        )
+    return value
+
+
+def _parse_floors(name: str, text: str) -> str:
+    from pytest_groove.evaluation.floors import FloorError, parse_floors
+
+    try:
+        parse_floors(text)
+    except FloorError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return text.strip()
+
+
 def _parse_vindex(name: str, text: str) -> str:
     from pytest_groove.config import VECTOR_INDEX_KINDS
 
@@ -440,6 +501,8 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
     "vindex": _parse_vindex,
     "threshold": _parse_threshold,
     "seconds": _parse_seconds,
+    "alpha": _parse_alpha,
+    "floors": _parse_floors,
 }
 
 

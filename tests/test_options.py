@@ -42,7 +42,7 @@ def test_every_table_option_has_help_and_a_spelling() -> None:
 
 def test_run_options_has_one_field_per_table_option() -> None:
     """Adding an option to the table without a field (or the reverse) fails here."""
-    names = {field.name for field in fields(RunOptions)}
+    names = {field.name for field in fields(RunOptions)} - {"origins"}
     assert names == {option.dest for option in OPTIONS} - {"kb"}
 
 

@@ -251,11 +251,11 @@ def test_report_history_and_diff_on_the_second_run(project: Project, dist: list[
     second.stdout.fnmatch_lines(
         [
             "Aggregate (previous run: *)",
-            "  recall@1   0.750  (↓ 0.250)",
+            "  recall@1   0.750  (↓ 0.250, p=1.00)",
             "  recall@5   1.000  (—       )",
             "  recall@10  1.000  (—       )",
-            "  MRR        0.833  (↓ 0.167)",
-            "  nDCG@10    0.875  (↓ 0.125)",
+            "  MRR        0.833  (↓ 0.167, p=1.00)",
+            "  nDCG@10    0.875  (↓ 0.125, p=1.00)",
         ]
     )
     runs = project.history()
@@ -367,7 +367,7 @@ def test_subset_is_reported_but_neither_recorded_nor_gated(
         [
             "*queries: 2*",
             "Aggregate (previous run: *)",
-            "  recall@1   0.500  (↓ 0.500)",
+            "  recall@1   0.500  (↓ 0.500, p=1.00)",
             "*Subset run (2 of 4 golden queries): not recorded in the history and not gated.",
         ]
     )
@@ -431,7 +431,7 @@ def test_frozen_baseline_is_compared_while_compatible(project: Project) -> None:
     project.run()
     result = project.run()  # still compared with the frozen (better) run
     result.stdout.fnmatch_lines(["Aggregate (previous run: *, frozen baseline*"])
-    result.stdout.fnmatch_lines(["  recall@1   0.750  (↓ 0.250)"])
+    result.stdout.fnmatch_lines(["  recall@1   0.750  (↓ 0.250, p=1.00)"])
 
 
 def test_json_report(project: Project) -> None:

@@ -25,7 +25,10 @@ KEYS = [
     "findings",
     "previous",
     "diff",
+    "diff_p",
     "recorded",
+    "gate",
+    "gate_loosened",
 ]
 
 

@@ -84,9 +84,10 @@ def test_full_diff_example_is_reproduced_exactly() -> None:
         "\n"
         "Aggregate (previous run: 2026-04-23T09:10:11.500+00:00)\n"
         "  recall@1   0.250  (—       )\n"
-        "  recall@3   0.500  (↓ 0.500)\n"
-        "  MRR        0.500  (↓ 0.250)\n"
-        "  nDCG@3     0.460  (↓ 0.315)\n"
+        "  recall@3   0.500  (↓ 0.500, p=1.00)\n"
+        "  MRR        0.500  (↓ 0.250, p=1.00)\n"
+        "  nDCG@3     0.460  (↓ 0.315, p=1.00)\n"
+        "  with 2 queries, no drop in any metric can be told from chance (p < 0.05)\n"
         "\n"
         "Per-query (regressions and misses, 1 of 2)\n"
         "  ✗ How are chunks deduplicated? recall@3: 1.00 → 0.00\n"
@@ -107,7 +108,7 @@ def test_single_run_shows_every_recall_and_the_largest_ndcg_only() -> None:
 def test_compatible_previous_shows_arrows_and_its_timestamp() -> None:
     out = text(run(minutes=1, recall=0.8), run(minutes=0, recall=0.6))
     assert "Aggregate (previous run: 2026-04-24T05:32:01+00:00)" in out
-    assert "  recall@5   0.800  (↑ 0.200)\n" in out
+    assert "  recall@5   0.800  (↑ 0.200, p=1.00)\n" in out
     assert "  MRR        0.500  (—       )\n" in out
 
 

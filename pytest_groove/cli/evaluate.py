@@ -68,6 +68,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "freeze-baseline",
             "baseline",
             "threshold",
+            "significance",
+            "fail-under",
             "retriever",
             "retriever-name",
             "retriever-timeout",

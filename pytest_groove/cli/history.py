@@ -4,10 +4,14 @@
 - ``groove history show RUN``: that run's report, diffed as it was when recorded
   (against the frozen or newest compatible run older than it);
 - ``groove history diff RUN_A RUN_B``: the diff the gate computes, B against A;
-- ``groove history freeze RUN``: make that run the frozen baseline.
+- ``groove history freeze RUN``: make that run the frozen baseline;
+- ``groove history delete RUN``: remove that run;
+- ``groove history verify``: check every run against its digest and date (exit 1 when
+  one was edited or is dated in the future).
 
 ``RUN`` is a run's timestamp as the listing prints it (as stored) or a prefix of it
-that only one run has.  Reading never writes; only ``freeze`` changes the file.
+that only one run has.  Reading never writes; only ``freeze`` and ``delete`` change
+the file.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from pytest_groove.evaluation.history import (
     load_history,
     run_label,
 )
+from pytest_groove.evaluation.history_save import delete_run
+from pytest_groove.evaluation.history_trust import untrusted
 from pytest_groove.evaluation.metric_table import aggregate_summary
 from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
 from pytest_groove.evaluation.report_text import render_text
@@ -68,6 +74,17 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     freeze.add_argument("run", metavar="RUN", help="timestamp (or unique prefix) of the run")
     _add_common(freeze, with_format=False)
     freeze.set_defaults(func=_run(_freeze))
+
+    delete = actions.add_parser("delete", help="remove a recorded run from the history")
+    delete.add_argument("run", metavar="RUN", help="timestamp (or unique prefix) of the run")
+    _add_common(delete, with_format=False)
+    delete.set_defaults(func=_run(_delete))
+
+    verify = actions.add_parser(
+        "verify", help="check every run against its digest; exit 1 when one was edited"
+    )
+    _add_common(verify, with_format=False)
+    verify.set_defaults(func=_run(_verify))
     return p
 
 
@@ -246,4 +263,32 @@ def _freeze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"frozen baseline: the run of {display_timestamp(frozen.timestamp)} "
         f"({run_label(frozen)}); later runs are compared with it while they are comparable\n"
     )
+    return 0
+
+
+def _delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    path = history_path(_kb(args))
+    deleted = delete_run(path, args.run)
+    note = " (it was the frozen baseline: none is frozen now)" if deleted.frozen else ""
+    out.write(
+        f"deleted the run of {display_timestamp(deleted.timestamp)} ({run_label(deleted)})"
+        f" from {path}{note}\n"
+    )
+    return 0
+
+
+def _verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    path, runs = _runs(args, err)
+    problems = [(run, untrusted(run)) for run in runs]
+    bad = [(run, why) for run, why in problems if why is not None]
+    for run, why in bad:
+        out.write(f"{run_label(run)}: {why}\n")
+    if bad:
+        out.write(
+            f"{PROG}: {len(bad)} of {len(runs)} run(s) in {path} cannot be trusted; "
+            "they are never used as the baseline (`groove history delete RUN` "
+            "removes one)\n"
+        )
+        return 1
+    out.write(f"{PROG}: {len(runs)} run(s) in {path}, each as it was recorded\n")
     return 0

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TextIO
 
+from pytest_groove.evaluation.gate_record import Loosened
 from pytest_groove.evaluation.metric_table import (
     RECALL,
     THRESHOLD_EXAMPLE,
@@ -34,6 +35,7 @@ from pytest_groove.evaluation.metric_table import (
 from pytest_groove.evaluation.metrics import FALLBACK_K, aggregate, is_miss
 from pytest_groove.evaluation.records import ExpectedEntry
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, RunRecord
+from pytest_groove.evaluation.significance import PValues, paired_p_values
 from pytest_groove.kb.records import CorpusSnapshot
 
 GOLDEN_CHANGED = "golden changed since last run"
@@ -189,6 +191,10 @@ class Comparison:
     #: the threshold of every metric not named in ``thresholds``
     threshold: float
     thresholds: Thresholds | None = None
+    #: the sign-flip test's p-value of every delta (None when there is no diff)
+    p_values: PValues | None = None
+    #: settings of this run's gate looser than the baseline run's (set by finish)
+    gate_loosened: tuple[Loosened, ...] = ()
 
     @property
     def limits(self) -> Thresholds:
@@ -431,9 +437,11 @@ def compare(
     compatible = baseline is not None and reason is None
     diff = None
     regressions: tuple[str, ...] = ()
+    p_values = None
     if compatible and baseline is not None:
         diff = _aggregate_diff(run.aggregate, baseline.aggregate)
         regressions = _aggregate_regressions(run, baseline, thresholds)
+        p_values = _p_values(run, baseline)
     return Comparison(
         run=run,
         baseline=baseline,
@@ -446,7 +454,15 @@ def compare(
         regressions=regressions,
         threshold=thresholds.default,
         thresholds=thresholds,
+        p_values=p_values,
     )
+
+
+def _p_values(run: RunRecord, baseline: RunRecord) -> PValues:
+    """The paired test over the queries both runs have (:func:`match_queries`)."""
+    paired = match_queries(run.per_query, baseline)
+    pairs = [(q.metrics, b.metrics) for q, b in zip(run.per_query, paired, strict=True) if b]
+    return paired_p_values(pairs, run.fingerprint.k_values)
 
 
 def gate_failures(comparison: Comparison, threshold: float | Thresholds | None = None) -> list[str]:

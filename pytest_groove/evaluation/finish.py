@@ -18,7 +18,7 @@ import contextlib
 from collections import deque
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,17 @@ from pytest_groove.errors import Door, GrooveError, flag, spell_flags
 from pytest_groove.evaluation.compare import (
     Comparison,
     compare,
-    gate_failures,
     project_baseline,
 )
 from pytest_groove.evaluation.findings import findings_warning
+from pytest_groove.evaluation.gate_policy import (
+    floors_message,
+    gate_record,
+    gate_verdict,
+    loosened,
+    unconfirmed_note,
+)
+from pytest_groove.evaluation.gate_record import loosened_warning
 from pytest_groove.evaluation.history import BaselineChoice, StagedSave, stage_save
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
@@ -75,6 +82,8 @@ class EvalOutcome:
     staged: StagedSave | None = None
     #: the door whose spelling of options the messages use
     door: Door = "cli"
+    #: the part of :attr:`gate_failures` that is under its floor (``--fail-under``)
+    floor_failures: tuple[str, ...] = ()
 
     def commit(self) -> str | None:
         """Put a staged run into the history once the report is delivered; returns
@@ -187,12 +196,26 @@ def _finish(
         corpus = searcher.corpus_snapshot()
         findings = searcher.quote_findings(scope.per_query)
     run = build_run(evaluation.fingerprint, scope.per_query, corpus, findings)
+    run = replace(run, gate=gate_record(plan.thresholds, plan.gate))
     choice = evaluation.choice
     runs = list(evaluation.stored.runs)
     shown = _shown_baseline(choice, scope)
     comparison = compare(run, shown, plan.thresholds)
+    assert run.gate is not None
+    loose = loosened(plan, run.gate, comparison.baseline if comparison.compatible else None)
+    comparison = replace(comparison, gate_loosened=loose)
     gate_applies = plan.options.fail_on_regression and not scope.subset
-    failures = gate_failures(comparison, plan.thresholds) if gate_applies else []
+    verdict = gate_verdict(plan, comparison, regression_gate=gate_applies, subset=scope.subset)
+    failures = verdict.failures
+    if loose:
+        warnings.append(str(loosened_warning(loose)))
+    if verdict.unconfirmed:
+        warnings.append(unconfirmed_note(plan, verdict.unconfirmed))
+    gate_lines = []
+    if verdict.regressions:
+        gate_lines.append(_regression_message(plan, comparison, verdict.regressions))
+    if verdict.floor_failures:
+        gate_lines.append(floors_message(plan, verdict.floor_failures))
     pending, error = _save(plan, scope, runs, run, warnings)
     recorded = pending is not None
     if recorded and not staged:
@@ -232,15 +255,14 @@ def _finish(
         gate_failures=failures,
         warnings=[spelled(w) for w in warnings],
         exit_code=1 if failures or error else 0,
-        gate_message=spelled(_regression_message(plan, comparison, failures))
-        if failures
-        else None,
+        gate_message=spelled("\n".join(gate_lines)) if gate_lines else None,
         error=None if error is None else spelled(error),
         recorded=recorded,
         choice=choice,
         notes=tuple(spelled(n) for n in notes),
         staged=pending,
         door=door,
+        floor_failures=tuple(verdict.floor_failures),
     )
 
 

@@ -29,6 +29,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_groove.evaluation.gate_record import GateRecord
+from pytest_groove.evaluation.history_trust import stamp, was_edited
 from pytest_groove.evaluation.metrics import QueryMetrics
 from pytest_groove.evaluation.records import ExpectedEntry
 from pytest_groove.evaluation.run import (
@@ -162,7 +164,9 @@ def encode_run(run: RunRecord) -> dict[str, Any]:
     out["queries"] = queries
     if run.findings:
         out["findings"] = [f.to_json() for f in run.findings]
-    return out
+    if run.gate is not None:
+        out["gate"] = run.gate.to_json()
+    return stamp(out, run.edited)
 
 
 # --------------------------------------------------------------------------- decoding
@@ -275,6 +279,7 @@ def decode_run(raw: Any, path: str = "run") -> RunRecord:
     corpus_raw = obj.get("corpus")
     findings_raw = obj.get("findings")
     findings_path = where(path, "findings")
+    gate_raw = obj.get("gate")
     return RunRecord(
         timestamp=parse_timestamp(require(obj, "timestamp", path), where(path, "timestamp")),
         fingerprint=Fingerprint.from_json(
@@ -292,4 +297,6 @@ def decode_run(raw: Any, path: str = "run") -> RunRecord:
             Finding.from_json(item, where(findings_path, i))
             for i, item in enumerate(read_list(findings_raw, findings_path))
         ),
+        gate=None if gate_raw is None else GateRecord.from_json(gate_raw, where(path, "gate")),
+        edited=was_edited(obj),
     )

@@ -306,10 +306,27 @@ def _too_big(size: int, cap: int) -> GrooveError:
     )
 
 
+def newest_per_fingerprint(ordered: Sequence[RunRecord], n: int) -> list[int]:
+    """Positions of the newest ``n`` runs of each fingerprint, in order.
+
+    ``[eval].history_size`` counts per fingerprint: five retriever experiments must
+    not evict the main line's runs from the slots they share.
+    """
+    seen: dict[str, int] = {}
+    kept = []
+    for i, run in enumerate(ordered):
+        key = json.dumps(run.fingerprint.to_json(), sort_keys=True)
+        if seen.get(key, 0) < n:
+            kept.append(i)
+        seen[key] = seen.get(key, 0) + 1
+    return kept
+
+
 def bound_history(
     ordered: Sequence[RunRecord], history_size: int, cap: int
 ) -> tuple[list[RunRecord], bytes, list[str]]:
-    """Keep the newest ``history_size`` runs (+ the frozen one) within ``cap`` bytes.
+    """Keep the newest ``history_size`` runs of each fingerprint (+ the frozen one) within
+    ``cap`` bytes.
 
     ``ordered`` is newest first and starts with the run being saved.  Returns the
     runs kept, their file bytes and warnings.  Oldest runs go first, so the run the
@@ -322,8 +339,8 @@ def bound_history(
     pin = next((i for i, r in enumerate(ordered) if r.frozen), None)
 
     def pick(n: int, keep_pin: bool) -> list[int]:
-        indices = list(range(n))
-        if keep_pin and pin is not None and pin >= n:
+        indices = newest_per_fingerprint(ordered, n)
+        if keep_pin and pin is not None and pin not in indices:
             indices.append(pin)  # the oldest of those kept: it goes last
         return indices
 

@@ -296,3 +296,22 @@ def freeze_run(path: Path, wanted: str, cap: int = HISTORY_CAP) -> RunRecord:
         ordered = [replace(r, frozen=r is chosen) for r in current.runs]
         _replace(path, current, encode_history(ordered))
         return replace(chosen, frozen=True)
+
+
+def delete_run(path: Path, wanted: str, cap: int = HISTORY_CAP) -> RunRecord:
+    """Remove the stored run ``wanted`` names (:func:`find_run`); returns it.
+
+    Done under the lock on the file as it is then; every other run is kept as stored
+    (an edited run keeps its mark).  Deleting the frozen run unfreezes the history.
+    Raises :class:`GrooveError` as :func:`freeze_run` does.
+    """
+    with _locked(path):
+        current = _read_current(path, [], cap)
+        if current.data is None or (not current.runs and current.damaged):
+            raise GrooveError(
+                f"there is no eval history to delete a run from: {path} "
+                f"{'does not exist' if current.data is None else 'holds no readable run'}"
+            )
+        chosen = find_run(current.runs, wanted, path)
+        _replace(path, current, encode_history([r for r in current.runs if r is not chosen]))
+        return chosen

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from pytest_groove.evaluation.compare import match_queries, query_regressed
 from pytest_groove.evaluation.expected_check import check_before_search
-from pytest_groove.evaluation.history_baseline import BaselineChoice, pick_baseline
+from pytest_groove.evaluation.history_baseline import BaselineChoice, find_run, pick_baseline
+from pytest_groove.evaluation.history_trust import refuse_untrusted, trusted_runs
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.records import GoldenQuery
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
@@ -88,7 +89,11 @@ def pick_baseline_for(
     the frozen or newest compatible run; None when nothing is compared."""
     if not plan.compares:
         return None
-    return pick_baseline(stored.runs, fingerprint, plan.options.baseline, plan.history_path)
+    if plan.options.baseline is not None:
+        refuse_untrusted(find_run(stored.runs, plan.options.baseline, plan.history_path))
+    # an edited or future-dated run is never the baseline (history_trust.py)
+    runs = trusted_runs(stored.runs)
+    return pick_baseline(runs, fingerprint, plan.options.baseline, plan.history_path)
 
 
 def baseline_counterparts(

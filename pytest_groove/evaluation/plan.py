@@ -32,9 +32,11 @@ from pytest_groove.config import (
 )
 from pytest_groove.errors import UsageError, flag
 from pytest_groove.evaluation.compare import ThresholdError, Thresholds, parse_thresholds
+from pytest_groove.evaluation.gate_policy import GatePlan, resolve_gate
 from pytest_groove.evaluation.golden import load_golden, resolve_golden_path
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history import find_run, history_path, load_history
+from pytest_groove.evaluation.history_trust import untrusted_warnings
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.run import RunRecord
 from pytest_groove.options import RunOptions
@@ -80,6 +82,8 @@ class EvalPlan:
     #: byte cap of the history file (tests lower it)
     history_cap: int = HISTORY_CAP
     history_file: Path | None = field(default=None)
+    #: the floors and the significance level of the gate
+    gate: GatePlan = field(default_factory=GatePlan)
 
     @property
     def history_path(self) -> Path:
@@ -103,6 +107,7 @@ def read_stored_runs(plan: EvalPlan) -> StoredRuns:
         return StoredRuns()
     warnings: list[str] = []
     runs = load_history(plan.history_path, warnings=warnings, cap=plan.history_cap)
+    warnings += untrusted_warnings(runs, plan.history_path)
     if plan.options.baseline is not None and plan.compares:
         find_run(runs, plan.options.baseline, plan.history_path)
     return StoredRuns(tuple(runs), tuple(warnings))
@@ -165,6 +170,7 @@ def plan_evaluation(
         thresholds=thresholds,
         prog=prog,
         notes=tuple(notes),
+        gate=resolve_gate(options, settings, k_values),
     )
     if read_history:
         plan = replace(plan, stored=read_stored_runs(plan))

@@ -74,6 +74,7 @@ from pytest_groove.evaluation.metric_table import (
 )
 from pytest_groove.evaluation.metrics import entry_satisfied, expected_ranks
 from pytest_groove.evaluation.run import QueryResult, RunRecord, format_timestamp
+from pytest_groove.evaluation.significance import with_p_value
 
 __all__ = [
     "MAX_DELTA_ROWS",
@@ -227,6 +228,14 @@ class _AggregateRow:
     regressed: bool
 
 
+def _with_p(cell: _DeltaCell | None, comparison: Comparison, metric: Metric) -> _DeltaCell | None:
+    """The delta with its sign-flip p-value, as the text report shows it."""
+    if cell is None:
+        return None
+    shown = with_p_value(f"({cell.text})", comparison.p_values, metric)
+    return _DeltaCell(cell.css, shown[1:-1])
+
+
 def _aggregate(run: RunRecord, comparison: Comparison) -> dict[str, Any]:
     baseline = comparison.baseline if comparison.compatible else None
     diff = comparison.diff
@@ -237,9 +246,13 @@ def _aggregate(run: RunRecord, comparison: Comparison) -> dict[str, Any]:
             label=metric.label,
             value=_num(metric.of_aggregate(run.aggregate)),
             baseline="" if baseline is None else _num(metric.of_aggregate(baseline.aggregate)),
-            delta=_delta_cell(
-                None if diff is None else metric.of_aggregate(diff),
-                limits.for_metric(metric.threshold_key),
+            delta=_with_p(
+                _delta_cell(
+                    None if diff is None else metric.of_aggregate(diff),
+                    limits.for_metric(metric.threshold_key),
+                ),
+                comparison,
+                metric,
             ),
             regressed=metric.label in regressions,
         )

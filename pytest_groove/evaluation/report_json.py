@@ -41,7 +41,12 @@ def build_json_report(run: RunRecord, comparison: Comparison, *, recorded: bool)
         "previous": None if comparison.baseline is None else comparison.baseline.to_json(),
         # the aggregate's metric keys, without query_count
         "diff": None if diff is None else aggregate_metrics_to_json(diff),
+        # the sign-flip test's p-value of each delta, keyed as "diff"
+        "diff_p": None if comparison.p_values is None else comparison.p_values.to_json(),
         "recorded": recorded,
+        # the gate this run was held to, and each setting looser than the baseline run's
+        "gate": None if run.gate is None else run.gate.to_json(),
+        "gate_loosened": [item.to_json() for item in comparison.gate_loosened],
     }
 
 

@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pytest_groove.evaluation.fingerprint import FINGERPRINT_KEYS, Fingerprint
+from pytest_groove.evaluation.gate_record import GateRecord
 from pytest_groove.evaluation.metrics import (
     AggregateMetrics,
     QueryMetrics,
@@ -341,9 +342,16 @@ class RunRecord:
         default=(),
         metadata=json_key(_read_findings, write=write_all, absent=(), omit_empty=True),
     )
+    #: the thresholds, floors and significance level in effect (None: older runs)
+    gate: GateRecord | None = field(
+        default=None,
+        metadata=json_key(optional(GateRecord.from_json), write=GateRecord.to_json, omit_none=True),
+    )
     #: this run is the history's frozen baseline (stored once, at the top of the
     #: history file, not inside the run; see history.py)
     frozen: bool = field(default=False, compare=False)
+    #: its stored digest did not match its content (see history_trust.py)
+    edited: bool = field(default=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return record_to_json(self)

@@ -164,11 +164,16 @@ def _summary(outcome: EvalOutcome, interrupted: bool) -> str:
     summary = outcome.text_report
     if interrupted:
         summary += f"{PROG}: the session was interrupted, so this run is not recorded.\n"
-    if outcome.gate_failures:
+    regressed = [f for f in outcome.gate_failures if f not in outcome.floor_failures]
+    if regressed:
         threshold = outcome.comparison.limits.describe()
         summary += (
-            f"{PROG}: regression gate FAILED ({', '.join(outcome.gate_failures)} dropped by "
+            f"{PROG}: regression gate FAILED ({', '.join(regressed)} dropped by "
             f"more than {threshold}); exit status 1\n"
+        )
+    if outcome.floor_failures:
+        summary += (
+            f"{PROG}: floor gate FAILED ({', '.join(outcome.floor_failures)}); exit status 1\n"
         )
     return summary
 

@@ -20,13 +20,14 @@ import argparse
 import difflib
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
 from pytest_groove.options import (
+    GATE_OPTIONS,
     OPTIONS,
     OPTIONS_BY_NAME,
     Option,
@@ -161,6 +162,18 @@ def _lookup(config: pytest.Config, option: Option) -> Any:
     return value if value is not None else _ini_value(config, option)
 
 
+def _ini_origins(config: pytest.Config) -> tuple[tuple[str, str], ...]:
+    """The gate options read from the ini file, with its path (the loosening warning)."""
+    where = str(config.inipath or "the ini file")
+    return tuple(
+        (option.name, where)
+        for option in PLUGIN_OPTIONS
+        if option.name in GATE_OPTIONS
+        and _cli_value(config, option) is None
+        and _ini_value(config, option) is not None
+    )
+
+
 def read_options(config: pytest.Config) -> PluginOptions | None:
     """The plugin's options, or None when the plugin should stay inert.
 
@@ -183,6 +196,7 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
         return None
 
     run = read_run_options(lambda option: _lookup(config, option))
+    run = replace(run, origins=_ini_origins(config))
     if run.freeze_baseline and run.no_history:
         raise pytest.UsageError(
             "--groove-freeze-baseline needs the history: drop --groove-no-history"

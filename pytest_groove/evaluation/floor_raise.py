@@ -1,0 +1,138 @@
+"""``groove floors --raise``: ratchet the floors in groove.toml up to what was reached.
+
+Each floor of ``[eval] fail_under`` (a table, an inline table or the option's string
+form) is raised to the latest recorded run's value of its metric, rounded *down* to a
+step (0.01 by default), when that is higher.  A floor is never lowered.  The file is
+edited in place with tomlkit, which keeps every comment, blank line, key order and
+quoting: only the changed numbers differ.  The latest run is the newest stored run
+that can be trusted (:mod:`.history_trust`: not edited, not dated in the future).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from pytest_groove.config import load_settings
+from pytest_groove.errors import GrooveError
+from pytest_groove.evaluation.floors import (
+    FLOORS_EXAMPLE,
+    FloorError,
+    floor_metric,
+    parse_floors,
+    read_floors_setting,
+)
+from pytest_groove.evaluation.history import history_path, load_history
+from pytest_groove.evaluation.history_trust import trusted_runs
+from pytest_groove.evaluation.run import RunRecord
+from pytest_groove.files.atomic import write_atomic
+
+#: floors are raised to a multiple of this, rounded down
+DEFAULT_STEP = 0.01
+
+
+@dataclass(frozen=True)
+class FloorChange:
+    """One floor and what the latest run measured."""
+
+    key: str
+    label: str
+    floor: float
+    measured: float
+    #: the raised floor (None: stays, the run is not higher by a whole step)
+    raised: float | None
+
+
+@dataclass(frozen=True)
+class FloorReport:
+    config: Path
+    run: RunRecord
+    floors: tuple[FloorChange, ...]
+
+    @property
+    def changed(self) -> tuple[FloorChange, ...]:
+        return tuple(f for f in self.floors if f.raised is not None)
+
+
+def round_down(value: float, step: float) -> float:
+    """``value`` down to a multiple of ``step``, written with the step's decimals."""
+    places = max(0, -Decimal(str(step)).as_tuple().exponent)  # type: ignore[operator]
+    steps = math.floor(value / step + 1e-9)
+    return round(steps * step, int(places))
+
+
+def _config_and_floors(kb: Path, config: Path | None) -> tuple[Path, Any, Any]:
+    settings = load_settings(kb, config)
+    source = settings.source
+    if source is None:
+        raise GrooveError(
+            f"no groove.toml in {kb}: add [eval] fail_under = {{ ... }} with the floors "
+            f"to raise (for example {FLOORS_EXAMPLE})"
+        )
+    doc = tomlkit.parse(source.read_text(encoding="utf-8"))
+    section = doc.get("eval")
+    floors = None if section is None else section.get("fail_under")
+    if floors is None:
+        raise GrooveError(
+            f"{source} sets no floors: add fail_under under [eval] (for example "
+            f"{FLOORS_EXAMPLE}) and run `groove floors --raise` again"
+        )
+    return source, doc, floors
+
+
+def _latest_run(kb: Path) -> RunRecord:
+    path = history_path(kb)
+    runs = trusted_runs(load_history(path, warnings=[]))
+    if not runs:
+        raise GrooveError(
+            f"no recorded run to raise the floors to in {path}; run `groove eval` first"
+        )
+    return runs[0]
+
+
+def plan_raise(kb: Path, config: Path | None, step: float = DEFAULT_STEP) -> FloorReport:
+    """What ``--raise`` would do (nothing is written)."""
+    source, _doc, floors = _config_and_floors(kb, config)
+    run = _latest_run(kb)
+    pairs = read_floors_setting(floors.unwrap() if hasattr(floors, "unwrap") else floors, "")
+    out = []
+    for key, floor in pairs:
+        metric = floor_metric(key)
+        measured = metric.of_aggregate(run.aggregate)
+        target = round_down(measured, step) if math.isfinite(measured) else floor
+        raised = target if target > floor + 1e-12 else None
+        out.append(FloorChange(key, metric.label, floor, measured, raised))
+    return FloorReport(source, run, tuple(out))
+
+
+def _spelled_key(floors: Any, key: str) -> str:
+    """The key as the file spells it (``MRR``, ``mrr``...) for the threshold key ``key``."""
+    for written in floors:
+        if floor_metric(str(written)).threshold_key == key:
+            return str(written)
+    raise FloorError(f"{key} not found")
+
+
+def apply_raise(kb: Path, config: Path | None, step: float = DEFAULT_STEP) -> FloorReport:
+    """Raise the floors in place; returns what changed (the file is untouched if nothing)."""
+    report = plan_raise(kb, config, step)
+    if not report.changed:
+        return report
+    source, doc, floors = _config_and_floors(kb, config)
+    raised = {change.key: change.raised for change in report.changed}
+    if isinstance(floors, str):
+        spec = parse_floors(str(floors))
+        text = ",".join(
+            f"{key}={raised.get(key) if key in raised else value:g}" for key, value in spec.pairs
+        )
+        doc["eval"]["fail_under"] = text
+    else:
+        for key, value in raised.items():
+            floors[_spelled_key(floors, key)] = value
+    write_atomic(source, tomlkit.dumps(doc).encode("utf-8"))
+    return report

@@ -1,0 +1,181 @@
+"""The gate's policy: regressions (optionally confirmed by the test), floors, loosening.
+
+Three rules decide whether a run fails, on top of :func:`.compare.compare`'s
+regressions:
+
+- with ``--significance ALPHA`` a metric counts as regressed only when its drop exceeds
+  its threshold *and* the paired sign-flip test gives ``p < ALPHA``
+  (:mod:`.significance`); a drop over its threshold that the test cannot tell from
+  chance is named in a note instead;
+- with ``--fail-under`` a metric under its floor fails the run, with or without a
+  baseline (:mod:`.floors`);
+- the gate in effect is recorded with the run (:class:`.gate_record.GateRecord`), and
+  when it is looser than the baseline run's, the setting and the file it came from are
+  named (:func:`loosened`).
+
+Floors, like the regression gate, do not apply to a subset run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pytest_groove.config import EvalSettings, Settings
+from pytest_groove.errors import UsageError, flag
+from pytest_groove.evaluation.compare import Comparison, Thresholds
+from pytest_groove.evaluation.floors import (
+    FloorError,
+    Floors,
+    floor_failures,
+    parse_floors,
+)
+from pytest_groove.evaluation.gate_record import (
+    FLOORS_SETTING,
+    SIGNIFICANCE_SETTING,
+    THRESHOLD_SETTING,
+    GateRecord,
+    Loosened,
+    describe_setting,
+    looser_settings,
+)
+from pytest_groove.evaluation.metric_table import parse_metric
+from pytest_groove.evaluation.run import RunRecord
+from pytest_groove.evaluation.significance import format_p, significant
+from pytest_groove.options import OPTIONS_BY_NAME, RunOptions
+
+if TYPE_CHECKING:
+    from pytest_groove.evaluation.plan import EvalPlan
+
+#: each gate setting: its option name and its groove.toml key
+_OPTION_OF = {
+    THRESHOLD_SETTING: "threshold",
+    FLOORS_SETTING: "fail-under",
+    SIGNIFICANCE_SETTING: "significance",
+}
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    """The floors and significance level of a plan (checked before any search)."""
+
+    floors: Floors = field(default_factory=Floors)
+    significance: float | None = None
+
+
+def resolve_gate(options: RunOptions, settings: Settings, k_values: Sequence[int]) -> GatePlan:
+    """``--fail-under`` over ``[eval].fail_under``, ``--significance`` over
+    ``[eval].significance``; :class:`UsageError` for a floor at a k not measured."""
+    if options.fail_under is not None:
+        try:
+            floors = parse_floors(options.fail_under)
+        except FloorError as exc:
+            raise UsageError(f"{flag('fail-under')}: {exc}") from None
+        where = flag("fail-under")
+    else:
+        floors = Floors(settings.eval.fail_under)
+        where = f"[eval].fail_under in {settings.source}"
+    unknown = floors.unknown_k(k_values)
+    if unknown:
+        measured = ", ".join(str(k) for k in k_values)
+        raise UsageError(
+            f"{where} names {', '.join(unknown)}, which this run does not measure "
+            f"(k values: {measured})"
+        )
+    alpha = options.significance
+    return GatePlan(floors, alpha if alpha is not None else settings.eval.significance)
+
+
+def gate_record(thresholds: Thresholds, gate: GatePlan) -> GateRecord:
+    """What a run records of the gate it was held to."""
+    return GateRecord(
+        threshold=thresholds.default,
+        thresholds=thresholds.per_metric,
+        floors=gate.floors.pairs,
+        significance=gate.significance,
+    )
+
+
+def setting_source(plan: EvalPlan, setting: str) -> str:
+    """Where this run's value of a gate setting came from, for people."""
+    name = _OPTION_OF[setting]
+    given = getattr(plan.options, name.replace("-", "_")) is not None
+    if given:
+        origin = dict(plan.options.origins).get(name)
+        if origin is not None:
+            return f"{OPTIONS_BY_NAME[name].ini_key} in {origin}"
+        return f"{flag(name)} on the command line"
+    default = getattr(EvalSettings(), setting)
+    if plan.settings.source is not None and getattr(plan.settings.eval, setting) != default:
+        return f"[eval].{setting} in {plan.settings.source}"
+    return f"the built-in default of [eval].{setting}"
+
+
+def loosened(plan: EvalPlan, now: GateRecord, baseline: RunRecord | None) -> tuple[Loosened, ...]:
+    """The settings of ``now`` looser than the baseline run's gate (none recorded: none)."""
+    if baseline is None or baseline.gate is None:
+        return ()
+    before = baseline.gate
+    return tuple(
+        Loosened(
+            setting=setting,
+            now=describe_setting(now, setting),
+            baseline=describe_setting(before, setting),
+            source=setting_source(plan, setting),
+        )
+        for setting in looser_settings(now, before, plan.k_values)
+    )
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    #: aggregate metrics that regressed (and, under --significance, with p < alpha)
+    regressions: list[str]
+    #: ``<label> 0.850 < floor 0.9`` for every metric under its floor
+    floor_failures: list[str]
+    #: metrics over their threshold that the test could not tell from chance
+    unconfirmed: list[str]
+
+    @property
+    def failures(self) -> list[str]:
+        return self.regressions + self.floor_failures
+
+
+def gate_verdict(
+    plan: EvalPlan, comparison: Comparison, *, regression_gate: bool, subset: bool
+) -> GateVerdict:
+    """Which metrics fail the run: regressions (when the regression gate is on) and floors."""
+    if subset:
+        return GateVerdict([], [], [])
+    alpha = plan.gate.significance
+    regressions: list[str] = []
+    unconfirmed: list[str] = []
+    if regression_gate:
+        for label in comparison.regressions:
+            metric = parse_metric(label)
+            p = None
+            if comparison.p_values is not None and metric is not None:
+                p = comparison.p_values.of(metric)
+            if significant(p, alpha):
+                regressions.append(label)
+            else:
+                unconfirmed.append(f"{label} {'p unknown' if p is None else format_p(p)}")
+    floors = floor_failures(plan.gate.floors, comparison.run.aggregate)
+    return GateVerdict(regressions, floors, unconfirmed)
+
+
+def floors_message(plan: EvalPlan, failures: Sequence[str]) -> str:
+    return (
+        f"{plan.prog}: retrieval quality is under its floor ({', '.join(failures)}). "
+        f"Exit status 1 because {flag('fail-under')} sets the floors "
+        f"({plan.gate.floors.describe()})."
+    )
+
+
+def unconfirmed_note(plan: EvalPlan, unconfirmed: Sequence[str]) -> str:
+    return (
+        f"dropped by more than the threshold but not counted as regressed under "
+        f"{flag('significance')} {plan.gate.significance:g} ({', '.join(unconfirmed)}): "
+        "drops like these cannot be told from chance"
+    )

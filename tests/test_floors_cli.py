@@ -1,0 +1,83 @@
+"""``groove floors --raise``: the floors ratchet up, the file keeps its comments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_gate_honest import ALL, finish, kb  # noqa: F401  (the fixture)
+
+from pytest_groove.cli import main
+from pytest_groove.evaluation.floor_raise import round_down
+
+COMMENTED = """\
+# groove settings for the docs KB -- reviewed in PR #12
+[eval]
+k_values = [1, 5, 10]   # the cut-offs we report
+
+# floors: CI fails under these (raised by `groove floors --raise`)
+[eval.fail_under]
+"recall@5" = 0.50   # was 0.4 before the reranker
+mrr = 0.99          # aspirational: never lowered
+"ndcg@10" = 0.3
+
+[search]
+# keep the defaults
+"""
+
+
+def test_raise_keeps_the_file_byte_identical_outside_the_changed_numbers(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = kb / "groove.toml"
+    config.write_text(COMMENTED, encoding="utf-8")
+    finish(kb, ALL - {0, 1, 2})  # recall@5 = MRR = nDCG@10 = 0.85
+    assert main(["floors", "--kb-path", str(kb), "--raise"]) == 0
+    out = capsys.readouterr().out
+    assert "recall@5: floor 0.5, measured 0.850 -> raised to 0.85" in out
+    assert "MRR: floor 0.99, measured 0.850\n" in out  # never lowered
+    assert "raised 2 floor(s) in " in out
+    expected = COMMENTED.replace('"recall@5" = 0.50', '"recall@5" = 0.85').replace(
+        '"ndcg@10" = 0.3', '"ndcg@10" = 0.85'
+    )
+    assert config.read_text(encoding="utf-8") == expected
+    # again: nothing higher, nothing written
+    assert main(["floors", "--kb-path", str(kb), "--raise"]) == 0
+    assert "no floor to raise" in capsys.readouterr().out
+    assert config.read_text(encoding="utf-8") == expected
+
+
+def test_without_raise_nothing_is_written_and_the_string_form_is_edited_too(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = kb / "groove.toml"
+    text = '[eval]\nfail_under = "recall@5=0.5,mrr=0.9"  # floors\n'
+    config.write_text(text, encoding="utf-8")
+    finish(kb, ALL - {0, 1, 2})
+    assert main(["floors", "--kb-path", str(kb)]) == 0
+    assert "--raise would raise it to 0.85" in capsys.readouterr().out
+    assert config.read_text(encoding="utf-8") == text
+    assert main(["floors", "--kb-path", str(kb), "--raise", "--step", "0.1"]) == 0
+    assert config.read_text(encoding="utf-8") == (
+        '[eval]\nfail_under = "recall@5=0.8,mrr=0.9"  # floors\n'
+    )
+
+
+def test_no_floors_or_no_run_is_one_clear_line(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["floors", "--kb-path", str(kb)]) == 1
+    assert "no groove.toml in " in capsys.readouterr().err
+    (kb / "groove.toml").write_text("[eval]\nfail_under = { mrr = 0.5 }\n", encoding="utf-8")
+    assert main(["floors", "--kb-path", str(kb)]) == 1
+    assert "no recorded run to raise the floors to" in capsys.readouterr().err
+
+
+def test_round_down() -> None:
+    assert round_down(0.8567, 0.01) == 0.85
+    assert round_down(0.85, 0.01) == 0.85
+    assert round_down(0.8567, 0.05) == 0.85
+    assert round_down(1.0, 0.01) == 1.0

@@ -1,0 +1,256 @@
+"""An honest gate: significance beside the deltas, floors, and no quiet way to loosen it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eval_factories import begun, corpus
+
+from pytest_groove.cli import main
+from pytest_groove.errors import GrooveError, UsageError
+from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
+from pytest_groove.evaluation.history import HISTORY_FILE_NAME, load_history
+from pytest_groove.evaluation.history_trust import content_digest
+from pytest_groove.evaluation.run import QueryResult, evaluate_query, format_timestamp
+from pytest_groove.search.hits import SearchHit
+
+QUERIES = 20
+
+
+def golden(count: int = QUERIES) -> str:
+    lines = ["queries:"]
+    for i in range(count):
+        lines += [f"  - id: q{i}", f'    query: "question {i}"', "    expected:"]
+        lines += [f'      - path: "doc{i}.md"']
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / ".groove-eval.yml").write_text(golden(), encoding="utf-8")
+    return root
+
+
+def answers(found: set[int]) -> dict[str, list[SearchHit]]:
+    """Query i finds its document first when i is in ``found``, else nothing."""
+    out = {}
+    for i in range(QUERIES):
+        paths = [f"doc{i}.md"] if i in found else ["other.md"]
+        out[f"question {i}"] = [SearchHit(rank=1, path=p, heading=None, score=1.0) for p in paths]
+    return out
+
+
+def finish(kb: Path, found: set[int], **options: Any) -> EvalOutcome:
+    evaluation = begun(kb, corpus=corpus(3, 7), **options)
+    hits = answers(found)
+    results: list[QueryResult] = [
+        evaluate_query(q, hits[q.query], evaluation.fingerprint.k_values)
+        for q in evaluation.plan.golden.queries
+    ]
+    outcome: EvalOutcome = finish_evaluation(evaluation, results, record=True)
+    return outcome
+
+
+ALL = set(range(QUERIES))
+
+
+def label(outcome: EvalOutcome) -> str:
+    return format_timestamp(outcome.run.timestamp)
+
+
+def test_every_delta_has_its_p_value_in_the_text_and_the_json(kb: Path) -> None:
+    finish(kb, ALL)
+    outcome = finish(kb, ALL - {0, 1})  # 2 of 20 queries lost: 0.1 down, p = 0.5
+    assert "  MRR        0.900  (↓ 0.100, p=0.500)\n" in outcome.text_report
+    assert "with 20 queries, drops under " in outcome.text_report
+    assert outcome.json_report["diff_p"]["mrr"] == 0.5
+    assert outcome.json_report["diff_p"]["recall_at_k"]["5"] == 0.5
+
+
+def test_significance_keeps_a_chance_drop_from_failing_the_gate(kb: Path) -> None:
+    first = label(finish(kb, ALL))
+    loud = finish(kb, ALL - {0, 1}, fail_on_regression=True, baseline=first)
+    assert loud.exit_code == 1 and "MRR" in loud.gate_failures
+    quiet = finish(kb, ALL - {0, 1}, fail_on_regression=True, significance=0.05, baseline=first)
+    assert quiet.exit_code == 0 and quiet.gate_failures == []
+    assert any("not counted as regressed" in w and "MRR p=0.500" in w for w in quiet.warnings)
+    assert quiet.run.gate is not None and quiet.run.gate.significance == 0.05
+
+
+def test_significance_lets_a_real_drop_fail(kb: Path) -> None:
+    finish(kb, ALL)
+    outcome = finish(kb, set(range(10)), fail_on_regression=True, significance=0.05)
+    assert outcome.exit_code == 1 and "MRR" in outcome.gate_failures  # p = 2^-10
+
+
+def test_floors_fail_a_first_run(kb: Path) -> None:
+    outcome = finish(kb, ALL - {0, 1, 2}, fail_under="recall@5=0.9,mrr=0.5")
+    assert outcome.comparison.baseline is None
+    assert outcome.exit_code == 1
+    assert outcome.floor_failures == ("recall@5 0.850 < floor 0.9",)
+    assert outcome.gate_message is not None
+    assert "under its floor (recall@5 0.850 < floor 0.9)" in outcome.gate_message
+    assert "--fail-under" in outcome.gate_message
+    assert finish(kb, ALL, fail_under="recall@5=0.9").exit_code == 0
+
+
+def test_floors_come_from_groove_toml_and_a_bad_one_is_refused(kb: Path) -> None:
+    (kb / "groove.toml").write_text(
+        '[eval]\nfail_under = { "recall@5" = 0.95 }\n', encoding="utf-8"
+    )
+    assert finish(kb, ALL - {0, 1}).floor_failures == ("recall@5 0.900 < floor 0.95",)
+    with pytest.raises(UsageError, match="recall@7, which this run does not measure"):
+        finish(kb, ALL, fail_under="recall@7=0.5")
+
+
+def test_a_threshold_of_one_in_groove_toml_is_named_with_its_file(kb: Path) -> None:
+    finish(kb, ALL)
+    (kb / "groove.toml").write_text("[eval]\nregression_threshold = 1.0\n", encoding="utf-8")
+    outcome = finish(kb, set(), fail_on_regression=True)
+    assert outcome.exit_code == 0  # the gate is off ...
+    lines = [w for w in outcome.warnings if w.startswith("the gate is looser")]
+    assert lines == [  # ... and it says so, naming the setting and the file
+        "the gate is looser than the baseline run's: regression_threshold 1 (baseline run: "
+        f"0.05) from [eval].regression_threshold in {kb / 'groove.toml'}"
+    ]
+    assert outcome.json_report["gate_loosened"] == [
+        {
+            "setting": "regression_threshold",
+            "now": "1",
+            "baseline": "0.05",
+            "source": f"[eval].regression_threshold in {kb / 'groove.toml'}",
+        }
+    ]
+
+
+def test_an_ini_threshold_is_named_with_the_ini_file(kb: Path) -> None:
+    first = label(finish(kb, ALL))
+    ini = "/repo/pytest.ini"
+    outcome = finish(kb, ALL, threshold="1", origins=(("threshold", ini),))
+    assert any(f"from groove_threshold in {ini}" in w for w in outcome.warnings)
+    flag = finish(kb, ALL, threshold="1", baseline=first)
+    assert any("from --threshold on the command line" in w for w in flag.warnings)
+
+
+def test_a_lowered_or_dropped_floor_and_turning_significance_on_are_named(kb: Path) -> None:
+    finish(kb, ALL, fail_under="mrr=0.8")
+    outcome = finish(kb, ALL, significance=0.05)
+    [line] = [w for w in outcome.warnings if w.startswith("the gate is looser")]
+    assert "fail_under none (baseline run: mrr=0.8) from the built-in default" in line
+    assert "significance 0.05 (baseline run: off) from --significance" in line
+    same = finish(kb, ALL, significance=0.05)
+    assert not any(w.startswith("the gate is looser") for w in same.warnings)
+
+
+def test_the_gate_is_stored_with_every_run(kb: Path) -> None:
+    finish(kb, ALL, threshold="mrr=0.1", fail_under="mrr=0.5", significance=0.01)
+    [stored] = load_history(kb / HISTORY_FILE_NAME)
+    assert stored.gate is not None
+    assert stored.gate.to_json() == {
+        "regression_threshold": 0.05,
+        "thresholds": {"mrr": 0.1},
+        "fail_under": {"mrr": 0.5},
+        "significance": 0.01,
+    }
+
+
+# --------------------------------------------------------------------------- the history
+
+
+def edit_newest_run(kb: Path, change: Any) -> None:
+    """Edit the newest stored run's JSON object by hand, as a person would."""
+    path = kb / HISTORY_FILE_NAME
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    change(doc["runs"][0])
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def zero_mrr(raw: dict[str, Any]) -> None:
+    raw["aggregate"]["mrr"] = 0.0
+
+
+def nan_mrr(raw: dict[str, Any]) -> None:
+    raw["aggregate"]["mrr"] = None  # NaN is stored as null
+
+
+@pytest.mark.parametrize("change", [zero_mrr, nan_mrr])
+def test_an_edited_baseline_is_named_and_never_used(kb: Path, change: Any) -> None:
+    first = finish(kb, ALL)
+    second = finish(kb, ALL)
+    edit_newest_run(kb, change)
+    runs = load_history(kb / HISTORY_FILE_NAME)
+    assert [r.edited for r in runs] == [True, False]
+    outcome = finish(kb, set(), fail_on_regression=True)
+    assert outcome.comparison.baseline is not None
+    assert outcome.comparison.baseline.timestamp == first.run.timestamp
+    assert any(label(second) in w and "does not match its digest" in w for w in outcome.warnings)
+    assert outcome.exit_code == 1  # compared with the honest run, the drop is caught
+    # the mark survives the rewrite that saved this run: no laundering by re-saving
+    assert [r.edited for r in load_history(kb / HISTORY_FILE_NAME)] == [False, True, False]
+    with pytest.raises(GrooveError, match="cannot be used: its content does not match"):
+        finish(kb, ALL, baseline=label(second))
+
+
+def test_a_forged_future_run_is_named_and_not_chosen(kb: Path) -> None:
+    first = finish(kb, ALL)
+    finish(kb, ALL)
+
+    def forge(raw: dict[str, Any]) -> None:
+        raw["timestamp"] = "2999-01-01T00:00:00Z"
+        raw["digest"] = content_digest(raw)  # a careful forger recomputes the digest
+
+    edit_newest_run(kb, forge)
+    outcome = finish(kb, ALL)
+    assert any("2999-01-01T00:00:00Z" in w and "in the future" in w for w in outcome.warnings)
+    baseline = outcome.comparison.baseline
+    assert baseline is not None and baseline.timestamp == first.run.timestamp
+
+
+def test_history_verify_catches_an_edited_run(kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    finish(kb, ALL)
+    second = finish(kb, ALL)
+    assert main(["history", "verify", "--kb-path", str(kb)]) == 0
+    assert "2 run(s) in " in capsys.readouterr().out
+    edit_newest_run(kb, zero_mrr)
+    assert main(["history", "verify", "--kb-path", str(kb)]) == 1
+    out = capsys.readouterr().out
+    assert f"{label(second)}: its content does not match its digest" in out
+    assert "1 of 2 run(s) in " in out
+
+
+def test_history_delete_removes_one_run(kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = finish(kb, ALL)
+    second = finish(kb, ALL)
+    assert main(["history", "delete", label(second), "--kb-path", str(kb)]) == 0
+    assert "deleted the run of " in capsys.readouterr().out
+    assert [r.timestamp for r in load_history(kb / HISTORY_FILE_NAME)] == [first.run.timestamp]
+    assert main(["history", "delete", "2999", "--kb-path", str(kb)]) == 1
+
+
+def test_history_size_counts_per_fingerprint(kb: Path) -> None:
+    (kb / "groove.toml").write_text("[eval]\nhistory_size = 2\n", encoding="utf-8")
+    main_line = [finish(kb, ALL) for _ in range(2)]
+    for model in ("a", "b", "c", "d", "e"):
+        begun_run = begun(kb, corpus=corpus(3, 7), fingerprint_changes={"model": model})
+        hits = answers(ALL)
+        results = [
+            evaluate_query(q, hits[q.query], begun_run.fingerprint.k_values)
+            for q in begun_run.plan.golden.queries
+        ]
+        finish_evaluation(begun_run, results, record=True)
+    kept = load_history(kb / HISTORY_FILE_NAME)
+    assert len(kept) == 7
+    assert {o.run.timestamp for o in main_line} <= {r.timestamp for r in kept}
+
+
+def test_the_html_report_shows_the_p_value_beside_the_delta(kb: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    finish(kb, ALL)
+    page = tmp_path / "report.html"
+    finish(kb, ALL - {0, 1}, html=page)
+    assert "↓ 0.100, p=0.500</td>" in page.read_text(encoding="utf-8")
