@@ -18,9 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_groove.echo import conversion_reason, int_text, quote_value
 from pytest_groove.embed.names import DEFAULT_MODEL
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_repr
 from pytest_groove.evaluation.guarded_io import read_guarded
+from pytest_groove.path_limits import path_refusal
 from pytest_groove.shapes import (
     Reader,
     ShapeError,
@@ -166,7 +168,7 @@ class _Section:
     def _fail(self, key: str, expected: str) -> GrooveError:
         return GrooveError(
             f"invalid config {self.source}: {self.where}{key} must be {expected} "
-            f"(got {clip_repr(self._data.get(key))})"
+            f"(got {quote_value(self._data.get(key))})"
         )
 
     def pop_section(self, key: str) -> _Section | None:
@@ -307,7 +309,7 @@ def check_k_values(k_values: tuple[int, ...], where: str) -> None:
         raise GrooveError(f"invalid {where}: k_values must hold at least one k (e.g. [1, 5, 10])")
     bad = [k for k in k_values if k < 1]
     if bad:
-        raise GrooveError(f"invalid {where}: every k must be at least 1 (got {bad[0]})")
+        raise GrooveError(f"invalid {where}: every k must be at least 1 (got {int_text(bad[0])})")
 
 
 def parse_settings(data: dict[str, Any], source: Path) -> Settings:
@@ -347,7 +349,26 @@ def _parse_index_dir(top: _Section) -> Path | None:
     raw = top._data.pop("index_dir")
     if not isinstance(raw, str) or not raw:
         raise GrooveError(f"invalid config {top.source}: index_dir must be a non-empty string")
-    return top.source.parent / raw
+    return _usable_path(top.source, "index_dir", raw, "--index-dir / --groove-index-dir")
+
+
+def _usable_path(source: Path, key: str, raw: str, flags: str) -> Path:
+    """``raw`` (relative to the config file's folder) as a path, if the OS could open it.
+
+    A NUL, a character no file name can hold (a lone surrogate), a name over 255
+    bytes or a path over 4,096 bytes would only fail later, as a traceback, where the
+    path is first looked at; they are refused here, naming the key.
+    """
+    problem = path_refusal(raw)
+    if problem is None:
+        path = source.parent / raw
+        problem = path_refusal(str(path))
+        if problem is None:
+            return path
+    raise GrooveError(
+        f"invalid config {source}: {key} {clip_repr(raw)} {problem}; fix it in the file, "
+        f"or pass {flags} instead"
+    )
 
 
 def _parse_parsers(sec: _Section | None) -> dict[str, Any]:
@@ -406,7 +427,8 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
 
     def golden(value: Any, path: str) -> Path:
         # relative to the directory of the config file that names it
-        return source.parent / _text(value, path)
+        flags = "--golden / --groove-golden"
+        return _usable_path(source, "[eval].golden", _text(value, path), flags)
 
     readers = {
         "golden": golden,
@@ -446,8 +468,15 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
         raw = own
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise GrooveError(f"invalid config {path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise GrooveError(f"invalid config {path}: not valid TOML (nested too deeply)") from None
+    except ValueError as exc:
+        # TOMLDecodeError and UnicodeDecodeError are ValueErrors; tomllib also lets
+        # int() refuse an integer of more than 4,300 digits
+        reason = conversion_reason(exc) or (
+            str(exc) if isinstance(exc, tomllib.TOMLDecodeError) else clip(str(exc))
+        )
+        raise GrooveError(f"invalid config {path}: not valid TOML ({reason})") from None
     settings = parse_settings(data, path.resolve())
     if kb is not None:
         _keep_inside_kb(settings, kb, path)
