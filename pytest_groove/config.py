@@ -22,7 +22,7 @@ from pytest_groove.echo import conversion_reason, int_text, quote_value
 from pytest_groove.embed.names import DEFAULT_MODEL
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_repr
 from pytest_groove.evaluation.guarded_io import read_guarded
-from pytest_groove.path_limits import path_refusal
+from pytest_groove.path_limits import config_path
 from pytest_groove.shapes import (
     Reader,
     ShapeError,
@@ -349,26 +349,7 @@ def _parse_index_dir(top: _Section) -> Path | None:
     raw = top._data.pop("index_dir")
     if not isinstance(raw, str) or not raw:
         raise GrooveError(f"invalid config {top.source}: index_dir must be a non-empty string")
-    return _usable_path(top.source, "index_dir", raw, "--index-dir / --groove-index-dir")
-
-
-def _usable_path(source: Path, key: str, raw: str, flags: str) -> Path:
-    """``raw`` (relative to the config file's folder) as a path, if the OS could open it.
-
-    A NUL, a character no file name can hold (a lone surrogate), a name over 255
-    bytes or a path over 4,096 bytes would only fail later, as a traceback, where the
-    path is first looked at; they are refused here, naming the key.
-    """
-    problem = path_refusal(raw)
-    if problem is None:
-        path = source.parent / raw
-        problem = path_refusal(str(path))
-        if problem is None:
-            return path
-    raise GrooveError(
-        f"invalid config {source}: {key} {clip_repr(raw)} {problem}; fix it in the file, "
-        f"or pass {flags} instead"
-    )
+    return config_path(top.source, "index_dir", raw, "--index-dir / --groove-index-dir")
 
 
 def _parse_parsers(sec: _Section | None) -> dict[str, Any]:
@@ -428,7 +409,7 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
     def golden(value: Any, path: str) -> Path:
         # relative to the directory of the config file that names it
         flags = "--golden / --groove-golden"
-        return _usable_path(source, "[eval].golden", _text(value, path), flags)
+        return config_path(source, "[eval].golden", _text(value, path), flags)
 
     readers = {
         "golden": golden,

@@ -11,6 +11,9 @@ the file and the key.
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+from pytest_groove.errors import GrooveError, clip_repr
 
 #: the longest file name and path Linux accepts, in bytes (macOS: 255 and 1,024)
 NAME_MAX_BYTES = 255
@@ -34,3 +37,21 @@ def path_refusal(text: str) -> str | None:
             "for one file or folder name"
         )
     return None
+
+
+def config_path(source: Path, key: str, raw: str, flags: str) -> Path:
+    """The path ``raw`` names in the config file ``source`` (relative to its folder).
+
+    A path the OS would refuse is refused here, naming the file and the key, and
+    ``flags``, the options that can set it instead.
+    """
+    problem = path_refusal(raw)
+    if problem is None:
+        path = source.parent / raw
+        problem = path_refusal(str(path))
+        if problem is None:
+            return path
+    raise GrooveError(
+        f"invalid config {source}: {key} {clip_repr(raw)} {problem}; fix it in the file, "
+        f"or pass {flags} instead"
+    )

@@ -415,3 +415,16 @@ def test_pytest_door_keeps_every_run_of_a_repeated_runs_key(
     backups = [p for p in kb.iterdir() if p.name.startswith(HISTORY_FILE_NAME + ".bak-")]
     assert [p.read_bytes() for p in backups] == [data]
     assert os.path.exists(history)
+
+
+def test_a_stored_number_past_the_float_range_skips_that_run_only(
+    stored_runs: list[dict[str, Any]],
+) -> None:
+    runs = [json.dumps(run, separators=(",", ":")) for run in stored_runs]
+    # 1 followed by 400 zeros: printable, but float() overflows
+    runs[1] = runs[1].replace('"mrr":1.0', '"mrr":1' + "0" * 400, 1)
+    assert '"mrr":1' + "0" * 400 in runs[1]
+    data = ('{"format":2,"runs":[' + ",".join(runs) + "]}").encode()
+    parsed = read_history(data)
+    assert len(parsed.runs) == len(stored_runs) - 1
+    assert parsed.skipped and parsed.skipped[0].startswith("runs[1]")
