@@ -53,6 +53,8 @@ KNOWN_PARSERS: tuple[str, ...] = ("md", "txt")
 CONFIG_FILE_NAME = "groove.toml"
 #: search results per query are capped here, whatever --limit asks for
 SEARCH_LIMIT_MAX = 1000
+#: the largest k accepted (searches stop at SEARCH_LIMIT_MAX results whatever k is)
+K_MAX = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -310,6 +312,10 @@ def check_k_values(k_values: tuple[int, ...], where: str) -> None:
     bad = [k for k in k_values if k < 1]
     if bad:
         raise GrooveError(f"invalid {where}: every k must be at least 1 (got {int_text(bad[0])})")
+    if max(k_values) > K_MAX:  # results are capped anyway; a longer k cannot be printed
+        raise GrooveError(
+            f"invalid {where}: every k must be at most {K_MAX:,} (got {int_text(max(k_values))})"
+        )
 
 
 def parse_settings(data: dict[str, Any], source: Path) -> Settings:

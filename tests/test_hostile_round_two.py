@@ -321,6 +321,8 @@ def test_known_cases_name_the_problem(site: Site, text: str, wanted: str) -> Non
         ("index_dir = \"a\\u0000b\"\n", "index_dir 'a\\x00b' contains a NUL character"),
         ("[eval]\ngolden = \"" + "g" * 300 + "\"\n", "over the 255-byte limit"),
         ("x = " + "[" * 200_000 + "\n", "not valid TOML (nested too deeply)"),
+        ("[eval]\nk_values = [1, 0x" + "f" * 4000 + "]\n",
+         "every k must be at most 1,000,000,000 (got an integer of about 4,817 digits)"),
     ],
 )  # fmt: skip
 def test_known_config_cases_name_the_key(site: Site, text: str, wanted: str) -> None:
