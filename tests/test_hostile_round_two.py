@@ -25,7 +25,8 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.cli import main
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME, read_history
+from pytest_groove.evaluation.history import HISTORY_FILE_NAME, read_history, save_history
 
 DOC = "## Release schedule\n\nReleases leave on Tuesday and Thursday mornings.\n"
 GOLDEN = "queries:\n  - query: release schedule\n    expected:\n      - path: a.md\n"
@@ -165,10 +166,23 @@ def stored_runs(site: Site) -> list[dict[str, Any]]:
 
 
 def history_library_case(site: Site, data: bytes, stamps: set[str]) -> None:
+    """Read, then save one more run: every run survives, the bytes go to one backup."""
     parsed = read_history(data)
     assert parsed.damaged
     assert {_stamp(run.timestamp) for run in parsed.runs} == stamps
     assert len(parsed.runs) == len(stamps)
+    folder = site.root / "library"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    path = folder / HISTORY_FILE_NAME
+    path.write_bytes(data)
+    newest = max(run.timestamp for run in parsed.runs)
+    new_run = replace(parsed.runs[0], timestamp=newest + timedelta(seconds=1), frozen=False)
+    save_history(path, parsed.runs, new_run, history_size=20)
+    kept = {_stamp(run.timestamp) for run in read_history(path.read_bytes()).runs}
+    assert kept == stamps | {_stamp(new_run.timestamp)}
+    backups = [p.read_bytes() for p in folder.iterdir() if ".bak-" in p.name]
+    assert backups == [data]
 
 
 def history_cli_case(site: Site, data: bytes, stamps: set[str]) -> None:
