@@ -55,7 +55,7 @@ DOC = "## Release schedule\n\nReleases leave on Tuesday and Thursday mornings.\n
 GOLDEN = "queries:\n  - query: release schedule\n    expected:\n      - path: a.md\n"
 
 #: examples per class: the default run's sample and the slow campaign's
-FAST = 12
+FAST = 8
 SLOW = {"golden-number": 2500, "golden-tag": 2500, "config": 2500, "path": 1500}
 SLOW_HISTORY = 800
 SLOW_HISTORY_CLI = 250
@@ -271,7 +271,7 @@ test_golden_paths_sample = _golden_test(GOLDEN_PATHS, FAST)
 test_config_numbers_sample = _config_test(CONFIG_NUMBERS, FAST)
 test_config_paths_sample = _config_test(CONFIG_PATHS, FAST)
 test_repeated_history_keys_sample = _history_test(FAST, history_library_case)
-test_repeated_history_keys_through_eval_sample = _history_test(3, history_cli_case)
+test_repeated_history_keys_through_eval_sample = _history_test(2, history_cli_case)
 
 
 # --------------------------------------------------------------------------- slow campaign
