@@ -18,50 +18,27 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_groove.echo import conversion_reason, int_text, quote_value
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_path, clip_repr
 from pytest_groove.evaluation.guarded_io import read_guarded
 from pytest_groove.files.regular import read_regular_file
+from pytest_groove.path_limits import config_path
 from pytest_groove.settings import (
-    CONFIG_FILE_NAME as CONFIG_FILE_NAME,
-)
-from pytest_groove.settings import (
-    DEFAULT_EXCLUDE_DIRS as DEFAULT_EXCLUDE_DIRS,
-)
-from pytest_groove.settings import (
-    DEFAULT_VECTOR_INDEX as DEFAULT_VECTOR_INDEX,
-)
-from pytest_groove.settings import (
-    KNOWN_PARSERS as KNOWN_PARSERS,
-)
-from pytest_groove.settings import (
-    SEARCH_LIMIT_MAX as SEARCH_LIMIT_MAX,
-)
-from pytest_groove.settings import (
-    VECTOR_INDEX_KINDS as VECTOR_INDEX_KINDS,
-)
-from pytest_groove.settings import (
-    EvalSettings as EvalSettings,
-)
-from pytest_groove.settings import (
-    FusionParams as FusionParams,
-)
-from pytest_groove.settings import (
-    IndexSettings as IndexSettings,
-)
-from pytest_groove.settings import (
-    MmrSettings as MmrSettings,
-)
-from pytest_groove.settings import (
-    ParentRetrieverSettings as ParentRetrieverSettings,
-)
-from pytest_groove.settings import (
-    RetrieverSettings as RetrieverSettings,
-)
-from pytest_groove.settings import (
-    SearchSettings as SearchSettings,
-)
-from pytest_groove.settings import (
-    Settings as Settings,
+    CONFIG_FILE_NAME,
+    DEFAULT_EXCLUDE_DIRS,
+    DEFAULT_VECTOR_INDEX,
+    K_MAX,
+    KNOWN_PARSERS,
+    SEARCH_LIMIT_MAX,
+    VECTOR_INDEX_KINDS,
+    EvalSettings,
+    FusionParams,
+    IndexSettings,
+    MmrSettings,
+    ParentRetrieverSettings,
+    RetrieverSettings,
+    SearchSettings,
+    Settings,
 )
 from pytest_groove.shapes import (
     Reader,
@@ -96,7 +73,7 @@ class _Section:
     def _fail(self, key: str, expected: str) -> GrooveError:
         return GrooveError(
             f"invalid config {self.source}: {self.where}{key} must be {expected} "
-            f"(got {clip_repr(self._data.get(key))})"
+            f"(got {quote_value(self._data.get(key))})"
         )
 
     def pop_section(self, key: str) -> _Section | None:
@@ -237,7 +214,11 @@ def check_k_values(k_values: tuple[int, ...], where: str) -> None:
         raise GrooveError(f"invalid {where}: k_values must hold at least one k (e.g. [1, 5, 10])")
     bad = [k for k in k_values if k < 1]
     if bad:
-        raise GrooveError(f"invalid {where}: every k must be at least 1 (got {bad[0]})")
+        raise GrooveError(f"invalid {where}: every k must be at least 1 (got {int_text(bad[0])})")
+    if max(k_values) > K_MAX:  # results are capped anyway; a longer k cannot be printed
+        raise GrooveError(
+            f"invalid {where}: every k must be at most {K_MAX:,} (got {int_text(max(k_values))})"
+        )
 
 
 def parse_settings(data: dict[str, Any], source: Path) -> Settings:
@@ -295,7 +276,7 @@ def _parse_index_dir(top: _Section) -> Path | None:
     raw = top._data.pop("index_dir")
     if not isinstance(raw, str) or not raw:
         raise GrooveError(f"invalid config {top.source}: index_dir must be a non-empty string")
-    return top.source.parent / raw
+    return config_path(top.source, "index_dir", raw, "--index-dir / --groove-index-dir")
 
 
 def _parse_parsers(sec: _Section | None) -> dict[str, Any]:
@@ -360,7 +341,8 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
 
     def golden(value: Any, path: str) -> Path:
         # relative to the directory of the config file that names it
-        return source.parent / _text(value, path)
+        flags = "--golden / --groove-golden"
+        return config_path(source, "[eval].golden", _text(value, path), flags)
 
     readers = {
         "golden": golden,
@@ -406,8 +388,15 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
         raw = own
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise GrooveError(f"invalid config {path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise GrooveError(f"invalid config {path}: not valid TOML (nested too deeply)") from None
+    except ValueError as exc:
+        # TOMLDecodeError and UnicodeDecodeError are ValueErrors; tomllib also lets
+        # int() refuse an integer of more than 4,300 digits
+        reason = conversion_reason(exc) or (
+            str(exc) if isinstance(exc, tomllib.TOMLDecodeError) else clip(str(exc))
+        )
+        raise GrooveError(f"invalid config {path}: not valid TOML ({reason})") from None
     settings = parse_settings(data, path.resolve())
     if kb is not None:
         _keep_inside_kb(settings, kb, path)
@@ -533,3 +522,23 @@ def parse_k_list(name: str, text: str) -> tuple[int, ...]:
 def normalise_k_values(k_values: tuple[int, ...]) -> tuple[int, ...]:
     """Cap each k at the retrieval cap, then sort ascending and de-duplicate."""
     return tuple(sorted({min(k, SEARCH_LIMIT_MAX) for k in k_values}))
+
+
+#: the settings records live in :mod:`pytest_groove.settings`; re-exported here
+__all__ = [
+    "CONFIG_FILE_NAME",
+    "DEFAULT_EXCLUDE_DIRS",
+    "DEFAULT_VECTOR_INDEX",
+    "KNOWN_PARSERS",
+    "K_MAX",
+    "SEARCH_LIMIT_MAX",
+    "VECTOR_INDEX_KINDS",
+    "EvalSettings",
+    "FusionParams",
+    "IndexSettings",
+    "MmrSettings",
+    "ParentRetrieverSettings",
+    "RetrieverSettings",
+    "SearchSettings",
+    "Settings",
+]

@@ -27,6 +27,8 @@ KNOWN_PARSERS: tuple[str, ...] = ("md", "txt")
 CONFIG_FILE_NAME = "groove.toml"
 #: search results per query are capped here, whatever --limit asks for
 SEARCH_LIMIT_MAX = 1000
+#: the largest k accepted (searches stop at SEARCH_LIMIT_MAX results whatever k is)
+K_MAX = 1_000_000_000
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,10 @@ def read_number(
     """A number (int or float, never a bool); with a range it must also be finite."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _wrong(path, "a number" + _range(lo, hi, "{:g}".format), value)
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past the float range (YAML/TOML hex, ...)
+        raise _wrong(path, "a number" + _range(lo, hi, "{:g}".format), value) from None
     if lo is not None and hi is not None and not (math.isfinite(number) and lo <= number <= hi):
         raise _wrong(path, "a finite number" + _range(lo, hi, "{:g}".format), value)
     return number

@@ -31,13 +31,20 @@ def _did_you_mean(wanted: str, choices: Collection[str]) -> str:
     return " (did you mean " + ", ".join(f"`{clip(choice)}`" for choice in close) + "?)"
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name the OS refuses (too long, ...): no such file
+        return False
+
+
 def _problem(
     entry: ExpectedEntry, indexed: Mapping[str, Collection[str | None]], kb: Path
 ) -> str | None:
     headings = indexed.get(entry.path)
     if headings is None:
         why = "is not in the index"
-        if (kb / entry.path).is_file():
+        if _is_file(kb / entry.path):
             why += " (the file exists but was not indexed: see the indexing warnings)"
         return f"expected path `{clip(entry.path)}` {why}" + _did_you_mean(entry.path, indexed)
     if entry.heading is None:

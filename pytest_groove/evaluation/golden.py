@@ -69,6 +69,7 @@ from pytest_groove.evaluation.golden_yaml import (
 from pytest_groove.evaluation.guarded_io import GOLDEN_CAP, read_guarded
 from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.path_limits import path_refusal
 from pytest_groove.shapes import optional, read_bool, read_int
 
 DEFAULT_GOLDEN_NAME = ".groove-eval.yml"
@@ -248,6 +249,7 @@ def _check_path(path: str, where: str, line: int, kb: Path) -> None:
         if char in path:
             # Deliberate addition: such a path can never equal an indexed one.
             fail(where, f"path `{clip(path)}` contains a {name} character; remove it", line)
+    _check_os_limits(path, where, line)
     if "\\" in path:
         fixed = path.replace("\\", "/")
         fail(
@@ -279,6 +281,23 @@ def _check_path(path: str, where: str, line: int, kb: Path) -> None:
             "does, e.g. `docs/a.md`",
             line,
         )
+
+
+def _check_os_limits(path: str, where: str, line: int) -> None:
+    """Deliberate addition: a path no file can have would fail later where it is
+    looked at (``ENAMETOOLONG``, ``UnicodeEncodeError``), as a traceback."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        fail(
+            where,
+            f"path `{clip(path)}` holds a lone surrogate (`\\ud800`-`\\udfff`), which no "
+            "indexed file name can; remove it",
+            line,
+        )
+    problem = path_refusal(path)
+    if problem is not None:
+        fail(where, f"path `{clip(path)}` {problem}, so no file can have it; shorten it", line)
 
 
 def _parse_entry(value: object, where: str, line: int, kb: Path) -> ExpectedEntry:

@@ -19,6 +19,7 @@ import yaml
 import yaml.constructor
 import yaml.nodes
 
+from pytest_groove.echo import conversion_reason, int_text
 from pytest_groove.shapes import Reader, ShapeError, read_str
 
 T = TypeVar("T")
@@ -49,16 +50,61 @@ class GoldenLoader(_BaseLoader):  # type: ignore[valid-type,misc]
     def construct_object(self, node: yaml.nodes.Node, deep: bool = False) -> Any:
         # The safe constructors raise plain ValueError/OverflowError for scalars the
         # resolver accepted but cannot build (the timestamp 2024-13-45, the integer
-        # 0x_); turn those into YAML errors that carry the scalar's position.
+        # 0x_), and KeyError, IndexError, AttributeError... for a tag that does not fit
+        # its value (`!!bool maybe`, `!!int ''`, `!!timestamp soon`); turn those into
+        # YAML errors that carry the node's position.
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, OverflowError) as exc:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"cannot read `{clip(str(node.value))}` ({exc})", node.start_mark
-            ) from None
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception as exc:  # any constructor failure is the file's
+            raise _unreadable(node, exc) from None
+
+    def construct_document(self, node: yaml.nodes.Node) -> Any:
+        # Containers are finished after construct_object returns (PyYAML's generator
+        # constructors); a failure there is still the file's, reported at its start.
+        try:
+            return super().construct_document(node)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception as exc:
+            raise _unreadable(node, exc) from None
+
+
+def _node_text(node: yaml.nodes.Node) -> str:
+    if isinstance(node, yaml.nodes.ScalarNode):
+        return f"`{clip(str(node.value))}`"
+    return "a mapping" if isinstance(node, yaml.nodes.MappingNode) else "a list"
+
+
+def _tag_name(tag: str) -> str:
+    prefix = "tag:yaml.org,2002:"
+    return "!!" + tag[len(prefix) :] if tag.startswith(prefix) else clip(tag)
+
+
+def _unreadable(node: yaml.nodes.Node, exc: Exception) -> yaml.constructor.ConstructorError:
+    """The one-line account of a node the safe constructors could not build."""
+    reason = conversion_reason(exc)
+    if reason:
+        fix = "write a shorter number, or put it in quotes to make it text"
+    else:
+        if isinstance(exc, ValueError):
+            # Python's texts quote the literal whole: keep what comes before it
+            reason = clip(one_line(str(exc).split(":", 1)[0]), 60)
+        tag = _tag_name(str(node.tag))
+        fix = (
+            f"not a valid {tag} value; correct it, or remove the tag and put the value "
+            "in quotes to make it text"
+        )
+    detail = f"{reason}; {fix}" if reason else fix
+    return yaml.constructor.ConstructorError(
+        None, None, f"cannot read {_node_text(node)} ({detail})", node.start_mark
+    )
 
 
 def _construct_map(loader: yaml.SafeLoader, node: yaml.nodes.MappingNode) -> Any:
+    if not isinstance(node, yaml.nodes.MappingNode):  # `!!map text`
+        raise _wrong_kind(node, "!!map")
     data = LineDict()
     data.line = node.start_mark.line + 1
     data.key_lines = {}
@@ -77,11 +123,23 @@ def _construct_map(loader: yaml.SafeLoader, node: yaml.nodes.MappingNode) -> Any
 
 
 def _construct_seq(loader: yaml.SafeLoader, node: yaml.nodes.SequenceNode) -> Any:
+    if not isinstance(node, yaml.nodes.SequenceNode):  # `!!seq text`
+        raise _wrong_kind(node, "!!seq")
     data = LineList()
     data.line = node.start_mark.line + 1
     data.item_lines = [item.start_mark.line + 1 for item in node.value]
     yield data
     data.extend(loader.construct_sequence(node))
+
+
+def _wrong_kind(node: yaml.nodes.Node, tag: str) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(
+        None,
+        None,
+        f"cannot read {_node_text(node)} (a {tag} tag on something that is not "
+        f"{'a mapping' if tag == '!!map' else 'a list'}; remove the tag)",
+        node.start_mark,
+    )
 
 
 def _refuse_duplicate_keys(node: yaml.nodes.MappingNode) -> None:
@@ -152,7 +210,9 @@ def describe(value: object) -> str:
     if isinstance(value, bool):
         return f"boolean `{'true' if value else 'false'}`"
     if isinstance(value, int):
-        return f"integer `{clip(str(value))}`"
+        text = int_text(value)
+        # a long integer is described by its size: Python refuses to print it
+        return f"integer `{text}`" if text[-1].isdigit() else text
     if isinstance(value, float):
         return f"floating point `{clip(repr(value))}`"
     if isinstance(value, str):
@@ -201,6 +261,8 @@ def _key_text(key: object) -> str:
         return "null"
     if isinstance(key, bool):
         return "true" if key else "false"
+    if isinstance(key, int):
+        return clip(int_text(key))
     return clip(str(key))
 
 

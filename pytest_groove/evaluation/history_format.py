@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.evaluation.history_codec import decode_run, encode_run, is_compact
 from pytest_groove.evaluation.run import (
@@ -83,11 +83,81 @@ class ParsedHistory:
     skipped: tuple[str, ...] = ()
     #: the JSON location of each run whose text had to be repaired to be storable
     repaired: tuple[str, ...] = ()
+    #: where a key is written twice (``top level: runs``, ``runs[2]``), in file order
+    duplicated: tuple[str, ...] = ()
 
     @property
     def damaged(self) -> bool:
         """Writing these runs back would not reproduce what the file holds."""
-        return bool(self.skipped or self.repaired)
+        return bool(self.skipped or self.repaired or self.duplicated)
+
+
+class _Repeated(dict[str, Any]):
+    """A JSON object in which some key is written more than once (the last one reads).
+
+    ``pairs`` keeps every ``(key, value)`` as written, so a ``runs`` list written
+    twice (a bad merge, a hand edit) gives the runs of every copy.
+    """
+
+    pairs: list[tuple[str, Any]]
+
+
+def _parse_json(text: str) -> tuple[Any, bool]:
+    """The JSON document of ``text``, and whether any object in it repeats a key."""
+    repeats: list[str] = []
+
+    def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        repeats.append("")
+        repeated = _Repeated(obj)
+        repeated.pairs = pairs
+        return repeated
+
+    return json.loads(text, object_pairs_hook=build), bool(repeats)
+
+
+def _repeated_keys(obj: _Repeated) -> list[str]:
+    seen: set[str] = set()
+    keys: list[str] = []
+    for key, _value in obj.pairs:
+        if key in seen and key not in keys:
+            keys.append(key)
+        seen.add(key)
+    return keys
+
+
+def _holds_repeated(value: Any) -> bool:
+    """Whether some object inside ``value`` repeats a key."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Repeated):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _raw_runs(doc: dict[str, Any], duplicated: list[str]) -> list[Any]:
+    """Every stored run: those of each ``runs`` list when the key is written twice."""
+    if not isinstance(doc, _Repeated):
+        if "runs" not in doc:
+            raise RecordFormatError("top level: missing key 'runs'")
+        if not isinstance(doc["runs"], list):
+            raise RecordFormatError("runs: expected a list")
+        return list(doc["runs"])
+    duplicated.extend(f"top level: {clip(key)}" for key in _repeated_keys(doc))
+    copies = [value for key, value in doc.pairs if key == "runs"]
+    if not copies:
+        raise RecordFormatError("top level: missing key 'runs'")
+    lists = [copy for copy in copies if isinstance(copy, list)]
+    if not lists:
+        raise RecordFormatError("runs: expected a list")
+    return [raw for copy in lists for raw in copy]
 
 
 #: a ``\uD800``-``\uDFFF`` escape: the only way JSON text can carry a surrogate
@@ -137,7 +207,7 @@ def read_history(data: bytes) -> ParsedHistory:
     named in :attr:`ParsedHistory.repaired`.
     """
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc, repeats = _parse_json(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise RecordFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except RecursionError:
@@ -146,17 +216,16 @@ def read_history(data: bytes) -> ParsedHistory:
         raise RecordFormatError(f"not JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise RecordFormatError("top level: expected an object with a 'runs' list")
-    if "runs" not in doc:
-        raise RecordFormatError("top level: missing key 'runs'")
-    raw_runs = doc["runs"]
-    if not isinstance(raw_runs, list):
-        raise RecordFormatError("runs: expected a list")
+    duplicated: list[str] = []
+    raw_runs = _raw_runs(doc, duplicated)
     may_hold_surrogates = _SURROGATE_ESCAPE.search(data) is not None
     runs: list[RunRecord] = []
     skipped: list[str] = []
     repaired: list[str] = []
     for i, raw in enumerate(raw_runs):
         where = f"runs[{i}]"
+        if repeats and _holds_repeated(raw):
+            duplicated.append(where)
         try:
             changed = False
             if may_hold_surrogates:
@@ -168,8 +237,14 @@ def read_history(data: bytes) -> ParsedHistory:
             skipped.append(str(exc))
         except RecursionError:
             skipped.append(f"{where}: JSON nested too deeply")
+    if isinstance(doc, _Repeated):
+        runs = _merged(runs)
     parsed = ParsedHistory(
-        runs=runs, stored=len(raw_runs), skipped=tuple(skipped), repaired=tuple(repaired)
+        runs=runs,
+        stored=len(raw_runs),
+        skipped=tuple(skipped),
+        repaired=tuple(repaired),
+        duplicated=tuple(duplicated),
     )
     marker = doc.get("baseline")
     if isinstance(marker, str):
@@ -182,6 +257,22 @@ def read_history(data: bytes) -> ParsedHistory:
                 runs[i] = replace(run, frozen=True)
                 break
     return parsed
+
+
+def _merged(runs: list[RunRecord]) -> list[RunRecord]:
+    """The runs of several ``runs`` lists as one: newest first, each distinct run once.
+
+    Two copies of the list (a merge kept both sides) usually share runs; a run
+    written the same in both is kept once, every other run is kept.
+    """
+    seen: set[bytes] = set()
+    distinct: list[RunRecord] = []
+    for run in runs:
+        encoded = _encode_run(run)
+        if encoded not in seen:
+            seen.add(encoded)
+            distinct.append(run)
+    return sorted(distinct, key=lambda run: run.timestamp, reverse=True)
 
 
 def parse_history(data: bytes) -> list[RunRecord]:
@@ -201,6 +292,13 @@ def _damage_message(path: Path, parsed: ParsedHistory) -> str:
         reason = parsed.skipped[0] + (f"; and {count - 1} more" if count > 1 else "")
         parts.append(
             f"skipped {count} of {parsed.stored} stored run(s) that do not parse ({reason})"
+        )
+    if parsed.duplicated:
+        shown = ", ".join(parsed.duplicated[:3])
+        more = f" and {len(parsed.duplicated) - 3} more" if len(parsed.duplicated) > 3 else ""
+        parts.append(
+            f"found keys written twice ({shown}{more}; a bad merge or a hand edit?): every "
+            "run of every copy of `runs` is read, and in a run the last value of a key"
         )
     if parsed.repaired:
         parts.append(

@@ -1,0 +1,98 @@
+"""Quoting parsed values back in messages, whatever numbers they hold.
+
+YAML and TOML can spell integers far longer than Python will print (``str`` and
+``repr`` refuse more than 4,300 decimal digits; hex, octal, binary and YAML's
+sexagesimal integers are read without that limit), and converting them to a
+float overflows.  A message must never fail while naming the value it refuses,
+so :func:`int_text` and :func:`quote_value` describe such an integer by its size
+instead of printing it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pytest_groove.errors import clip_repr
+
+#: integers at most this long (in decimal digits) are printed as they are; a longer
+#: one would be cut by the 80-character echo cap anyway
+_PRINTED_DIGITS = 60
+#: decimal digits per bit
+_DIGITS_PER_BIT = math.log10(2)
+#: what Python says when it refuses to print an integer (``sys.set_int_max_str_digits``)
+_PRINT_LIMIT_MARK = "integer string conversion"
+
+
+def decimal_digits(value: int) -> int:
+    """About how many decimal digits ``abs(value)`` has (exact to within one)."""
+    return max(1, math.floor(abs(value).bit_length() * _DIGITS_PER_BIT) + 1)
+
+
+def int_text(value: int) -> str:
+    """``value`` in decimal, or ``an integer of about N digits`` when it is too long.
+
+    Never converts a long integer to text, so it cannot raise.
+    """
+    if abs(value).bit_length() <= _PRINTED_DIGITS * 3:  # under 10**54: always printable
+        return str(value)
+    sign = "a negative" if value < 0 else "an"
+    return f"{sign} integer of about {decimal_digits(value):,} digits"
+
+
+class _Sized:
+    """Stands in for a long integer inside a container being quoted."""
+
+    def __init__(self, value: int) -> None:
+        self.text = f"<{int_text(value)}>"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _printable(value: Any, depth: int = 0) -> Any:
+    """``value`` with every long integer in it replaced by its size (containers copied)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return _Sized(value) if abs(value).bit_length() > _PRINTED_DIGITS * 3 else value
+    if depth > 20:
+        return value if not isinstance(value, (list, tuple, dict, set)) else _Nested()
+    if isinstance(value, list):
+        return [_printable(item, depth + 1) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_printable(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return {_printable(k, depth + 1): _printable(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+class _Nested:
+    def __repr__(self) -> str:
+        return "[...]"
+
+
+def quote_value(value: Any) -> str:
+    """:func:`~pytest_groove.errors.clip_repr` of ``value``, long integers described.
+
+    ``repr`` of a parsed value (or of a list or table holding one) raises for an
+    integer of more than 4,300 digits; this never does.
+    """
+    try:
+        return clip_repr(value)
+    except (ValueError, OverflowError, RecursionError):
+        return clip_repr(_printable(value))
+
+
+def conversion_reason(exc: BaseException) -> str:
+    """A short account of why a number could not be read, for a one-line message.
+
+    Python's own texts quote the whole literal (``invalid literal for int() with
+    base 10: '...'``) or name interpreter settings; this names the problem only.
+    """
+    text = str(exc)
+    if _PRINT_LIMIT_MARK in text:
+        return "an integer of more than 4,300 digits, which cannot be used as a number"
+    if isinstance(exc, OverflowError):
+        return "a number too large to use"
+    return ""
