@@ -206,6 +206,7 @@ def test_a_retriever_error_fails_the_item_and_the_run_is_not_recorded(
 
 def test_hits_beyond_the_depth_are_cut(project: Project) -> None:
     many = [[f"misc/{i}.md", None] for i in range(30)]
+    project.notes(*(path for path, _ in many))  # the KB holds what the retriever names
     project.answer({**GOOD, "__ignore_limit__": True, "who carries the pager": many})
     project.run("--groove-limit", "5", "--groove-k", "1,3", "--groove-json", "r.json")
     report = json.loads((project.pytester.path / "r.json").read_text())
