@@ -101,7 +101,7 @@ def test_a_report_with_a_baseline_has_trends_deltas_and_every_section() -> None:
     assert "<h1>my report</h1>" in html
     for text in ("bge-m3", "4 docs / 5 chunks", "golden 9c1e00000000", "Per-query change"):
         assert text in html
-    assert "Compared with the run of 2026-04-24T05:34:01+00:00." in html
+    assert "Compared with the run of 2026-04-24T05:34:01Z." in html
     # self-contained: nothing fetched, nothing executed
     assert "<script" not in html and "<link" not in html and "http" not in html
     # the aggregate diff read from the comparison: recall@10 went 0.667 -> 0.667, q1 dropped

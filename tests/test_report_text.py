@@ -29,7 +29,7 @@ def test_seed_quick_start_sample_is_reproduced_exactly() -> None:
         per_query=[query("rrf-basics", 1.0), query(DEDUP, 0.0, text=DEDUP)],
     )
     assert text(now, footer=NEXT_RUN_HINT) == (
-        "groove eval — 2026-04-24T05:32:01+00:00\n"
+        "groove eval — 2026-04-24T05:32:01Z\n"
         "  model: bge-m3    reranker: none    limit: 10    queries: 2\n"
         "  corpus: 646 docs / 11215 chunks\n"
         "\n"
@@ -75,14 +75,14 @@ def test_full_diff_example_is_reproduced_exactly() -> None:
         ).aggregate,
     )
     assert text(now, previous) == (
-        "groove eval — 2026-04-24T05:32:01.123456+00:00\n"
+        "groove eval — 2026-04-24T05:32:01.123456Z\n"
         "  model: bge-m3    reranker: none    limit: 3    queries: 2\n"
         "  corpus: 4 docs / 5 chunks\n"
         "    ⚠️ corpus changed since last run (same document and chunk counts, different "
         "contents)\n"
         "       a delta below may reflect that, not retrieval\n"
         "\n"
-        "Aggregate (previous run: 2026-04-23T09:10:11.500+00:00)\n"
+        "Aggregate (previous run: 2026-04-23T09:10:11.500Z)\n"
         "  recall@1   0.250  (—       )\n"
         "  recall@3   0.500  (↓ 0.500)\n"
         "  MRR        0.500  (↓ 0.250)\n"
@@ -106,7 +106,7 @@ def test_single_run_shows_every_recall_and_the_largest_ndcg_only() -> None:
 
 def test_compatible_previous_shows_arrows_and_its_timestamp() -> None:
     out = text(run(minutes=1, recall=0.8), run(minutes=0, recall=0.6))
-    assert "Aggregate (previous run: 2026-04-24T05:32:01+00:00)" in out
+    assert "Aggregate (previous run: 2026-04-24T05:32:01Z)" in out
     assert "  recall@5   0.800  (↑ 0.200)\n" in out
     assert "  MRR        0.500  (—       )\n" in out
 
@@ -185,7 +185,7 @@ def test_frozen_and_search_back_are_named_in_the_header() -> None:
     previous = run(minutes=0)
     frozen = BaselineChoice(previous, previous, frozen=True, skipped=0)
     out = text(run(minutes=1), previous, choice=frozen)
-    assert "Aggregate (previous run: 2026-04-24T05:32:01+00:00, frozen baseline)" in out
+    assert "Aggregate (previous run: 2026-04-24T05:32:01Z, frozen baseline)" in out
     skipped = BaselineChoice(previous, run(minutes=5), frozen=False, skipped=2)
     out = text(run(minutes=6), previous, choice=skipped)
     assert "; 2 newer run(s) with another fingerprint skipped)" in out

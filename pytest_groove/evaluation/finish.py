@@ -42,7 +42,6 @@ from pytest_groove.evaluation.run import (
     RunRecord,
     build_run,
     display_timestamp,
-    format_timestamp,
 )
 from pytest_groove.search.searcher import Searcher
 
@@ -215,8 +214,8 @@ def _finish(
     if recorded and plan.options.freeze_baseline:
         notes.insert(
             0,
-            f"frozen baseline: the run of {display_timestamp(run.timestamp)} "
-            f"({format_timestamp(run.timestamp)}); later runs are compared with it",
+            f"frozen baseline: the run of {display_timestamp(run.timestamp)}; "
+            "later runs are compared with it",
         )
 
     def spelled(text: str) -> str:

@@ -141,7 +141,7 @@ def _num(value: float, digits: int = 3) -> str:
 
 
 def _when(run: RunRecord) -> str:
-    return format_timestamp(run.timestamp, zulu=False)
+    return format_timestamp(run.timestamp)
 
 
 @dataclass(frozen=True)
