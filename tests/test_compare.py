@@ -333,8 +333,8 @@ def test_a_baseline_with_unknown_fingerprint_keys_is_a_config_change() -> None:
 def test_delta_rendering_without_colour() -> None:
     assert format_delta(0.2, T, color=False) == "  (↑ 0.200)"
     assert format_delta(-0.0561, T, color=False) == "  (↓ 0.056)"
-    assert format_delta(1e-12, T, color=False) == "  (—       )"
-    assert format_delta(math.nan, T, color=False) == "  (n/a    )"
+    assert format_delta(1e-12, T, color=False) == "  (—)"
+    assert format_delta(math.nan, T, color=False) == "  (n/a)"
 
 
 @pytest.mark.parametrize(

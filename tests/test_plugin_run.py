@@ -252,8 +252,8 @@ def test_report_history_and_diff_on_the_second_run(project: Project, dist: list[
         [
             "Aggregate (previous run: *)",
             "  recall@1   0.750  (↓ 0.250)",
-            "  recall@5   1.000  (—       )",
-            "  recall@10  1.000  (—       )",
+            "  recall@5   1.000  (—)",
+            "  recall@10  1.000  (—)",
             "  MRR        0.833  (↓ 0.167)",
             "  nDCG@10    0.875  (↓ 0.125)",
         ]
@@ -422,7 +422,7 @@ def test_ini_switches_work_like_flags(project: Project) -> None:
     project.answer(WORSE)
     result = project.pytester.runpytest()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["  recall@3   1.000  (—       )"])
+    result.stdout.fnmatch_lines(["  recall@3   1.000  (—)"])
 
 
 def test_frozen_baseline_is_compared_while_compatible(project: Project) -> None:

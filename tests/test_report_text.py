@@ -83,7 +83,7 @@ def test_full_diff_example_is_reproduced_exactly() -> None:
         "       a delta below may reflect that, not retrieval\n"
         "\n"
         "Aggregate (previous run: 2026-04-23T09:10:11.500Z)\n"
-        "  recall@1   0.250  (—       )\n"
+        "  recall@1   0.250  (—)\n"
         "  recall@3   0.500  (↓ 0.500)\n"
         "  MRR        0.500  (↓ 0.250)\n"
         "  nDCG@3     0.460  (↓ 0.315)\n"
@@ -108,7 +108,7 @@ def test_compatible_previous_shows_arrows_and_its_timestamp() -> None:
     out = text(run(minutes=1, recall=0.8), run(minutes=0, recall=0.6))
     assert "Aggregate (previous run: 2026-04-24T05:32:01Z)" in out
     assert "  recall@5   0.800  (↑ 0.200)\n" in out
-    assert "  MRR        0.500  (—       )\n" in out
+    assert "  MRR        0.500  (—)\n" in out
 
 
 def test_golden_change_disables_the_diff() -> None:

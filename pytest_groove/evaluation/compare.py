@@ -480,11 +480,15 @@ def color_enabled(no_color: bool, stream: TextIO | None) -> bool:
 
 
 def format_delta(delta: float, threshold: float, color: bool) -> str:
-    """The suffix after a metric value: ``  (↑ 0.200)``, ``  (↓ 0.010)``, ``  (—       )``."""
+    """The suffix after a metric value: ``  (↑ 0.200)``, ``  (↓ 0.010)``, ``  (—)``.
+
+    The value before it is already padded to one width, so the marker is not padded
+    again: ``(—)`` and ``(n/a)`` hug their text instead of ending in a run of blanks.
+    """
     if not math.isfinite(delta):
-        return "  (n/a    )"
+        return "  (n/a)"
     if abs(delta) < UNCHANGED_EPSILON:
-        return "  (—       )"
+        return "  (—)"
     body = f"{'↑' if delta > 0 else '↓'} {abs(delta):.3f}"
     if color:
         if delta > threshold:
