@@ -176,7 +176,7 @@ def test_each_query_is_an_item_and_a_miss_fails_with_a_readable_text(
             "    ops/oncall.md  not retrieved (searched 2)",
             "  top 2 of 2 hits:",
             "      1. misc/other.md  (1.0000)",
-            "      2. misc/more.md # Intro  (0.5000)",
+            "      2. misc/more.md#Intro  (0.5000)",
             "  metrics:  recall@1 0.00  recall@5 0.00  recall@10 0.00  RR 0.00  nDCG@10 0.00",
         ]
     )

@@ -24,6 +24,7 @@ from pytest_groove.cli.args import (
     whole_number,
 )
 from pytest_groove.errors import GrooveError, OutputFailed
+from pytest_groove.search.hits import hit_label
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -71,8 +72,7 @@ def _run_search(args: argparse.Namespace) -> int:
         print("no results")
         return EXIT_OK
     for hit in response.hits:
-        heading = f" > {hit.heading}" if hit.heading else ""
-        print(f"{hit.rank:>3}. {hit.path}{heading}  (score {hit.score:.4f})")
+        print(f"{hit.rank:>3}. {hit_label(hit.path, hit.heading)}  (score {hit.score:.4f})")
         snippet = " ".join(hit.content.split())
         if snippet:
             print(f"     {snippet[:160]}{'...' if len(snippet) > 160 else ''}")
