@@ -89,7 +89,8 @@ def test_history_diff_is_the_gate_diff(stored: Path) -> None:
     incompatible = groove(
         "history", "--kb-path", stored, "diff", "2026-04-24T05:34", "2026-04-24T05:35"
     )
-    assert "config or metric version changed since last run, diff disabled" in incompatible.stdout
+    assert "config or metric version changed since last run (" in incompatible.stdout
+    assert "differ" in incompatible.stdout and ", diff disabled" in incompatible.stdout
 
 
 def test_history_freeze_moves_the_baseline_and_keeps_every_run(stored: Path) -> None:

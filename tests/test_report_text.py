@@ -121,7 +121,10 @@ def test_metric_version_change_says_config_changed_not_golden() -> None:
     out = text(
         run(minutes=1, recall=0.1), run(minutes=0, recall=0.9, fp=fingerprint(metric_version=1))
     )
-    assert "⚠️ config or metric version changed since last run, diff disabled" in out
+    assert (
+        "⚠️ config or metric version changed since last run (metric_version differs), "
+        "diff disabled" in out
+    )
     assert "golden changed" not in out
     assert "↓" not in out
 
@@ -129,7 +132,10 @@ def test_metric_version_change_says_config_changed_not_golden() -> None:
 def test_previous_run_with_unknown_fingerprint_keys_says_config_changed() -> None:
     newer = Fingerprint.from_json({**fingerprint().to_json(), "future_knob": 7})
     out = text(run(minutes=1, recall=0.1), run(minutes=0, recall=0.9, fp=newer))
-    assert "⚠️ config or metric version changed since last run, diff disabled" in out
+    assert (
+        "⚠️ config or metric version changed since last run (future_knob differs), "
+        "diff disabled" in out
+    )
     assert "↓" not in out
 
 
