@@ -1,0 +1,78 @@
+"""What a newcomer trips over (issue 25), each through the door the newcomer uses.
+
+The ``groove`` command runs in a subprocess with the ``hash`` embedder on a small KB
+written here; the pytest door runs under pytester.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LONG = "This paragraph is long enough to stand as a chunk of its own in the index."
+
+NOTES = {
+    "billing/invoices.md": (
+        "# Invoices\n\n## Sending invoices\n\n"
+        f"{LONG} Invoices go out on the first working day of the month.\n\n"
+        "## VAT numbers\n\nEvery invoice shows one.\n"
+    ),
+    "ops/deploy.md": (
+        f"# Deploy\n\n## Canary\n\n{LONG} A canary release ships to one percent first.\n"
+    ),
+}
+
+GOLDEN = """\
+queries:
+  - id: sending
+    query: "When do invoices go out?"
+    expected:
+      - path: billing/invoices.md
+        heading: Sending invoices
+  - id: canary
+    query: "How does a canary release ship?"
+    expected:
+      - path: ops/deploy.md
+"""
+
+
+def groove(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_groove.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def write_kb(root: Path, golden: str = GOLDEN) -> Path:
+    for name, text in NOTES.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    (root / ".groove-eval.yml").write_text(golden, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    return write_kb(tmp_path / "kb")
+
+
+# --------------------------------------------------------------------------- corpus changed
+
+
+def test_corpus_change_names_the_frozen_baseline_it_was_compared_with(kb: Path) -> None:
+    first = groove("eval", "--kb-path", kb, "--model", "hash", "--freeze-baseline")
+    assert first.returncode == 0, first.stderr
+    groove("eval", "--kb-path", kb, "--model", "hash")  # a later run, not the baseline
+    (kb / "ops" / "extra.md").write_text(f"## Extra\n\n{LONG}\n", encoding="utf-8")
+    third = groove("eval", "--kb-path", kb, "--model", "hash")
+    assert third.returncode == 0, third.stderr
+    frozen = first.stdout.splitlines()[0].split(" — ", 1)[1]
+    assert f"⚠️ corpus changed since the frozen baseline run of {frozen} (" in third.stdout
+    assert "since last run" not in third.stdout
