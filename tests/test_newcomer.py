@@ -76,3 +76,28 @@ def test_corpus_change_names_the_frozen_baseline_it_was_compared_with(kb: Path) 
     frozen = first.stdout.splitlines()[0].split(" — ", 1)[1]
     assert f"⚠️ corpus changed since the frozen baseline run of {frozen} (" in third.stdout
     assert "since last run" not in third.stdout
+
+
+# --------------------------------------------------------------------------- empty KB
+
+
+def test_indexing_a_folder_without_markdown_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not Markdown\n", encoding="utf-8")
+    done = groove("index", "--kb-path", empty, "--model", "hash")
+    assert done.returncode == 1
+    assert "0 chunks embedded" not in done.stdout
+    assert f"no indexable file under {empty}: only .md files are indexed" in done.stderr
+    assert "check --kb-path" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (empty / ".groove").exists()
+
+
+def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(kb: Path) -> None:
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    for name in NOTES:
+        (kb / name).unlink()
+    again = groove("index", "--kb-path", kb, "--model", "hash")
+    assert again.returncode == 0, again.stderr
+    assert "2 removed" in again.stdout
