@@ -101,3 +101,68 @@ def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(kb: Pat
     again = groove("index", "--kb-path", kb, "--model", "hash")
     assert again.returncode == 0, again.stderr
     assert "2 removed" in again.stdout
+
+
+# --------------------------------------------------------------------------- merged heading
+
+PINNED_TO_A_SHORT_SECTION = """\
+queries:
+  - id: vat
+    query: "Where is the VAT number on an invoice?"
+    expected:
+      - path: billing/invoices.md
+        heading: VAT numbers
+"""
+
+
+def test_a_heading_merged_away_is_named_as_merged_not_absent(tmp_path: Path) -> None:
+    kb = write_kb(tmp_path / "kb", PINNED_TO_A_SHORT_SECTION)
+    done = groove("eval", "--kb-path", kb, "--model", "hash")
+    assert done.returncode == 1
+    assert "is not a heading of" not in done.stderr
+    assert (
+        "expected heading `VAT numbers` of `billing/invoices.md` is no heading in the index: "
+        "its section is under 50 bytes, so it was merged into the section before it "
+        "(heading `Sending invoices`); pin that heading instead, or lengthen the section"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_heading_that_is_really_absent_keeps_the_plain_message(tmp_path: Path) -> None:
+    golden = PINNED_TO_A_SHORT_SECTION.replace("VAT numbers", "Refunds")
+    done = groove("eval", "--kb-path", write_kb(tmp_path / "kb", golden), "--model", "hash")
+    assert done.returncode == 1
+    assert "expected heading `Refunds` is not a heading of `billing/invoices.md`" in done.stderr
+    assert "merged" not in done.stderr
+
+
+# --------------------------------------------------------------------------- groove init
+
+
+def test_init_lists_merged_headings_and_prints_the_gitignore_lines(kb: Path) -> None:
+    from pytest_groove.evaluation.starter import GITIGNORE_LINES
+    from pytest_groove.kb.indexer import GROOVE_DIR_NAME
+
+    (kb / ".groove-eval.yml").unlink()
+    done = groove("init", "--kb-path", kb)
+    assert done.returncode == 0, done.stderr
+    starter = (kb / ".groove-eval.yml").read_text(encoding="utf-8")
+    assert "#     - Sending invoices\n" in starter
+    assert "#     - VAT numbers\n" not in starter
+    assert (
+        "#     (merged: VAT numbers -> Sending invoices; under 50 bytes, not a heading to pin)"
+    ) in starter
+    assert GITIGNORE_LINES[0] == f"{GROOVE_DIR_NAME}/"
+    assert f"add these lines to {kb / '.gitignore'}" in done.stdout
+    for line in GITIGNORE_LINES:
+        assert f"\n    {line}\n" in done.stdout
+    assert not (kb / ".gitignore").exists()  # printed, never written
+
+
+def test_init_prints_only_the_gitignore_lines_still_missing(kb: Path) -> None:
+    (kb / ".gitignore").write_text(".groove/\n.groove-eval-history.json.lock\n", "utf-8")
+    done = groove("init", "--kb-path", kb)
+    assert done.returncode == 0, done.stderr
+    assert "\n    .groove/\n" not in done.stdout
+    assert "\n    .groove-eval-history.json.bak-*\n" in done.stdout
+    assert (kb / ".gitignore").read_text("utf-8").count("\n") == 2

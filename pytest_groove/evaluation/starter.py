@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.config import Settings
-from pytest_groove.kb.markdown import parse_markdown
+from pytest_groove.evaluation.history_format import BACKUP_MARK, HISTORY_FILE_NAME
+from pytest_groove.kb.markdown import MERGE_THRESHOLD_BYTES, merged_headings, parse_markdown
 from pytest_groove.kb.walk import collect_files
 
 #: the most documents listed in the golden file's comments (a big KB gets a note)
@@ -28,6 +29,8 @@ HEADING_SCAN_BYTES = 256 * 1024
 class DocumentOutline:
     path: str
     headings: tuple[str, ...]
+    #: headings whose short section was merged into another chunk: (heading, kept as)
+    merged: tuple[tuple[str, str | None], ...] = ()
 
 
 def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
@@ -42,9 +45,11 @@ def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
                 text = handle.read(HEADING_SCAN_BYTES).decode("utf-8", "replace")
             document = parse_markdown(text, settings.index.exclude_headings)
             headings = tuple(s.heading for s in document.sections if s.heading)
+            merged = tuple(merged_headings(text, settings.index.exclude_headings).items())
         except (OSError, ValueError):
             headings = ()  # listed without headings; the indexer reports the problem
-        listed.append(DocumentOutline(rel, headings))
+            merged = ()
+        listed.append(DocumentOutline(rel, headings, merged))
     return listed, len(files)
 
 
@@ -56,6 +61,30 @@ def _quote(text: str) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _merged_line(heading: str, into: str | None) -> str:
+    where = "the opening text" if into is None else _one_line(into)
+    return (
+        f"#     (merged: {_one_line(heading)} -> {where}; under {MERGE_THRESHOLD_BYTES} "
+        "bytes, not a heading to pin)"
+    )
+
+
+#: what ``groove init`` asks to be added to the KB's ``.gitignore`` (it never writes it):
+#: the index, the history's lock, its backups and a killed save's temporary files
+GITIGNORE_LINES = (
+    ".groove/",  # kb.indexer.GROOVE_DIR_NAME; not imported: init needs no numpy or SQLite
+    f"{HISTORY_FILE_NAME}.lock",
+    f"{HISTORY_FILE_NAME}{BACKUP_MARK}*",
+    f"{HISTORY_FILE_NAME}.*.tmp",
+)
+
+
+def missing_gitignore_lines(existing: str | None) -> list[str]:
+    """The :data:`GITIGNORE_LINES` not already in ``existing`` (a .gitignore's text)."""
+    present = set() if existing is None else {line.strip() for line in existing.splitlines()}
+    return [line for line in GITIGNORE_LINES if line not in present]
 
 
 def golden_starter(documents: Sequence[DocumentOutline], total: int) -> str:
@@ -110,6 +139,7 @@ def golden_starter(documents: Sequence[DocumentOutline], total: int) -> str:
     for document in documents:
         lines.append(f"#   {document.path}")
         lines += [f"#     - {_one_line(h)}" for h in document.headings]
+        lines += [_merged_line(heading, into) for heading, into in document.merged]
     if total > len(documents):
         lines.append(f"#   ... and {total - len(documents)} more")
     if not documents:
