@@ -166,3 +166,30 @@ def test_init_prints_only_the_gitignore_lines_still_missing(kb: Path) -> None:
     assert "\n    .groove/\n" not in done.stdout
     assert "\n    .groove-eval-history.json.bak-*\n" in done.stdout
     assert (kb / ".gitignore").read_text("utf-8").count("\n") == 2
+
+
+# --------------------------------------------------------------------------- HTML fingerprint
+
+
+def test_html_fingerprint_of_a_retriever_run_shows_no_search_pipeline_keys(
+    kb: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("matplotlib")
+    (tmp_path / "team_search.py").write_text(
+        "def search(query, limit):\n"
+        "    return [{'path': 'ops/deploy.md', 'heading': 'Canary', 'score': 1.0}]\n",
+        encoding="utf-8",
+    )
+    own = tmp_path / "own.html"
+    done = groove(
+        "eval", "--kb-path", kb, "--retriever", "team_search:search", "--no-history",
+        "--html", own, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    html = own.read_text(encoding="utf-8")
+    assert "team_search:search" in html and "metric_version" in html
+    assert "fts_query_version" not in html
+    engine = tmp_path / "engine.html"
+    done = groove("eval", "--kb-path", kb, "--model", "hash", "--no-history", "--html", engine)
+    assert done.returncode == 0, done.stderr
+    assert "fts_query_version" in engine.read_text(encoding="utf-8")

@@ -255,8 +255,8 @@ def test_hostile_values_in_every_field_stay_text() -> None:
         f"rerank {HOSTILE}",
         f"id-{HOSTILE}",
         f"why {HOSTILE}?",
-        f"docs/{HOSTILE}.md # Part {HOSTILE}",
-        f"javascript:void(0) # {HOSTILE}",
+        f"docs/{HOSTILE}.md#Part {HOSTILE}",
+        f"javascript:void(0)#{HOSTILE}",
         f"notes/{HOSTILE}.md",
         f"{HOSTILE} (not in top_k)",
     ):
@@ -299,10 +299,10 @@ def test_the_per_query_table_shows_ranks_hits_and_findings() -> None:
     run = with_query(scored(5, [1.0]), 0, result)
     run = replace(run, findings=(f.finding("notes/leak.md", ("deep", 2), ("other", None)),))
     html = render_html_report(run, compare(run, None, 0.05), [], title="t")
-    assert '<code>b.md # Part</code> <span class="note">(rank 2)</span>' in html
+    assert '<code>b.md#Part</code> <span class="note">(rank 2)</span>' in html
     assert '<code>z.md</code> <span class="note">(not retrieved)</span>' in html
     assert "<td class='num'>2</td>" in html  # first expected rank
-    assert "<li value='2' class=\"expected-hit\">✓ <code>b.md # part</code>" in html
+    assert "<li value='2' class=\"expected-hit\">✓ <code>b.md#part</code>" in html
     assert "2 more not shown" in html  # 12 hits, top 10 shown
     assert "<code>notes/leak.md</code>: deep (rank 2), other (not in top_k)" in html
 
