@@ -40,13 +40,16 @@ non_negative_int = whole_number(0)
 
 
 def _run_index(args: argparse.Namespace) -> int:
+    from pytest_groove.embed.registry import get_embedder
     from pytest_groove.engine import run_indexer
 
     settings = load_cli_settings(args)
+    embedder = get_embedder(settings.index.model)  # an unknown model is named first
     _refuse_an_empty_kb(args.kb_path, settings)
     report = run_indexer(
         args.kb_path,
         settings,
+        embedder=embedder,
         force=args.force,
         log=lambda line: print(line, file=sys.stderr),
     )
