@@ -44,6 +44,13 @@ def test_search_text_output(kb_eval_copy: Path) -> None:
     out = groove("search", "--kb-path", kb, "--model", "hash", "canary")
     assert out.returncode == 0
     assert out.stdout.lstrip().startswith("1.")
+    hits = json.loads(
+        groove("search", "--kb-path", kb, "--model", "hash", "--format", "json", "canary").stdout
+    )["results"]
+    first = hits[0]
+    label = first["path"] if first["heading"] is None else f"{first['path']}#{first['heading']}"
+    # the pytest failure's and the TREC files' spelling of a hit, not `path > heading`
+    assert out.stdout.lstrip().startswith(f"1. {label}  (score ")
 
 
 def test_search_without_index_is_one_line_error(tmp_path: Path) -> None:

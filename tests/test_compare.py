@@ -166,16 +166,31 @@ def test_any_fingerprint_difference_disables_the_diff(
     previous = run(minutes=0, fp=fingerprint(**change))
     comparison = compare(run(minutes=1), previous, T)
     assert not comparison.compatible
-    assert comparison.reason == reason
+    assert comparison.reason is not None and comparison.reason.startswith(reason)
     assert comparison.diff is None
     assert comparison.baseline is previous
+    if reason == CONFIG_CHANGED:  # the keys that differ are named as the reason
+        for key in change:
+            assert key in comparison.reason
+
+
+def test_switching_the_retriever_names_the_keys_that_differ() -> None:
+    previous = run(minutes=0, fp=fingerprint(retriever="conftest.mine", model="custom"))
+    comparison = compare(run(minutes=1), previous, T)
+    assert comparison.reason is not None
+    assert comparison.reason.startswith(CONFIG_CHANGED + " (")
+    assert "retriever" in comparison.reason and "model" in comparison.reason
+    assert comparison.reason.endswith(" differ)")
+    one = compare(run(minutes=1), run(minutes=0, fp=fingerprint(limit=20)), T).reason
+    assert one == f"{CONFIG_CHANGED} (limit differs)"
 
 
 def test_legacy_fingerprint_from_json_is_not_compatible() -> None:
     data = fingerprint().to_json()
     del data["fts_query_version"]
     previous = run(minutes=0, fp=Fingerprint.from_json(data))
-    assert compare(run(minutes=1), previous, T).reason == CONFIG_CHANGED
+    reason = compare(run(minutes=1), previous, T).reason
+    assert reason == f"{CONFIG_CHANGED} (fts_query_version differs)"
     data["fts_query_version"] = 3
     assert compare(run(minutes=1), run(fp=Fingerprint.from_json(data)), T).compatible
 
@@ -323,7 +338,9 @@ def test_query_regressed_sees_no_drop_for_an_unchanged_shared_id_query() -> None
 def test_a_baseline_with_unknown_fingerprint_keys_is_a_config_change() -> None:
     newer = fingerprint(extra={"future_knob": 7})
     comparison = compare(run(minutes=1), run(minutes=0, fp=newer), T)
-    assert not comparison.compatible and comparison.reason == CONFIG_CHANGED
+    assert (
+        not comparison.compatible and comparison.reason == f"{CONFIG_CHANGED} (future_knob differs)"
+    )
     assert comparison.diff is None and gate_failures(comparison, T) == []
 
 
@@ -333,8 +350,8 @@ def test_a_baseline_with_unknown_fingerprint_keys_is_a_config_change() -> None:
 def test_delta_rendering_without_colour() -> None:
     assert format_delta(0.2, T, color=False) == "  (↑ 0.200)"
     assert format_delta(-0.0561, T, color=False) == "  (↓ 0.056)"
-    assert format_delta(1e-12, T, color=False) == "  (—       )"
-    assert format_delta(math.nan, T, color=False) == "  (n/a    )"
+    assert format_delta(1e-12, T, color=False) == "  (—)"
+    assert format_delta(math.nan, T, color=False) == "  (n/a)"
 
 
 @pytest.mark.parametrize(

@@ -386,7 +386,7 @@ def test_eval_doc_quotes_the_messages_the_code_prints() -> None:
     doc = read_doc(EVAL_DOC)
     for text in (
         f"⚠️ {GOLDEN_CHANGED}, diff disabled",
-        f"⚠️ {CONFIG_CHANGED}, diff disabled",
+        f"⚠️ {CONFIG_CHANGED} (retriever, model differ), diff disabled",
         NEXT_RUN_HINT,
         QUOTE_CHECK,
         HISTORY_FILE_NAME,

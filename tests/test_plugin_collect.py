@@ -299,17 +299,26 @@ def test_ini_kb_is_relative_to_the_ini_file(
     result.assert_outcomes(passed=4)
 
 
-def test_node_ids_are_ascii_stable_and_safe(project: pytest.Pytester) -> None:
+def test_node_ids_are_readable_stable_and_safe(project: pytest.Pytester) -> None:
     first = _collected(project.runpytest("--groove-kb", "kb", "--collect-only", "-q"))
     second = _collected(project.runpytest("--groove-kb", "kb", "--collect-only", "-q"))
     assert first == second
     assert len(first) == 3
     assert first[0] == "kb/.groove-eval.yml::deploy-days"
+    # a Japanese query keeps its words, not only a hash
+    assert first[2].startswith("kb/.groove-eval.yml::障害が直ったあと報告書はいつまでに出すか-")
     for node_id in first:
         assert node_id.startswith("kb/.groove-eval.yml::")
         name = node_id.split("::", 1)[1]
-        assert name.isascii()
         assert "[" not in name and "]" not in name and "::" not in name and " " not in name
+
+
+def test_k_selects_a_japanese_id_as_written(project: pytest.Pytester) -> None:
+    golden = GOLDEN.replace('  - query: "障害が', '  - id: 入社初日\n    query: "障害が')
+    (project.path / "kb" / ".groove-eval.yml").write_text(golden, encoding="utf-8")
+    listed = project.runpytest("--groove-kb", "kb", "--collect-only", "-q", "-k", "入社初日")
+    assert _collected(listed) == ["kb/.groove-eval.yml::入社初日"]
+    listed.stdout.fnmatch_lines(["*1/3 tests collected (2 deselected)*"])
 
 
 def test_a_single_golden_item_can_be_run_by_node_id(project: pytest.Pytester) -> None:

@@ -134,7 +134,7 @@ def test_fresh_kb_is_indexed_once_then_reused(
     second = _run(pytester, *dist)
     second.assert_outcomes(passed=4)
     assert "groove: indexed:" not in second.stdout.str()
-    second.stdout.fnmatch_lines(["Aggregate (previous run: *)", "  recall@1   1.000  (—       )"])
+    second.stdout.fnmatch_lines(["Aggregate (previous run: *)", "  recall@1   1.000  (—)"])
     assert len(_history(kb)) == 2
 
 

@@ -29,7 +29,7 @@ def test_seed_quick_start_sample_is_reproduced_exactly() -> None:
         per_query=[query("rrf-basics", 1.0), query(DEDUP, 0.0, text=DEDUP)],
     )
     assert text(now, footer=NEXT_RUN_HINT) == (
-        "groove eval — 2026-04-24T05:32:01+00:00\n"
+        "groove eval — 2026-04-24T05:32:01Z\n"
         "  model: bge-m3    reranker: none    limit: 10    queries: 2\n"
         "  corpus: 646 docs / 11215 chunks\n"
         "\n"
@@ -75,15 +75,15 @@ def test_full_diff_example_is_reproduced_exactly() -> None:
         ).aggregate,
     )
     assert text(now, previous) == (
-        "groove eval — 2026-04-24T05:32:01.123456+00:00\n"
+        "groove eval — 2026-04-24T05:32:01.123456Z\n"
         "  model: bge-m3    reranker: none    limit: 3    queries: 2\n"
         "  corpus: 4 docs / 5 chunks\n"
         "    ⚠️ corpus changed since last run (same document and chunk counts, different "
         "contents)\n"
         "       a delta below may reflect that, not retrieval\n"
         "\n"
-        "Aggregate (previous run: 2026-04-23T09:10:11.500+00:00)\n"
-        "  recall@1   0.250  (—       )\n"
+        "Aggregate (previous run: 2026-04-23T09:10:11.500Z)\n"
+        "  recall@1   0.250  (—)\n"
         "  recall@3   0.500  (↓ 0.500, p=1.00)\n"
         "  MRR        0.500  (↓ 0.250, p=1.00)\n"
         "  nDCG@3     0.460  (↓ 0.315, p=1.00)\n"
@@ -107,9 +107,9 @@ def test_single_run_shows_every_recall_and_the_largest_ndcg_only() -> None:
 
 def test_compatible_previous_shows_arrows_and_its_timestamp() -> None:
     out = text(run(minutes=1, recall=0.8), run(minutes=0, recall=0.6))
-    assert "Aggregate (previous run: 2026-04-24T05:32:01+00:00)" in out
+    assert "Aggregate (previous run: 2026-04-24T05:32:01Z)" in out
     assert "  recall@5   0.800  (↑ 0.200, p=1.00)\n" in out
-    assert "  MRR        0.500  (—       )\n" in out
+    assert "  MRR        0.500  (—)\n" in out
 
 
 def test_golden_change_disables_the_diff() -> None:
@@ -122,7 +122,10 @@ def test_metric_version_change_says_config_changed_not_golden() -> None:
     out = text(
         run(minutes=1, recall=0.1), run(minutes=0, recall=0.9, fp=fingerprint(metric_version=1))
     )
-    assert "⚠️ config or metric version changed since last run, diff disabled" in out
+    assert (
+        "⚠️ config or metric version changed since last run (metric_version differs), "
+        "diff disabled" in out
+    )
     assert "golden changed" not in out
     assert "↓" not in out
 
@@ -130,7 +133,10 @@ def test_metric_version_change_says_config_changed_not_golden() -> None:
 def test_previous_run_with_unknown_fingerprint_keys_says_config_changed() -> None:
     newer = Fingerprint.from_json({**fingerprint().to_json(), "future_knob": 7})
     out = text(run(minutes=1, recall=0.1), run(minutes=0, recall=0.9, fp=newer))
-    assert "⚠️ config or metric version changed since last run, diff disabled" in out
+    assert (
+        "⚠️ config or metric version changed since last run (future_knob differs), "
+        "diff disabled" in out
+    )
     assert "↓" not in out
 
 
@@ -186,7 +192,7 @@ def test_frozen_and_search_back_are_named_in_the_header() -> None:
     previous = run(minutes=0)
     frozen = BaselineChoice(previous, previous, frozen=True, skipped=0)
     out = text(run(minutes=1), previous, choice=frozen)
-    assert "Aggregate (previous run: 2026-04-24T05:32:01+00:00, frozen baseline)" in out
+    assert "Aggregate (previous run: 2026-04-24T05:32:01Z, frozen baseline)" in out
     skipped = BaselineChoice(previous, run(minutes=5), frozen=False, skipped=2)
     out = text(run(minutes=6), previous, choice=skipped)
     assert "; 2 newer run(s) with another fingerprint skipped)" in out

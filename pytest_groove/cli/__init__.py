@@ -14,6 +14,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pytest_groove import __version__
 from pytest_groove.cli.args import (
@@ -23,7 +24,9 @@ from pytest_groove.cli.args import (
     load_cli_settings,
     whole_number,
 )
+from pytest_groove.config import Settings
 from pytest_groove.errors import GrooveError, OutputFailed
+from pytest_groove.search.hits import hit_label
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -37,17 +40,44 @@ non_negative_int = whole_number(0)
 
 
 def _run_index(args: argparse.Namespace) -> int:
+    from pytest_groove.embed.registry import get_embedder
     from pytest_groove.engine import run_indexer
 
     settings = load_cli_settings(args)
+    embedder = get_embedder(settings.index.model)  # an unknown model is named first
+    _refuse_an_empty_kb(args.kb_path, settings)
     report = run_indexer(
         args.kb_path,
         settings,
+        embedder=embedder,
         force=args.force,
         log=lambda line: print(line, file=sys.stderr),
     )
     print(report.summary())
     return EXIT_OK
+
+
+def _refuse_an_empty_kb(kb: Path, settings: Settings) -> None:
+    """A KB without one indexable file is almost always the wrong ``--kb-path``: say so
+    instead of "0 chunks embedded", and leave no ``.groove/`` folder behind.
+
+    An index that already exists is still brought up to date (its notes were deleted).
+    """
+    from pytest_groove.kb.indexer import GROOVE_DIR_NAME
+    from pytest_groove.kb.walk import collect_files
+
+    collected = collect_files(kb, settings.index)
+    if collected.files or collected.unlisted:
+        return
+    index = settings.index.index_dir or kb / GROOVE_DIR_NAME
+    if index.exists():
+        return
+    kinds = ", ".join(f".{p}" for p in sorted(settings.index.parsers)) or ".md"
+    raise GrooveError(
+        f"no indexable file under {kb}: only {kinds} files are indexed (Markdown by "
+        "default; other kinds under [parsers] in groove.toml); check --kb-path. Nothing "
+        f"was indexed and no {GROOVE_DIR_NAME}/ folder was created"
+    )
 
 
 # --------------------------------------------------------------------------- search
@@ -71,8 +101,7 @@ def _run_search(args: argparse.Namespace) -> int:
         print("no results")
         return EXIT_OK
     for hit in response.hits:
-        heading = f" > {hit.heading}" if hit.heading else ""
-        print(f"{hit.rank:>3}. {hit.path}{heading}  (score {hit.score:.4f})")
+        print(f"{hit.rank:>3}. {hit_label(hit.path, hit.heading)}  (score {hit.score:.4f})")
         snippet = " ".join(hit.content.split())
         if snippet:
             print(f"     {snippet[:160]}{'...' if len(snippet) > 160 else ''}")

@@ -260,8 +260,8 @@ def _freeze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = history_path(_kb(args))
     frozen = freeze_run(path, args.run)
     out.write(
-        f"frozen baseline: the run of {display_timestamp(frozen.timestamp)} "
-        f"({run_label(frozen)}); later runs are compared with it while they are comparable\n"
+        f"frozen baseline: the run of {display_timestamp(frozen.timestamp)}; "
+        "later runs are compared with it while they are comparable\n"
     )
     return 0
 

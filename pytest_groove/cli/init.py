@@ -16,7 +16,12 @@ from pytest_groove.cli.args import check_kb, run_reporting_errors
 from pytest_groove.config import CONFIG_FILE_NAME, Settings
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME
-from pytest_groove.evaluation.starter import golden_starter, outline, toml_starter
+from pytest_groove.evaluation.starter import (
+    golden_starter,
+    missing_gitignore_lines,
+    outline,
+    toml_starter,
+)
 from pytest_groove.files.atomic import open_new
 
 PROG = "groove init"
@@ -71,11 +76,35 @@ def _init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(f"wrote {path}\n")
         else:
             out.write(f"kept {path} (it exists; groove init never overwrites a file)\n")
+    _gitignore_hint(kb, out)
     out.write(
         f"{total} document(s) listed. Next: write a few queries in {kb / DEFAULT_GOLDEN_NAME}, "
         f"then run: groove eval --kb-path {kb}   (or: pytest --groove-kb {kb})\n"
     )
     return 0
+
+
+#: the most of an existing .gitignore read to see which lines it already has
+_GITIGNORE_SCAN_BYTES = 1024 * 1024
+
+
+def _gitignore_hint(kb: Path, out: TextIO) -> None:
+    """Print the lines the KB's .gitignore lacks; writing it is the user's choice."""
+    path = kb / ".gitignore"
+    try:
+        with path.open("rb") as handle:
+            existing: str | None = handle.read(_GITIGNORE_SCAN_BYTES).decode("utf-8", "replace")
+    except OSError:
+        existing = None
+    missing = missing_gitignore_lines(existing)
+    if not missing:
+        return
+    out.write(
+        f"Keep groove's local files out of git: add these lines to {path} (groove init "
+        "does not write it; prefix them with the KB's folder in a repository-level one):\n"
+    )
+    out.writelines(f"    {line}\n" for line in missing)
+    out.write("  (commit the history itself if your team shares its baseline; docs/ci.md)\n")
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:

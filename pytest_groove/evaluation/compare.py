@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TextIO
 
+from pytest_groove.evaluation.fingerprint import differing_keys
 from pytest_groove.evaluation.gate_record import Loosened
 from pytest_groove.evaluation.metric_table import (
     RECALL,
@@ -239,7 +240,23 @@ def incompatibility(now: RunRecord, previous: RunRecord) -> str | None:
         return None
     if now.fingerprint.golden_hash != previous.fingerprint.golden_hash:
         return GOLDEN_CHANGED
-    return CONFIG_CHANGED
+    return config_changed(differing_keys(now.fingerprint, previous.fingerprint))
+
+
+#: at most this many differing fingerprint keys are named in the reason
+_KEYS_NAMED = 4
+
+
+def config_changed(keys: Sequence[str]) -> str:
+    """:data:`CONFIG_CHANGED` naming the fingerprint keys that differ, e.g.
+    ``config or metric version changed since last run (retriever, model differ)``.
+    """
+    if not keys:
+        return CONFIG_CHANGED
+    named = ", ".join(keys[:_KEYS_NAMED])
+    if len(keys) > _KEYS_NAMED:
+        named += f" and {len(keys) - _KEYS_NAMED} more"
+    return f"{CONFIG_CHANGED} ({named} differ{'s' if len(keys) == 1 else ''})"
 
 
 def corpus_change(
@@ -496,11 +513,15 @@ def color_enabled(no_color: bool, stream: TextIO | None) -> bool:
 
 
 def format_delta(delta: float, threshold: float, color: bool) -> str:
-    """The suffix after a metric value: ``  (↑ 0.200)``, ``  (↓ 0.010)``, ``  (—       )``."""
+    """The suffix after a metric value: ``  (↑ 0.200)``, ``  (↓ 0.010)``, ``  (—)``.
+
+    The value before it is already padded to one width, so the marker is not padded
+    again: ``(—)`` and ``(n/a)`` hug their text instead of ending in a run of blanks.
+    """
     if not math.isfinite(delta):
-        return "  (n/a    )"
+        return "  (n/a)"
     if abs(delta) < UNCHANGED_EPSILON:
-        return "  (—       )"
+        return "  (—)"
     body = f"{'↑' if delta > 0 else '↓'} {abs(delta):.3f}"
     if color:
         if delta > threshold:

@@ -11,12 +11,15 @@ missing path or heading and the closest existing spellings.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from pytest_groove.errors import GrooveError, clip
 from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenSet
+from pytest_groove.files.beneath import Skipped, open_root, read_beneath
+from pytest_groove.kb.markdown import MERGE_THRESHOLD_BYTES, merged_headings
 
 #: suggestions shown after "did you mean"
 _SUGGESTIONS = 3
@@ -53,10 +56,47 @@ def _problem(
     named = {normalise_heading(h): h for h in headings if h is not None}
     if wanted in named:
         return None
+    merged = _merged_into(kb, entry.path, wanted)
+    if merged is not None:
+        return (
+            f"expected heading `{clip(entry.heading)}` of `{clip(entry.path)}` is no heading "
+            f"in the index: its section is under {MERGE_THRESHOLD_BYTES} bytes, so it was "
+            f"merged into the section before it ({merged}); pin that heading instead, or "
+            "lengthen the section"
+        )
     return (
         f"expected heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
         + _did_you_mean(entry.heading, list(named.values()))
     )
+
+
+#: the most of a document read to tell a merged heading from an absent one
+_MERGE_SCAN_BYTES = 4 * 1024 * 1024
+
+
+def _merged_into(kb: Path, rel: str, wanted: str) -> str | None:
+    """How the chunk that took in the short section ``wanted`` of ``rel`` is named
+    (``heading `X``` or ``the document's opening text``); None when ``rel``'s own
+    headings do not fold ``wanted`` away (or the file cannot be read: the plain
+    "not a heading" message stands).  Only on the error path: the file is re-read.
+    """
+    if not rel.lower().endswith(".md"):
+        return None
+    try:
+        root_fd = open_root(kb)
+    except OSError:
+        return None
+    try:
+        data = read_beneath(root_fd, kb, rel, None, _MERGE_SCAN_BYTES)
+    except (Skipped, OSError):
+        return None
+    finally:
+        os.close(root_fd)
+    folded = merged_headings(data.decode("utf-8", "replace"))
+    for heading, into in folded.items():
+        if normalise_heading(heading) == wanted:
+            return "the document's opening text" if into is None else f"heading `{clip(into)}`"
+    return None
 
 
 def check_expected_entries(

@@ -207,6 +207,18 @@ class Fingerprint:
 FINGERPRINT_KEYS = json_keys(Fingerprint)
 
 
+def differing_keys(now: Fingerprint, previous: Fingerprint) -> list[str]:
+    """The top-level fingerprint keys whose stored values differ, in ``now``'s key order.
+
+    A key only one side has counts (a custom retriever's run has ``retriever`` and no
+    search-pipeline keys), so switching the retriever names ``retriever`` and the keys
+    that came or went with it: the reason a report gives for not comparing two runs.
+    """
+    mine, theirs = now.to_json(), previous.to_json()
+    ordered = list(mine) + [key for key in theirs if key not in mine]
+    return [key for key in ordered if mine.get(key) != theirs.get(key)]
+
+
 def _groups_by_document(search: SearchSettings, reranker_id: str | None) -> bool:
     """Whether search grouped the fused list by document (not under a reranker or MMR)."""
     reranked = reranker_id not in (None, "none")

@@ -49,7 +49,6 @@ from pytest_groove.evaluation.run import (
     RunRecord,
     build_run,
     display_timestamp,
-    format_timestamp,
 )
 from pytest_groove.search.searcher import Searcher
 
@@ -238,8 +237,8 @@ def _finish(
     if recorded and plan.options.freeze_baseline:
         notes.insert(
             0,
-            f"frozen baseline: the run of {display_timestamp(run.timestamp)} "
-            f"({format_timestamp(run.timestamp)}); later runs are compared with it",
+            f"frozen baseline: the run of {display_timestamp(run.timestamp)}; "
+            "later runs are compared with it",
         )
 
     def spelled(text: str) -> str:

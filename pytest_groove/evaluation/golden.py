@@ -134,8 +134,14 @@ def golden_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-_NODE_SAFE = re.compile(r"[A-Za-z0-9_.\-]+")
-_NODE_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9_.\-]+")
+#: what a pytest node id cannot hold in one name: ``[`` and ``]`` (parametrisation),
+#: ``::`` (the node separator), whitespace (``-k`` and shells split there) and control,
+#: format or lone surrogate characters (invisible in a terminal, refused by JUnit XML)
+_NODE_FORBIDDEN_CHARS = frozenset("[]")
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs"})
+#: in a slug of query text, ASCII punctuation other than ``_ . -`` goes too (``?``, ``'``)
+_SLUG_FORBIDDEN_CHARS = frozenset(chr(c) for c in range(128) if not chr(c).isalnum()) - set("_.-")
+_SEPARATOR_RUN = re.compile(r":{2,}")
 #: explicit ids longer than this are shortened, to keep node ids readable
 _NODE_ID_MAX_KEEP = 64
 _SLUG_MAX = 40
@@ -146,43 +152,54 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_NODE_HASH_CHARS]
 
 
-def _ascii_slug(text: str) -> str:
-    """ASCII letters, digits, ``_ . -`` from ``text``; everything else becomes ``-``."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    ascii_text = "".join(ch for ch in decomposed if ord(ch) < 128)
-    slug = _NODE_UNSAFE_RUN.sub("-", ascii_text).strip("-")
-    return slug[:_SLUG_MAX].rstrip("-")
+def _escaped(text: str, forbidden: frozenset[str]) -> str:
+    """``text`` with each run of forbidden characters (and of ``::``) turned into one
+    ``-``; such runs at either end are dropped rather than left as a dangling ``-``.
+    """
+    spaced = _SEPARATOR_RUN.sub(" ", text)
+    kept = "".join(
+        " " if ch in forbidden or unicodedata.category(ch) in _INVISIBLE_CATEGORIES else ch
+        for ch in spaced
+    )
+    return "-".join(kept.split())
+
+
+def _slug(text: str) -> str:
+    """``text`` in the user's own script, ASCII punctuation but ``_ . -`` escaped too."""
+    return _escaped(text, _SLUG_FORBIDDEN_CHARS).strip("-")[:_SLUG_MAX].rstrip("-")
 
 
 def _slug_with_hash(label: str, hashed: str) -> str:
-    slug = _ascii_slug(label)
+    slug = _slug(label)
     digest = _short_hash(hashed)
     return f"{slug}-{digest}" if slug else f"q-{digest}"
 
 
 def node_id_for(query: GoldenQuery) -> str:
-    """An ASCII-safe pytest node-id fragment for ``query``, stable across runs.
+    """A pytest node-id fragment for ``query`` that reads as the id was written.
 
-    Only ``A-Z a-z 0-9 _ . -`` appear, so there is never a ``[``, ``]``, ``::``,
-    space or non-ASCII character for a shell, ``-k`` or a JUnit consumer to trip on.
+    Never a ``[``, ``]``, ``::``, whitespace or control character, the characters
+    pytest's node-id syntax, ``-k`` or a JUnit consumer trip on; every other
+    character, Japanese or accented, is kept, so ``pytest -k 入社初日`` selects the
+    query whose id is ``入社初日``.
 
-    - An explicit id already in that alphabet (and at most 64 characters) is kept.
-    - Any other explicit id becomes an ASCII slug plus 8 hex digits of its SHA-256.
-    - A derived id becomes the slug of its 32 code points plus 8 hex digits of the
-      SHA-256 of the *whole* query text, so two queries sharing their first 32 code
-      points still get different node ids.
+    - An explicit id becomes itself with each run of those characters replaced by
+      ``-`` (``billing [EU]`` -> ``billing-EU``), when that leaves 1 to 64 characters
+      and is not ``.`` or ``..``; otherwise its slug plus 8 hex digits of its SHA-256.
+    - A derived id becomes the slug of its 32 code points (ASCII punctuation other than
+      ``_ . -`` also replaced) plus 8 hex digits of the SHA-256 of the *whole* query
+      text, so two queries sharing their first 32 code points get different node ids.
 
-    Two queries can still map to one node id (identical query texts without ids);
-    :func:`node_ids` resolves that for a whole golden set.
+    Node ids only name pytest items; a run's stored queries keep their ``id`` and are
+    paired with earlier runs by id, text and expected entries, never by node id.
+    Two queries can still map to one node id; :func:`node_ids` resolves that for a
+    whole golden set.
     """
     if query.explicit_id:
         ident = query.id
-        if (
-            _NODE_SAFE.fullmatch(ident)
-            and len(ident) <= _NODE_ID_MAX_KEEP
-            and ident not in (".", "..")
-        ):
-            return ident
+        escaped = _escaped(ident, _NODE_FORBIDDEN_CHARS)
+        if 0 < len(escaped) <= _NODE_ID_MAX_KEEP and escaped not in (".", ".."):
+            return escaped
         return _slug_with_hash(ident, ident)
     return _slug_with_hash(query.id, query.query)
 

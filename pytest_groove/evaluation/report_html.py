@@ -75,6 +75,7 @@ from pytest_groove.evaluation.metric_table import (
 from pytest_groove.evaluation.metrics import entry_satisfied, expected_ranks
 from pytest_groove.evaluation.run import QueryResult, RunRecord, format_timestamp
 from pytest_groove.evaluation.significance import with_p_value
+from pytest_groove.search.hits import hit_label
 
 __all__ = [
     "MAX_DELTA_ROWS",
@@ -142,7 +143,7 @@ def _num(value: float, digits: int = 3) -> str:
 
 
 def _when(run: RunRecord) -> str:
-    return format_timestamp(run.timestamp, zulu=False)
+    return format_timestamp(run.timestamp)
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ def _delta_cell(delta: float | None, threshold: float) -> _DeltaCell | None:
 
 
 def _entry_label(path: str, heading: str | None) -> str:
-    return path if heading is None else f"{path} # {heading}"
+    return hit_label(path, heading)
 
 
 def _fingerprint_rows(run: RunRecord) -> list[tuple[str, str]]:
@@ -188,11 +189,10 @@ def _fingerprint_rows(run: RunRecord) -> list[tuple[str, str]]:
         rows.append(("corpus", f"{run.corpus.documents} docs / {run.corpus.chunks} chunks"))
     if fp.retriever is not None:
         rows.append(("retriever", fp.retriever))
-    summary = [
-        f"golden {fp.golden_hash[:12]}",
-        f"metric_version {fp.metric_version}",
-        f"fts_query_version {fp.fts_query_version}",
-    ]
+    summary = [f"golden {fp.golden_hash[:12]}", f"metric_version {fp.metric_version}"]
+    # a team's own retriever ran no query compiler: show only what the searcher used
+    if fp.retriever is None:
+        summary.append(f"fts_query_version {fp.fts_query_version}")
     optional = {
         "mmr": fp.mmr,
         "parent_retriever": fp.parent_retriever,
@@ -200,7 +200,7 @@ def _fingerprint_rows(run: RunRecord) -> list[tuple[str, str]]:
         "context": fp.context,
     }
     for name, values in optional.items():
-        if values is not None:
+        if values is not None and fp.retriever is None:
             inner = ", ".join(f"{key}={values[key]}" for key in sorted(values))
             summary.append(f"{name}({inner})")
     rows.append(("fingerprint", "; ".join(summary)))

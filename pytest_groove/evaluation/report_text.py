@@ -48,6 +48,23 @@ def _aggregate_header(comparison: Comparison, choice: BaselineChoice | None) -> 
     return [f"Aggregate ({label})"]
 
 
+def _since(comparison: Comparison, choice: BaselineChoice | None) -> str:
+    """The run the corpus changed since, named as the aggregate header names it: "last
+    run" only when the baseline is the newest stored run, else that run's moment.
+    """
+    baseline = comparison.baseline
+    if baseline is None or choice is None:
+        return "last run"
+    when = display_timestamp(baseline.timestamp)
+    if choice.named:
+        return f"the baseline run you named ({when})"
+    if choice.frozen:
+        return f"the frozen baseline run of {when}"
+    if choice.skipped:
+        return f"the run of {when}"
+    return "last run"
+
+
 def render_text(
     run: RunRecord,
     comparison: Comparison,
@@ -77,7 +94,8 @@ def render_text(
     if run.corpus is not None:
         lines.append(f"  corpus: {run.corpus.documents} docs / {run.corpus.chunks} chunks")
         if comparison.corpus_changed:
-            lines.append(f"    ⚠️ corpus changed since last run ({comparison.corpus_phrase})")
+            since = _since(comparison, choice)
+            lines.append(f"    ⚠️ corpus changed since {since} ({comparison.corpus_phrase})")
             lines.append("       a delta below may reflect that, not retrieval")
     lines.append("")
     lines += _aggregate_header(comparison, choice)

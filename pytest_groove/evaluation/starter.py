@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.config import Settings
+from pytest_groove.evaluation.history_format import BACKUP_MARK, HISTORY_FILE_NAME
 from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
-from pytest_groove.kb.markdown import parse_markdown
+from pytest_groove.kb.markdown import MERGE_THRESHOLD_BYTES, merged_headings, parse_markdown
 from pytest_groove.kb.walk import collect_files
 
 #: the most documents listed in the golden file's comments (a big KB gets a note)
@@ -35,6 +36,8 @@ MAX_WALKED_ENTRIES = 100_000
 class DocumentOutline:
     path: str
     headings: tuple[str, ...]
+    #: headings whose short section was merged into another chunk: (heading, kept as)
+    merged: tuple[tuple[str, str | None], ...] = ()
 
 
 def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
@@ -54,6 +57,7 @@ def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
     try:
         for rel in files[:MAX_LISTED_DOCUMENTS]:
             headings: tuple[str, ...] = ()
+            merged: tuple[tuple[str, str | None], ...] = ()
             try:
                 data = read_beneath(
                     root_fd, root, rel, collected.identities.get(rel), HEADING_READ_CAP
@@ -61,9 +65,11 @@ def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
                 text = data[:HEADING_SCAN_BYTES].decode("utf-8", "replace")
                 document = parse_markdown(text, settings.index.exclude_headings)
                 headings = tuple(s.heading for s in document.sections if s.heading)
+                merged = tuple(merged_headings(text, settings.index.exclude_headings).items())
             except (Skipped, ValueError):
-                headings = ()  # listed without headings; the indexer reports the problem
-            listed.append(DocumentOutline(rel, headings))
+                # listed without headings; the indexer reports the problem
+                headings, merged = (), ()
+            listed.append(DocumentOutline(rel, headings, merged))
     finally:
         os.close(root_fd)
     return listed, len(files)
@@ -77,6 +83,30 @@ def _quote(text: str) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _merged_line(heading: str, into: str | None) -> str:
+    where = "the opening text" if into is None else _one_line(into)
+    return (
+        f"#     (merged: {_one_line(heading)} -> {where}; under {MERGE_THRESHOLD_BYTES} "
+        "bytes, not a heading to pin)"
+    )
+
+
+#: what ``groove init`` asks to be added to the KB's ``.gitignore`` (it never writes it):
+#: the index, the history's lock, its backups and a killed save's temporary files
+GITIGNORE_LINES = (
+    ".groove/",  # kb.indexer.GROOVE_DIR_NAME; not imported: init needs no numpy or SQLite
+    f"{HISTORY_FILE_NAME}.lock",
+    f"{HISTORY_FILE_NAME}{BACKUP_MARK}*",
+    f"{HISTORY_FILE_NAME}.*.tmp",
+)
+
+
+def missing_gitignore_lines(existing: str | None) -> list[str]:
+    """The :data:`GITIGNORE_LINES` not already in ``existing`` (a .gitignore's text)."""
+    present = set() if existing is None else {line.strip() for line in existing.splitlines()}
+    return [line for line in GITIGNORE_LINES if line not in present]
 
 
 def golden_starter(documents: Sequence[DocumentOutline], total: int) -> str:
@@ -131,6 +161,7 @@ def golden_starter(documents: Sequence[DocumentOutline], total: int) -> str:
     for document in documents:
         lines.append(f"#   {document.path}")
         lines += [f"#     - {_one_line(h)}" for h in document.headings]
+        lines += [_merged_line(heading, into) for heading, into in document.merged]
     if total > len(documents):
         lines.append(f"#   ... and {total - len(documents)} more")
     if not documents:

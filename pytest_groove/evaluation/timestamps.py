@@ -1,9 +1,10 @@
 """Moments as the history file and the reports write them (RFC 3339, UTC).
 
-Files and the JSON report write ``Z`` with 0, 3 or 6 fractional digits
-(:func:`format_timestamp`); people read the ``+00:00`` form
-(:func:`display_timestamp`); any RFC 3339 offset with up to 9 fractional digits is
-read back as UTC (:func:`parse_timestamp`).
+Files, the JSON report, the text and HTML reports, messages and ``groove history`` all
+write one spelling: ``Z`` with 0, 3 or 6 fractional digits (:func:`format_timestamp`,
+:func:`display_timestamp`), so a moment copied from any of them names the same run; any
+RFC 3339 offset with up to 9 fractional digits is read back as UTC
+(:func:`parse_timestamp`).
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ def format_timestamp(moment: datetime, *, zulu: bool = True) -> str:
 
 
 def display_timestamp(moment: datetime) -> str:
-    """A moment as people read it (report banners, stderr messages): the seed's
-    ``+00:00`` form.  Files and the JSON report keep :func:`format_timestamp`'s ``Z``.
+    """A moment as people read it (report banners, stderr messages): the same ``Z``
+    spelling the history, the JSON report and ``groove history`` write, so the text
+    a user copies from a report is the one ``--baseline-run`` and ``history freeze``
+    take, and two spellings of one moment never meet on a screen.
     """
-    return format_timestamp(moment, zulu=False)
+    return format_timestamp(moment)
 
 
 def parse_timestamp(text: Any, path: str = "timestamp") -> datetime:

@@ -255,7 +255,9 @@ def _joined(first: str, second: str) -> str:
     return f"{first}\n\n{second}" if first and second else first or second
 
 
-def merge_short_sections(sections: Sequence[Section]) -> list[Section]:
+def merge_short_sections(
+    sections: Sequence[Section], folded: list[tuple[Section, Section]] | None = None
+) -> list[Section]:
     """Drop heading-only sections and fold sections under 50 bytes into a neighbour.
 
     A section with no text is dropped: its heading is already part of the
@@ -266,6 +268,9 @@ def merge_short_sections(sections: Sequence[Section]) -> list[Section]:
     section with nothing before it takes in the next section instead.  Either
     way a merged chunk is named by its first section, and only a document made
     of a single short section has a short chunk.
+
+    ``folded`` (optional) receives ``(section, receiver)`` for each section whose
+    heading is no chunk's heading after the merge: what an error names as "merged".
     """
     merged: list[Section] = []
     pending: Section | None = None  # a short first section waiting for a successor
@@ -275,6 +280,8 @@ def merge_short_sections(sections: Sequence[Section]) -> list[Section]:
         if pending is not None:
             text = _joined(pending.content, _marker(section) + section.content)
             merged.append(Section(pending.heading, pending.level, pending.ancestry, text))
+            if folded is not None:
+                folded.append((section, pending))
             pending = None
             continue
         short = len(section.content.encode("utf-8")) < MERGE_THRESHOLD_BYTES
@@ -284,6 +291,8 @@ def merge_short_sections(sections: Sequence[Section]) -> list[Section]:
             target = merged[-1]
             text = _joined(target.content, _marker(section) + section.content)
             merged[-1] = Section(target.heading, target.level, target.ancestry, text)
+            if folded is not None:
+                folded.append((section, target))
         else:
             pending = section
     if pending is not None:
@@ -318,3 +327,16 @@ def parse_markdown(
     h1_title, body = split_title(body)
     sections = merge_short_sections(split_sections(body, exclude_headings))
     return MarkdownDocument(frontmatter, tuple(sections), h1_title)
+
+
+def merged_headings(text: str, exclude_headings: Sequence[str] = ()) -> dict[str, str | None]:
+    """Each heading of ``text`` whose section was folded into another because it is short,
+    mapped to the heading of the chunk that holds it (None: the document's untitled start).
+
+    Cheap enough for an error path or ``groove init``: frontmatter is skipped, not parsed.
+    """
+    _, body = split_frontmatter(text)
+    _, body = split_title(body)
+    folded: list[tuple[Section, Section]] = []
+    merge_short_sections(split_sections(body, exclude_headings), folded)
+    return {section.heading: into.heading for section, into in folded if section.heading}

@@ -21,6 +21,7 @@ from pytest_groove.evaluation.metric_table import query_summary
 from pytest_groove.evaluation.metrics import expected_ranks, is_miss
 from pytest_groove.evaluation.records import GoldenQuery, GoldenSet
 from pytest_groove.evaluation.run import QueryResult
+from pytest_groove.search.hits import hit_label
 
 
 class QueryRunner(Protocol):
@@ -53,7 +54,7 @@ class QueryFailed(Exception):
 
 
 def _label(path: str, heading: str | None) -> str:
-    return path if heading is None else f"{path} # {heading}"
+    return hit_label(path, heading)
 
 
 def _rank_text(rank: int | None, max_k: int, fetched: int) -> str:

@@ -5,6 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: between a hit's path and its heading wherever people read one (pytest failures,
+#: ``groove search``): the ``path#heading`` spelling of the TREC run and qrels files
+#: (docs/interop.md), so a label copied from one matches the others
+HEADING_SEPARATOR = "#"
+
+
+def hit_label(path: str, heading: str | None) -> str:
+    """``path#heading``, or ``path`` for a hit or expected entry without a heading."""
+    return path if not heading else f"{path}{HEADING_SEPARATOR}{heading}"
+
 
 @dataclass
 class SearchHit:
