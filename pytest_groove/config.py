@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pytest_groove.embed.names import DEFAULT_MODEL
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_repr
 from pytest_groove.evaluation.guarded_io import read_guarded
+from pytest_groove.evaluation.metric_names import read_metric_names
 from pytest_groove.shapes import (
     Reader,
     ShapeError,
@@ -135,6 +136,8 @@ class EvalSettings:
     history_size: int = 10
     k_values: tuple[int, ...] = (1, 5, 10)
     regression_threshold: float = 0.05
+    #: the optional metrics measured besides recall, MRR and nDCG (metric table keys)
+    metrics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -413,6 +416,7 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
         "history_size": _whole(1, 10_000),
         "k_values": _WHOLES,
         "regression_threshold": _UNIT,
+        "metrics": read_metric_names,
     }
     ev = EvalSettings(**sec.take(readers))
     sec.finish()

@@ -269,7 +269,8 @@ def test_exclusion_with_positive_part_is_fine(tmp_path: Path) -> None:
     [
         (
             doc(expected=[{"path": "a.md", "relevance": 2}]),
-            "queries[0].expected[0]: unknown field `relevance`, expected one of `path`, `heading`, `grade`",
+            "queries[0].expected[0]: unknown field `relevance`, "
+            "expected one of `path`, `heading`, `grade`",
         ),
         (
             doc(weight=1),

@@ -43,7 +43,9 @@ def _trec_ndcg(pairs: list[tuple[Query, list[int]]]) -> dict[str, dict[str, floa
     }
     # the run is exported from the graded entries: a grade-0 entry is credited nothing
     graded = [
-        replace(q, expected=tuple(replace(e, grade=g) for e, g in zip(q.expected, grades)))
+        replace(
+            q, expected=tuple(replace(e, grade=g) for e, g in zip(q.expected, grades, strict=True))
+        )
         for q, grades in pairs
     ]
     text = "".join(f"{line}\n" for line in run_lines(graded))

@@ -68,6 +68,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "freeze-baseline",
             "baseline",
             "threshold",
+            "metrics",
             "retriever",
             "retriever-name",
             "retriever-timeout",

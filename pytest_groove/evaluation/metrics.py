@@ -35,8 +35,6 @@ METRIC_VERSION = 2
 #: k used by :func:`is_miss` when the k list is empty
 FALLBACK_K = 10
 
-#: the metrics a run measures only when asked (``[eval] metrics``), by table key
-OPTIONAL_METRICS = ("precision", "hit_rate", "map", "r_precision")
 
 
 class RankedHit(Protocol):
@@ -311,7 +309,7 @@ def query_metrics(
     optional: Collection[str] = (),
 ) -> QueryMetrics:
     """Recall and nDCG at each k in ``k_values``, plus the reciprocal rank, and the
-    ``optional`` metrics (keys of :data:`OPTIONAL_METRICS`) asked for."""
+    ``optional`` metrics asked for (keys of ``metric_names.OPTIONAL_METRICS``)."""
     return QueryMetrics(
         recall_at_k={k: recall_at_k(expected, hits, k) for k in k_values},
         reciprocal_rank=reciprocal_rank(expected, hits),

@@ -71,6 +71,8 @@ class EvalPlan:
     depth: int
     #: the regression threshold of each metric
     thresholds: Thresholds
+    #: the optional metrics measured (metric table keys; command line over [eval])
+    metrics: tuple[str, ...] = ()
     #: names the tool in report banners and messages (``groove eval``, ``groove``)
     prog: str = "groove eval"
     #: notes for stderr, without a program prefix (e.g. the limit-cap note)
@@ -174,6 +176,7 @@ def plan_evaluation(
         limit=limit,
         depth=max(max(k_values), limit),
         thresholds=thresholds,
+        metrics=options.metrics if options.metrics is not None else settings.eval.metrics,
         prog=prog,
         notes=tuple(notes),
     )

@@ -35,7 +35,7 @@ from here too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -244,7 +244,10 @@ class QueryResult:
 
 
 def evaluate_query(
-    q: GoldenQuery, hits: Sequence[SearchHit], k_values: Sequence[int]
+    q: GoldenQuery,
+    hits: Sequence[SearchHit],
+    k_values: Sequence[int],
+    optional_metrics: Collection[str] = (),
 ) -> QueryResult:
     """Score one golden query against what the retriever returned for it.
 
@@ -263,7 +266,7 @@ def evaluate_query(
             TopHit(rank=h.rank, path=h.path, heading=h.heading, score=float(h.score))
             for h in ranked
         ),
-        metrics=query_metrics(q.expected, ranked, tuple(k_values)),
+        metrics=query_metrics(q.expected, ranked, tuple(k_values), optional_metrics),
     )
 
 
