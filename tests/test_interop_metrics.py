@@ -74,7 +74,7 @@ def _query(draw: Any, graded: bool) -> QueryResult:
     scores = draw(st.lists(st.sampled_from([0.5, 0.5, 1.0, 0.25]), min_size=len(pairs)))
     hits = [
         SearchHit(rank=rank, path=path, heading=heading, score=score)
-        for rank, ((path, heading), score) in enumerate(zip(pairs, scores), start=1)
+        for rank, ((path, heading), score) in enumerate(zip(pairs, scores, strict=False), start=1)
     ]
     query_id = draw(st.text("abcxyz", min_size=1, max_size=4))
     golden = GoldenQuery(id=query_id, query="q", expected=expected)

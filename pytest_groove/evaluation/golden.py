@@ -299,8 +299,10 @@ def _parse_entry(value: object, where: str, line: int, kb: Path) -> ExpectedEntr
             entry["grade"],
             join(where, "grade"),
             key_line(entry, "grade"),
-            lambda value: f"invalid value: {describe(value)}, expected a whole number 0 or more "
-            "(1 = relevant, the default; 0 = judged not relevant)",
+            lambda value: (
+                f"invalid value: {describe(value)}, expected a whole number 0 or more "
+                "(1 = relevant, the default; 0 = judged not relevant)"
+            ),
         )
     return ExpectedEntry(path=path, heading=heading, line=path_line, grade=grade)
 

@@ -1,6 +1,6 @@
 """The names ``[eval] metrics`` and ``--groove-metrics`` take (standard library only).
 
-The default metrics (recall@k, MRR, nDCG@k) are always measured; the names here add
+The default metrics (recall, MRR and nDCG at each k) are always measured; the names here add
 the optional ones.  Each is the key of its kind in :mod:`.metric_table`.
 """
 

@@ -36,7 +36,6 @@ METRIC_VERSION = 2
 FALLBACK_K = 10
 
 
-
 class RankedHit(Protocol):
     """What the metrics need from a search result (SearchHit satisfies it)."""
 
