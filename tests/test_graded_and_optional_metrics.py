@@ -201,3 +201,17 @@ def test_a_query_summary_names_only_the_measured_metrics() -> None:
     plain = _result((A,)).metrics
     assert "AP" not in query_summary(plain, (1, 5))
     assert "AP 1.00" in query_summary(_result((A,), ("map",)).metrics, (1, 5))
+
+
+def test_the_compact_history_keeps_grades_and_optional_metrics() -> None:
+    from pytest_groove.evaluation.history_codec import decode_run, encode_run
+
+    graded = _result((replace(A, grade=2), replace(B, grade=0)), OPTIONAL_METRICS)
+    plain = _result((A,))
+    record = replace(run(), per_query=(graded, plain))
+    encoded = json.loads(json.dumps(encode_run(record)))
+    assert encoded["queries"][1]["expected"] == [[0, None]]  # grade 1: as before
+    assert isinstance(encoded["queries"][1]["metrics"], list)  # the compact form
+    again = decode_run(encoded)
+    assert again.per_query == record.per_query
+    assert [e.grade for e in again.per_query[0].expected] == [2, 0]

@@ -149,10 +149,11 @@ def ranx_numbers(queries: Sequence[QueryResult]) -> list[dict[str, float]]:
     for line in qrels_text.splitlines():
         qid, _zero, doc, grade = line.split()
         qrels.setdefault(qid, {})[doc] = int(grade)
-    run: dict[str, dict[str, float]] = {qid: {} for qid in qrels}
+    # a query without hits has no run line (ranx refuses a run with no document at all)
+    run: dict[str, dict[str, float]] = {}
     for line in run_text.splitlines():
         qid, _q0, doc, _rank, score, _tag = line.split()
-        run[qid][doc] = float(score)
+        run.setdefault(qid, {})[doc] = float(score)
     names = sorted(
         {
             template.format(k=k)
@@ -160,6 +161,8 @@ def ranx_numbers(queries: Sequence[QueryResult]) -> list[dict[str, float]]:
             for k in (KS if "{k}" in template else (None,))
         }
     )
+    if not run:
+        return [{} for _query in queries]  # nothing retrieved: every number is 0
     ranx_qrels, ranx_run = Qrels(qrels), Run(run)
     evaluate(ranx_qrels, ranx_run, names, make_comparable=True)
     return [

@@ -35,6 +35,7 @@ from pytest_groove.evaluation.compare import ThresholdError, Thresholds, parse_t
 from pytest_groove.evaluation.golden import load_golden, resolve_golden_path
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history import find_run, history_path, load_history
+from pytest_groove.evaluation.metric_table import parse_metric
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.run import RunRecord
 from pytest_groove.options import RunOptions
@@ -164,7 +165,10 @@ def plan_evaluation(
         settings.search.mmr.enabled
     ):
         notes.append(MMR_IGNORED_NOTE)
-    thresholds = resolve_thresholds(options.threshold, settings.eval.regression_threshold, k_values)
+    metrics = options.metrics if options.metrics is not None else settings.eval.metrics
+    thresholds = resolve_thresholds(
+        options.threshold, settings.eval.regression_threshold, k_values, metrics
+    )
     if golden is None:
         golden = load_golden(resolve_golden_path(kb, options.golden, settings.eval.golden), kb)
     plan = EvalPlan(
@@ -176,7 +180,7 @@ def plan_evaluation(
         limit=limit,
         depth=max(max(k_values), limit),
         thresholds=thresholds,
-        metrics=options.metrics if options.metrics is not None else settings.eval.metrics,
+        metrics=metrics,
         prog=prog,
         notes=tuple(notes),
     )
@@ -192,7 +196,9 @@ def golden_path_of(kb: Path, options: RunOptions, settings: Settings) -> Path:
     return resolve_golden_path(kb, options.golden, settings.eval.golden)
 
 
-def resolve_thresholds(spec: str | None, default: float, k_values: Sequence[int]) -> Thresholds:
+def resolve_thresholds(
+    spec: str | None, default: float, k_values: Sequence[int], metrics: Sequence[str] = ()
+) -> Thresholds:
     """``--threshold`` over ``[eval].regression_threshold``, checked against the k values.
 
     Raises :class:`UsageError` (before any search) for a bad specification or a
@@ -210,5 +216,18 @@ def resolve_thresholds(spec: str | None, default: float, k_values: Sequence[int]
         raise UsageError(
             f"{flag('threshold')} names {', '.join(unknown)}, which this run does not measure "
             f"(k values: {measured})"
+        )
+    # an optional metric the run is not asked to measure could never apply either
+    unasked = [
+        key
+        for key, _ in thresholds.per_metric
+        if (metric := parse_metric(key)) is not None
+        and metric.kind.optional
+        and metric.kind.key not in metrics
+    ]
+    if unasked:
+        raise UsageError(
+            f"{flag('threshold')} names {', '.join(unasked)}, which this run does not measure; "
+            f"ask for it with {flag('metrics')} or [eval].metrics"
         )
     return thresholds
