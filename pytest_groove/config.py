@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pytest_groove.echo import conversion_reason, int_text, quote_value
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_path, clip_repr
 from pytest_groove.evaluation.guarded_io import read_guarded
+from pytest_groove.evaluation.metric_names import read_metric_names
 from pytest_groove.files.regular import read_regular_file
 from pytest_groove.path_limits import config_path
 from pytest_groove.settings import (
@@ -351,6 +352,7 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
         "regression_threshold": _UNIT,
         "significance": _number(1e-9, 0.999999),
         "fail_under": _fail_under,
+        "metrics": read_metric_names,
     }
     ev = EvalSettings(**sec.take(readers))
     sec.finish()

@@ -42,6 +42,7 @@ Kind = Literal[
     "seconds",
     "alpha",
     "floors",
+    "metrics",
 ]
 
 
@@ -107,6 +108,13 @@ OPTIONS: tuple[Option, ...] = (
         "k",
         "klist",
         "cut-offs for recall@k and nDCG@k, e.g. 1,5,10 (default: [eval].k_values)",
+        "LIST",
+    ),
+    Option(
+        "metrics",
+        "metrics",
+        "also measure these metrics, e.g. precision,map: precision (P@k), hit_rate "
+        "(success@k), map (MAP at the limit), r_precision (default: [eval].metrics)",
         "LIST",
     ),
     Option(
@@ -314,6 +322,7 @@ class RunOptions:
     golden: Path | None = None
     config: Path | None = None
     k: tuple[int, ...] | None = None
+    metrics: tuple[str, ...] | None = None
     limit: int | None = None
     model: str | None = None
     reranker: str | None = None
@@ -401,6 +410,15 @@ def _parse_klist(name: str, text: str) -> tuple[int, ...]:
         return parse_k_list(name, text)
     except GrooveError as exc:
         raise ValueError(exc.message) from None
+
+
+def _parse_metrics(name: str, text: str) -> tuple[str, ...]:
+    from pytest_groove.evaluation.metric_names import parse_metric_names
+
+    names = [part for part in text.split(",") if part.strip()]
+    if not names:
+        raise ValueError(f"{name} needs a comma-separated list of metrics, e.g. precision,map")
+    return parse_metric_names(names, name)
 
 
 def _parse_limit(name: str, text: str) -> int:
@@ -503,6 +521,7 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
     "seconds": _parse_seconds,
     "alpha": _parse_alpha,
     "floors": _parse_floors,
+    "metrics": _parse_metrics,
 }
 
 

@@ -117,6 +117,8 @@ class EvalSettings:
     significance: float | None = None
     #: ``--fail-under``: ``(metric, floor)`` pairs
     fail_under: tuple[tuple[str, float], ...] = ()
+    #: the optional metrics measured besides recall, MRR and nDCG (metric table keys)
+    metrics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -416,7 +416,7 @@ def test_any_name_the_reports_print_names_its_metric() -> None:
         ("fast", "is not a number"),
         ("1.5", "from 0 to 1"),
         ("nan", "from 0 to 1"),
-        ("precision@5=0.1", "unknown metric 'precision@5'"),
+        ("f1@5=0.1", "unknown metric 'f1@5'"),
         ("recall=0.1", "unknown metric 'recall'"),
         ("recall@5", "is not a number"),
         ("recall@5=0.1,mrr", "expected metric=number"),

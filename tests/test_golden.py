@@ -270,7 +270,8 @@ def test_exclusion_with_positive_part_is_fine(tmp_path: Path) -> None:
     [
         (
             doc(expected=[{"path": "a.md", "relevance": 2}]),
-            "queries[0].expected[0]: unknown field `relevance`, expected `path` or `heading`",
+            "queries[0].expected[0]: unknown field `relevance`, "
+            "expected one of `path`, `heading`, `grade`",
         ),
         (
             doc(weight=1),
@@ -289,7 +290,7 @@ def test_unknown_fields_at_every_level(tmp_path: Path, text: str, cause: str) ->
 
 def test_relevance_key_matches_seed_wording(tmp_path: Path) -> None:
     message = load_error(tmp_path, doc(expected=[{"path": "a.md", "relevance": 2}]))
-    assert "unknown field `relevance`, expected `path` or `heading`" in message
+    assert "unknown field `relevance`, expected one of `path`, `heading`, `grade`" in message
 
 
 @pytest.mark.parametrize(

@@ -147,8 +147,12 @@ def test_eval_with_a_named_baseline_threshold_and_freeze_confirmation(kb: Path) 
 def test_eval_refuses_bad_baselines_and_thresholds_before_any_search(kb: Path) -> None:
     unknown = groove("eval", "--kb-path", kb, "--model", "hash", "--baseline", "1999")
     assert unknown.returncode == 1 and "no run in " in unknown.stderr
-    bad = groove("eval", "--kb-path", kb, "--model", "hash", "--threshold", "precision@5=0.1")
-    assert bad.returncode == 2 and "unknown metric 'precision@5'" in bad.stderr
+    bad = groove("eval", "--kb-path", kb, "--model", "hash", "--threshold", "f1@5=0.1")
+    assert bad.returncode == 2 and "unknown metric 'f1@5'" in bad.stderr
+    unasked = groove("eval", "--kb-path", kb, "--model", "hash", "--threshold", "map=0.1")
+    assert (
+        unasked.returncode == 2 and "names map, which this run does not measure" in unasked.stderr
+    )
     unmeasured = groove("eval", "--kb-path", kb, "--model", "hash", "--threshold", "ndcg@7=0.1")
     assert (
         unmeasured.returncode == 2

@@ -11,9 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from test_interop_beir import write_dataset
 
 from pytest_groove.cli import main
+from pytest_groove.evaluation.golden import load_golden
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "interop.md"
@@ -76,8 +78,12 @@ def test_the_sample_lines_are_what_the_export_writes(exported: str) -> None:
         assert Path(name).read_text(encoding="utf-8").splitlines()[: len(lines)] == lines
 
 
-def _snippet(library: str) -> str:
-    (found,) = [b for b in blocks("python") if f"import {library}" in b or f"from {library}" in b]
+def _snippet(library: str, marker: str = "ndcg") -> str:
+    (found,) = [
+        b
+        for b in blocks("python")
+        if (f"import {library}" in b or f"from {library}" in b) and marker in b
+    ]
     return found
 
 
@@ -89,6 +95,40 @@ def test_the_pytrec_eval_example_prints_our_ndcg(exported: str) -> None:
 def test_the_ranx_example_prints_our_ndcg(exported: str) -> None:
     pytest.importorskip("ranx")
     assert run_python(_snippet("ranx")) == f"nDCG@10 {exported}\n"
+
+
+@pytest.fixture
+def more_metrics(exported: str) -> str:
+    """The ``--metrics`` example's report lines for the four metrics, as the snippets print."""
+    (block,) = [b for b in blocks("sh") if "--metrics" in b]
+    report = run_shell(block)
+    lines = []
+    for label in ("P@10", "success@10", "MAP", "R-prec"):
+        match = re.search(rf"^  {re.escape(label)}\s+(\d\.\d{{3}})$", report, re.MULTILINE)
+        assert match, report
+        lines.append(f"{label} {match.group(1)}\n")
+    return "".join(lines)
+
+
+def test_the_graded_golden_example_loads(tmp_path: Path) -> None:
+    (sample,) = [b for b in blocks("yaml") if "grade:" in b]
+    data = yaml.safe_load(sample)
+    for entry in data["queries"][0]["expected"]:
+        (tmp_path / entry["path"]).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / entry["path"]).write_text("# note\n", encoding="utf-8")
+    (tmp_path / ".groove-eval.yml").write_text(sample, encoding="utf-8")
+    golden = load_golden(tmp_path / ".groove-eval.yml", tmp_path)
+    assert [e.grade for e in golden.queries[0].expected] == [3, 1, 0]
+
+
+def test_the_pytrec_eval_example_prints_our_new_metrics(more_metrics: str) -> None:
+    assert run_python(_snippet("pytrec_eval", "Rprec")) == more_metrics
+
+
+@pytest.mark.slow
+def test_the_ranx_example_prints_our_new_metrics(more_metrics: str) -> None:
+    pytest.importorskip("ranx")
+    assert run_python(_snippet("ranx", "r-precision")) == more_metrics
 
 
 def test_the_beir_example_imports_and_evaluates(

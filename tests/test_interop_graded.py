@@ -4,6 +4,7 @@ binary nDCG exactly when every grade is 1."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -40,7 +41,14 @@ def _trec_ndcg(pairs: list[tuple[Query, list[int]]]) -> dict[str, dict[str, floa
         q.id: {entry_id(e): grade for e, grade in zip(q.expected, grades, strict=True)}
         for q, grades in pairs
     }
-    text = "".join(f"{line}\n" for line in run_lines([q for q, _ in pairs]))
+    # the run is exported from the graded entries: a grade-0 entry is credited nothing
+    graded = [
+        replace(
+            q, expected=tuple(replace(e, grade=g) for e, g in zip(q.expected, grades, strict=True))
+        )
+        for q, grades in pairs
+    ]
+    text = "".join(f"{line}\n" for line in run_lines(graded))
     run = pytrec_eval.parse_run(io.StringIO(text))
     measure = "ndcg_cut." + ",".join(map(str, KS))
     return pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(run)

@@ -77,7 +77,7 @@ def test_baseline_threshold_and_freeze_under_pytest(project: pytest.Pytester) ->
     ("option", "value", "message"),
     [
         ("--groove-baseline", "1999", "ERROR: no run in *matches '1999'*"),
-        ("--groove-threshold", "precision@5=1", "*unknown metric 'precision@5'*"),
+        ("--groove-threshold", "f1@5=1", "*unknown metric 'f1@5'*"),
     ],
 )
 def test_bad_baselines_and_thresholds_are_usage_errors_before_any_search(

@@ -70,6 +70,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "threshold",
             "significance",
             "fail-under",
+            "metrics",
             "retriever",
             "retriever-name",
             "retriever-timeout",

@@ -20,11 +20,12 @@ import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 from pytest_groove.evaluation.fingerprint import differing_keys
 from pytest_groove.evaluation.gate_record import Loosened
 from pytest_groove.evaluation.metric_table import (
+    OPTIONAL_KINDS,
     RECALL,
     THRESHOLD_EXAMPLE,
     AggregateLike,
@@ -154,6 +155,11 @@ class AggregateDiff:
     recall_at_k: dict[int, float]
     mrr: float
     ndcg_at_k: dict[int, float]
+    #: the optional metrics the current run measures (None when it does not)
+    precision_at_k: dict[int, float] | None = None
+    hit_rate_at_k: dict[int, float] | None = None
+    map: float | None = None
+    r_precision: float | None = None
 
 
 @dataclass(frozen=True)
@@ -340,7 +346,20 @@ def _aggregate_diff(now: AggregateLike, previous: AggregateLike) -> AggregateDif
         recall_at_k=_map_diff(now.recall_at_k, previous.recall_at_k),
         mrr=now.mrr - previous.mrr,
         ndcg_at_k=_map_diff(now.ndcg_at_k, previous.ndcg_at_k),
+        **_optional_diff(now, previous),
     )
+
+
+def _optional_diff(now: AggregateLike, previous: AggregateLike) -> dict[str, Any]:
+    """The optional metrics' differences, for those the current run measures."""
+    out: dict[str, Any] = {}
+    for kind in OPTIONAL_KINDS.values():
+        found, before = kind.of_aggregate(now), kind.of_aggregate(previous)
+        if isinstance(found, Mapping):
+            out[kind.json_key] = _map_diff(found, before if isinstance(before, Mapping) else {})
+        elif found is not None:
+            out[kind.json_key] = found - (before if isinstance(before, float) else 0.0)
+    return out
 
 
 def _regressed_names(

@@ -51,6 +51,14 @@ def _write_k_values(value: tuple[int, ...]) -> list[int]:
     return list(value)
 
 
+def _read_names(value: Any, path: str) -> tuple[str, ...]:
+    return tuple(read_str(name, path) for name in read_list(value, path))
+
+
+def _write_names(value: tuple[str, ...]) -> list[str]:
+    return list(value)
+
+
 #: the keys every fingerprint has
 _REQUIRED_STR = json_key(read_str, required=True)
 _REQUIRED_INT = json_key(read_int, required=True)
@@ -110,6 +118,14 @@ class Fingerprint:
     #: True when the documents were ordered by note-carrying vectors (the default
     #: since it exists; see search.notes): recorded when on, like document_first
     note_order: bool | None = field(default=None, metadata=_OPT_BOOL)
+    #: the optional metrics measured (metric table keys), None for the default three:
+    #: a run with other metrics is not compared with one without them
+    metrics: tuple[str, ...] | None = field(
+        default=None, metadata=json_key(optional(_read_names), write=_write_names, omit_none=True)
+    )
+    #: "grade" when the golden set is graded (nDCG's gain is the grade); None for a
+    #: binary set, so its runs stay comparable with history from before grades
+    gain: str | None = field(default=None, metadata=_OPT_STR)
     #: keys this version does not know (from a newer version's run), kept verbatim
     #: so they survive a history rewrite; a non-empty ``extra`` never equals a
     #: fingerprint this version builds, so such a run is never compared
@@ -127,6 +143,8 @@ class Fingerprint:
         context_mode: str | None,
         retriever: str | None = None,
         vector_index: str | None = None,
+        metrics: Sequence[str] = (),
+        graded: bool = False,
     ) -> Fingerprint:
         """The fingerprint of a run with these effective settings.
 
@@ -184,6 +202,8 @@ class Fingerprint:
                 and _groups_by_document(search, reranker_id)
                 else None
             ),
+            metrics=tuple(metrics) or None,
+            gain="grade" if graded else None,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ A golden file is YAML::
         expected:
           - path: docs/ARCHITECTURE.md
             heading: Data flow         # optional
+            grade: 2                   # optional graded relevance, 0 or more (default 1)
         tags: [smoke]                  # optional
     defaults: {limit: 10, rerank: false}   # optional, parsed and ignored
 
@@ -81,7 +82,7 @@ _MISSING_HINT = "(hint: pass --golden or create <kb>/.groove-eval.yml)"
 _TOP_FIELDS = ("queries", "defaults")
 _DEFAULTS_FIELDS = ("limit", "rerank")
 _QUERY_FIELDS = ("query", "expected", "id", "tags")
-_ENTRY_FIELDS = ("path", "heading")
+_ENTRY_FIELDS = ("path", "heading", "grade")
 
 _U32_MAX = 2**32 - 1
 
@@ -327,7 +328,19 @@ def _parse_entry(value: object, where: str, line: int, kb: Path) -> ExpectedEntr
     heading = want_optional_string(
         entry.get("heading"), join(where, "heading"), key_line(entry, "heading")
     )
-    return ExpectedEntry(path=path, heading=heading, line=path_line)
+    grade = 1
+    if "grade" in entry:
+        grade = want(
+            _u32,
+            entry["grade"],
+            join(where, "grade"),
+            key_line(entry, "grade"),
+            lambda value: (
+                f"invalid value: {describe(value)}, expected a whole number 0 or more "
+                "(1 = relevant, the default; 0 = judged not relevant)"
+            ),
+        )
+    return ExpectedEntry(path=path, heading=heading, line=path_line, grade=grade)
 
 
 def _parse_expected(query_map: LineDict, where: str, kb: Path) -> tuple[ExpectedEntry, ...]:
@@ -359,6 +372,9 @@ def _parse_expected(query_map: LineDict, where: str, kb: Path) -> tuple[Expected
             )
         seen[key] = index
         entries.append(entry)
+    if not any(entry.relevant for entry in entries):
+        # a query judged only "not relevant" has nothing to find: it cannot be scored
+        fail(here, "every entry has grade 0; give at least one a grade of 1 or more", line)
     return tuple(entries)
 
 

@@ -10,7 +10,9 @@ diff, the per-query verdicts and the reports need, and without repetition:
   query whose stored ranks are not ``1..n`` keeps them in ``ranks``;
 - a query's metrics are ``[[recall@k...], reciprocal rank, [nDCG@k...]]`` in the
   order of the run's ``metric_k`` list; a query whose k values differ keeps the
-  keyed form of format 1;
+  keyed form of format 1, and so does a query with optional metrics (``[eval] metrics``);
+- an expected entry is ``[path, heading]``, or ``[path, heading, grade]`` when its grade
+  is not 1;
 - scores are written with the fewest digits that read back to the same value.
   Search scores are 32-bit floats, so when every score of a run is one
   (``"scores": "float32"``), nine significant digits at most restore it exactly.
@@ -112,10 +114,16 @@ class _Table:
         return None if text is None else self.ref(text)
 
 
+#: the keys of a query's metrics when only the default three are measured
+_DEFAULT_METRIC_KEYS = frozenset({"recall_at_k", "reciprocal_rank", "ndcg_at_k"})
+
+
 def _metrics_out(metrics: QueryMetrics, metric_k: Sequence[int]) -> Any:
     keys = list(metric_k)
     if sorted(metrics.recall_at_k) != keys or sorted(metrics.ndcg_at_k) != keys:
         return metrics_to_json(metrics)  # unusual k values: the keyed form
+    if metrics_to_json(metrics).keys() - _DEFAULT_METRIC_KEYS:
+        return metrics_to_json(metrics)  # optional metrics: the keyed form holds them
     return [
         [finite_or_none(metrics.recall_at_k[k]) for k in keys],
         finite_or_none(metrics.reciprocal_rank),
@@ -137,7 +145,11 @@ def encode_run(run: RunRecord) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "id": result.id,
             "query": result.query,
-            "expected": [[paths.ref(e.path), headings.opt_ref(e.heading)] for e in result.expected],
+            "expected": [
+                [paths.ref(e.path), headings.opt_ref(e.heading)]
+                + ([e.grade] if e.grade != 1 else [])
+                for e in result.expected
+            ],
             "hits": [
                 [paths.ref(h.path), headings.opt_ref(h.heading), score(h.score)]
                 for h in result.top_k
@@ -218,11 +230,13 @@ def _query_in(
     exp_path = where(path, "expected")
     for i, item in enumerate(read_list(require(obj, "expected", path), exp_path)):
         here = where(exp_path, i)
-        p, h = pair(item, here, 2)
+        graded = isinstance(item, list) and len(item) == 3
+        p, h, *grade = pair(item, here, 3 if graded else 2)
         expected.append(
             ExpectedEntry(
                 path=_lookup(paths, p, where(here, 0), optional=False) or "",
                 heading=_lookup(headings, h, where(here, 1), optional=True),
+                grade=read_int(grade[0], where(here, 2), lo=0, hi=2**32 - 1) if grade else 1,
             )
         )
     hits_path = where(path, "hits")

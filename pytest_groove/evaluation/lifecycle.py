@@ -51,7 +51,7 @@ class Evaluation:
         hits = self.searcher.search(query.query, plan.depth)
         # hits no KB file holds cannot be judged: stop at the first such query
         self.searcher.check_hits(hits)
-        return evaluate_query(query, hits, plan.k_values)
+        return evaluate_query(query, hits, plan.k_values, plan.metrics)
 
     def regressed_metrics(self, position: int, result: QueryResult) -> list[str]:
         """The metrics of golden query number ``position`` that dropped past their
@@ -79,6 +79,8 @@ def build_fingerprint(plan: EvalPlan, identity: SearcherIdentity) -> Fingerprint
         context_mode=identity.context_mode,
         retriever=identity.retriever,
         vector_index=identity.vector_index,
+        metrics=plan.metrics,
+        graded=any(e.grade != 1 for q in plan.golden.queries for e in q.expected),
     )
 
 

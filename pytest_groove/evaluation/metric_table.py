@@ -7,7 +7,10 @@ spelling (``recall@5``, ``mrr``, ``ndcg@10``), the JSON keys, the JUnit property
 — and how to read its value from one query's :class:`QueryMetrics` or from an
 aggregate.  Comparison, thresholds, the reports, ``groove history`` and ``groove
 tune`` iterate :data:`METRIC_KINDS` instead of spelling the metrics by hand, so a
-new metric is one entry here plus its formula in :mod:`.metrics`.
+new metric is one entry here plus its formula in :mod:`.metrics`.  An *optional*
+kind (precision@k, hit rate@k, MAP, R-precision) is measured only when the run asks
+for it (``[eval] metrics``); an object that does not measure it gives None, and
+everything that iterates the table leaves it out, so default reports are unchanged.
 
 The rank metric is ``rr`` per query and ``mrr`` aggregated (the mean of ``rr``);
 the labels users read are the ones the reports have always printed.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
@@ -43,8 +46,9 @@ class AggregateLike(Protocol):
     def ndcg_at_k(self) -> Mapping[int, float]: ...
 
 
-#: a metric's value on one object: a map keyed by k, or one number
-Values: TypeAlias = Mapping[int, float] | float
+#: a metric's value on one object: a map keyed by k, or one number; None when the
+#: object does not measure it (an optional metric the run was not asked for)
+Values: TypeAlias = Mapping[int, float] | float | None
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ class MetricKind:
     of_query: Callable[[QueryMetrics], Values] = field(repr=False)
     #: the aggregate's value(s), same shape as :attr:`of_query`
     of_aggregate: Callable[[AggregateLike], Values] = field(repr=False)
+    #: measured only when ``[eval] metrics`` / ``--groove-metrics`` names :attr:`key`
+    optional: bool = False
 
     def names(self) -> tuple[str, ...]:
         """Every spelling of this kind, lower case, ``{k}`` unreplaced."""
@@ -126,11 +132,84 @@ NDCG = MetricKind(
     of_aggregate=lambda a: a.ndcg_at_k,
 )
 
+# The optional metrics (formulas in .metrics).  Their aggregates are read with getattr:
+# a difference of two aggregates (compare.AggregateDiff) may not carry them.
+PRECISION = MetricKind(
+    key="precision",
+    per_k=True,
+    label="P@{k}",
+    query_label="P@{k}",
+    query_regression_label="precision@{k}",
+    threshold="precision@{k}",
+    json_key="precision_at_k",
+    query_json_key="precision_at_k",
+    junit="groove.precision@{k}",
+    summary_largest_k_only=True,
+    of_query=lambda m: m.precision_at_k,
+    of_aggregate=lambda a: getattr(a, "precision_at_k", None),
+    optional=True,
+)
+HIT_RATE = MetricKind(
+    key="hit_rate",
+    per_k=True,
+    label="success@{k}",
+    query_label="success@{k}",
+    query_regression_label="hit rate@{k}",
+    threshold="hit_rate@{k}",
+    json_key="hit_rate_at_k",
+    query_json_key="hit_rate_at_k",
+    junit="groove.hit_rate@{k}",
+    summary_largest_k_only=True,
+    of_query=lambda m: m.hit_rate_at_k,
+    of_aggregate=lambda a: getattr(a, "hit_rate_at_k", None),
+    optional=True,
+)
+MAP = MetricKind(
+    key="map",
+    per_k=False,
+    label="MAP",
+    query_label="AP",
+    query_regression_label="average precision",
+    threshold="map",
+    json_key="map",
+    query_json_key="average_precision",
+    junit="groove.average_precision",
+    summary_largest_k_only=False,
+    of_query=lambda m: m.average_precision,
+    of_aggregate=lambda a: getattr(a, "map", None),
+    optional=True,
+)
+R_PRECISION = MetricKind(
+    key="r_precision",
+    per_k=False,
+    label="R-prec",
+    query_label="R-prec",
+    query_regression_label="R-precision",
+    threshold="r_precision",
+    json_key="r_precision",
+    query_json_key="r_precision",
+    junit="groove.r_precision",
+    summary_largest_k_only=False,
+    of_query=lambda m: m.r_precision,
+    of_aggregate=lambda a: getattr(a, "r_precision", None),
+    optional=True,
+)
+
 #: every metric, in report order
-METRIC_KINDS: tuple[MetricKind, ...] = (RECALL, RR, NDCG)
+METRIC_KINDS: tuple[MetricKind, ...] = (RECALL, RR, NDCG, PRECISION, HIT_RATE, MAP, R_PRECISION)
+
+#: the optional kinds by their key (the names ``[eval] metrics`` takes)
+OPTIONAL_KINDS: dict[str, MetricKind] = {kind.key: kind for kind in METRIC_KINDS if kind.optional}
+
+
+def _chosen(kind: MetricKind, optional: Collection[str]) -> bool:
+    return not kind.optional or kind.key in optional
 
 
 def _pick(values: Values, k: int | None) -> float:
+    if values is None:
+        # a metric the object does not measure counts as 0.0, like a missing k
+        return 0.0
     if isinstance(values, Mapping):
         # a k the object lacks counts as 0.0 (a baseline measured at fewer k)
         return values.get(k, 0.0) if k is not None else 0.0
@@ -174,9 +253,15 @@ class Metric:
         return _pick(self.kind.of_aggregate(metrics), self.k)
 
 
-def all_metrics(k_values: Sequence[int]) -> list[Metric]:
-    """Every metric at every k, in report order: recall@k..., MRR, nDCG@k...."""
-    return [Metric(kind, k) for kind in METRIC_KINDS for k in (k_values if kind.per_k else (None,))]
+def all_metrics(k_values: Sequence[int], optional: Collection[str] = ()) -> list[Metric]:
+    """Every metric at every k, in report order: recall@k..., MRR, nDCG@k..., then the
+    ``optional`` kinds asked for (keys of :data:`OPTIONAL_KINDS`)."""
+    return [
+        Metric(kind, k)
+        for kind in METRIC_KINDS
+        if _chosen(kind, optional)
+        for k in (k_values if kind.per_k else (None,))
+    ]
 
 
 def measured(values: Callable[[MetricKind], Values]) -> list[Metric]:
@@ -188,6 +273,8 @@ def measured(values: Callable[[MetricKind], Values]) -> list[Metric]:
     out: list[Metric] = []
     for kind in METRIC_KINDS:
         found = values(kind)
+        if found is None:
+            continue
         if isinstance(found, Mapping):
             out.extend(Metric(kind, k) for k in sorted(found))
         else:
@@ -195,13 +282,16 @@ def measured(values: Callable[[MetricKind], Values]) -> list[Metric]:
     return out
 
 
-def summary_metrics(k_values: Sequence[int]) -> list[Metric]:
-    """The short list summaries show: recall at every k, MRR, nDCG at the largest k.
+def summary_metrics(k_values: Sequence[int], optional: Collection[str] = ()) -> list[Metric]:
+    """The short list summaries show: recall at every k, MRR, nDCG at the largest k,
+    then the ``optional`` kinds asked for (a per-k one at the largest k).
 
     A kind shown at its largest k only is left out when there is no k at all.
     """
     out: list[Metric] = []
     for kind in METRIC_KINDS:
+        if not _chosen(kind, optional):
+            continue
         if not kind.per_k:
             out.append(Metric(kind))
         elif kind.summary_largest_k_only:
@@ -244,7 +334,7 @@ def _example() -> str:
 
 def metric_names_hint() -> str:
     """``recall@K, mrr or ndcg@K`` — the threshold spellings, for error messages."""
-    names = [kind.threshold.replace("{k}", "K") for kind in METRIC_KINDS]
+    names = [kind.threshold.replace("{k}", "K") for kind in METRIC_KINDS if not kind.optional]
     return ", ".join(names[:-1]) + " or " + names[-1]
 
 
@@ -266,21 +356,30 @@ def metric_value(metrics: QueryMetrics, name: str) -> float:
     return metric.of_query(metrics)
 
 
+def _measured_keys(metrics: QueryMetrics) -> tuple[str, ...]:
+    return tuple(key for key, kind in OPTIONAL_KINDS.items() if kind.of_query(metrics) is not None)
+
+
 def junit_properties(metrics: QueryMetrics, k_values: Sequence[int]) -> list[tuple[str, str]]:
     """A query's metrics as JUnit ``<properties>``: ``groove.recall@5`` = ``0.5000``, ..."""
-    return [(m.junit, f"{m.of_query(metrics):.4f}") for m in all_metrics(k_values)]
+    chosen = all_metrics(k_values, _measured_keys(metrics))
+    return [(m.junit, f"{m.of_query(metrics):.4f}") for m in chosen]
 
 
 def query_summary(metrics: QueryMetrics, k_values: Sequence[int]) -> str:
     """``recall@1 0.00  recall@5 1.00  RR 0.50  nDCG@5 0.63`` (a failed item's metrics)."""
     return "  ".join(
-        f"{m.query_label} {m.of_query(metrics):.2f}" for m in summary_metrics(k_values)
+        f"{m.query_label} {m.of_query(metrics):.2f}"
+        for m in summary_metrics(k_values, _measured_keys(metrics))
     )
 
 
 def aggregate_summary(metrics: AggregateLike, k_values: Sequence[int]) -> str:
     """``recall@1 0.250  MRR 0.500  nDCG@10 0.460`` (``groove history list``)."""
-    return "  ".join(f"{m.label} {m.of_aggregate(metrics):.3f}" for m in summary_metrics(k_values))
+    chosen = [key for key, kind in OPTIONAL_KINDS.items() if kind.of_aggregate(metrics) is not None]
+    return "  ".join(
+        f"{m.label} {m.of_aggregate(metrics):.3f}" for m in summary_metrics(k_values, chosen)
+    )
 
 
 # --------------------------------------------------------------------------- JSON
@@ -293,6 +392,8 @@ def _finite(value: float) -> float | None:
 
 def values_to_json(values: Values) -> dict[str, float | None] | float | None:
     """A k-map as ``{"1": .., "5": .., "10": ..}`` (numeric order), a number as itself."""
+    if values is None:
+        return None
     if isinstance(values, Mapping):
         return {str(k): _finite(values[k]) for k in sorted(values)}
     return _finite(values)
@@ -300,9 +401,17 @@ def values_to_json(values: Values) -> dict[str, float | None] | float | None:
 
 def aggregate_metrics_to_json(metrics: AggregateLike) -> dict[str, object]:
     """``{"recall_at_k": {...}, "mrr": .., "ndcg_at_k": {...}}`` in table order."""
-    return {kind.json_key: values_to_json(kind.of_aggregate(metrics)) for kind in METRIC_KINDS}
+    return {
+        kind.json_key: values_to_json(found)
+        for kind in METRIC_KINDS
+        if (found := kind.of_aggregate(metrics)) is not None
+    }
 
 
 def query_metrics_to_json(metrics: QueryMetrics) -> dict[str, object]:
     """``{"recall_at_k": {...}, "reciprocal_rank": .., "ndcg_at_k": {...}}``."""
-    return {kind.query_json_key: values_to_json(kind.of_query(metrics)) for kind in METRIC_KINDS}
+    return {
+        kind.query_json_key: values_to_json(found)
+        for kind in METRIC_KINDS
+        if (found := kind.of_query(metrics)) is not None
+    }

@@ -37,6 +37,7 @@ from pytest_groove.evaluation.golden import load_golden, resolve_golden_path
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history import find_run, history_path, load_history
 from pytest_groove.evaluation.history_trust import untrusted_warnings
+from pytest_groove.evaluation.metric_table import parse_metric
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.run import RunRecord
 from pytest_groove.options import RunOptions
@@ -73,6 +74,8 @@ class EvalPlan:
     depth: int
     #: the regression threshold of each metric
     thresholds: Thresholds
+    #: the optional metrics measured (metric table keys; command line over [eval])
+    metrics: tuple[str, ...] = ()
     #: names the tool in report banners and messages (``groove eval``, ``groove``)
     prog: str = "groove eval"
     #: notes for stderr, without a program prefix (e.g. the limit-cap note)
@@ -156,7 +159,10 @@ def plan_evaluation(
         settings.search.mmr.enabled
     ):
         notes.append(MMR_IGNORED_NOTE)
-    thresholds = resolve_thresholds(options.threshold, settings.eval.regression_threshold, k_values)
+    metrics = options.metrics if options.metrics is not None else settings.eval.metrics
+    thresholds = resolve_thresholds(
+        options.threshold, settings.eval.regression_threshold, k_values, metrics
+    )
     if golden is None:
         golden = load_golden(resolve_golden_path(kb, options.golden, settings.eval.golden), kb)
     plan = EvalPlan(
@@ -168,6 +174,7 @@ def plan_evaluation(
         limit=limit,
         depth=max(max(k_values), limit),
         thresholds=thresholds,
+        metrics=metrics,
         prog=prog,
         notes=tuple(notes),
         gate=resolve_gate(options, settings, k_values),
@@ -211,7 +218,9 @@ def with_retriever_settings(options: RunOptions, settings: Settings) -> RunOptio
     )
 
 
-def resolve_thresholds(spec: str | None, default: float, k_values: Sequence[int]) -> Thresholds:
+def resolve_thresholds(
+    spec: str | None, default: float, k_values: Sequence[int], metrics: Sequence[str] = ()
+) -> Thresholds:
     """``--threshold`` over ``[eval].regression_threshold``, checked against the k values.
 
     Raises :class:`UsageError` (before any search) for a bad specification or a
@@ -229,5 +238,18 @@ def resolve_thresholds(spec: str | None, default: float, k_values: Sequence[int]
         raise UsageError(
             f"{flag('threshold')} names {', '.join(unknown)}, which this run does not measure "
             f"(k values: {measured})"
+        )
+    # an optional metric the run is not asked to measure could never apply either
+    unasked = [
+        key
+        for key, _ in thresholds.per_metric
+        if (metric := parse_metric(key)) is not None
+        and metric.kind.optional
+        and metric.kind.key not in metrics
+    ]
+    if unasked:
+        raise UsageError(
+            f"{flag('threshold')} names {', '.join(unasked)}, which this run does not measure; "
+            f"ask for it with {flag('metrics')} or [eval].metrics"
         )
     return thresholds

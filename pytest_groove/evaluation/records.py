@@ -14,6 +14,14 @@ class ExpectedEntry:
     #: 1-based line of the entry in the golden file (for messages), 0 if unknown;
     #: not part of equality: two entries naming the same answer are the same entry
     line: int = field(default=0, compare=False)
+    #: graded relevance (``grade: N`` in the golden file): the gain nDCG credits; 0 is
+    #: "judged not relevant" (exported to qrels, never counted as expected)
+    grade: int = 1
+
+    @property
+    def relevant(self) -> bool:
+        """Counted as expected by every metric: a grade of 1 or more."""
+        return self.grade >= 1
 
 
 @dataclass(frozen=True)

@@ -256,7 +256,7 @@ def _aggregate(run: RunRecord, comparison: Comparison) -> dict[str, Any]:
             ),
             regressed=metric.label in regressions,
         )
-        for metric in all_metrics(run.fingerprint.k_values)
+        for metric in all_metrics(run.fingerprint.k_values, run.fingerprint.metrics or ())
     ]
     return {
         "compared": baseline is not None,

@@ -99,7 +99,7 @@ def render_text(
             lines.append("       a delta below may reflect that, not retrieval")
     lines.append("")
     lines += _aggregate_header(comparison, choice)
-    for metric in summary_metrics(fp.k_values):
+    for metric in summary_metrics(fp.k_values, fp.metrics or ()):
         lines.append(
             _metric_line(
                 metric.label,

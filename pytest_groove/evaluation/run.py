@@ -35,7 +35,7 @@ from here too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -47,6 +47,11 @@ from pytest_groove.evaluation.metrics import (
     QueryMetrics,
     aggregate,
     query_metrics,
+)
+from pytest_groove.evaluation.optional_metrics import (
+    optional_aggregate_from_json,
+    optional_metrics_to_json,
+    optional_query_metrics_from_json,
 )
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
 from pytest_groove.evaluation.timestamps import (
@@ -131,11 +136,13 @@ class TopHit:
 
 
 def metrics_to_json(metrics: QueryMetrics) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "recall_at_k": k_map_to_json(metrics.recall_at_k),
         "reciprocal_rank": finite_or_none(metrics.reciprocal_rank),
         "ndcg_at_k": k_map_to_json(metrics.ndcg_at_k),
     }
+    out.update(optional_metrics_to_json(metrics))
+    return out
 
 
 def _k_map_at(obj: dict[str, Any], key: str, path: str) -> dict[int, float]:
@@ -152,16 +159,19 @@ def metrics_from_json(raw: Any, path: str) -> QueryMetrics:
         recall_at_k=_k_map_at(obj, "recall_at_k", path),
         reciprocal_rank=_float_at(obj, "reciprocal_rank", path),
         ndcg_at_k=_k_map_at(obj, "ndcg_at_k", path),
+        **optional_query_metrics_from_json(obj, path),
     )
 
 
 def aggregate_to_json(agg: AggregateMetrics) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "recall_at_k": k_map_to_json(agg.recall_at_k),
         "mrr": finite_or_none(agg.mrr),
         "ndcg_at_k": k_map_to_json(agg.ndcg_at_k),
         "query_count": agg.query_count,
     }
+    out.update(optional_metrics_to_json(agg))
+    return out
 
 
 def aggregate_from_json(raw: Any, path: str = "aggregate") -> AggregateMetrics:
@@ -171,6 +181,7 @@ def aggregate_from_json(raw: Any, path: str = "aggregate") -> AggregateMetrics:
         mrr=_float_at(obj, "mrr", path),
         ndcg_at_k=_k_map_at(obj, "ndcg_at_k", path),
         query_count=read_int(require(obj, "query_count", path), where(path, "query_count")),
+        **optional_aggregate_from_json(obj, path),
     )
 
 
@@ -180,11 +191,20 @@ def _read_expected_entry(raw: Any, path: str) -> ExpectedEntry:
     return ExpectedEntry(
         path=read_str(require(entry, "path", path), path),
         heading=read_opt_str(entry.get("heading"), path),
+        # written only when not 1, so binary runs keep their bytes
+        grade=read_int(entry.get("grade", 1), where(path, "grade"), lo=0, hi=2**32 - 1),
     )
 
 
+def _write_expected_entry(entry: ExpectedEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": entry.path, "heading": entry.heading}
+    if entry.grade != 1:
+        out["grade"] = entry.grade
+    return out
+
+
 def _write_expected(entries: tuple[ExpectedEntry, ...]) -> list[dict[str, Any]]:
-    return [{"path": e.path, "heading": e.heading} for e in entries]
+    return [_write_expected_entry(e) for e in entries]
 
 
 def _read_expected(value: Any, path: str) -> tuple[ExpectedEntry, ...]:
@@ -225,7 +245,10 @@ class QueryResult:
 
 
 def evaluate_query(
-    q: GoldenQuery, hits: Sequence[SearchHit], k_values: Sequence[int]
+    q: GoldenQuery,
+    hits: Sequence[SearchHit],
+    k_values: Sequence[int],
+    optional_metrics: Collection[str] = (),
 ) -> QueryResult:
     """Score one golden query against what the retriever returned for it.
 
@@ -244,7 +267,7 @@ def evaluate_query(
             TopHit(rank=h.rank, path=h.path, heading=h.heading, score=float(h.score))
             for h in ranked
         ),
-        metrics=query_metrics(q.expected, ranked, tuple(k_values)),
+        metrics=query_metrics(q.expected, ranked, tuple(k_values), optional_metrics),
     )
 
 

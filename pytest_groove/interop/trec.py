@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.metrics import RankedHit, entry_satisfied, normalise_heading
+from pytest_groove.evaluation.metrics import RankedHit, credited_entry, normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry
 
 #: the run file's literal second column, and the qrels file's
@@ -89,32 +89,6 @@ def _document_id(path: str, heading: str | None) -> str:
 def entry_id(entry: ExpectedEntry) -> str:
     """The document id of an expected entry: ``path`` or ``path#heading``."""
     return _document_id(entry.path, entry.heading)
-
-
-def _grade(entry: ExpectedEntry) -> int:
-    # Relevance is binary today; an entry that carries a grade (graded golden files,
-    # BEIR imports) exports it, so graded tools see the same judgements.
-    grade = getattr(entry, "grade", None)
-    return grade if isinstance(grade, int) and not isinstance(grade, bool) else 1
-
-
-def credited_entry(
-    expected: Sequence[ExpectedEntry], consumed: list[bool], hit: RankedHit
-) -> int | None:
-    """The entry ``hit`` is credited to under nDCG's one-to-one rule, or None.
-
-    Among the entries not yet ``consumed`` that the hit satisfies, a heading entry is
-    preferred over a path-only one, then golden order decides (as ``ndcg_at_k``).
-    """
-    path_only: int | None = None
-    for index, entry in enumerate(expected):
-        if consumed[index] or not entry_satisfied(entry, hit.path, hit.heading):
-            continue
-        if entry.heading is not None:
-            return index
-        if path_only is None:
-            path_only = index
-    return path_only
 
 
 def hit_ids(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit]) -> list[str]:
@@ -177,12 +151,13 @@ def run_lines(queries: Iterable[RankedQuery], tag: str = DEFAULT_TAG) -> list[st
 
 
 def qrels_lines(queries: Iterable[JudgedQuery]) -> list[str]:
-    """The qrels file's lines: ``qid 0 docid grade``, one per expected entry."""
+    """The qrels file's lines: ``qid 0 docid grade``, one per expected entry (grade 0
+    included: a judged, not relevant document, as qrels write it)."""
     queries = list(queries)
     lines: list[str] = []
     for qid, query in zip(query_ids(queries), queries, strict=True):
         for entry in query.expected:
-            lines.append(f"{qid} {QRELS_ITERATION} {entry_id(entry)} {_grade(entry)}")
+            lines.append(f"{qid} {QRELS_ITERATION} {entry_id(entry)} {entry.grade}")
     return lines
 
 

@@ -258,7 +258,11 @@ def _values_json(values: Values) -> Any:
 
 
 def _agg_json(agg: AggregateMetrics) -> dict[str, Any]:
-    out = {kind.json_key: _values_json(kind.of_aggregate(agg)) for kind in METRIC_KINDS}
+    out = {
+        kind.json_key: _values_json(found)
+        for kind in METRIC_KINDS
+        if (found := kind.of_aggregate(agg)) is not None  # optional metrics left out
+    }
     out["query_count"] = agg.query_count
     return out
 
