@@ -165,12 +165,8 @@ def test_json_keys_are_the_record_field_names() -> None:
 #: modules still spelling the metric names by hand; the list only shrinks (each
 #: one should call the table instead), and no other module may start doing it
 NOT_YET_ON_THE_TABLE = {
-    "cli/evaluate.py",  # help text
-    "cli/tune.py",  # help text
-    "options.py",  # help texts
-    "evaluation/history_codec.py",
-    "plugin/items.py",  # -> metric_table.query_summary
-    "plugin/session.py",  # -> metric_table.junit_properties, metric_value
+    "options.py",  # help texts (the option table imports nothing heavy)
+    "evaluation/history_codec.py",  # the stored layout's error message
 }
 
 
@@ -184,15 +180,11 @@ def test_metric_names_are_spelled_in_the_table_only() -> None:
     assert modules - NOT_YET_ON_THE_TABLE == {"evaluation/metric_table.py"}
 
 
-def test_the_helpers_say_what_the_plugin_says_today() -> None:
-    # the pytest door is to call these helpers; until then they must agree with it
-    from pytest_groove.plugin import session
+def test_the_plugin_items_use_the_table() -> None:
     from pytest_groove.plugin.items import describe_result
 
     result = f.query("q", {1: 0.0, 5: 0.5}, rr=0.25, ndcg={1: 0.0, 5: 0.4307}, k_values=(1, 5))
     text = describe_result(result, (1, 5), "headline")
     assert f"  metrics:  {query_summary(result.metrics, (1, 5))}" in text.splitlines()
-    legacy = getattr(session, "_metric_value", None)
-    if legacy is not None:
-        for name in ("recall@1", "recall@5", "reciprocal rank", "nDCG@1", "nDCG@5"):
-            assert metric_value(result.metrics, name) == legacy(result, name)
+    assert metric_value(result.metrics, "recall@5") == 0.5
+    assert metric_value(result.metrics, "reciprocal rank") == 0.25

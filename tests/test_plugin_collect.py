@@ -77,12 +77,23 @@ ANSWERS = {
 }
 
 
+NOTES = {
+    "ops/deploys.md": "# Deploys\n\n## Schedule\n\nWe ship on Tuesdays and Thursdays only.\n",
+    "api/auth.md": "# Auth\n\n## Rotation\n\nTokens get rotated every quarter or so.\n",
+    "ops/review.ja.md": "# 振り返り\n\n障害が直ったあと、報告書は五営業日以内に出す。\n",
+}
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A project with a KB (golden file only), a fake retriever and one unit test."""
+    """A project with a KB (golden file and its notes), a fake retriever and one unit test."""
     kb = pytester.path / "kb"
     kb.mkdir()
     (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    # the KB on disk is what the golden set is judged against, whoever answers
+    for rel, text in NOTES.items():
+        (kb / rel).parent.mkdir(parents=True, exist_ok=True)
+        (kb / rel).write_text(text, encoding="utf-8")
     pytester.makeconftest(RETRIEVER_CONFTEST)
     (pytester.path / "answers.json").write_text(json.dumps(ANSWERS), encoding="utf-8")
     tests = pytester.path / "tests"

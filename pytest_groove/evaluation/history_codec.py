@@ -8,7 +8,7 @@ diff, the per-query verdicts and the reports need, and without repetition:
   (a heading of ``null`` stays ``null``);
 - a hit is ``[path, heading, score]``; its rank is its position (1-based), and a
   query whose stored ranks are not ``1..n`` keeps them in ``ranks``;
-- a query's metrics are ``[[recall@k...], reciprocal rank, [nDCG@k...]]`` in the
+- a query's metrics are ``[[recall at each k], reciprocal rank, [nDCG at each k]]`` in the
   order of the run's ``metric_k`` list; a query whose k values differ keeps the
   keyed form of format 1, and so does a query with optional metrics (``[eval] metrics``);
 - an expected entry is ``[path, heading]``, or ``[path, heading, grade]`` when its grade

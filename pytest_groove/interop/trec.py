@@ -22,7 +22,7 @@ a hit credited to an expected entry gets that entry's id (a heading entry before
 path-only one, then golden order); a hit credited to nothing gets its own
 ``path`` / ``path#heading``, with ``@rank`` appended when a hit above already used
 that id (a TREC run names each document once per query).  Hence trec_eval's
-``ndcg_cut_k``, ``recip_rank`` and ``recall_k`` equal our nDCG@k, RR and recall@k --
+``ndcg_cut_k``, ``recip_rank`` and ``recall_k`` equal our nDCG, RR and recall at k --
 except recall in one case: one hit satisfying both a path-only entry and a heading
 entry of the same file counts twice for us and once for trec_eval (see
 :func:`recall_may_differ`).

@@ -6,7 +6,7 @@ Two mistakes make every number of a run meaningless without any error along the 
   directory (``kb/guide/setup.md``) where the KB-relative ``guide/setup.md`` was
   meant: no hit can ever satisfy a golden entry, and the run scores 0;
 - **a shallow retriever** -- LangChain's retrievers return 4 documents unless told
-  otherwise, LlamaIndex's 2: recall@10 then counts what was never returned as misses.
+  otherwise, LlamaIndex's 2: recall at 10 then counts what was never returned as misses.
 
 :func:`hits_outside_kb` turns the first into one error line, :func:`shallow_retriever`
 the second into one warning line; :func:`check_retriever_hits` runs both.
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pytest_groove.config import IndexSettings
+from pytest_groove.evaluation.metric_table import RECALL, Metric
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retriever import ExternalRetriever, RetrieverKind
 
@@ -127,7 +128,8 @@ def shallow_retriever(
         return None
     return (
         f"retriever {retriever} returned fewer than {deepest_k} hits for {len(short)} of "
-        f"{len(returned)} queries (at most {max(short)}), and recall@{deepest_k} counts the "
+        f"{len(returned)} queries (at most {max(short)}), and {Metric(RECALL, deepest_k).label} "
+        "counts the "
         f"missing ones as misses; {_depth_advice(kind, deepest_k)}"
     )
 
