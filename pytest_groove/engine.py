@@ -1,5 +1,8 @@
 """One engine, several doors: the facade the CLI, ``groove eval``/``tune`` and the
-pytest plugin all open to index a KB and search it."""
+pytest plugin all open to index a KB and search it.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

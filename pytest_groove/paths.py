@@ -1,4 +1,7 @@
-"""Resolving user-given paths without a traceback (stdlib only: both doors import it)."""
+"""Resolving user-given paths without a traceback (stdlib only: both doors import it).
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ Files and the JSON report write ``Z`` with 0, 3 or 6 fractional digits
 (:func:`format_timestamp`); people read the ``+00:00`` form
 (:func:`display_timestamp`); any RFC 3339 offset with up to 9 fractional digits is
 read back as UTC (:func:`parse_timestamp`).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

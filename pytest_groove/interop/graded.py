@@ -16,6 +16,8 @@ order; a hit credited to nothing adds 0) and ``G`` is the grades sorted from hig
 to lowest.  The gain is the grade itself (trec_eval's default, not ``2**g - 1``), so
 with every grade 1 this is the binary nDCG@k exactly.  Sums run left to right with
 plain float addition, as in :mod:`pytest_groove.evaluation.metrics`.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

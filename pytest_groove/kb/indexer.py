@@ -6,6 +6,8 @@ change (a frontmatter-only edit) only updates its document row; everything else 
 re-chunked, re-embedded and written in one transaction.  Files that vanished are
 pruned; files that failed to read or parse keep their old rows (a transient error
 must not delete data).  Concurrent indexers of one index serialise on a file lock.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ chunk vector plus its document's note vector (:mod:`pytest_groove.kb.notes`), bo
 centred as above, re-normalised -- so a chunk is found by what it says *and* what
 its note is about.  Search orders notes by them (:mod:`pytest_groove.search.notes`).
 Cached beside the chunk index under its own prefix.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
