@@ -21,7 +21,7 @@ from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
-from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
+from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vectors import VectorIndex
@@ -65,6 +65,11 @@ def run_indexer(
         log=log,
         term_table=reads_term_table(settings),
         note_vectors=reads_note_vectors(settings),
+        vector_caches=VectorCaches(
+            centre=settings.search.vector_centring,
+            kind=settings.index.vector_index,
+            notes=reads_note_vectors(settings),
+        ),
     )
 
 

@@ -51,8 +51,14 @@ import numpy.typing as npt
 
 from pytest_groove.config import DEFAULT_VECTOR_INDEX, VECTOR_INDEX_KINDS
 from pytest_groove.files.atomic import write_atomic_with
+from pytest_groove.kb import vector_cache as cache_update
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
+from pytest_groove.kb.vector_cache import CACHE_PREFIX as CACHE_PREFIX
+from pytest_groove.kb.vector_cache import CENTRING_MIN_SHARE as CENTRING_MIN_SHARE
+from pytest_groove.kb.vector_cache import NOTES_CACHE_PREFIX as NOTES_CACHE_PREFIX
+from pytest_groove.kb.vector_cache import cache_path
+from pytest_groove.kb.vector_cache import centred as _centred
 
 Means = dict[str, npt.NDArray[np.float32]]
 
@@ -77,20 +83,6 @@ def group_means(matrix: npt.NDArray[np.float32], groups: list[str]) -> Means:
         total = members.sum(axis=0) + CENTRING_PRIOR_CHUNKS * overall
         means[name] = (total / (len(members) + CENTRING_PRIOR_CHUNKS)).astype(np.float32)
     return means
-
-
-def _centred(
-    rows: npt.NDArray[np.float32], mean: npt.NDArray[np.float32]
-) -> npt.NDArray[np.float32]:
-    shifted = rows - mean
-    norms = np.linalg.norm(shifted, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(shifted / norms, dtype=np.float32)
-
-
-CACHE_PREFIX = "vectors"
-#: the note-carrying index's cache (a name the chunk cache's clean-up never matches)
-NOTES_CACHE_PREFIX = "notevectors"
 
 
 @dataclass(frozen=True)
@@ -134,8 +126,6 @@ def _new_index(kind: str, dim: int) -> faiss.Index:
 
 #: weight (in chunks) of the overall mean in each group's mean
 CENTRING_PRIOR_CHUNKS = 8.0
-#: centring needs two script groups of at least this share of the chunks each
-CENTRING_MIN_SHARE = 0.25
 
 
 @contextlib.contextmanager
@@ -271,11 +261,8 @@ class VectorIndex:
         so the generation and the embeddings come from the same committed state.
         """
         dim = int(store.get_meta("embedding_dim") or "0")
-        mode = "centred" if centre else "raw"
         prefix = NOTES_CACHE_PREFIX if notes else CACHE_PREFIX
-        # the flat cache keeps its name; another kind adds its own
-        infix = "" if kind == DEFAULT_VECTOR_INDEX else f"-{kind}"
-        cache = directory / f"{prefix}{infix}-{store.index_id}-gen{store.generation}-{mode}.faiss"
+        cache = cache_path(store, directory, centre=centre, kind=kind, notes=notes)
         means_file = cache.with_suffix(".npz")
         if cache.is_file():
             try:
@@ -288,25 +275,45 @@ class VectorIndex:
                     return cls(index, dim, means, kind)
             except (RuntimeError, OSError, ValueError):
                 pass  # a damaged cache is rebuilt below
+        if kind == "flat":
+            update = cache_update.updated(store, cache, dim, centre=centre, notes=notes)
+            if update is not None:
+                updated = cls(update.index, dim, {}, kind)
+                updated._write_cache(directory, cache, prefix, update.state)
+                return updated
         ids, matrix = store.all_vectors()
         groups = None
         if centre:
             openings = store.chunk_openings()
             groups = [script_group(openings.get(int(cid), "")) for cid in ids]
-        if notes:
-            built = cls.build_with_notes(ids, matrix, dim, groups, NoteVectors.of(store), kind)
+        note_vectors = NoteVectors.of(store) if notes else None
+        if note_vectors is not None:
+            built = cls.build_with_notes(ids, matrix, dim, groups, note_vectors, kind)
         else:
             built = cls.build(ids, matrix, dim, groups, kind)
-        built._write_cache(directory, cache, prefix)
+        del matrix  # the index holds its own copy: drop this one before the cache is written
+        state = cache_update.state_of(
+            groups, None if note_vectors is None else note_vectors.vectors
+        )
+        built._write_cache(directory, cache, prefix, None if built.means else state)
         return built
 
-    def _write_cache(self, directory: Path, cache: Path, prefix: str = CACHE_PREFIX) -> None:
+    def _write_cache(
+        self,
+        directory: Path,
+        cache: Path,
+        prefix: str = CACHE_PREFIX,
+        state: cache_update.CacheState | None = None,
+    ) -> None:
         # The cache is an optimisation: failing to write it (read-only checkout, full
         # disk) must never fail a search, and a torn one is rebuilt, so it is written
         # without fsync.  The means are written first: an index file without its
         # means is never left behind to be read as "not centred".
         means_file = cache.with_suffix(".npz")
+        state_file = cache_update.state_path(cache)
         try:
+            if state is not None:
+                write_atomic_with(state_file, state.write, mode=0o644, sync=False)
             if self.means:
                 write_atomic_with(
                     means_file,
@@ -317,7 +324,7 @@ class VectorIndex:
             write_atomic_with(cache, self._write_index, mode=0o644, sync=False)
         except (OSError, RuntimeError):
             return
-        keep = {cache, means_file}
+        keep = {cache, means_file, state_file}
         for old in [
             *directory.glob(f"{prefix}*.faiss"),
             *directory.glob(f"{prefix}*.npz"),
