@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
@@ -20,7 +21,20 @@ from pytest_groove.kb.vector_cache import cache_path
 from pytest_groove.kb.vectors import VectorIndex
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
-WORDS = "cache queue replica shard index vector token budget retry window lease quorum".split()
+WORDS = [
+    "cache",
+    "queue",
+    "replica",
+    "shard",
+    "index",
+    "vector",
+    "token",
+    "budget",
+    "retry",
+    "window",
+    "lease",
+    "quorum",
+]
 
 
 def write_kb(kb: Path, docs: int = 12) -> None:
@@ -41,7 +55,7 @@ def state(kb: Path, settings: Settings, *, notes: bool) -> tuple[bytes, bytes]:
             centre = settings.search.vector_centring
             cached = cache_path(store, store.path.parent, centre=centre, kind="flat", notes=notes)
             assert cached.is_file(), "the indexer wrote no cache for the index's state"
-            index = faiss.read_index(str(cached))
+            index: Any = faiss.read_index(str(cached))
             ids, matrix = store.all_vectors()
             if notes:
                 from pytest_groove.kb.vectors import NoteVectors
@@ -59,11 +73,14 @@ def state(kb: Path, settings: Settings, *, notes: bool) -> tuple[bytes, bytes]:
                 full = VectorIndex.build(ids, matrix, int(matrix.shape[1]), None)
         assert faiss.vector_to_array(index.id_map).tolist() == ids.tolist()
         built = full._index
-        got = faiss.rev_swig_ptr(faiss.downcast_index(index.index).get_xb(), index.ntotal * index.d)
-        want = faiss.rev_swig_ptr(faiss.downcast_index(built.index).get_xb(), built.ntotal * built.d)
-        return np.asarray(got).tobytes(), np.asarray(want).tobytes()
+        return rows_of(index), rows_of(built)
     finally:
         store.close()
+
+
+def rows_of(index: Any) -> bytes:
+    flat: Any = faiss.downcast_index(index.index)
+    return np.asarray(faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * flat.d)).tobytes()
 
 
 def searches(kb: Path, settings: Settings) -> list[list[tuple[str, str | None]]]:
@@ -124,7 +141,8 @@ def test_a_centred_index_is_built_in_full(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     write_kb(kb, docs=6)
     for d in range(6):
-        (kb / f"ja{d}.md").write_text(f"# 日本語 {d}\n\n## 節\n\nバックアップの設定と復元の手順 {d}\n")
+        text = f"# 日本語 {d}\n\n## 節\n\nバックアップの設定と復元の手順 {d}\n"
+        (kb / f"ja{d}.md").write_text(text)
     run_indexer(kb, SETTINGS)
     assert list(kb.joinpath(".groove").rglob("vectors-*.npz"))  # means: centred
     with (kb / "ja2.md").open("a") as handle:
