@@ -20,6 +20,7 @@ from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb.beneath import index_folder_beneath
+from pytest_groove.kb.corpus_cache import cached_corpus_snapshot
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
@@ -172,8 +173,10 @@ class Engine:
             snapshot.__exit__(None, None, None)
 
     def corpus_snapshot(self) -> CorpusSnapshot:
+        """The index's corpus snapshot, kept beside it per index state
+        (:mod:`~pytest_groove.kb.corpus_cache`): only a changed index reads every chunk."""
         with self._faults():
-            return self.store.corpus_snapshot()
+            return cached_corpus_snapshot(self.store)
 
     def iter_chunk_texts(self) -> Iterator[ChunkText]:
         with self._faults():
