@@ -20,7 +20,7 @@ from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb.beneath import index_folder_beneath
-from pytest_groove.kb.corpus_cache import cached_corpus_snapshot
+from pytest_groove.kb.corpus_cache import cached_corpus_snapshot, cached_headings_by_path
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
@@ -192,7 +192,7 @@ class Engine:
     def headings_by_path(self) -> dict[str, set[str | None]]:
         """Every indexed path with its chunks' headings (for the pre-search golden check)."""
         with self._faults():
-            return self.store.headings_by_path()
+            return cached_headings_by_path(self.store)
 
     # ------------------------------------------------------------------ tune's low level
 

@@ -65,3 +65,27 @@ def test_a_damaged_file_is_computed_again(tmp_path: Path) -> None:
     for kept in kb.joinpath(".groove").rglob(CACHE_NAME):
         kept.write_text("{not json")
     assert snapshot(kb) == first
+
+
+def test_the_headings_map_is_kept_and_follows_edits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    (kb / "plain.md").write_text("no heading at all, just text about leases\n")
+    run_indexer(kb, SETTINGS)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        first = engine.headings_by_path()
+        assert first == engine.store.headings_by_path()
+
+    def no_read(self: Store) -> dict[str, set[str | None]]:
+        raise AssertionError("every chunk was read again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "headings_by_path", no_read)
+        with open_engine(kb, SETTINGS, reindex=False) as engine:
+            assert engine.headings_by_path() == first
+    (kb / "n1.md").write_text("# N1\n\n## Renamed\n\nretry\n")
+    run_indexer(kb, SETTINGS)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert engine.headings_by_path()["n1.md"] == {"Renamed"}
