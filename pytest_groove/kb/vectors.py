@@ -12,7 +12,10 @@ an eval run's fingerprint, so runs on different kinds are never compared.
 Either kind is built from the database and cached in a file
 beside it, named by the database's random id and write generation, so a second
 process opening an unchanged index reads one file instead of every embedding blob,
-and a re-created database can never pick up a stale cache.
+and a re-created database can never pick up a stale cache.  The indexer writes the
+caches for the state it leaves (:mod:`pytest_groove.kb.vector_cache`: a flat cache of
+an older state is updated rather than rebuilt), and a flat cache is memory-mapped
+rather than read into a private copy.
 
 **Language centring.**  A small multilingual model places every text of one
 language in its own region of the space: a Japanese question is closer to any
@@ -266,7 +269,10 @@ class VectorIndex:
         means_file = cache.with_suffix(".npz")
         if cache.is_file():
             try:
-                index = faiss.read_index(str(cache))
+                # a flat cache is mapped, not copied: its rows are read straight from
+                # the page cache (the file is replaced by rename, never written in place)
+                flags = faiss.IO_FLAG_MMAP_IFC if kind == "flat" else 0
+                index = faiss.read_index(str(cache), flags)
                 means: Means = {}
                 if means_file.is_file():
                     with np.load(means_file) as saved:
