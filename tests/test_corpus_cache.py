@@ -86,6 +86,12 @@ def test_the_headings_map_is_kept_and_follows_edits(
         with open_engine(kb, SETTINGS, reindex=False) as engine:
             assert engine.headings_by_path() == first
     (kb / "n1.md").write_text("# N1\n\n## Renamed\n\nretry\n")
+    (kb / "n3.md").unlink()
     run_indexer(kb, SETTINGS)
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "headings_by_path", no_read)  # only the changed one is read
+        with open_engine(kb, SETTINGS, reindex=False) as engine:
+            updated = engine.headings_by_path()
+    assert updated["n1.md"] == {"Renamed"} and "n3.md" not in updated
     with open_engine(kb, SETTINGS, reindex=False) as engine:
-        assert engine.headings_by_path()["n1.md"] == {"Renamed"}
+        assert updated == engine.store.headings_by_path()
