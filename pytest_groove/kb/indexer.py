@@ -330,6 +330,7 @@ def _index_locked(
     if wants.note_vectors and not store.keeps_note_vectors:
         _embed_missing_notes(store, embedder, report, progress)
     if wants.vector_caches is not None:
+        scan.files.clear()  # every file's bytes: not held while the caches are made
         with store.read_snapshot():
             _refresh_vector_caches(store, wants.vector_caches)
     return report
