@@ -161,6 +161,7 @@ def test_an_inert_pytest_run_imports_only_the_thin_plugin_modules(
         "pytest_groove.plugin",
         "pytest_groove.plugin.options",
         "pytest_groove.plugin.hookspecs",
+        "pytest_groove.plugin.plain_imports",
         "pytest_groove.options",
     }
     assert "pytest_groove.plugin.options" in ours  # the plugin did load
