@@ -155,11 +155,11 @@ _RSS_WRAPPER = (
 )
 
 
-def run_child(command: Sequence[str]) -> tuple[float, float]:
+def run_child(command: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Run a command; (wall seconds, peak RSS MiB) of the command's process."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", _RSS_WRAPPER, *command], capture_output=True, text=True
+        [sys.executable, "-c", _RSS_WRAPPER, *command], capture_output=True, text=True, env=env
     )
     wall = time.perf_counter() - started
     peak_kib, code = done.stdout.split()[-2:]

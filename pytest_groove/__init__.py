@@ -3,6 +3,8 @@
 The public API is the names in ``__all__``; everything else is private.  Names are
 resolved lazily so that importing the package (which pytest does for every session,
 through the plugin entry point) costs nothing until a groove feature is used.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

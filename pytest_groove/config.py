@@ -7,6 +7,8 @@ the key and the accepted range.
 ``groove.toml`` is looked for at ``--config FILE`` (CLI) / ``groove_config`` (ini),
 else at ``<kb>/groove.toml``.  A relative ``[eval].golden`` is resolved against the
 directory of the config file that names it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ Two things can go wrong with standard output that are not the report's fault:
 * the write itself fails (a closed pipe, ``/dev/full``, a closed descriptor): that is
   one :class:`~pytest_groove.errors.OutputFailed` naming where the output went, and
   whatever is still buffered is dropped so nothing fails again at exit.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """One engine, several doors: the facade the CLI, ``groove eval``/``tune`` and the
-pytest plugin all open to index a KB and search it."""
+pytest plugin all open to index a KB and search it.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 
@@ -18,8 +21,9 @@ from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb.beneath import index_folder_beneath
+from pytest_groove.kb.corpus_cache import cached_corpus_snapshot, cached_headings_by_path
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
-from pytest_groove.kb.indexer import IndexReport, default_index_dir, index_kb
+from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_dir, index_kb
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vectors import VectorIndex
@@ -79,6 +83,11 @@ def run_indexer(
         log=log,
         term_table=reads_term_table(settings),
         note_vectors=reads_note_vectors(settings),
+        vector_caches=VectorCaches(
+            centre=settings.search.vector_centring,
+            kind=settings.index.vector_index,
+            notes=reads_note_vectors(settings),
+        ),
     )
 
 
@@ -181,8 +190,10 @@ class Engine:
             snapshot.__exit__(None, None, None)
 
     def corpus_snapshot(self) -> CorpusSnapshot:
+        """The index's corpus snapshot, kept beside it per index state
+        (:mod:`~pytest_groove.kb.corpus_cache`): only a changed index reads every chunk."""
         with self._faults():
-            return self.store.corpus_snapshot()
+            return cached_corpus_snapshot(self.store)
 
     def iter_chunk_texts(self) -> Iterator[ChunkText]:
         with self._faults():
@@ -198,7 +209,7 @@ class Engine:
     def headings_by_path(self) -> dict[str, set[str | None]]:
         """Every indexed path with its chunks' headings (for the pre-search golden check)."""
         with self._faults():
-            return self.store.headings_by_path()
+            return cached_headings_by_path(self.store)
 
     # ------------------------------------------------------------------ tune's low level
 

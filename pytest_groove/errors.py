@@ -5,6 +5,8 @@ a history file, a flag) is raised as :class:`GrooveError` carrying a single line
 that names the file or value and the fix.  The CLI prints it as ``Error: ...`` and
 exits with :attr:`GrooveError.exit_code`; the pytest plugin turns it into a usage
 error.  Anything else escaping is a bug.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ declared by that door.
 Standard library only: the plugin imports this module in every pytest run of an
 environment where pytest-groove is installed.  The checks that need
 :mod:`pytest_groove.config` (also stdlib only) import it when a value is given.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

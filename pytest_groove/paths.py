@@ -7,6 +7,8 @@ before any ``stat`` or ``open`` turns it into ``OSError``/``ValueError`` deep in
 the indexer or SQLite.  Files with such names found *inside* a KB are skipped by the
 walk with a warning; the folders named on the command line, in an ini file or in a
 ``groove.toml`` come through :func:`check_os_path`.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ a whole number in [1, 10000] (got 0)``.
 key, reader, writer, and what a missing key or a ``None`` value means), so that
 :func:`record_to_json` and :func:`record_fields_from_json` read and write a record in
 field order without a hand-written method per record.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -172,6 +172,7 @@ def test_an_inert_pytest_run_imports_only_the_thin_plugin_modules(
         "pytest_groove.plugin",
         "pytest_groove.plugin.options",
         "pytest_groove.plugin.hookspecs",
+        "pytest_groove.plugin.plain_imports",
         "pytest_groove.options",
         # the one exception type and its echo helpers: standard library only
         "pytest_groove.errors",

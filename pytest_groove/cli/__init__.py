@@ -5,6 +5,8 @@ module holds ``main``, ``index`` and ``search``; ``eval`` and ``tune`` have thei
 modules, and the arguments the subcommands share are in :mod:`.args`.  Input
 problems end as one ``Error: ...`` line on stderr and a non-zero exit status, never
 a traceback.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

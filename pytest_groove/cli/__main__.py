@@ -1,4 +1,7 @@
-"""``python -m pytest_groove.cli``: the ``groove`` command."""
+"""``python -m pytest_groove.cli``: the ``groove`` command.
+
+PYTEST_DONT_REWRITE
+"""
 
 import sys
 

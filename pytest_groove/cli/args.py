@@ -4,6 +4,8 @@ The options both doors share are declared once, in :mod:`pytest_groove.options`;
 the groups below only pick which of them a subcommand takes.  Options that exist
 only on the command line (``--kb-path``, ``--format``, ``--no-color``) are declared
 here, each with its help text.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ evaluation, searches every golden query and finishes it: the same library steps 
 pytest plugin takes (:mod:`pytest_groove.evaluation.lifecycle`).  stdout gets the
 report (text or JSON); stderr gets notes, warnings, the findings block and errors.
 Exit status: 0 fine, 1 regression gate failed or any error, 2 bad flag values.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

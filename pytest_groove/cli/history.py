@@ -12,6 +12,8 @@
 ``RUN`` is a run's timestamp as the listing prints it (as stored) or a prefix of it
 that only one run has.  Reading never writes; only ``freeze`` and ``delete`` change
 the file.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 The work is in :mod:`pytest_groove.interop.beir`; this module reads the arguments and
 prints what was written, then the next command to run.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Writes ``<kb>/.groove-eval.yml`` (a commented golden file listing the KB's docum
 and headings, with one example of each kind of entry) and ``<kb>/groove.toml``
 (every setting at its default, commented out).  An existing file is never
 overwritten: it is left alone and named.  Ends with the next command to run.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ sweep, the decision.  stdout gets the report only; progress, notes and warnings 
 to stderr in ASCII.  Exit status: 0 for a report (whatever the verdict), 2 when no
 golden query can react to the fusion parameters or a flag is bad, 1 for any other
 error.  tune applies nothing and writes no history.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

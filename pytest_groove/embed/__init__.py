@@ -1,1 +1,4 @@
-"""Embedders: one protocol, backends registered by name (see :mod:`.registry`)."""
+"""Embedders: one protocol, backends registered by name (see :mod:`.registry`).
+
+PYTEST_DONT_REWRITE
+"""

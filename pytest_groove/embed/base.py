@@ -1,4 +1,7 @@
-"""The embedder protocol every backend implements."""
+"""The embedder protocol every backend implements.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

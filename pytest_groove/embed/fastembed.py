@@ -6,6 +6,8 @@ directory, which is ``GROOVE_FASTEMBED_CACHE`` if set, else fastembed's own defa
 (``FASTEMBED_CACHE_PATH`` or ``<tmp>/fastembed_cache``).  groove never downloads it.
 Queries go through ``query_embed`` and documents through ``passage_embed`` so
 models with query/passage instructions get them; vectors are L2-normalised here.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

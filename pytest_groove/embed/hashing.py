@@ -12,6 +12,8 @@ and machines, unlike Python's salted ``hash()``) to a bucket in 0..255 and a sig
 (signed feature hashing, so collisions cancel instead of piling up); sum the signed
 counts and L2-normalise.  Queries and passages are embedded identically.  A text
 with no characters left after normalisation embeds to the zero vector.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ two server models never share an index.  The dimension is discovered by embeddin
 one short text when the embedder is built.  Redirects are not followed (a
 redirect could carry the bearer token to another host).  Any transport, HTTP or
 JSON problem raises :class:`GrooveError` naming the endpoint.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ importing each other.
 :func:`model_slug` turns an embedder's name into the directory name of its index
 (``<kb>/.groove/<slug>/``).  Call it with :attr:`Embedder.name` (the canonical
 identity the backend reports), not with the raw flag value.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

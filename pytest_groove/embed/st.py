@@ -10,6 +10,8 @@ query/passage prompts get them.
 
 The model runs on the CPU (deterministic and the same everywhere); set
 ``GROOVE_ST_DEVICE`` (e.g. ``cuda``) to choose another torch device.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,1 +1,4 @@
-"""Evaluation: golden files, metrics, run records, history, diff, gate, reports."""
+"""Evaluation: golden files, metrics, run records, history, diff, gate, reports.
+
+PYTEST_DONT_REWRITE
+"""

@@ -11,6 +11,8 @@ a non-finite value is never a regression.  The threshold may differ per metric
 (:class:`Thresholds`, parsed from metric=number pairs by :func:`parse_thresholds`,
 with the threshold spellings of :mod:`.metric_table`); a single query's rank metric
 uses the aggregate's threshold.  Every metric is read through that table.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

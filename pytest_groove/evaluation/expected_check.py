@@ -6,6 +6,8 @@ recorded as the next baseline.  That is a mistake in the golden file, not a retr
 result, so both doors call :func:`check_expected_entries` after indexing and before
 the first search, and stop with one line naming the golden file, the line, the
 missing path or heading and the closest existing spellings.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

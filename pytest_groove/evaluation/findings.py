@@ -17,6 +17,8 @@ Rule (spec-eval §10, seed "When the corpus quotes the golden set"):
 - in one document, a matched needle contained in another matched needle is dropped;
   a needle is exempt when any golden entry with that wording expects this document;
 - a document is reported when :data:`MIN_DISTINCT_QUERIES` or more needles remain.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

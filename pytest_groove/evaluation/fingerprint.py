@@ -11,6 +11,8 @@ JSON rules (the history file format, spec-eval §6-§7): keys are written in fie
 order, then any unknown keys in the order they were read; the optional objects
 (``mmr``, ``parent_retriever``, ``fusion``, ``context``, ``retriever``...) are left
 out when off; ``reranker`` is always written (``null`` = none).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

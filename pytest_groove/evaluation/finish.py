@@ -10,6 +10,8 @@ The gate is a no-op when there is no compatible stored run, under ``no_history``
 ``no_diff``, and for a subset run (``record=False``: some golden queries were
 deselected).  A subset run is reported against the same queries of the baseline but
 never recorded, so it can neither move a baseline nor fail a build.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

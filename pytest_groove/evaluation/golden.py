@@ -32,6 +32,8 @@ marked "Deliberate addition" below, because each is a silent wrong result there)
 - non-string scalars where a string is expected (``query: 42``, ``path: 2024-01-01``),
   instead of coercing them;
 - a key written twice in one mapping (YAML loaders otherwise keep the last one).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ type the way the golden file's messages word it (serde-style: ``invalid type:
 integer `42`, expected a string``) and raise :class:`SchemaError` with the line, so
 :mod:`pytest_groove.evaluation.golden` validates the document without handling
 lines itself.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ attacker in this threat model does not have, and refusing reparse points there w
 refuse every OneDrive/Dropbox placeholder.
 
 Caps are inclusive: a file of exactly ``cap`` bytes is read, ``cap + 1`` is refused.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

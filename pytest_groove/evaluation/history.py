@@ -49,6 +49,8 @@ the lock means two CI jobs or pytest sessions finishing together never lose each
 other's run.  :func:`stage_save` stops before the rename: the doors deliver the
 report first and rename only when it went out, so a run whose report could not be
 written (a full device) leaves the history byte for byte as it was.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 The frozen run while it stays compatible, else the newest compatible run
 (:func:`choose_baseline`), or the run the user named with ``--baseline``
 (:func:`named_baseline`); :func:`pick_baseline` is the choice both doors make.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

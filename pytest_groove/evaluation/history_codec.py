@@ -22,6 +22,8 @@ format-1 shape of :mod:`pytest_groove.evaluation.run`.  Decoding is as strict as
 format 1: anything out of shape raises
 :class:`~pytest_groove.evaluation.run.RecordFormatError` naming where.
 Encoding then decoding gives back an equal :class:`RunRecord` (lossless).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 The layout and the reading rules are described in :mod:`pytest_groove.evaluation.history`;
 this module turns bytes into runs (:func:`read_history`, :func:`load_history`) and
 runs into bytes (:func:`encode_history`, :func:`bound_history`), and writes nothing.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@
 marks a stored run as the frozen baseline.  The file plumbing (temporary file,
 fsync, rename, exclusive backup, stale-temp clean-up, the lock) is
 :mod:`pytest_groove.files`; this module decides what is written and words the errors.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ one the report says that such labels may show as boxes and how to fix it
 (:data:`NO_CJK_FONT_NOTE`).  Plots label queries by id.
 
 matplotlib is the ``plots`` extra, imported only when a report is drawn.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@
   and reports.
 
 Neither door builds a fingerprint, reads the history or chooses a baseline itself.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ the labels users read are the ones the reports have always printed.
 
 Labels with a ``{k}`` placeholder belong to metrics measured at every cut-off k;
 :class:`Metric` is one kind at one k (or at none), the unit every consumer handles.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ produces them.
 
 For numbers that match the reference bit for bit, sums run left to right with plain
 float addition (not ``math.fsum``) and discounts are ``1 / math.log2(rank + 1)``.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

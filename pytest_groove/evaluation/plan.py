@@ -13,6 +13,8 @@ Normalisation of ``limit`` and the k list follows spec-eval §3.2: k values are 
 at the retrieval cap, sorted and de-duplicated; an omitted limit defaults to the
 largest *requested* k; a limit over the cap is lowered with a note; the fetch depth is
 ``max(largest k, limit)``.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

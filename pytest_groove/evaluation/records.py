@@ -1,4 +1,7 @@
-"""Records shared by the golden loader, the metrics and the reports."""
+"""Records shared by the golden loader, the metrics and the reports.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -33,6 +33,8 @@ JavaScript), so a row is a few lines tall.  The plots are drawn by
 
 matplotlib and Jinja2 are the ``plots`` extra (``pip install "pytest-groove[plots]"``),
 imported only when a report is written.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

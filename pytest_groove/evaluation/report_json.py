@@ -10,6 +10,8 @@ Key order is fixed, not sorted: the top level in the order built below, every ru
 object in the history file's field order, and k-maps in numeric order with string
 keys (``"1"``, ``"5"``, ``"10"``; a lexicographic sort would print ``"10"`` before
 ``"5"``).  Consumers should still look keys up by name.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ when the corpus changed), the aggregate block — one line per metric of
 :func:`~pytest_groove.evaluation.metric_table.summary_metrics`, each with its delta
 against the baseline — and the queries that missed or regressed.  ``docs/eval.md``
 shows a sample; only the largest k's nDCG is shown, the JSON report has everything.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

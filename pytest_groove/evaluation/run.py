@@ -31,6 +31,8 @@ needs.
 The fingerprint lives in :mod:`~pytest_groove.evaluation.fingerprint` and the
 timestamp rules in :mod:`~pytest_groove.evaluation.timestamps`; both are importable
 from here too.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

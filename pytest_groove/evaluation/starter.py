@@ -6,6 +6,8 @@ one entry of each kind: single answer, several answers, a heading-level answer a
 tagged one.  The examples point at real documents of the KB when it has any; every
 entry is commented out, so the file loads as an empty golden set until the user writes
 queries.  ``groove.toml`` holds every key with its default, commented out.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ write one spelling: ``Z`` with 0, 3 or 6 fractional digits (:func:`format_timest
 :func:`display_timestamp`), so a moment copied from any of them names the same run; any
 RFC 3339 offset with up to 9 fractional digits is read back as UTC
 (:func:`parse_timestamp`).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

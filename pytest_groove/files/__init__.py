@@ -10,4 +10,6 @@
 
 These modules raise :class:`OSError` (and :class:`filelock.Timeout`) as they are:
 each caller words its own one-line error, naming its own file and remedy.
+
+PYTEST_DONT_REWRITE
 """

@@ -13,6 +13,8 @@
   write; call it only while holding the lock every writer of that file takes.
 
 Every function raises the :class:`OSError` it met: the caller words the message.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ can (``dir_fd`` support: Linux, macOS, the BSDs):
 
 Elsewhere (Windows) the file is opened by name; creating a symlink there needs a
 privilege the threat model does not grant.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

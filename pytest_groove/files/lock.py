@@ -2,6 +2,8 @@
 
 A :class:`filelock.FileLock`: an advisory lock on ``<something>.lock`` that the
 operating system drops when its holder dies, so a killed run never blocks the next.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,1 +1,4 @@
-"""The IR ecosystem's file formats: TREC run / qrels export, BEIR import."""
+"""The IR ecosystem's file formats: TREC run / qrels export, BEIR import.
+
+PYTEST_DONT_REWRITE
+"""

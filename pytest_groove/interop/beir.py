@@ -16,6 +16,8 @@ N > 1; a score of 1 is the plain binary entry).  A query with no such judgement 
 split is left out and counted.  Everything is read and checked before the first file
 is written, so bad input leaves OUT as it was; every problem is one line naming
 ``file:line`` and the fix.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

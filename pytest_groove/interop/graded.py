@@ -4,6 +4,8 @@ The formula lives in one place, :func:`pytest_groove.evaluation.metrics.ndcg_at_
 which takes each entry's own ``grade`` as its gain (trec_eval's ``ndcg_cut``, not
 ``2**g - 1``).  This helper scores entries with the grades given separately, as the
 BEIR qrels and TREC tools keep them.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ entry of the same file counts twice for us and once for trec_eval (see
 Scores are synthetic: the hit at rank ``r`` of ``n`` gets ``n - r + 1``.  The tools
 sort by score, and the engine's own scores are not monotone in rank (document-first
 ordering moves hits), so exporting them would re-rank the list.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

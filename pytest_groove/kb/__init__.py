@@ -1,1 +1,4 @@
-"""Knowledge-base side: walking, parsing, storing and indexing."""
+"""Knowledge-base side: walking, parsing, storing and indexing.
+
+PYTEST_DONT_REWRITE
+"""

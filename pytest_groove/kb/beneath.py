@@ -2,6 +2,8 @@
 
 The implementation moved to the shared file plumbing (the eval history reads below a
 root too); these names stay importable from here.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ as the indexer does (the same exclusion rules, the same reads below the root wit
 following links, the same parser and chunking) and embeds nothing, so a golden entry
 is checked against the same headings whichever searcher answers, and a run records
 the corpus it was judged against.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

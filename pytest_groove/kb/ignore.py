@@ -10,6 +10,8 @@ The file lives inside the knowledge base, which may be shared or synced, so it
 is read defensively: a symlink, a hard link, a non-regular file or one above
 64 KiB is refused with a warning, and at most 1000 patterns are used.  Nothing
 here ever raises for bad content: bad lines are skipped with a warning.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

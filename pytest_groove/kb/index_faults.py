@@ -7,6 +7,8 @@ size limit (``ulimit -f``), a damaged database, a path that is a file or a symli
 loop.  Each is translated here, at the boundary where the operating system or SQLite
 reports it, into a :class:`~pytest_groove.errors.GrooveError` subclass whose message
 says what happened to which file and what to do about it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ groups to a writer thread (see its docstring); :class:`IndexReport` counts what 
 run did, :class:`Progress` shows it on a terminal.  The group sizes are the
 indexer's (:data:`pytest_groove.kb.indexer.EMBED_GROUP_CHUNKS`,
 :data:`~pytest_groove.kb.indexer.WRITE_QUEUE_CHUNKS`), passed in by it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Only "someone else holds it" is worth waiting for.  Every other failure to take 
 lock (a read-only folder, no permission, a directory where the lock file belongs, a
 folder that cannot hold files at all, like ``/proc/self``) would fail again on every
 retry, so it is reported at once instead of after the wait times out.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ change (a frontmatter-only edit) only updates its document row; everything else 
 re-chunked, re-embedded and written in one transaction.  Files that vanished are
 pruned; files that failed to read or parse keep their old rows (a transient error
 must not delete data).  Concurrent indexers of one index serialise on a file lock.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from pytest_groove.kb.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
 from pytest_groove.kb.read_files import read_collected
 from pytest_groove.kb.records import ParsedDocument
 from pytest_groove.kb.store import DB_FILE_NAME, DB_FILE_NAMES, Store
+from pytest_groove.kb.vector_cache import cache_path
+from pytest_groove.kb.vectors import VectorIndex
 from pytest_groove.kb.walk import collect_files
 
 GROOVE_DIR_NAME = ".groove"
@@ -105,6 +109,7 @@ def index_kb(
     log: Callable[[str], None] | None = None,
     term_table: bool = False,
     note_vectors: bool = True,
+    vector_caches: VectorCaches | None = None,
 ) -> IndexReport:
     """Bring ``index_dir`` up to date with ``kb``; see the module docstring.
 
@@ -112,8 +117,10 @@ def index_kb(
     the index must keep it (filled from the stored chunks the first time).
     ``note_vectors``: it reads the note vectors (note order), so the index must keep
     them (embedded from the stored titles and openings the first time).
+    ``vector_caches``: the faiss caches the search configuration opens, brought up to
+    date here (:mod:`~pytest_groove.kb.vector_cache`) so the next search reads them.
     """
-    wants = _Wants(term_table, note_vectors)
+    wants = _Wants(term_table, note_vectors, vector_caches)
     started = time.monotonic()
     if not kb.is_dir():
         raise GrooveError(
@@ -333,7 +340,36 @@ def _index_locked(
     _prune(store, scan, stored, report)
     if wants.note_vectors and not store.keeps_note_vectors:
         _embed_missing_notes(store, embedder, report, progress)
+    if wants.vector_caches is not None:
+        scan.files.clear()  # every file's bytes: not held while the caches are made
+        with store.read_snapshot():
+            _refresh_vector_caches(store, wants.vector_caches)
     return report
+
+
+@dataclass(frozen=True)
+class VectorCaches:
+    """The faiss caches one search configuration opens (see :meth:`VectorIndex.load_for`)."""
+
+    centre: bool
+    kind: str
+    notes: bool
+
+
+def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
+    """Write the caches for the index's state now, so the next search only reads them.
+
+    An older generation's flat cache is updated rather than rebuilt; each index is
+    dropped before the next is made, so the two are never held at once.
+    """
+    for notes in (False, True) if caches.notes else (False,):
+        cached = cache_path(
+            store, store.path.parent, centre=caches.centre, kind=caches.kind, notes=notes
+        )
+        if not cached.is_file():
+            VectorIndex.load_for(
+                store, store.path.parent, centre=caches.centre, kind=caches.kind, notes=notes
+            )
 
 
 @dataclass(frozen=True)
@@ -344,6 +380,8 @@ class _Wants:
     term_table: bool = False
     #: every document's note vector: note order
     note_vectors: bool = True
+    #: the faiss caches to keep current (None: left to the first search)
+    vector_caches: VectorCaches | None = None
 
     def kept_by(self, store: Store) -> bool:
         return (not self.term_table or store.keeps_term_table) and (

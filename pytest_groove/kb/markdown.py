@@ -24,6 +24,8 @@ of what an evaluation run measures:
 :data:`CHUNKER_VERSION` names these rules: an index records it and is rebuilt
 when it differs, and an evaluation run's fingerprint carries it, because chunk
 boundaries move every ranking.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ Only note order reads these vectors, so an index embeds them only while its
 configuration has ``[search] note_order`` on (the default); turned on later, they
 are embedded from the stored titles and opening sections (:func:`note_text_of`),
 which gives the very texts :func:`note_text` gives for the parsed files.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ the parser from the file extension, and assembles :class:`Chunk` records with
 their breadcrumb (``context``).  Every per-file problem surfaces as
 :class:`ParseFailure`, which the indexer reports as a warning and skips; no
 other exception is meant to escape for any input bytes.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ of a phrase's cost (measured at 10k chunks: finding a phrase's rows, ``count(*)`
 ``group_concat(rowid)``, 0.8-1.3 ms; the same rows with ``bm25()`` summed inside
 SQLite 38 ms; to Python 44 ms), so fetching the rows in bulk (one text value per
 phrase, doubles through ``quote()``) measured no faster than the row cursor.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Both are heuristics computed at insert time.  ``token_count`` feeds the parent
 retriever's "small chunk" test, so it must match the stored value exactly;
 ``quality_score`` marks stubs ("TODO", one short line) so they can be told
 apart from real sections.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

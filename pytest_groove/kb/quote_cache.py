@@ -18,6 +18,8 @@ The file is named by a hash of the scan's version and its needles, so each golde
 set keeps its own; it is written to a temporary name and renamed (a reader sees a
 whole file or none), and a file that cannot be written (read-only index folder) or
 read (damaged) only costs a full scan.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

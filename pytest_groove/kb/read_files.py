@@ -2,6 +2,8 @@
 
 Shared by the indexer and :mod:`pytest_groove.kb.disk_view` (which reads the KB for an
 external retriever without indexing it); imports nothing heavy.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Records produced by the parsers and consumed by the store and the indexer."""
+"""Records produced by the parsers and consumed by the store and the indexer.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 One definition shared by the query compiler (which cuts queries into runs of one
 script) and the term text of the second full-text table (which cuts stored text
 the same way), so a word is split identically on both sides.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

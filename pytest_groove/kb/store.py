@@ -17,6 +17,8 @@ document's rows still change together, because a transaction is all or nothing.
 The store is built in parts: :mod:`.store_schema` (the layout, opening, transactions,
 metadata), :mod:`.store_writer`, :mod:`.store_reader` and :mod:`.store_fulltext`;
 :class:`Store` joins them, and every name stays importable from here.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Full-text search of an index: the FTS5 tables' candidates, counts and phrase hits."""
+"""Full-text search of an index: the FTS5 tables' candidates, counts and phrase hits.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Reading an index: documents, chunks, vectors and the corpus snapshot."""
+"""Reading an index: documents, chunks, vectors and the corpus snapshot.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

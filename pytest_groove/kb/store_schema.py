@@ -5,6 +5,8 @@ schema and chunker versions), and holds the connection, the transactions, the re
 snapshot and the ``index_meta`` rows.  The writer, reader and full-text parts
 (:mod:`.store_writer`, :mod:`.store_reader`, :mod:`.store_fulltext`) build on it, and
 :class:`pytest_groove.kb.store.Store` joins them.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Every method runs in one transaction and bumps the write generation when what the
 vector caches hold changes (:attr:`StoreConnection.generation`).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ length, and bm25 weighs rare ones above common ones.
 Runs are cut where the script changes, the same way the query compiler cuts
 queries, so kanji + okurigana (``止まる``) gives ``止`` and ``まる``: the kanji
 stem matches whatever inflection follows it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ small ways; keeping them here means every parser agrees on them:
   ``str.strip()`` would additionally eat U+001C..U+001F, changing chunk text.
 * :func:`split_lines` splits on ``\\n`` and drops one trailing ``\\r`` per line;
   a lone ``\\r`` inside a line is kept.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ an eval run's fingerprint, so runs on different kinds are never compared.
 Either kind is built from the database and cached in a file
 beside it, named by the database's random id and write generation, so a second
 process opening an unchanged index reads one file instead of every embedding blob,
-and a re-created database can never pick up a stale cache.
+and a re-created database can never pick up a stale cache.  The indexer writes the
+caches for the state it leaves (:mod:`pytest_groove.kb.vector_cache`: a flat cache of
+an older state is updated rather than rebuilt), and a flat cache is memory-mapped
+rather than read into a private copy.
 
 **Language centring.**  A small multilingual model places every text of one
 language in its own region of the space: a Japanese question is closer to any
@@ -33,13 +36,13 @@ chunk vector plus its document's note vector (:mod:`pytest_groove.kb.notes`), bo
 centred as above, re-normalised -- so a chunk is found by what it says *and* what
 its note is about.  Search orders notes by them (:mod:`pytest_groove.search.notes`).
 Cached beside the chunk index under its own prefix.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +54,16 @@ import numpy.typing as npt
 
 from pytest_groove.config import DEFAULT_VECTOR_INDEX, VECTOR_INDEX_KINDS
 from pytest_groove.files.atomic import write_atomic_with
+from pytest_groove.kb import vector_cache as cache_update
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
+from pytest_groove.kb.vector_cache import CACHE_PREFIX as CACHE_PREFIX
+from pytest_groove.kb.vector_cache import CENTRING_MIN_SHARE as CENTRING_MIN_SHARE
+from pytest_groove.kb.vector_cache import NOTES_CACHE_PREFIX as NOTES_CACHE_PREFIX
+from pytest_groove.kb.vector_cache import cache_path
+from pytest_groove.kb.vector_cache import centred as _centred
+from pytest_groove.kb.vector_cache import open_cache_file as open_cache_file
+from pytest_groove.kb.vector_cache import read_cached_index as _read_cached_index
 
 Means = dict[str, npt.NDArray[np.float32]]
 
@@ -77,53 +88,6 @@ def group_means(matrix: npt.NDArray[np.float32], groups: list[str]) -> Means:
         total = members.sum(axis=0) + CENTRING_PRIOR_CHUNKS * overall
         means[name] = (total / (len(members) + CENTRING_PRIOR_CHUNKS)).astype(np.float32)
     return means
-
-
-def _centred(
-    rows: npt.NDArray[np.float32], mean: npt.NDArray[np.float32]
-) -> npt.NDArray[np.float32]:
-    shifted = rows - mean
-    norms = np.linalg.norm(shifted, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(shifted / norms, dtype=np.float32)
-
-
-#: a cache file larger than this is not read (a flat index of 1M 1024-dim vectors is 4 GiB)
-CACHE_FILE_CAP = 16 * 1024**3
-_CACHE_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
-
-
-def open_cache_file(path: Path) -> BinaryIO | None:
-    """A binary handle on a cache file, opened once and checked; None when absent.
-
-    Opened with ``O_NOFOLLOW`` and ``O_NONBLOCK`` and checked on that descriptor: a
-    symbolic link, a named pipe, a folder or a device in the cache's place is never
-    read (``OSError``); the cache is then rebuilt and renamed over it.  Everything is
-    read from this handle, never by name again.
-    """
-    try:
-        fd = os.open(path, _CACHE_OPEN_FLAGS)
-    except FileNotFoundError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_FILE_CAP:
-            raise OSError(f"{path} is not a regular cache file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
-
-
-CACHE_PREFIX = "vectors"
-#: the note-carrying index's cache (a name the chunk cache's clean-up never matches)
-NOTES_CACHE_PREFIX = "notevectors"
 
 
 @dataclass(frozen=True)
@@ -167,8 +131,6 @@ def _new_index(kind: str, dim: int) -> faiss.Index:
 
 #: weight (in chunks) of the overall mean in each group's mean
 CENTRING_PRIOR_CHUNKS = 8.0
-#: centring needs two script groups of at least this share of the chunks each
-CENTRING_MIN_SHARE = 0.25
 
 
 @contextlib.contextmanager
@@ -304,19 +266,14 @@ class VectorIndex:
         so the generation and the embeddings come from the same committed state.
         """
         dim = int(store.get_meta("embedding_dim") or "0")
-        mode = "centred" if centre else "raw"
         prefix = NOTES_CACHE_PREFIX if notes else CACHE_PREFIX
-        # the flat cache keeps its name; another kind adds its own
-        infix = "" if kind == DEFAULT_VECTOR_INDEX else f"-{kind}"
-        cache = directory / f"{prefix}{infix}-{store.index_id}-gen{store.generation}-{mode}.faiss"
+        cache = cache_path(store, directory, centre=centre, kind=kind, notes=notes)
         means_file = cache.with_suffix(".npz")
         try:
             cached = open_cache_file(cache)
             if cached is not None:
                 with cached:
-                    # faiss reads through the handle (a callback), never by the name
-                    reader = faiss.PyCallbackIOReader(cached.read)  # type: ignore[attr-defined]
-                    index = faiss.read_index(reader)
+                    index = _read_cached_index(cached, mapped=kind == "flat")
                 means: Means = {}
                 saved_means = open_cache_file(means_file)
                 if saved_means is not None:
@@ -326,25 +283,45 @@ class VectorIndex:
                     return cls(index, dim, means, kind)
         except (RuntimeError, OSError, ValueError):
             pass  # a damaged cache (or a link, a pipe in its place) is rebuilt below
+        if kind == "flat":
+            update = cache_update.updated(store, cache, dim, centre=centre, notes=notes)
+            if update is not None:
+                updated = cls(update.index, dim, {}, kind)
+                updated._write_cache(directory, cache, prefix, update.state)
+                return updated
         ids, matrix = store.all_vectors()
         groups = None
         if centre:
             openings = store.chunk_openings()
             groups = [script_group(openings.get(int(cid), "")) for cid in ids]
-        if notes:
-            built = cls.build_with_notes(ids, matrix, dim, groups, NoteVectors.of(store), kind)
+        note_vectors = NoteVectors.of(store) if notes else None
+        if note_vectors is not None:
+            built = cls.build_with_notes(ids, matrix, dim, groups, note_vectors, kind)
         else:
             built = cls.build(ids, matrix, dim, groups, kind)
-        built._write_cache(directory, cache, prefix)
+        del matrix  # the index holds its own copy: drop this one before the cache is written
+        state = cache_update.state_of(
+            groups, None if note_vectors is None else note_vectors.vectors
+        )
+        built._write_cache(directory, cache, prefix, None if built.means else state)
         return built
 
-    def _write_cache(self, directory: Path, cache: Path, prefix: str = CACHE_PREFIX) -> None:
+    def _write_cache(
+        self,
+        directory: Path,
+        cache: Path,
+        prefix: str = CACHE_PREFIX,
+        state: cache_update.CacheState | None = None,
+    ) -> None:
         # The cache is an optimisation: failing to write it (read-only checkout, full
         # disk) must never fail a search, and a torn one is rebuilt, so it is written
         # without fsync.  The means are written first: an index file without its
         # means is never left behind to be read as "not centred".
         means_file = cache.with_suffix(".npz")
+        state_file = cache_update.state_path(cache)
         try:
+            if state is not None:
+                write_atomic_with(state_file, state.write, mode=0o644, sync=False)
             if self.means:
                 write_atomic_with(
                     means_file,
@@ -355,7 +332,7 @@ class VectorIndex:
             write_atomic_with(cache, self._write_index, mode=0o644, sync=False)
         except (OSError, RuntimeError):
             return
-        keep = {cache, means_file}
+        keep = {cache, means_file, state_file}
         for old in [
             *directory.glob(f"{prefix}*.faiss"),
             *directory.glob(f"{prefix}*.npz"),

@@ -19,6 +19,8 @@ The walk never follows symbolic links (a linked file is skipped, a linked
 directory is not entered), skips office lock files, and refuses hard-linked
 files with a warning: a hard link could pull content from outside the KB into
 the index.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ How the golden items are collected (documented in docs/pytest-plugin.md):
   the golden queries (deselect them with ``-m "not groove"``);
 - a path or node id that already names the golden file is left alone, so an IDE can
   run a single golden query by its node id.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -42,8 +44,11 @@ from typing import Any
 
 import pytest
 
-from pytest_groove.plugin import hookspecs
+from pytest_groove.plugin import hookspecs, plain_imports
 from pytest_groove.plugin.options import add_options, read_options
+
+# the package's own modules are loaded from their bytecode, not pytest's rewrite hook
+plain_imports.install()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

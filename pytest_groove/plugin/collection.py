@@ -7,6 +7,8 @@
   pytest or another plugin acts on;
 - :class:`GoldenCollector` is the hook object that turns the golden file into a
   :class:`~pytest_groove.plugin.items.GrooveGoldenFile`.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -34,6 +34,8 @@ Only a complete run is recorded and gated: every golden query produced a result 
 the session was not interrupted.  A ``-k`` / ``-m`` / ``--lf`` selection, ``-x`` or
 Ctrl-C gives a subset that is reported against the same queries of the baseline, but
 neither written to the history nor allowed to fail the session.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ is installed, so the types it mentions are imported for type checking only.
 
 Both hooks are ``firstresult``: the first implementation returning something other
 than ``None`` wins, and ``None`` means "use the built-in behaviour".
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

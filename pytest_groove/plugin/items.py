@@ -6,6 +6,8 @@ controller).  It fails when the query misses -- nothing expected within the larg
 k -- and, under ``--groove-fail-on-regression``, when the query's own metrics dropped
 against the baseline run.  Failure texts are plain data, not tracebacks: the query,
 what was expected, where each expected entry ranked, and the top hits.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

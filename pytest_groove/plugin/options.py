@@ -12,6 +12,8 @@ The options themselves -- names, checks, help -- are the shared table in
 them back.  Import-light on purpose: it is imported by ``pytest_addoption`` in every
 pytest run where the plugin is installed, so it needs nothing beyond the standard
 library and pytest.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ reporter is made, the plugin
   session with one ``ERROR:`` line and exit status 4.
 
 The plugin does this only when it is active (a knowledge base is configured).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

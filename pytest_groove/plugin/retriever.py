@@ -12,6 +12,8 @@ Either way the object is wrapped by :mod:`pytest_groove.search.retriever`, the l
 both doors share, which normalises hits (LangChain ``Document`` s, LlamaIndex
 ``NodeWithScore`` s, Qdrant points, Chroma results, dicts, objects) and makes their
 paths KB-relative.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ fingerprint, history, baseline) in the controller or single process when the
 controller asks (``plugin/controller.py``); an xdist worker is handed the fingerprint
 and the baseline instead (``plugin/xdist.py``) and opens the index the controller
 brought up to date.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ brought up to date once, under the indexer's lock, so the workers never race to 
 it) and hands each worker what it needs to judge its items like a single process
 would: the run fingerprint and each golden query's baseline result.  A worker opens
 the index the controller left and searches; it never reads the history.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,1 +1,4 @@
-"""Query side: FTS5 query compilation, fusion, reranking, MMR, parent retriever."""
+"""Query side: FTS5 query compilation, fusion, reranking, MMR, parent retriever.
+
+PYTEST_DONT_REWRITE
+"""

@@ -4,6 +4,8 @@ When the best score is not much above the average of the final scores, the
 result list is flat and the top hit is probably not a confident answer.  The
 flag is computed on the final scores (after MMR, before parent expansion) and
 does not depend on their order.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

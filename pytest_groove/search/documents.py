@@ -8,6 +8,8 @@ again in fused order -- the "one result per site" grouping web search engines
 apply (field collapsing).  It never drops a chunk from the pool, so within the
 returned limit a document's second section only moves behind other documents'
 best sections.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ The reference search engine has no exclusion syntax; this is our design (DESIGN.
 The excluded tokens are cut out of the query; what remains (the *positive* part) is
 what both legs search for.  Excluded terms then remove chunks from both legs: FTS5
 gets a ``NOT`` clause and every candidate is post-filtered with :func:`is_excluded`.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

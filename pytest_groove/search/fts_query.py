@@ -31,6 +31,8 @@ bigrams of every kanji and katakana run (a one-character run as itself), so
 function-word phrases ``"はいつ" OR "すればいいですか"`` that version 3 sends and
 that never name the subject.  Hiragana runs are grammar (particles, endings) and
 are dropped.  A quoted region stays one phrase (of its tokens).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ lists and several ``k`` values at once.
 :func:`pool_sizes` holds the orchestration rule that says how many candidates
 each leg fetches and how long the fused list is, depending on which optional
 stages (reranker, MMR) follow fusion.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

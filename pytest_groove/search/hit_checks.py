@@ -10,6 +10,8 @@ Two mistakes make every number of a run meaningless without any error along the 
 
 :func:`hits_outside_kb` turns the first into one error line, :func:`shallow_retriever`
 the second into one warning line; :func:`check_retriever_hits` runs both.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What a search returns."""
+"""What a search returns.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

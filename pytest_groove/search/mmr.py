@@ -14,6 +14,8 @@ so ties fall the same way.
 The caller supplies only candidates that have a stored embedding (one without
 cannot be compared, so it cannot be picked) and keeps each hit's pre-MMR score:
 the MMR value is a selection device, never a score shown to the user.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ that carry their note's vector (:meth:`~pytest_groove.kb.vectors.VectorIndex.bui
 fused list, and every further chunk follows in that list's order.  The section a
 golden entry names is chosen by what the section says; the note by what the
 section and its note say together.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ its ``content`` (and the ``expanded_from`` note saying where the text came from)
 This module does no database access: the pipeline passes two fetch callables.
 Token counts come from the chunk rows; a row without one (or with 0) is
 estimated at UTF-8 bytes / 4 so that it cannot slip past the cap.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

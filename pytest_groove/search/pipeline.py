@@ -5,6 +5,8 @@ document-first ordering (on by default) → optional cross-encoder rerank →
 optional MMR → parent-retriever expansion → match spans.  Every other stage
 after fusion is off by default, in which case the output is the RRF list with
 each document's best chunk ahead of any second chunk, cut to the limit.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

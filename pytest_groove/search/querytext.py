@@ -13,6 +13,8 @@ The reference classifies with ``\p{Alphabetic}``, which neither ``str.isalpha`` 
 vowel signs).  To avoid a dependency on the third-party ``regex`` module, the word test
 is :mod:`unicodedata` (letters, ``Nd``/``Nl``/``No``) plus a table of the remaining
 word code points.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ Where rerankers come from, by ``--reranker`` / ``reranker =`` name:
 
 Models are only ever loaded from local files (the Hugging Face cache or a
 directory): this tool never downloads anything at search time.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

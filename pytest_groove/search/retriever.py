@@ -25,6 +25,8 @@ or searches goes to standard error, so ``groove eval --format json`` stays JSON.
 
 This module imports none of the retriever libraries: it recognises their objects by
 shape, so none is a dependency.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

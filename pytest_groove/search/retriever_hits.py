@@ -15,6 +15,8 @@ Where a hit carries a metadata mapping (a Document's ``metadata``, a node's
 ``metadata``, a point's ``payload``, a Chroma row's metadata, or a plain dict hit),
 :class:`HitKeys` may name the key holding the path and the heading -- dotted for a
 nested mapping (``metadata.source``) -- instead of the defaults below.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

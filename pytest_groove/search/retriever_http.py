@@ -10,6 +10,8 @@ fingerprint).
 A service that cannot be reached, times out or answers 502/503/504 raises
 :class:`RetrieverUnavailable`, so an evaluation can stop once instead of failing every
 query with the same line.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

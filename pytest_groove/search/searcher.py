@@ -6,6 +6,8 @@ as a :class:`Searcher`: it searches, prepares a batch of queries, says who it is
 fingerprint's identity) and what it knows of the corpus.  The evaluation
 (:mod:`pytest_groove.evaluation.lifecycle`) is written once against this protocol, so
 neither door asks which kind of searcher it holds.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ terms: ASCII matches never straddle a multi-byte character, so byte offsets foun
 the ASCII-lowercased bytes are valid in the original text.  ``None`` means "not
 computed" (no query, a non-ASCII term, oversized content); ``[]`` means "computed,
 nothing found".
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

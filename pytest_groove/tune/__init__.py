@@ -2,6 +2,8 @@
 
 The decision rule is a pure function of a metric table, :func:`decide`, so it can
 be tested, simulated and reused without a database.
+
+PYTEST_DONT_REWRITE
 """
 
 from pytest_groove.tune.decide import Verdict, decide

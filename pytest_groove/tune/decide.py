@@ -15,6 +15,8 @@ The guard against over-fitting has three layers:
 * adoption needs all five criteria of the seed: a non-default refit, a held-out
   mean gain above 0.02 and above 3 paired standard errors, more than half of the
   folds agreeing with the refit, and no secondary metric worse than the default.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

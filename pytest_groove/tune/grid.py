@@ -6,6 +6,8 @@ the flat condition index orders them heading-outermost, ``rrf_k`` innermost, so
 the six conditions that share one weight triple are contiguous.  That order is
 also the tie-break order of the selection, which is why it is fixed here and
 nowhere else.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

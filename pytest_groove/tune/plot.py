@@ -9,6 +9,8 @@ decision uses.
 
 matplotlib is an optional extra (``pip install 'pytest-groove[plots]'``); it is
 imported only when a plot is asked for.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

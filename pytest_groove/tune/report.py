@@ -7,6 +7,8 @@ only format it.  Results go to stdout; progress and warnings never appear here.
 JSON keys are written sorted, metric maps are keyed by ``k`` as a string, and a
 non-finite number (the paired SE of a single effective query) is ``null``.  The
 schema is documented in ``docs/tune.md``.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ Cost structure, cheapest last:
 
 The legs come from the search pipeline itself (:class:`CandidateSource`), so a
 golden query with ``-term`` exclusions is filtered exactly as in a search.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,0 +1,211 @@
+"""What a run costs beyond its queries: each target beside its peer, in the same run.
+
+Usage::
+
+    python benchmarks/bench_eval_overhead.py [--load N] [--docs 1000,10000] [--repeat 3]
+                                             [--only fixed,edit,pytest] [--keep DIR]
+
+Every figure is a ratio of two whole-process commands timed interleaved (best of
+``--repeat`` each), so a busy machine moves both sides alike:
+
+* ``fixed``: ``groove eval`` of one golden query on an unchanged, warm index (the
+  indexer's no-op pass included) at each ``--docs`` size (10 chunks a document,
+  ``bench_scale.py``'s generator): the largest against the smallest.  Target: 100k
+  chunks <= 2.5x 10k.
+* ``edit``: at the largest size, ``groove eval`` right after appending one line to
+  one file (the indexer re-embeds that file; the vector caches are updated, not
+  rebuilt) against the no-op eval, in time and peak RSS.  Targets <= 1.2x and <= 1.15x.
+* ``pytest``: ``pytest --groove-kb`` against ``groove eval`` on ``tests/corpora/kb-eval``
+  with the default model and ``PYTHONDONTWRITEBYTECODE=1``, the package installed
+  the way the README installs it (a wheel, not editable: ``pip install --target`` into
+  a temporary folder).  Target <= 1.2x.
+
+``--load N`` starts N CPU-bound neighbour processes for the whole run.  Figures, not
+tests: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import generate_kb
+from bench_speed import BIN, KB_EVAL, ROOT, Report, neighbours, run_child, write_golden
+
+from pytest_groove.config import IndexSettings, Settings
+from pytest_groove.engine import run_indexer
+
+GOLDEN_KB_EVAL = ROOT / "tests" / "corpora" / "kb-eval-golden.yml"
+
+
+def prepared_kb(tmp: Path, docs: int) -> tuple[Path, Path]:
+    """A generated KB of ``docs`` documents, indexed, and a one-query golden file."""
+    kb = tmp / f"hash-{docs}"
+    if not kb.is_dir():
+        generate_kb(kb, docs, 10, 7)
+    run_indexer(kb, Settings(index=IndexSettings(model="hash")), progress=False)
+    expected = sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md"))[0]
+    golden = tmp / f"golden-one-{docs}.yml"
+    write_golden(golden, ["retry budget for the replica lease"], expected)
+    return kb, golden
+
+
+def eval_command(kb: Path, golden: Path) -> list[str]:
+    return [
+        str(BIN / "groove"),
+        "eval",
+        "--kb-path",
+        str(kb),
+        "--model",
+        "hash",
+        "--no-history",
+        "--format",
+        "json",
+        "--golden",
+        str(golden),
+    ]
+
+
+def best(command: Sequence[str], repeat: int, env: dict[str, str] | None = None) -> float:
+    return min(run_child(command, env)[0] for _ in range(repeat))
+
+
+def figure_fixed(report: Report, kbs: list[tuple[int, Path, Path]], repeat: int) -> None:
+    walls: dict[int, list[float]] = {docs: [] for docs, _, _ in kbs}
+    for _ in range(repeat):  # interleaved
+        for docs, kb, golden in kbs:
+            walls[docs].append(run_child(eval_command(kb, golden))[0])
+    (small, *_), (large, *_) = kbs[0], kbs[-1]
+    report.add(
+        f"groove eval, 1 golden query, no-op, {large * 10:,} vs {small * 10:,} chunks",
+        f"{min(walls[large]):.2f} s",
+        f"{min(walls[small]):.2f} s",
+        f"{min(walls[large]) / min(walls[small]):.2f}x",
+        "<= 2.5x",
+    )
+
+
+def figure_edit(report: Report, kb: Path, golden: Path, repeat: int) -> None:
+    command = eval_command(kb, golden)
+    target = sorted(kb.rglob("*.md"))[len(list(kb.rglob("*.md"))) // 2]
+    run_child(command)  # warm
+    edited: list[tuple[float, float]] = []
+    noop: list[tuple[float, float]] = []
+    for round_ in range(repeat):
+        with target.open("a", encoding="utf-8") as handle:
+            handle.write(f"\nOne more line, round {round_}.\n")
+        edited.append(run_child(command))
+        noop.append(run_child(command))
+    chunks = sum(1 for _ in kb.rglob("*.md")) * 10
+    wall_e, wall_n = min(w for w, _ in edited), min(w for w, _ in noop)
+    rss_e, rss_n = max(r for _, r in edited), max(r for _, r in noop)
+    report.add(
+        f"groove eval after a one-line edit vs no-op, {chunks:,} chunks: time",
+        f"{wall_e:.2f} s",
+        f"{wall_n:.2f} s",
+        f"{wall_e / wall_n:.2f}x",
+        "<= 1.2x",
+    )
+    report.add(
+        "  the same: peak RSS",
+        f"{rss_e:.0f} MiB",
+        f"{rss_n:.0f} MiB",
+        f"{rss_e / rss_n:.2f}x",
+        "<= 1.15x",
+    )
+
+
+def figure_pytest(report: Report, tmp: Path, repeat: int) -> None:
+    site = tmp / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(ROOT),
+        ],
+        check=True,
+    )
+    kb = tmp / "kb-eval"
+    shutil.copytree(KB_EVAL, kb, ignore=shutil.ignore_patterns(".groove*"))
+    env = {**os.environ, "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1"}
+    groove = [
+        sys.executable,
+        "-c",
+        "import sys; from pytest_groove.cli import main; sys.exit(main())",
+        "eval",
+        "--kb-path",
+        str(kb),
+        "--golden",
+        str(GOLDEN_KB_EVAL),
+        "--no-history",
+    ]
+    plugin = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp),
+        "--groove-kb",
+        str(kb),
+        "--groove-golden",
+        str(GOLDEN_KB_EVAL),
+        "--groove-no-history",
+    ]
+    run_child(groove, env)  # index once
+    walls: dict[str, list[float]] = {"groove": [], "pytest": []}
+    for _ in range(repeat):
+        walls["groove"].append(run_child(groove, env)[0])
+        walls["pytest"].append(run_child(plugin, env)[0])
+    report.add(
+        "pytest --groove-kb vs groove eval, kb-eval, e5, PYTHONDONTWRITEBYTECODE=1",
+        f"{min(walls['pytest']):.2f} s",
+        f"{min(walls['groove']):.2f} s",
+        f"{min(walls['pytest']) / min(walls['groove']):.2f}x",
+        "<= 1.2x",
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--load", type=int, default=0, help="CPU-bound neighbour processes")
+    parser.add_argument("--docs", default="1000,10000", help="document counts (10 chunks each)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default="fixed,edit,pytest")
+    parser.add_argument("--keep", type=Path, help="keep the generated KBs here for the next run")
+    args = parser.parse_args()
+    groups = {g.strip() for g in args.only.split(",") if g.strip()}
+    sizes = sorted(int(d) for d in args.docs.split(","))
+    report = Report(args.load)
+    with tempfile.TemporaryDirectory(prefix="groove-overhead-") as name, neighbours(args.load):
+        tmp = Path(name)
+        kept = args.keep or tmp
+        kept.mkdir(parents=True, exist_ok=True)
+        kbs = [(docs, *prepared_kb(kept, docs)) for docs in sizes] if groups - {"pytest"} else []
+        if "fixed" in groups and len(kbs) > 1:
+            figure_fixed(report, kbs, args.repeat)
+        if "edit" in groups and kbs:
+            figure_edit(report, kbs[-1][1], kbs[-1][2], args.repeat)
+        if "pytest" in groups:
+            figure_pytest(report, tmp, args.repeat)
+    report.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The corpus snapshot is kept beside the index per index state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_groove.config import IndexSettings, Settings
+from pytest_groove.engine import open_engine, run_indexer
+from pytest_groove.kb.corpus_cache import CACHE_NAME
+from pytest_groove.kb.records import CorpusSnapshot
+from pytest_groove.kb.store import Store
+
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+
+
+def write_kb(kb: Path) -> None:
+    kb.mkdir()
+    for d in range(4):
+        (kb / f"n{d}.md").write_text(f"# N{d}\n\n## A\n\nretry budget {d}\n\n## B\n\nlease {d}\n")
+
+
+def snapshot(kb: Path) -> CorpusSnapshot:
+    with open_engine(kb, SETTINGS, reindex=False) as engine, engine.read_snapshot():
+        return engine.corpus_snapshot()
+
+
+def test_an_unchanged_index_answers_from_the_kept_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    first = snapshot(kb)
+    assert list(kb.joinpath(".groove").rglob(CACHE_NAME))
+
+    def no_read(self: Store) -> CorpusSnapshot:
+        raise AssertionError("every chunk was read again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "corpus_snapshot", no_read)
+        assert snapshot(kb) == first
+
+
+def test_a_changed_index_computes_it_again(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    first = snapshot(kb)
+    with (kb / "n2.md").open("a") as handle:
+        handle.write("\nmore\n")
+    run_indexer(kb, SETTINGS)
+    second = snapshot(kb)
+    assert second != first and second.chunks == first.chunks
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert second == engine.store.corpus_snapshot()
+
+
+def test_a_damaged_file_is_computed_again(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    first = snapshot(kb)
+    for kept in kb.joinpath(".groove").rglob(CACHE_NAME):
+        kept.write_text("{not json")
+    assert snapshot(kb) == first
+
+
+def test_the_headings_map_is_kept_and_follows_edits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    (kb / "plain.md").write_text("no heading at all, just text about leases\n")
+    run_indexer(kb, SETTINGS)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        first = engine.headings_by_path()
+        assert first == engine.store.headings_by_path()
+
+    def no_read(self: Store) -> dict[str, set[str | None]]:
+        raise AssertionError("every chunk was read again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "headings_by_path", no_read)
+        with open_engine(kb, SETTINGS, reindex=False) as engine:
+            assert engine.headings_by_path() == first
+    (kb / "n1.md").write_text("# N1\n\n## Renamed\n\nretry\n")
+    (kb / "n3.md").unlink()
+    run_indexer(kb, SETTINGS)
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "headings_by_path", no_read)  # only the changed one is read
+        with open_engine(kb, SETTINGS, reindex=False) as engine:
+            updated = engine.headings_by_path()
+    assert updated["n1.md"] == {"Renamed"} and "n3.md" not in updated
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert updated == engine.store.headings_by_path()

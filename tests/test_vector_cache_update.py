@@ -1,0 +1,152 @@
+"""The faiss caches are kept current at index time, updated rather than rebuilt.
+
+Every check compares the updated cache with the index a full build makes from the
+store (same ids, same vectors bit for bit, same order) and the search results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import pytest
+
+from pytest_groove.config import IndexSettings, SearchSettings, Settings
+from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.kb.store import Store
+from pytest_groove.kb.vector_cache import cache_path
+from pytest_groove.kb.vectors import VectorIndex
+
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+WORDS = [
+    "cache",
+    "queue",
+    "replica",
+    "shard",
+    "index",
+    "vector",
+    "token",
+    "budget",
+    "retry",
+    "window",
+    "lease",
+    "quorum",
+]
+
+
+def write_kb(kb: Path, docs: int = 12) -> None:
+    kb.mkdir(exist_ok=True)
+    for d in range(docs):
+        sections = "\n\n".join(
+            f"## Part {s}\n\n" + " ".join(WORDS[(d * 3 + s + k) % len(WORDS)] for k in range(30))
+            for s in range(3)
+        )
+        (kb / f"note{d:02}.md").write_text(f"# Note {d}\n\nAbout {WORDS[d % 12]}.\n\n{sections}\n")
+
+
+def state(kb: Path, settings: Settings, *, notes: bool) -> tuple[bytes, bytes]:
+    """(id map bytes, vector bytes) of the current cache, and the same of a full build."""
+    store = Store.open(index_dir_for(kb, settings, "hash"), create=False)
+    try:
+        with store.read_snapshot():
+            centre = settings.search.vector_centring
+            cached = cache_path(store, store.path.parent, centre=centre, kind="flat", notes=notes)
+            assert cached.is_file(), "the indexer wrote no cache for the index's state"
+            index: Any = faiss.read_index(str(cached))
+            ids, matrix = store.all_vectors()
+            if notes:
+                from pytest_groove.kb.vectors import NoteVectors
+
+                groups = None
+                if centre:
+                    from pytest_groove.kb.scripts import script_group
+
+                    openings = store.chunk_openings()
+                    groups = [script_group(openings.get(int(c), "")) for c in ids]
+                full = VectorIndex.build_with_notes(
+                    ids, matrix, int(matrix.shape[1]), groups, NoteVectors.of(store)
+                )
+            else:
+                full = VectorIndex.build(ids, matrix, int(matrix.shape[1]), None)
+        assert faiss.vector_to_array(index.id_map).tolist() == ids.tolist()
+        built = full._index
+        return rows_of(index), rows_of(built)
+    finally:
+        store.close()
+
+
+def rows_of(index: Any) -> bytes:
+    flat: Any = faiss.downcast_index(index.index)
+    return np.asarray(faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * flat.d)).tobytes()
+
+
+def searches(kb: Path, settings: Settings) -> list[list[tuple[str, str | None]]]:
+    with open_engine(kb, settings, reindex=False) as engine:
+        return [
+            [(h.path, h.heading) for h in engine.search(q, 10)]
+            for q in ("cache replica", "retry budget window", "quorum lease")
+        ]
+
+
+@pytest.mark.parametrize("notes", [True, False])
+def test_an_edit_updates_the_caches_to_what_a_full_build_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, notes: bool
+) -> None:
+    settings = replace(SETTINGS, search=SearchSettings(note_order=notes))
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, settings)
+    got, want = state(kb, settings, notes=notes)
+    assert got == want
+    with (kb / "note03.md").open("a") as handle:
+        handle.write("\nOne more line about shards.\n")
+    (kb / "note05.md").unlink()
+    (kb / "new.md").write_text("# New\n\n## Fresh\n\nreplica quorum lease window\n")
+    text = (kb / "note07.md").read_text()
+    (kb / "note07.md").write_text(text.replace("# Note 7", "# Note seven", 1))  # title only
+
+    def no_full_read(self: Store) -> object:
+        raise AssertionError("the cache was rebuilt from every stored vector")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "all_vectors", no_full_read)
+        report = run_indexer(kb, settings)
+    assert report.changed == 2 and report.added == 1 and report.removed == 1
+    got, want = state(kb, settings, notes=notes)
+    assert got == want
+    if notes:
+        got, want = state(kb, settings, notes=False)
+        assert got == want
+    updated = searches(kb, settings)
+    for old in kb.joinpath(".groove").rglob("*vectors*"):
+        old.unlink()
+    assert searches(kb, settings) == updated  # rebuilt in full by the engine
+
+
+def test_a_no_op_index_rewrites_no_cache(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    caches = sorted(kb.joinpath(".groove").rglob("*.faiss"))
+    stamps = [p.stat().st_mtime_ns for p in caches]
+    run_indexer(kb, SETTINGS)
+    assert sorted(kb.joinpath(".groove").rglob("*.faiss")) == caches
+    assert [p.stat().st_mtime_ns for p in caches] == stamps
+
+
+def test_a_centred_index_is_built_in_full(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb, docs=6)
+    for d in range(6):
+        text = f"# 日本語 {d}\n\n## 節\n\nバックアップの設定と復元の手順 {d}\n"
+        (kb / f"ja{d}.md").write_text(text)
+    run_indexer(kb, SETTINGS)
+    assert list(kb.joinpath(".groove").rglob("vectors-*.npz"))  # means: centred
+    with (kb / "ja2.md").open("a") as handle:
+        handle.write("\n追加の行\n")
+    run_indexer(kb, SETTINGS)
+    got, want = state(kb, SETTINGS, notes=True)
+    assert got == want
