@@ -66,11 +66,11 @@ _CACHE_OPEN_FLAGS = (
 def read_cached_index(handle: BinaryIO, *, mapped: bool) -> Any:
     """The faiss index in an opened, checked cache file.
 
-    ``mapped`` (a flat cache that is only searched) maps it, not copies it: its rows are read straight from the page cache
-    (the file is replaced by rename, never written in place).  It is mapped through the
-    descriptor already checked -- ``/proc/self/fd/N`` names that open file, not
-    whatever the name points at now -- so a link swapped in since is never followed.
-    Other kinds are read through the handle.
+    ``mapped`` (a flat cache that is only searched) maps the file instead of copying
+    it: its rows are read straight from the page cache (the file is replaced by rename,
+    never written in place).  It is mapped through the descriptor already checked --
+    ``/proc/self/fd/N`` names that open file, not whatever the name points at now -- so
+    a link swapped in since is never followed.  Otherwise it is read through the handle.
     """
     if mapped:
         return faiss.read_index(f"/proc/self/fd/{handle.fileno()}", faiss.IO_FLAG_MMAP_IFC)
