@@ -57,6 +57,17 @@ def pytest_groove_retriever(config):
 """
 
 
+NOTES = {
+    "misc/a.md": "# A\n\nUnrelated notes about the office kitchen.\n",
+    "ops/deploys.md": "# Deploys\n\n## Intro\n\nHow releases go out, step by step.\n\n"
+    "## Schedule\n\nWe ship on Tuesdays and Thursdays only.\n",
+    "practices/testing.md": "# Testing\n\n## Intro\n\nWhat every change is checked with.\n\n"
+    "## Flaky tests\n\nA check that fails then passes is quarantined.\n",
+    "practices/review.md": "# Review\n\nEvery change is read by a second person.\n",
+    "ops/oncall.md": "# On call\n\nThe pager goes to the engineer of the week.\n",
+}
+
+
 @pytest.mark.parametrize("extra", [[], ["-n", "2"]], ids=["one-process", "xdist"])
 def test_the_plugin_writes_files_trec_eval_scores_like_us(
     pytester: pytest.Pytester, extra: list[str]
@@ -64,6 +75,10 @@ def test_the_plugin_writes_files_trec_eval_scores_like_us(
     kb = pytester.path / "kb"
     kb.mkdir()
     (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    # the KB on disk is what the golden set is judged against, whoever answers
+    for rel, text in NOTES.items():
+        (kb / rel).parent.mkdir(parents=True, exist_ok=True)
+        (kb / rel).write_text(text, encoding="utf-8")
     pytester.makeconftest(CONFTEST)
     result = pytester.runpytest(
         "--groove-kb", "kb", "--groove-k", "1,3", "--groove-no-history",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pytest_groove.config import IndexSettings
 from pytest_groove.kb.corpus_digest import chunk_digest
+from pytest_groove.kb.markdown import merged_headings
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.read_files import read_collected
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
@@ -63,6 +64,11 @@ def read_kb_view(kb: Path, settings: IndexSettings) -> KBView:
         if not parsed.chunks:
             continue
         headings[rel] = {chunk.heading for chunk in parsed.chunks}
+        if rel.endswith(".md"):
+            # a retriever chunks in its own way: a short section this parser folds into
+            # the one before is still a heading it can answer with
+            text = data.decode("utf-8", "replace")
+            headings[rel].update(merged_headings(text, settings.exclude_headings))
         texts.extend(
             ChunkText(rel, chunk.index, chunk.heading, chunk.context, chunk.content)
             for chunk in parsed.chunks
