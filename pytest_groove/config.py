@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_groove.echo import conversion_reason, int_text, quote_value
-from pytest_groove.errors import GrooveError, UsageError, clip, clip_path, clip_repr
+from pytest_groove.errors import GrooveError, UsageError, clip, clip_path, clip_repr, flag
 from pytest_groove.evaluation.guarded_io import read_guarded
 from pytest_groove.evaluation.metric_names import read_metric_names
 from pytest_groove.files.regular import read_regular_file
@@ -279,7 +279,7 @@ def _parse_index_dir(top: _Section) -> Path | None:
     raw = top._data.pop("index_dir")
     if not isinstance(raw, str) or not raw:
         raise GrooveError(f"invalid config {top.source}: index_dir must be a non-empty string")
-    return config_path(top.source, "index_dir", raw, "--index-dir / --groove-index-dir")
+    return config_path(top.source, "index_dir", raw, flag("index-dir"))
 
 
 def _parse_parsers(sec: _Section | None) -> dict[str, Any]:
@@ -344,7 +344,7 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
 
     def golden(value: Any, path: str) -> Path:
         # relative to the directory of the config file that names it
-        flags = "--golden / --groove-golden"
+        flags = flag("golden")
         return config_path(source, "[eval].golden", _text(value, path), flags)
 
     readers = {
@@ -376,7 +376,7 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
             raw = read_regular_file(path, CONFIG_CAP)
         except FileNotFoundError:
             raise GrooveError(
-                f"config file not found: {clip_path(path)} (check --config)"
+                f"config file not found: {clip_path(path)} (check {flag('config')})"
             ) from None
         except OSError as exc:
             raise GrooveError(
@@ -423,15 +423,15 @@ def _keep_inside_kb(settings: Settings, kb: Path, source: Path) -> None:
         return  # the doors report an unusable KB path themselves
     if not _inside(source, root):
         return
-    for key, value, flag in (
-        ("index_dir", settings.index.index_dir, "--index-dir / --groove-index-dir"),
-        ("[eval].golden", settings.eval.golden, "--golden / --groove-golden"),
+    for key, value, option in (
+        ("index_dir", settings.index.index_dir, flag("index-dir")),
+        ("[eval].golden", settings.eval.golden, flag("golden")),
     ):
         if value is not None and not _inside(value, root):
             raise GrooveError(
                 f"invalid config {source}: {key} points outside the knowledge base "
                 f"({clip(str(value))}); a groove.toml inside the KB may only name places "
-                f"inside it, so pass {flag} to use another place"
+                f"inside it, so pass {option} to use another place"
             )
 
 
@@ -456,8 +456,8 @@ def _unit_interval(name: str, value: float | None) -> None:
 
 def apply_search_overrides(search: SearchSettings, ov: SearchOverrides) -> SearchSettings:
     """Return the effective search settings after command-line overrides."""
-    _unit_interval("--mmr-lambda", ov.mmr_lambda)
-    _unit_interval("--mmr-same-doc-penalty", ov.mmr_same_doc_penalty)
+    _unit_interval(f"{flag('mmr-lambda')}", ov.mmr_lambda)
+    _unit_interval(f"{flag('mmr-same-doc-penalty')}", ov.mmr_same_doc_penalty)
     mmr = search.mmr
     if ov.mmr is not None:
         mmr = replace(mmr, enabled=ov.mmr)

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
-from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.errors import GrooveError, clip_path, flag
 from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb.beneath import index_folder_beneath
@@ -43,7 +43,7 @@ def index_dir_for(kb: Path, settings: Settings, embedder_name: str) -> Path:
     (``SQLITE_OPEN_NOFOLLOW``); one inside the KB is kept as written, its components
     checked below the KB one at a time instead (:func:`index_folder_beneath`).
     """
-    flags = "--index-dir / --groove-index-dir / index_dir"
+    flags = f"{flag('index-dir')} / index_dir"
     if settings.index.index_dir is None:
         index_dir = default_index_dir(kb, model_slug(embedder_name))
         check_os_path(index_dir, "index folder", "--kb-path / --groove-kb")
@@ -326,7 +326,8 @@ def open_engine(
         if recorded is not None and recorded != embedder.name:
             raise GrooveError(
                 f"embedding model mismatch: the index at {clip_path(store.path)} was built with "
-                f"{recorded!r} but {embedder.name!r} was asked for; pass --model {recorded} "
+                f"{recorded!r} but {embedder.name!r} was asked for; "
+                f"pass {flag('model')} {recorded} "
                 "or re-index with the new model"
             )
         if reads_term_table(settings) and not keeps_term_table:

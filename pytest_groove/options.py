@@ -22,7 +22,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -525,19 +524,3 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
     "floors": _parse_floors,
     "metrics": _parse_metrics,
 }
-
-
-# --------------------------------------------------------------------------- messages
-
-#: ``--<name>`` of every option both doors spell, longest first so a regex prefers it
-_SHARED = sorted((o.name for o in OPTIONS if o.cli and o.plugin_flag), key=len, reverse=True)
-_CLI_FLAG = re.compile(rf"(?<![\w-])--({'|'.join(map(re.escape, _SHARED))})(?![\w-])")
-
-
-def pytest_flag_names(message: str) -> str:
-    """An engine message with ``groove`` flag names rewritten to ``--groove-<name>``.
-
-    The engine names the knob as the CLI spells it; under pytest the same knob is
-    ``--groove-<name>``.
-    """
-    return _CLI_FLAG.sub(r"--groove-\1", message)

@@ -11,7 +11,8 @@ import pytest
 
 from pytest_groove.cli import build_parser
 from pytest_groove.cli.args import run_options
-from pytest_groove.options import OPTIONS, OPTIONS_BY_NAME, RunOptions, pytest_flag_names
+from pytest_groove.errors import flag, spell_flags
+from pytest_groove.options import OPTIONS, OPTIONS_BY_NAME, RunOptions
 from pytest_groove.plugin import options as plugin_options
 
 
@@ -81,12 +82,12 @@ def test_both_doors_reject_a_bad_value_with_the_same_check(
     assert str(plugin_error.value).replace(option.pytest_flag, option.cli_flag) in cli_message
 
 
-def test_every_shared_flag_is_renamed_for_pytest() -> None:
+def test_every_shared_flag_is_spelled_for_each_door() -> None:
     for option in OPTIONS:
         if option.cli and option.plugin_flag:
-            assert pytest_flag_names(f"use {option.cli_flag} here") == (
-                f"use {option.pytest_flag} here"
-            )
+            message = f"use {flag(option.name)} here"
+            assert spell_flags(message, "cli") == f"use {option.cli_flag} here"
+            assert spell_flags(message, "pytest") == f"use {option.pytest_flag} here"
 
 
 class _IniOnlyConfig:

@@ -27,7 +27,7 @@ from pytest_groove.cli.args import (
     whole_number,
 )
 from pytest_groove.config import Settings
-from pytest_groove.errors import GrooveError, OutputFailed
+from pytest_groove.errors import GrooveError, OutputFailed, spell_flags
 from pytest_groove.search.hits import hit_label
 
 EXIT_OK = 0
@@ -53,7 +53,7 @@ def _run_index(args: argparse.Namespace) -> int:
         settings,
         embedder=embedder,
         force=args.force,
-        log=lambda line: print(line, file=sys.stderr),
+        log=lambda line: print(spell_flags(line), file=sys.stderr),
     )
     print(report.summary())
     return EXIT_OK

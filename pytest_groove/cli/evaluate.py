@@ -27,7 +27,7 @@ from pytest_groove.cli.args import (
     run_options,
     run_reporting_errors,
 )
-from pytest_groove.errors import GrooveError, UsageError
+from pytest_groove.errors import GrooveError, UsageError, spell_flags
 from pytest_groove.evaluation.compare import color_enabled
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.lifecycle import begin_evaluation
@@ -125,7 +125,7 @@ def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Searche
     _check_config_model(plan)
 
     def log(line: str) -> None:
-        sys.stderr.write(f"{PROG}: {line}\n")
+        sys.stderr.write(f"{PROG}: {spell_flags(line)}\n")
 
     return open_engine_searcher(
         plan.kb, plan.settings, reindex=not options.no_reindex, log=log, opener=opener

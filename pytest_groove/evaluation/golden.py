@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.errors import GrooveError, clip_path, flag
 from pytest_groove.evaluation.golden_yaml import (
     GoldenLoader,
     LineDict,
@@ -79,7 +79,7 @@ DEFAULT_GOLDEN_NAME = ".groove-eval.yml"
 #: a derived query id is this many code points of the query text
 QUERY_ID_CODE_POINTS = 32
 
-_MISSING_HINT = "(hint: pass --golden or create <kb>/.groove-eval.yml)"
+_MISSING_HINT = f"(hint: pass {flag('golden')} or create <kb>/.groove-eval.yml)"
 
 _TOP_FIELDS = ("queries", "defaults")
 _DEFAULTS_FIELDS = ("limit", "rerank")
@@ -524,7 +524,7 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     looks_golden = _LOOKS_GOLDEN.search(text) is not None
     not_golden = (
         f"{prefix}: this is not a golden file (no top-level `queries:` key); point "
-        "--golden or [eval].golden at the YAML file with your queries"
+        f"{flag('golden')} or [eval].golden at the YAML file with your queries"
     )
     try:
         # GoldenLoader is a SafeLoader: no arbitrary Python objects are built.

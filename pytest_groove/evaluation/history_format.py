@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_groove.errors import GrooveError, clip
+from pytest_groove.errors import GrooveError, clip, flag
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.evaluation.history_codec import decode_run, encode_run, is_compact
 from pytest_groove.evaluation.run import (
@@ -401,7 +401,8 @@ def _too_big(size: int, cap: int) -> GrooveError:
     return GrooveError(
         f"one eval run serialises to {size} bytes, more than the {cap}-byte history cap, "
         "so it cannot be saved in a form the next run could read; this comes from a very "
-        "large golden set or a very high --limit: reduce either, or pass --no-history to "
+        f"large golden set or a very high {flag('limit')}: reduce either, or pass "
+        f"{flag('no-history')} to "
         "skip the history file"
     )
 
@@ -470,7 +471,7 @@ def bound_history(
     if pin is not None and pin not in chosen:
         messages.append(
             f"the frozen baseline of {display_timestamp(ordered[pin].timestamp)} no longer "
-            "fits in the history and was dropped; freeze a new one with --freeze-baseline"
+            f"fits in the history and was dropped; freeze a new one with {flag('freeze-baseline')}"
         )
     frozen = next((ordered[i] for i in chosen if i == pin), None)
     return [ordered[i] for i in chosen], _assemble([pieces[i] for i in chosen], frozen), messages

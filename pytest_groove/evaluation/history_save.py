@@ -19,7 +19,7 @@ from pathlib import Path
 
 import filelock
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, flag
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.evaluation.history_baseline import find_run
 from pytest_groove.evaluation.history_format import (
@@ -41,7 +41,7 @@ LOCK_TIMEOUT_SECONDS = 120.0
 def _write_failed(what: str, path: Path, exc: OSError) -> GrooveError:
     return GrooveError(
         f"could not write the {what} {path}: {exc.strerror or exc} "
-        "(check that the directory is writable, or pass --no-history)"
+        f"(check that the directory is writable, or pass {flag('no-history')})"
     )
 
 
@@ -99,7 +99,7 @@ def _backup_failed(backup: Path, exc: OSError) -> GrooveError:
     return GrooveError(
         f"could not write the eval history backup {backup}: {exc.strerror or exc}; the "
         "history was left as it is (check that the directory is writable, or pass "
-        "--no-history)"
+        f"{flag('no-history')})"
     )
 
 
@@ -123,7 +123,7 @@ def _acquire_lock(path: Path) -> filelock.BaseFileLock:
     except OSError as exc:
         raise GrooveError(
             f"could not lock the eval history {lock_path}: {exc.strerror or exc}; make the "
-            "folder writable or pass --no-history to evaluate without recording the run"
+            f"folder writable or pass {flag('no-history')} to evaluate without recording the run"
         ) from None
 
 

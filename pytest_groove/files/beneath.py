@@ -30,7 +30,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.errors import GrooveError, clip_path, flag
 
 _HAS_DIR_FD = os.open in os.supports_dir_fd and os.scandir in os.supports_fd
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -193,7 +193,7 @@ def index_folder_beneath(kb: Path, index_dir: Path, *, create: bool) -> None:
                     f"{'/'.join(relative[: at + 1])} "
                     "inside the knowledge base is a symbolic link or not a folder, and the "
                     "index is never kept outside the KB through one; remove it, or pass "
-                    "--index-dir / --groove-index-dir to keep the index elsewhere"
+                    f"{flag('index-dir')} to keep the index elsewhere"
                 ) from None
             os.close(fd)
             fd = child

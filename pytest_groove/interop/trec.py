@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, flag
 from pytest_groove.evaluation.metrics import RankedHit, credited_entry, normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry
 
@@ -192,9 +192,9 @@ def _write(path: Path, lines: Sequence[str], what: str, option: str) -> None:
 
 def write_trec_run(path: Path, queries: Iterable[RankedQuery], tag: str = DEFAULT_TAG) -> None:
     """Write ``queries``' rankings (a run's ``per_query``) as a TREC run file."""
-    _write(path, run_lines(queries, tag), "run file", "--trec-run")
+    _write(path, run_lines(queries, tag), "run file", f"{flag('trec-run')}")
 
 
 def write_trec_qrels(path: Path, queries: Iterable[JudgedQuery]) -> None:
     """Write ``queries``' expected entries (the golden set) as TREC qrels."""
-    _write(path, qrels_lines(queries), "qrels file", "--trec-qrels")
+    _write(path, qrels_lines(queries), "qrels file", f"{flag('trec-qrels')}")

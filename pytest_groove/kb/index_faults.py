@@ -21,10 +21,17 @@ from pathlib import Path
 
 import apsw
 
-from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, LockFailed, clip_path
+from pytest_groove.errors import (
+    GrooveError,
+    IndexCorrupt,
+    IndexUnwritable,
+    LockFailed,
+    clip_path,
+    flag,
+)
 
 #: where the index can go instead (the plugin rewrites the flag to --groove-index-dir)
-INDEX_DIR_HINT = "pass --index-dir to keep the index in a writable folder"
+INDEX_DIR_HINT = f"pass {flag('index-dir')} to keep the index in a writable folder"
 #: the index is derived data, so the remedy for damage is always the same
 REBUILD_HINT = "it is only a cache of the KB: rebuild it with `groove index --force --kb-path <kb>`"
 
@@ -70,17 +77,17 @@ def os_fault(exc: OSError, where: Path) -> GrooveError:
         # an O_NOFOLLOW open refused a link: that is what it found, not a loop
         return GrooveError(
             f"{clip_path(path)} is a symbolic link, and the index's files are never opened "
-            "through one; remove it and run again, or point --index-dir at a real folder"
+            f"through one; remove it and run again, or point {flag('index-dir')} at a real folder"
         )
     if exc.errno == errno.ELOOP or _is_symlink_loop(path):
         return GrooveError(
-            f"the index folder {clip_path(path)} is a symlink loop; point --index-dir at a real "
-            "folder"
+            f"the index folder {clip_path(path)} is a symlink loop; "
+            f"point {flag('index-dir')} at a real folder"
         )
     if exc.errno in (errno.ENOTDIR, errno.EEXIST):
         return GrooveError(
             f"the index folder {clip_path(path)} is not a folder (a file is in its place); point "
-            "--index-dir at a folder or move the file away"
+            f"{flag('index-dir')} at a folder or move the file away"
         )
     if exc.errno == errno.EISDIR:
         return LockFailed(
@@ -110,8 +117,8 @@ def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveE
         return GrooveError(
             f"a symbolic link stands at {clip_path(db_path)} or a file beside it (-wal, -shm, "
             "-journal), or on the way to it, and is never followed; run the indexer again "
-            "(it removes a link in the index folder and rebuilds), or point --index-dir at a "
-            "real folder"
+            "(it removes a link in the index folder and rebuilds), or point "
+            f"{flag('index-dir')} at a real folder"
         )
     if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
         return corrupt(db_path, str(exc))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
-from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path
+from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path, flag
 from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_files import clear_planted
@@ -90,7 +90,7 @@ def check_model(store: Store, embedder: Embedder, force: bool) -> None:
             f"embedding model mismatch: the index at {clip_path(store.path)} was built with "
             f"{model!r} "
             f"(dim {dim}) but {embedder.name!r} (dim {embedder.dimension}) was asked for; "
-            f"pass --model {model} or rebuild with --force"
+            f"pass {flag('model')} {model} or rebuild with --force"
         )
     if model != embedder.name or dim != str(embedder.dimension):
         with store.transaction():

@@ -53,7 +53,6 @@ from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.evaluation.run import QueryResult, RecordFormatError
-from pytest_groove.options import pytest_flag_names
 from pytest_groove.plugin.items import GrooveQueryItem
 from pytest_groove.plugin.output import StdoutGuard
 from pytest_groove.plugin.runner import (
@@ -181,14 +180,15 @@ def _summary(outcome: EvalOutcome, interrupted: bool) -> str:
 
 
 def _outcome_messages(outcome: EvalOutcome) -> list[str]:
-    lines = [f"{PROG}: warning: {pytest_flag_names(w)}" for w in outcome.warnings]
+    # the outcome's messages are spelled for pytest already (finish_evaluation's door)
+    lines = [f"{PROG}: warning: {w}" for w in outcome.warnings]
     lines += [f"{PROG}: {note}" for note in outcome.notes]
     if outcome.findings_warning:
         lines.append(outcome.findings_warning)
     if outcome.gate_message:
         lines.append(outcome.gate_message)
     if outcome.error is not None:
-        lines.append(f"ERROR: {pytest_flag_names(outcome.error)}")
+        lines.append(f"ERROR: {outcome.error}")
     return lines
 
 
@@ -302,7 +302,7 @@ class GrooveController:
         else:
             error = pending.commit()
         if error is not None:
-            self.pending_stderr.append(f"ERROR: {pytest_flag_names(error)}")
+            self.pending_stderr.append(f"ERROR: {error}")
             if self.pytest_session is not None:
                 self.pytest_session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -34,7 +34,6 @@ from pytest_groove.options import (
     OPTIONS_BY_NAME,
     Option,
     RunOptions,
-    pytest_flag_names,
     read_run_options,
 )
 
@@ -44,7 +43,6 @@ __all__ = [
     "PluginOptions",
     "add_options",
     "check_ini_keys",
-    "pytest_flag_names",
     "read_options",
 ]
 

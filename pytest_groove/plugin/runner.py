@@ -28,13 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_groove.errors import GrooveError, StopsTheRun
+from pytest_groove.errors import GrooveError, StopsTheRun, spell_flags
 from pytest_groove.evaluation.golden import node_ids
 from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
 from pytest_groove.evaluation.records import GoldenQuery
 from pytest_groove.evaluation.run import QueryResult
-from pytest_groove.options import pytest_flag_names
 from pytest_groove.paths import resolve_path
 from pytest_groove.plugin.collection import (
     GOLDEN_ONLY_KEY,
@@ -74,7 +73,7 @@ EMBED_AHEAD = 64
 
 def pytest_message(exc: GrooveError) -> str:
     """A library message with options spelled the pytest way (``--groove-<name>``)."""
-    return pytest_flag_names(exc.message_for("pytest"))
+    return exc.message_for("pytest")
 
 
 def usage_error(exc: GrooveError) -> pytest.UsageError:
@@ -184,7 +183,9 @@ class ProcessRunner:
             reindex=reindex,
             embedder=embedder,
             progress=False if quiet else None,
-            log=None if quiet else lambda msg: self.write_line(f"{PROG}: {msg}"),
+            log=None
+            if quiet
+            else lambda msg: self.write_line(f"{PROG}: {spell_flags(msg, 'pytest')}"),
         )
         report = searcher.engine.index_report
         if report is not None and (

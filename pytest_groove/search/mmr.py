@@ -26,7 +26,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.errors import UsageError
+from pytest_groove.errors import UsageError, flag
 
 #: below this spread (float32 machine epsilon) the pool counts as equally relevant
 RELEVANCE_SPREAD_EPSILON = float(np.finfo(np.float32).eps)
@@ -36,13 +36,16 @@ F32Array = npt.NDArray[np.float32]
 
 def check_mmr_params(lambda_: float, same_doc_penalty: float) -> None:
     """Both knobs must be numbers in [0, 1]; NaN is refused."""
-    for flag, value in (("--mmr-lambda", lambda_), ("--mmr-same-doc-penalty", same_doc_penalty)):
+    for option, value in (
+        (flag("mmr-lambda"), lambda_),
+        (flag("mmr-same-doc-penalty"), same_doc_penalty),
+    ):
         try:
             number = float(value)
         except (TypeError, ValueError):
             number = math.nan
         if not (math.isfinite(number) and 0.0 <= number <= 1.0):
-            raise UsageError(f"{flag} must be a number in [0, 1] (got {value!r})")
+            raise UsageError(f"{option} must be a number in [0, 1] (got {value!r})")
 
 
 def normalise_relevance(relevance: Sequence[float]) -> F32Array:

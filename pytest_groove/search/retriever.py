@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, flag
 from pytest_groove.options import RunOptions
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retriever_hits import (
@@ -292,7 +292,7 @@ def load_retriever(
         )
     if token_env is not None:
         raise GrooveError(
-            f"retriever {text}: --retriever-token-env is for http:// retrievers; a Python "
+            f"retriever {text}: {flag('retriever-token-env')} is for http:// retrievers; a Python "
             "retriever reads its own credentials"
         )
     obj = _import_attribute(text)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, flag
 from pytest_groove.search.hits import SearchHit
 
 #: metadata keys Markdown splitters use for headings: LangChain's
@@ -397,7 +397,7 @@ def normalise_hits(
                 f"retriever {retriever}: hit {position} has no path (got {echo(path)}) in "
                 f"{fields.looked}; return dicts or objects with path/heading/score, "
                 'LangChain Documents with metadata["source"], LlamaIndex nodes with '
-                'metadata["file_path"], or name the key with --retriever-path-key'
+                f'metadata["file_path"], or name the key with {flag("retriever-path-key")}'
             )
         if kb is not None:
             relative = kb_relative(path, kb)

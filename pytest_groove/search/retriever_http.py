@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from pytest_groove.errors import GrooveError, StopsTheRun
+from pytest_groove.errors import GrooveError, StopsTheRun, flag
 from pytest_groove.search.retriever_hits import echo
 
 #: seconds an HTTP retriever may take to answer one query, unless configured
@@ -74,13 +74,14 @@ def bearer_token(env_name: str, retriever: str) -> str:
     """The token in ``$env_name`` (checked now, so a missing one stops the run first)."""
     if not _ENV_NAME.fullmatch(env_name):
         raise GrooveError(
-            f"retriever {retriever}: --retriever-token-env takes the name of an environment "
+            f"retriever {retriever}: {flag('retriever-token-env')} takes the name of an "
+            "environment "
             f"variable (got {echo(env_name)})"
         )
     token = os.environ.get(env_name, "").strip()
     if not token:
         raise GrooveError(
-            f"retriever {retriever}: --retriever-token-env names {env_name}, which is not "
+            f"retriever {retriever}: {flag('retriever-token-env')} names {env_name}, which is not "
             "set or empty; export the token in it"
         )
     if any(c in token for c in "\r\n"):
@@ -111,7 +112,10 @@ def http_fetch(
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if token_env is not None:
         headers["Authorization"] = f"Bearer {bearer_token(token_env, name)}"
-    slow = f"did not answer within {timeout:g} s; raise --retriever-timeout or check the service"
+    slow = (
+        f"did not answer within {timeout:g} s; raise {flag('retriever-timeout')} "
+        "or check the service"
+    )
 
     def fetch(query: str, limit: int) -> Any:
         body = json.dumps({"query": query, "limit": limit}, ensure_ascii=False).encode("utf-8")
@@ -127,7 +131,7 @@ def http_fetch(
                 raise GrooveError(f"{text}; check the token in {token_env}") from None
             if exc.code in (401, 403):
                 raise GrooveError(
-                    f"{text}; pass its token with --retriever-token-env VARIABLE"
+                    f"{text}; pass its token with {flag('retriever-token-env')} VARIABLE"
                 ) from None
             raise GrooveError(f"{text} for query {echo(query)}") from None
         except TimeoutError:
