@@ -29,6 +29,7 @@ from pytest_groove.evaluation.compare import (
     gate_failures,
     project_baseline,
 )
+from pytest_groove.evaluation.corpus_files import with_document_digests
 from pytest_groove.evaluation.findings import findings_warning
 from pytest_groove.evaluation.history import BaselineChoice, StagedSave, stage_save
 from pytest_groove.evaluation.lifecycle import Evaluation
@@ -184,7 +185,7 @@ def _finish(
     if searcher is not None:
         # answers that cannot be judged stop here, before anything is recorded
         warnings += searcher.answer_warnings(scope.per_query, max(plan.k_values))
-        corpus = searcher.corpus_snapshot()
+        corpus = with_document_digests(searcher.corpus_snapshot(), searcher.document_digests())
         findings = searcher.quote_findings(scope.per_query)
     run = build_run(evaluation.fingerprint, scope.per_query, corpus, findings)
     choice = evaluation.choice

@@ -16,11 +16,12 @@ Neither door builds a fingerprint, reads the history or chooses a baseline itsel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from pytest_groove.evaluation.compare import match_queries, query_regressed
-from pytest_groove.evaluation.expected_check import check_before_search
+from pytest_groove.evaluation.corpus_files import document_digests
+from pytest_groove.evaluation.expected_check import check_before_search, unindexed_paths
 from pytest_groove.evaluation.history_baseline import BaselineChoice, pick_baseline
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.records import GoldenQuery
@@ -100,6 +101,20 @@ def baseline_counterparts(
     return tuple(match_queries(queries, choice.baseline))
 
 
+def _read_and_pick(
+    plan: EvalPlan, fingerprint: Fingerprint
+) -> tuple[StoredRuns, BaselineChoice | None]:
+    stored = plan.read_history()
+    return stored, pick_baseline_for(plan, stored, fingerprint)
+
+
+def _baseline_paths(choice: BaselineChoice | None) -> Collection[str]:
+    """The documents of the baseline run's corpus (empty when it recorded none)."""
+    if choice is None or choice.baseline is None:
+        return ()
+    return document_digests(choice.baseline.corpus) or {}
+
+
 def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     """Everything between opening a searcher and the first search.
 
@@ -110,13 +125,21 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     """
     with searcher.read_snapshot():
         headings = searcher.headings_by_path()
-    if headings is not None:
-        # a golden entry naming nothing indexed, or an empty KB, is a mistake in the
-        # input: stop before the first search, record nothing
-        check_before_search(plan.golden, headings, plan.kb, plan.settings.index.parsers)
     fingerprint = build_fingerprint(plan, searcher.identity)
-    stored = plan.read_history()
-    choice = pick_baseline_for(plan, stored, fingerprint)
+    picked: tuple[StoredRuns, BaselineChoice | None] | None = None
+    if headings is not None:
+        removed: Collection[str] = ()
+        if unindexed_paths(plan.golden, headings):
+            # an expected path the baseline run's corpus held was deleted since: a
+            # lost answer the run scores, not a golden-file mistake
+            picked = _read_and_pick(plan, fingerprint)
+            removed = _baseline_paths(picked[1])
+        # a golden entry naming nothing indexed (now or in the baseline), or an empty
+        # KB, is a mistake in the input: stop before the first search, record nothing
+        check_before_search(
+            plan.golden, headings, plan.kb, plan.settings.index.parsers, removed
+        )
+    stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
     return Evaluation(
         plan=plan,
         fingerprint=fingerprint,
