@@ -52,9 +52,7 @@ def _problem(
     )
 
 
-def unindexed_paths(
-    golden: GoldenSet, indexed: Mapping[str, Collection[str | None]]
-) -> list[str]:
+def unindexed_paths(golden: GoldenSet, indexed: Mapping[str, Collection[str | None]]) -> list[str]:
     """Expected paths that name no indexed document, in golden order, once each."""
     missing = [e.path for q in golden.queries for e in q.expected if e.path not in indexed]
     return list(dict.fromkeys(missing))

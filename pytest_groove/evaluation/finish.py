@@ -45,6 +45,11 @@ from pytest_groove.evaluation.run import (
     display_timestamp,
     format_timestamp,
 )
+from pytest_groove.evaluation.verdict import (
+    RunVerdicts,
+    comparison_verdicts,
+    removed_answer_failures,
+)
 from pytest_groove.search.searcher import Searcher
 
 
@@ -194,6 +199,10 @@ def _finish(
     comparison = compare(run, shown, plan.thresholds)
     gate_applies = plan.options.fail_on_regression and not scope.subset
     failures = gate_failures(comparison, plan.thresholds) if gate_applies else []
+    # one verdict per query, for every report; a deleted answer fails the gate too
+    verdicts = comparison_verdicts(comparison)
+    if gate_applies:
+        failures += removed_answer_failures(verdicts)
     pending, error = _save(plan, scope, runs, run, warnings)
     recorded = pending is not None
     if recorded and not staged:
@@ -205,7 +214,7 @@ def _finish(
         pending = None
     try:
         text, report, report_error, written = _reports(
-            plan, scope, run, comparison, choice, runs, recorded, color
+            plan, scope, run, comparison, choice, runs, recorded, color, verdicts
         )
     except BaseException:
         if pending is not None:
@@ -233,9 +242,7 @@ def _finish(
         gate_failures=failures,
         warnings=[spelled(w) for w in warnings],
         exit_code=1 if failures or error else 0,
-        gate_message=spelled(_regression_message(plan, comparison, failures))
-        if failures
-        else None,
+        gate_message=spelled(_regression_message(plan, comparison, failures)) if failures else None,
         error=None if error is None else spelled(error),
         recorded=recorded,
         choice=choice,
@@ -309,6 +316,7 @@ def _reports(
     runs: Sequence[RunRecord],
     recorded: bool,
     color: bool,
+    verdicts: RunVerdicts | None = None,
 ) -> tuple[str, dict[str, Any], str | None, list[str]]:
     """(text report, JSON report, first error writing the report files, a note per
     report file written)."""
@@ -320,8 +328,16 @@ def _reports(
         )
     elif recorded and not comparison.compatible:
         footer = NEXT_RUN_HINT
-    text = render_text(run, comparison, color=color, choice=choice, footer=footer, title=plan.prog)
-    report = build_json_report(run, comparison, recorded=recorded)
+    text = render_text(
+        run,
+        comparison,
+        color=color,
+        choice=choice,
+        footer=footer,
+        title=plan.prog,
+        verdicts=verdicts,
+    )
+    report = build_json_report(run, comparison, recorded=recorded, verdicts=verdicts)
     # Each report is written even when an earlier write failed: CI should not lose its
     # JSON artefact because the history file could not be saved.  The first error wins.
     errors: list[str | None] = []
@@ -332,7 +348,9 @@ def _reports(
         if errors[-1] is None:
             written.append(f"JSON report written to {options.json}")
     if options.html is not None:
-        errors.append(_write_html(options.html, run, comparison, runs, f"{plan.prog} report"))
+        errors.append(
+            _write_html(options.html, run, comparison, runs, f"{plan.prog} report", verdicts)
+        )
         if errors[-1] is None:
             written.append(f"HTML report written to {options.html}")
     for trec_path, what in ((options.trec_run, "run"), (options.trec_qrels, "qrels")):
@@ -359,12 +377,13 @@ def _write_html(
     comparison: Comparison,
     history: Sequence[RunRecord],
     title: str,
+    verdicts: RunVerdicts | None = None,
 ) -> str | None:
     # imported here: the module is only needed when the report is asked for
     from pytest_groove.evaluation.report_html import write_html_report
 
     try:
-        write_html_report(path, run, comparison, history, title=title)
+        write_html_report(path, run, comparison, history, title=title, verdicts=verdicts)
     except GrooveError as exc:  # matplotlib went missing after the early check
         return exc.raw_message
     except OSError as exc:

@@ -136,9 +136,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
             removed = _baseline_paths(picked[1])
         # a golden entry naming nothing indexed (now or in the baseline), or an empty
         # KB, is a mistake in the input: stop before the first search, record nothing
-        check_before_search(
-            plan.golden, headings, plan.kb, plan.settings.index.parsers, removed
-        )
+        check_before_search(plan.golden, headings, plan.kb, plan.settings.index.parsers, removed)
     stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
     return Evaluation(
         plan=plan,

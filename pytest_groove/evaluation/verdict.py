@@ -222,3 +222,9 @@ def comparison_verdicts(comparison: Comparison) -> RunVerdicts:
     """The verdicts of a comparison's run: against its baseline only when compatible."""
     baseline = comparison.baseline if comparison.compatible else None
     return run_verdicts(comparison.run, baseline, comparison.limits)
+
+
+def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
+    """The gate's entry per query that lost an expected document since the baseline:
+    a deleted answer fails the gate like a regression, however little the averages moved."""
+    return [f"answer of {v.id} removed: {', '.join(v.removed)}" for v in verdicts.removed_answers]

@@ -35,6 +35,5 @@ def per_query_json(results: tuple[QueryResult, ...], verdicts: RunVerdicts) -> l
 def moved_json(verdicts: RunVerdicts) -> list[dict[str, Any]]:
     """Every query whose first answer's rank changed, worst first (uncapped)."""
     return [
-        {"id": v.id, "before": v.baseline_first_rank, "after": v.first_rank}
-        for v in verdicts.moved
+        {"id": v.id, "before": v.baseline_first_rank, "after": v.first_rank} for v in verdicts.moved
     ]
