@@ -54,6 +54,14 @@ def displaced_text(verdict: QueryVerdict) -> str | None:
     return f"displaced by {names}" + (f" and {rest} more" if rest else "")
 
 
+def causes(verdict: QueryVerdict) -> list[str]:
+    """The first answer's move, what displaced it and the removed answers (the item's
+    failure headline adds them)."""
+    out = [f"rank {rank_move(verdict)}"] if verdict.moved else []
+    displaced = displaced_text(verdict)
+    return out + ([displaced] if displaced is not None else []) + removed_reasons(verdict)
+
+
 def metric_moves(moves: Sequence[MetricMove]) -> str:
     """``recall@1/5: 1.00 → 0.00, reciprocal rank: 1.00 → 0.25``: one kind's metrics
     that moved alike share one entry."""

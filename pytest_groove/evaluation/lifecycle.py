@@ -17,15 +17,16 @@ Neither door builds a fingerprint, reads the history or chooses a baseline itsel
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_groove.evaluation.compare import match_queries, query_regressed
-from pytest_groove.evaluation.corpus_files import document_digests
+from pytest_groove.evaluation.corpus_files import DIGEST_CHARS, CorpusDelta, document_digests
 from pytest_groove.evaluation.expected_check import check_before_search, unindexed_paths
 from pytest_groove.evaluation.history_baseline import BaselineChoice, pick_baseline
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.records import GoldenQuery
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
+from pytest_groove.evaluation.verdict import QueryVerdict, query_verdict
 from pytest_groove.search.searcher import Searcher, SearcherIdentity
 
 
@@ -43,6 +44,8 @@ class Evaluation:
     baseline_queries: tuple[QueryResult | None, ...] = ()
     #: the searcher that answers (None when the results were produced elsewhere)
     searcher: Searcher | None = None
+    #: this corpus against the baseline's, per document (read once, at first need)
+    _delta: list[CorpusDelta | None] = field(default_factory=list, compare=False, repr=False)
 
     def run_query(self, query: GoldenQuery) -> QueryResult:
         """Search one golden query and score its hits."""
@@ -65,6 +68,34 @@ class Evaluation:
         if previous is None:
             return []
         return query_regressed(result, previous, self.plan.thresholds)
+
+    def query_verdict(self, position: int, result: QueryResult) -> QueryVerdict:
+        """Golden query number ``position``'s verdict against its baseline counterpart
+        (:mod:`.verdict`: the one the reports show for it)."""
+        plan = self.plan
+        previous = None
+        if plan.compares and position < len(self.baseline_queries):
+            previous = self.baseline_queries[position]
+        return query_verdict(result, previous, plan.thresholds, plan.k_values, self.corpus_delta())
+
+    def corpus_delta(self) -> CorpusDelta | None:
+        """The documents now against the baseline run's (None: either side unknown)."""
+        if not self._delta:
+            self._delta.append(self._read_delta())
+        return self._delta[0]
+
+    def _read_delta(self) -> CorpusDelta | None:
+        choice = self.choice
+        if self.searcher is None or choice is None or choice.baseline is None:
+            return None
+        before = document_digests(choice.baseline.corpus)
+        if before is None:
+            return None
+        with self.searcher.read_snapshot():
+            digests = self.searcher.document_digests()
+        if digests is None:
+            return None
+        return CorpusDelta(now={p: d[:DIGEST_CHARS] for p, d in digests.items()}, before=before)
 
 
 def build_fingerprint(plan: EvalPlan, identity: SearcherIdentity) -> Fingerprint:

@@ -167,12 +167,14 @@ def query_verdict(
 ) -> QueryVerdict:
     """One query's verdict against its baseline counterpart (None: nothing to compare)."""
     k = largest_k(k_values)
-    moves = tuple(
-        MetricMove(
-            label, metric_value(previous.metrics, label), metric_value(result.metrics, label)
+    moves: tuple[MetricMove, ...] = ()
+    if previous is not None:
+        moves = tuple(
+            MetricMove(
+                label, metric_value(previous.metrics, label), metric_value(result.metrics, label)
+            )
+            for label in query_regressed(result, previous, thresholds)
         )
-        for label in (query_regressed(result, previous, thresholds) if previous else [])
-    )
     verdict: Verdict = (
         "missed" if is_miss(result.metrics, k_values) else "regressed" if moves else "pass"
     )
@@ -184,7 +186,8 @@ def query_verdict(
         if delta is not None and (new := delta.renamed_to(path)) is not None
     )
     displaced: tuple[Displacer, ...] = ()
-    if previous is not None and verdict != "pass":
+    # an answer that is gone was not pushed down: nothing displaced it
+    if previous is not None and verdict != "pass" and not (verdict == "missed" and removed):
         displaced = _displaced_by(result, previous, k, delta)
     return QueryVerdict(
         id=result.id,
