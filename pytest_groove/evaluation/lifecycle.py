@@ -16,7 +16,7 @@ Neither door builds a fingerprint, reads the history or chooses a baseline itsel
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_groove.evaluation.compare import match_queries, query_regressed
@@ -44,6 +44,9 @@ class Evaluation:
     baseline_queries: tuple[QueryResult | None, ...] = ()
     #: the searcher that answers (None when the results were produced elsewhere)
     searcher: Searcher | None = None
+    #: the baseline run's per-document digests when no choice is at hand (an xdist
+    #: worker is handed them); None = take them from ``choice``
+    baseline_files: Mapping[str, str] | None = None
     #: this corpus against the baseline's, per document (read once, at first need)
     _delta: list[CorpusDelta | None] = field(default_factory=list, compare=False, repr=False)
 
@@ -84,12 +87,18 @@ class Evaluation:
             self._delta.append(self._read_delta())
         return self._delta[0]
 
-    def _read_delta(self) -> CorpusDelta | None:
+    def baseline_digests(self) -> Mapping[str, str] | None:
+        """The baseline run's per-document digests (None: no baseline, or none recorded)."""
+        if self.baseline_files is not None:
+            return self.baseline_files
         choice = self.choice
-        if self.searcher is None or choice is None or choice.baseline is None:
+        if choice is None or choice.baseline is None:
             return None
-        before = document_digests(choice.baseline.corpus)
-        if before is None:
+        return document_digests(choice.baseline.corpus)
+
+    def _read_delta(self) -> CorpusDelta | None:
+        before = self.baseline_digests()
+        if self.searcher is None or before is None:
             return None
         with self.searcher.read_snapshot():
             digests = self.searcher.document_digests()

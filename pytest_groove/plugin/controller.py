@@ -166,10 +166,11 @@ def _summary(outcome: EvalOutcome, interrupted: bool) -> str:
         summary += f"{PROG}: the session was interrupted, so this run is not recorded.\n"
     if outcome.gate_failures:
         threshold = outcome.comparison.limits.describe()
-        summary += (
-            f"{PROG}: regression gate FAILED ({', '.join(outcome.gate_failures)} dropped by "
-            f"more than {threshold}); exit status 1\n"
-        )
+        # metrics that dropped, then the answers deleted since the baseline
+        dropped = [f for f in outcome.gate_failures if f in outcome.comparison.regressions]
+        parts = [f"{', '.join(dropped)} dropped by more than {threshold}"] if dropped else []
+        parts += [f for f in outcome.gate_failures if f not in dropped]
+        summary += f"{PROG}: regression gate FAILED ({'; '.join(parts)}); exit status 1\n"
     return summary
 
 
