@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pytest_groove.evaluation.metric_table import RECALL, Metric
 from pytest_groove.evaluation.verdict import (
     REMOVED_REASON,
     MetricMove,
@@ -63,7 +64,8 @@ def causes(verdict: QueryVerdict) -> list[str]:
 
 
 def metric_moves(moves: Sequence[MetricMove]) -> str:
-    """``recall@1/5: 1.00 → 0.00, reciprocal rank: 1.00 → 0.25``: one kind's metrics
+    """``<recall at 1 and 5>: 1.00 → 0.00, reciprocal rank: 1.00 → 0.25`` (each kind's
+    labels joined as ``kind@1/5``): one kind's metrics
     that moved alike share one entry."""
     groups: list[tuple[str, list[str], float, float]] = []
     for move in moves:
@@ -101,7 +103,7 @@ def explanation(
             if recall_before is None
             else f"{recall_before:.2f} → {recall_now:.2f}"
         )
-        parts.append(f"recall@{k}: {values}")
+        parts.append(f"{Metric(RECALL, k).query_label}: {values}")
     elif verdict.regressed:
         parts.append(metric_moves(verdict.regressed))
     if verdict.moved:
