@@ -230,4 +230,4 @@ def comparison_verdicts(comparison: Comparison) -> RunVerdicts:
 def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
     """The gate's entry per query that lost an expected document since the baseline:
     a deleted answer fails the gate like a regression, however little the averages moved."""
-    return [f"answer of {v.id} removed: {', '.join(v.removed)}" for v in verdicts.removed_answers]
+    return [f"answer of {v.id} removed ({', '.join(v.removed)})" for v in verdicts.removed_answers]
