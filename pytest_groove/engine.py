@@ -195,6 +195,11 @@ class Engine:
         with self._faults():
             return cached_corpus_snapshot(self.store)
 
+    def document_digests(self) -> dict[str, str]:
+        """Each indexed path and the SHA-256 hex of its file (the indexer's hash)."""
+        with self._faults():
+            return self.store.document_hashes()
+
     def iter_chunk_texts(self) -> Iterator[ChunkText]:
         with self._faults():
             yield from self.store.iter_chunk_texts()

@@ -156,6 +156,9 @@ class StaticSearcher:
     def corpus_snapshot(self) -> CorpusSnapshot | None:
         return self.corpus
 
+    def document_digests(self) -> Mapping[str, str] | None:
+        return None
+
     def chunk_texts(self) -> Iterable[Any] | None:
         return self.texts
 

@@ -359,6 +359,9 @@ class FakeEngine:
         self._check("corpus")
         return corpus(3, 7)
 
+    def document_digests(self) -> dict[str, str] | None:
+        return None
+
     def headings_by_path(self) -> dict[str, set[str | None]]:
         """Every path and heading any answer holds: the fake KB's index."""
         self._check("headings")

@@ -291,7 +291,8 @@ def test_regression_gate_fails_the_session_and_names_the_metrics(
         [
             "golden query 'pager' regressed by more than 0.05 against the baseline run: "
             "recall@1 1.00 -> 0.00, reciprocal rank 1.00 -> 0.33, nDCG@1 1.00 -> 0.00, "
-            "nDCG@5 1.00 -> 0.50, nDCG@10 1.00 -> 0.50",
+            "nDCG@5 1.00 -> 0.50, nDCG@10 1.00 -> 0.50; rank 1 → 3; "
+            "displaced by misc/other.md (unchanged), misc/more.md (unchanged)",
         ]
     )
     result.stdout.fnmatch_lines(

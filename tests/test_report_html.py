@@ -106,8 +106,11 @@ def test_a_report_with_a_baseline_has_trends_deltas_and_every_section() -> None:
     assert "<script" not in html and "<link" not in html and "http" not in html
     # the aggregate diff read from the comparison: recall@10 went 0.667 -> 0.667, q1 dropped
     assert "<td>recall@10</td><td class='num'>0.667</td><td class='num'>0.667</td>" in html
-    assert "<tr class=\"miss\"><td class='num'>2</td><td><code>q1</code>" in html
-    assert '<td class="up">↑ 1.000</td>' in html  # q2: 0 -> 1
+    assert (
+        '<tr class="miss"><td class=\'num\' data-label="#">2</td><td data-label="id">'
+        '<code>q1</code></td><td data-label="verdict" class="verdict-missed">missed'
+    ) in html
+    assert '<td class="up" data-label="Δ recall@10">↑ 1.000</td>' in html  # q2: 0 -> 1
     assert "3 run(s) with this fingerprint" in html
 
 
@@ -172,9 +175,12 @@ HOSTILE = (
 PAGE_TAGS = {
     *("html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "img"),
     *("table", "colgroup", "col", "tr", "th", "td", "ul", "ol", "li", "code", "span"),
-    *("details", "summary"),
+    *("details", "summary", "thead", "wbr"),
 }
-PAGE_ATTRIBUTES = {"lang", "charset", "name", "content", "class", "value", "style", "alt", "src"}
+PAGE_ATTRIBUTES = {
+    *("lang", "charset", "name", "content", "class", "value", "style", "alt", "src"),
+    "data-label",
+}
 
 
 class PageParser(HTMLParser):
@@ -301,7 +307,7 @@ def test_the_per_query_table_shows_ranks_hits_and_findings() -> None:
     html = render_html_report(run, compare(run, None, 0.05), [], title="t")
     assert '<code>b.md#Part</code> <span class="note">(rank 2)</span>' in html
     assert '<code>z.md</code> <span class="note">(not retrieved)</span>' in html
-    assert "<td class='num'>2</td>" in html  # first expected rank
+    assert "<td class='num' data-label=\"first expected rank\">2</td>" in html
     assert "<li value='2' class=\"expected-hit\">✓ <code>b.md#part</code>" in html
     assert "2 more not shown" in html  # 12 hits, top 10 shown
     assert "<code>notes/leak.md</code>: deep (rank 2), other (not in top_k)" in html
@@ -683,3 +689,50 @@ def test_the_report_fits_a_1280_pixel_window_in_chromium(tmp_path: Path) -> None
     width, tallest_row = int(found.group(1)), int(found.group(2))
     assert width <= 1280  # nothing scrolls sideways
     assert tallest_row <= 160  # hits are folded: a row is a few lines, not a page
+
+
+#: Chromium's headless window is never narrower than 500 pixels, so a phone's width
+#: is given to the report by an iframe; the report's own copy measures itself there
+_PHONE_MEASURE = """<script>
+window.addEventListener("load", () => {
+  const rows = [...document.querySelectorAll("table.queries tr")].slice(1);
+  const tallest = Math.max(...rows.map((r) => r.getBoundingClientRect().height));
+  parent.document.body.dataset.measure = innerWidth + "x" +
+    document.documentElement.scrollWidth + "x" + Math.round(tallest);
+});
+</script>"""
+
+
+def phone_frame(report: str, width: int) -> str:
+    from html import escape
+
+    return (
+        '<!DOCTYPE html><html><body style="margin:0"><iframe style="border:0" '
+        f'width="{width}" height="2400" srcdoc="{escape(report, quote=True)}"></iframe>'
+        "</body></html>"
+    )
+
+
+@needs_matplotlib
+@pytest.mark.skipif(chromium() is None, reason="no headless Chromium installed (Debian: chromium)")
+def test_the_report_fits_a_390_pixel_phone_in_chromium(tmp_path: Path) -> None:
+    before, run = japanese_runs()
+    long_id = "a-very-long-query-identifier-" * 3
+    run = with_query(run, 0, replace(run.per_query[0], id=long_id))
+    page = tmp_path / "report.html"
+    write_html_report(page, run, compare(run, before, 0.05), [before], title="groove report")
+    report = page.read_text(encoding="utf-8")
+    framed = tmp_path / "phone.html"
+    framed.write_text(phone_frame(report, 390), encoding="utf-8")
+    shot = tmp_path / "phone.png"
+    done = browse(framed, "--window-size=500,2400", f"--screenshot={shot}")
+    assert shot.is_file(), done.stderr
+    measured = tmp_path / "measured.html"
+    measured.write_text(phone_frame(report + _PHONE_MEASURE, 390), encoding="utf-8")
+    dom = browse(measured, "--window-size=500,2400", "--dump-dom").stdout
+    found = re.search(r'<body[^>]*data-measure="(\d+)x(\d+)x(\d+)"', dom)
+    assert found is not None, dom[-500:]
+    viewport, width, tallest_card = (int(found.group(i)) for i in (1, 2, 3))
+    assert viewport == 390  # the frame really is a phone's width
+    assert width <= viewport  # nothing scrolls sideways
+    assert tallest_card <= 400  # a query is a card of a few lines, not 700 pixels of air

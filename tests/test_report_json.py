@@ -22,6 +22,7 @@ KEYS = [
     "corpus_changed",
     "aggregate",
     "per_query",
+    "moved",
     "findings",
     "previous",
     "diff",
@@ -113,7 +114,20 @@ def test_output_is_indented_strict_json_in_a_fixed_key_order() -> None:
     assert data["recorded"] is False
     assert list(data) == KEYS
     # the run's own objects keep the history file's field order
-    assert list(data["per_query"][0]) == ["id", "query", "expected", "top_k", "metrics"]
+    # (then the verdict's keys)
+    assert list(data["per_query"][0]) == [
+        "id",
+        "query",
+        "expected",
+        "top_k",
+        "metrics",
+        "verdict",
+        "first_rank",
+        "baseline_first_rank",
+        "regressed",
+        "removed",
+        "displaced_by",
+    ]
 
 
 def test_k_maps_print_in_numeric_order_everywhere() -> None:

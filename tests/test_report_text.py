@@ -170,7 +170,10 @@ def test_regressed_query_row_shows_previous_and_current_values() -> None:
     now = run(minutes=1, per_query=[query("steady", 1.0), query("slipped", 0.6)])
     out = text(now, previous)
     assert "Per-query (regressions and misses, 1 of 2)\n" in out
-    assert "  ↓ slipped                  recall@10: 0.80 → 0.60\n" in out
+    # every metric past its threshold, one entry per kind that moved alike
+    assert (
+        "  ↓ slipped                  recall@1/5/10: 0.80 → 0.60, nDCG@1/5/10: 0.80 → 0.60\n" in out
+    )
 
 
 def test_small_drop_is_not_listed_and_ids_are_never_truncated() -> None:

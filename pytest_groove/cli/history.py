@@ -41,6 +41,7 @@ from pytest_groove.evaluation.metric_table import aggregate_summary
 from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
 from pytest_groove.evaluation.report_text import render_text
 from pytest_groove.evaluation.run import RunRecord, aggregate_to_json, display_timestamp
+from pytest_groove.evaluation.verdict import comparison_verdicts, removed_answer_failures
 
 PROG = "groove history"
 
@@ -70,6 +71,12 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     diff.add_argument("run_a", metavar="RUN_A", help="the earlier run (the baseline)")
     diff.add_argument("run_b", metavar="RUN_B", help="the later run (compared with RUN_A)")
     _add_common(diff)
+    diff.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit status 1 when B fails the gate against A (a metric regressed past the "
+        "threshold, or an expected document was removed)",
+    )
     diff.set_defaults(func=_run(_diff))
 
     freeze = actions.add_parser("freeze", help="make a recorded run the frozen baseline")
@@ -239,20 +246,26 @@ def _diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     before = find_run(runs, args.run_a, path)
     after = find_run(runs, args.run_b, path)
     comparison = compare(after, before, _thresholds(args))
+    # the verdicts (moved, displaced, removed answers) the eval's reports show
+    verdicts = comparison_verdicts(comparison)
+    failures = [*comparison.regressions, *removed_answer_failures(verdicts)]
+    status = 1 if failures and getattr(args, "fail_on_regression", False) else 0
     if _format(args) == "json":
-        out.write(dumps_json_report(build_json_report(after, comparison, recorded=True)))
-        return 0
+        report = build_json_report(after, comparison, recorded=True, verdicts=verdicts)
+        out.write(dumps_json_report(report))
+        return status
     out.write(
         render_text(
-            after, comparison, color=_color(args, out), title=f"diff against {run_label(before)}"
+            after,
+            comparison,
+            color=_color(args, out),
+            title=f"diff against {run_label(before)}",
+            verdicts=verdicts,
         )
     )
-    if comparison.regressions:
-        out.write(
-            f"Regressed by more than {comparison.threshold:g}: "
-            f"{', '.join(comparison.regressions)}\n"
-        )
-    return 0
+    if failures:
+        out.write(f"Regressed by more than {comparison.threshold:g}: {', '.join(failures)}\n")
+    return status
 
 
 # --------------------------------------------------------------------------- freeze

@@ -30,6 +30,7 @@ from pytest_groove.evaluation.compare import (
     compare,
     project_baseline,
 )
+from pytest_groove.evaluation.corpus_files import with_document_digests
 from pytest_groove.evaluation.findings import findings_warning
 from pytest_groove.evaluation.gate_policy import (
     floors_message,
@@ -51,6 +52,11 @@ from pytest_groove.evaluation.run import (
     RunRecord,
     build_run,
     display_timestamp,
+)
+from pytest_groove.evaluation.verdict import (
+    RunVerdicts,
+    comparison_verdicts,
+    removed_answer_failures,
 )
 from pytest_groove.search.searcher import Searcher
 
@@ -194,7 +200,7 @@ def _finish(
     if searcher is not None:
         # answers that cannot be judged stop here, before anything is recorded
         warnings += searcher.answer_warnings(scope.per_query, max(plan.k_values))
-        corpus = searcher.corpus_snapshot()
+        corpus = with_document_digests(searcher.corpus_snapshot(), searcher.document_digests())
         findings = searcher.quote_findings(scope.per_query)
     run = build_run(evaluation.fingerprint, scope.per_query, corpus, findings)
     run = replace(run, gate=gate_record(plan.thresholds, plan.gate))
@@ -207,14 +213,17 @@ def _finish(
     comparison = replace(comparison, gate_loosened=loose)
     gate_applies = plan.options.fail_on_regression and not scope.subset
     verdict = gate_verdict(plan, comparison, regression_gate=gate_applies, subset=scope.subset)
-    failures = verdict.failures
+    # one verdict per query, for every report; a deleted answer fails the gate too
+    verdicts = comparison_verdicts(comparison)
+    removed = removed_answer_failures(verdicts) if gate_applies else []
+    failures = [*verdict.failures, *removed]
     if loose:
         warnings.append(str(loosened_warning(loose)))
     if verdict.unconfirmed:
         warnings.append(unconfirmed_note(plan, verdict.unconfirmed))
     gate_lines = []
-    if verdict.regressions:
-        gate_lines.append(_regression_message(plan, comparison, verdict.regressions))
+    if verdict.regressions or removed:
+        gate_lines.append(_regression_message(plan, comparison, [*verdict.regressions, *removed]))
     if verdict.floor_failures:
         gate_lines.append(floors_message(plan, verdict.floor_failures))
     pending, error = _save(plan, scope, runs, run, warnings)
@@ -228,7 +237,7 @@ def _finish(
         pending = None
     try:
         text, report, report_error, written = _reports(
-            plan, scope, run, comparison, choice, runs, recorded, color
+            plan, scope, run, comparison, choice, runs, recorded, color, verdicts
         )
     except BaseException:
         if pending is not None:
@@ -331,6 +340,7 @@ def _reports(
     runs: Sequence[RunRecord],
     recorded: bool,
     color: bool,
+    verdicts: RunVerdicts | None = None,
 ) -> tuple[str, dict[str, Any], str | None, list[str]]:
     """(text report, JSON report, first error writing the report files, a note per
     report file written)."""
@@ -342,8 +352,16 @@ def _reports(
         )
     elif recorded and not comparison.compatible:
         footer = NEXT_RUN_HINT
-    text = render_text(run, comparison, color=color, choice=choice, footer=footer, title=plan.prog)
-    report = build_json_report(run, comparison, recorded=recorded)
+    text = render_text(
+        run,
+        comparison,
+        color=color,
+        choice=choice,
+        footer=footer,
+        title=plan.prog,
+        verdicts=verdicts,
+    )
+    report = build_json_report(run, comparison, recorded=recorded, verdicts=verdicts)
     # Each report is written even when an earlier write failed: CI should not lose its
     # JSON artefact because the history file could not be saved.  The first error wins.
     errors: list[str | None] = []
@@ -354,7 +372,9 @@ def _reports(
         if errors[-1] is None:
             written.append(f"JSON report written to {options.json}")
     if options.html is not None:
-        errors.append(_write_html(options.html, run, comparison, runs, f"{plan.prog} report"))
+        errors.append(
+            _write_html(options.html, run, comparison, runs, f"{plan.prog} report", verdicts)
+        )
         if errors[-1] is None:
             written.append(f"HTML report written to {options.html}")
     for trec_path, what in ((options.trec_run, "run"), (options.trec_qrels, "qrels")):
@@ -381,12 +401,13 @@ def _write_html(
     comparison: Comparison,
     history: Sequence[RunRecord],
     title: str,
+    verdicts: RunVerdicts | None = None,
 ) -> str | None:
     # imported here: the module is only needed when the report is asked for
     from pytest_groove.evaluation.report_html import write_html_report
 
     try:
-        write_html_report(path, run, comparison, history, title=title)
+        write_html_report(path, run, comparison, history, title=title, verdicts=verdicts)
     except GrooveError as exc:  # matplotlib went missing after the early check
         return exc.raw_message
     except OSError as exc:

@@ -18,16 +18,18 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from pytest_groove.evaluation.compare import match_queries, query_regressed
-from pytest_groove.evaluation.expected_check import check_before_search
+from pytest_groove.evaluation.corpus_files import DIGEST_CHARS, CorpusDelta, document_digests
+from pytest_groove.evaluation.expected_check import check_before_search, unindexed_paths
 from pytest_groove.evaluation.history_baseline import BaselineChoice, find_run, pick_baseline
 from pytest_groove.evaluation.history_trust import refuse_untrusted, trusted_runs
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.records import GoldenQuery
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
+from pytest_groove.evaluation.verdict import QueryVerdict, query_verdict
 from pytest_groove.search.searcher import Searcher, SearcherIdentity
 
 
@@ -45,6 +47,11 @@ class Evaluation:
     baseline_queries: tuple[QueryResult | None, ...] = ()
     #: the searcher that answers (None when the results were produced elsewhere)
     searcher: Searcher | None = None
+    #: the baseline run's per-document digests when no choice is at hand (an xdist
+    #: worker is handed them); None = take them from ``choice``
+    baseline_files: Mapping[str, str] | None = None
+    #: this corpus against the baseline's, per document (read once, at first need)
+    _delta: list[CorpusDelta | None] = field(default_factory=list, compare=False, repr=False)
 
     def run_query(self, query: GoldenQuery) -> QueryResult:
         """Search one golden query and score its hits."""
@@ -67,6 +74,40 @@ class Evaluation:
         if previous is None:
             return []
         return query_regressed(result, previous, self.plan.thresholds)
+
+    def query_verdict(self, position: int, result: QueryResult) -> QueryVerdict:
+        """Golden query number ``position``'s verdict against its baseline counterpart
+        (:mod:`.verdict`: the one the reports show for it)."""
+        plan = self.plan
+        previous = None
+        if plan.compares and position < len(self.baseline_queries):
+            previous = self.baseline_queries[position]
+        return query_verdict(result, previous, plan.thresholds, plan.k_values, self.corpus_delta())
+
+    def corpus_delta(self) -> CorpusDelta | None:
+        """The documents now against the baseline run's (None: either side unknown)."""
+        if not self._delta:
+            self._delta.append(self._read_delta())
+        return self._delta[0]
+
+    def baseline_digests(self) -> Mapping[str, str] | None:
+        """The baseline run's per-document digests (None: no baseline, or none recorded)."""
+        if self.baseline_files is not None:
+            return self.baseline_files
+        choice = self.choice
+        if choice is None or choice.baseline is None:
+            return None
+        return document_digests(choice.baseline.corpus)
+
+    def _read_delta(self) -> CorpusDelta | None:
+        before = self.baseline_digests()
+        if self.searcher is None or before is None:
+            return None
+        with self.searcher.read_snapshot():
+            digests = self.searcher.document_digests()
+        if digests is None:
+            return None
+        return CorpusDelta(now={p: d[:DIGEST_CHARS] for p, d in digests.items()}, before=before)
 
 
 def build_fingerprint(plan: EvalPlan, identity: SearcherIdentity) -> Fingerprint:
@@ -109,6 +150,20 @@ def baseline_counterparts(
     return tuple(match_queries(queries, choice.baseline))
 
 
+def _read_and_pick(
+    plan: EvalPlan, fingerprint: Fingerprint
+) -> tuple[StoredRuns, BaselineChoice | None]:
+    stored = plan.read_history()
+    return stored, pick_baseline_for(plan, stored, fingerprint)
+
+
+def _baseline_paths(choice: BaselineChoice | None) -> Collection[str]:
+    """The documents of the baseline run's corpus (empty when it recorded none)."""
+    if choice is None or choice.baseline is None:
+        return ()
+    return document_digests(choice.baseline.corpus) or {}
+
+
 def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     """Everything between opening a searcher and the first search.
 
@@ -119,13 +174,19 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     """
     with searcher.read_snapshot():
         headings = searcher.headings_by_path()
-    if headings is not None:
-        # a golden entry naming nothing indexed, or an empty KB, is a mistake in the
-        # input: stop before the first search, record nothing
-        check_before_search(plan.golden, headings, plan.kb, plan.settings.index.parsers)
     fingerprint = build_fingerprint(plan, searcher.identity)
-    stored = plan.read_history()
-    choice = pick_baseline_for(plan, stored, fingerprint)
+    picked: tuple[StoredRuns, BaselineChoice | None] | None = None
+    if headings is not None:
+        removed: Collection[str] = ()
+        if unindexed_paths(plan.golden, headings):
+            # an expected path the baseline run's corpus held was deleted since: a
+            # lost answer the run scores, not a golden-file mistake
+            picked = _read_and_pick(plan, fingerprint)
+            removed = _baseline_paths(picked[1])
+        # a golden entry naming nothing indexed (now or in the baseline), or an empty
+        # KB, is a mistake in the input: stop before the first search, record nothing
+        check_before_search(plan.golden, headings, plan.kb, plan.settings.index.parsers, removed)
+    stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
     return Evaluation(
         plan=plan,
         fingerprint=fingerprint,

@@ -77,6 +77,13 @@ from pytest_groove.evaluation.metric_table import (
 from pytest_groove.evaluation.metrics import entry_satisfied, expected_ranks
 from pytest_groove.evaluation.run import QueryResult, RunRecord, format_timestamp
 from pytest_groove.evaluation.significance import with_p_value
+from pytest_groove.evaluation.verdict import RunVerdicts, comparison_verdicts
+from pytest_groove.evaluation.verdict_html import (
+    VERDICT_CSS,
+    VerdictCell,
+    moved_rows,
+    verdict_cell,
+)
 from pytest_groove.search.hits import hit_label
 
 __all__ = [
@@ -351,9 +358,11 @@ class _QueryRow:
     hits: _Hits | None
     #: "miss", "regressed" or None
     css: str | None
+    #: the verdict's column: pass / regressed / missed, and why
+    verdict: VerdictCell | None = None
 
 
-def _queries(run: RunRecord, comparison: Comparison) -> dict[str, Any]:
+def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> dict[str, Any]:
     ks = run.fingerprint.k_values
     k = largest_k(ks)
     show_delta = comparison.compatible
@@ -361,16 +370,19 @@ def _queries(run: RunRecord, comparison: Comparison) -> dict[str, Any]:
     recall = Metric(RECALL, k)
     shown = summary_metrics(ks)
     # (header, column width): fixed widths keep the table inside a 1280-pixel window
-    columns = [("#", "2rem"), ("id", "9rem"), ("query", "13.4rem"), ("expected", "12rem")]
-    columns.append(("first expected rank", "4.6rem"))
-    columns += [(m.query_label, "3rem" if m.k is None else "3.4rem") for m in shown]
+    # (a header breaks between words or before its "@k", never inside a word)
+    columns = [("#", "2rem"), ("id", "9rem"), ("verdict", "6rem"), ("query", "9.4rem")]
+    columns += [("expected", "10rem"), ("first expected rank", "4.4rem")]
     if show_delta:
-        columns.append((f"Δ {recall.query_label}", "4rem"))
+        columns.append(("baseline rank", "4.4rem"))
+    columns += [(m.query_label, "3rem" if m.k is None else "4rem") for m in shown]
+    if show_delta:
+        columns.append((f"Δ {recall.query_label}", "4.4rem"))
     columns.append((f"top {k} hits", "auto"))
     rows = []
     # compare() gives one row per query of the run, in run order
-    for position, (result, delta) in enumerate(
-        zip(run.per_query, comparison.queries, strict=True), 1
+    for position, (result, delta, verdict) in enumerate(
+        zip(run.per_query, comparison.queries, verdicts.queries, strict=True), 1
     ):
         ranks = expected_ranks(result.expected, result.top_k)
         found = [r for r in ranks if r is not None]
@@ -391,13 +403,16 @@ def _queries(run: RunRecord, comparison: Comparison) -> dict[str, Any]:
                 values=[_num(m.of_query(result.metrics), 2) for m in shown],
                 delta=_delta_cell(change, limits.for_metric(recall.threshold_key)),
                 hits=_hits(result, k),
-                css="miss" if delta.miss else "regressed" if delta.regressed else None,
+                css=VERDICT_CSS[verdict.verdict],
+                verdict=verdict_cell(verdict, k),
             )
         )
     return {
         "k": k,
         "threshold": f"{limits.for_metric(recall.threshold_key):g}",
         "columns": columns,
+        # the first metric column (its header labels each metric cell on a phone)
+        "metric_offset": 7 if show_delta else 6,
         "compared": show_delta,
         "rows": rows,
     }
@@ -427,9 +442,11 @@ def render_html_report(
     history: Sequence[RunRecord],
     *,
     title: str,
+    verdicts: RunVerdicts | None = None,
 ) -> str:
     """The whole report as one HTML document (see the module docstring)."""
     template = _template()
+    judged = verdicts if verdicts is not None else comparison_verdicts(comparison)
     trend = trend_runs(run, comparison, history)
     with Plotter() as plotter:
         trend_values = _trend(plotter, run, trend)
@@ -439,7 +456,8 @@ def render_html_report(
         aggregate=_aggregate(run, comparison),
         trend=trend_values,
         deltas=deltas,
-        queries=_queries(run, comparison),
+        queries=_queries(run, comparison, judged),
+        moved=moved_rows(judged),
         findings=_findings(run),
     )
     return text
@@ -452,6 +470,7 @@ def write_html_report(
     history: Sequence[RunRecord],
     *,
     title: str,
+    verdicts: RunVerdicts | None = None,
 ) -> None:
     """Write :func:`render_html_report` to ``path`` (UTF-8; parent directories created).
 
@@ -459,6 +478,6 @@ def write_html_report(
     them).  Raises :class:`GrooveError` when matplotlib or Jinja2 is missing and
     :class:`OSError` when the file cannot be written.
     """
-    text = render_html_report(run, comparison, history, title=title)
+    text = render_html_report(run, comparison, history, title=title, verdicts=verdicts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -27,18 +27,29 @@ from pytest_groove.evaluation.run import (
     corpus_to_json,
     format_timestamp,
 )
+from pytest_groove.evaluation.verdict import RunVerdicts, comparison_verdicts
+from pytest_groove.evaluation.verdict_json import moved_json, per_query_json
 
 
-def build_json_report(run: RunRecord, comparison: Comparison, *, recorded: bool) -> dict[str, Any]:
-    """The report object for ``run``; ``recorded`` says whether it went into the history."""
+def build_json_report(
+    run: RunRecord,
+    comparison: Comparison,
+    *,
+    recorded: bool,
+    verdicts: RunVerdicts | None = None,
+) -> dict[str, Any]:
+    """The report object for ``run``; ``recorded`` says whether it went into the history;
+    ``verdicts`` are the run's (computed from ``comparison`` when not given)."""
     diff = comparison.diff
+    judged = verdicts if verdicts is not None else comparison_verdicts(comparison)
     return {
         "timestamp": format_timestamp(run.timestamp),
         "fingerprint": run.fingerprint.to_json(),
         "corpus": None if run.corpus is None else corpus_to_json(run.corpus),
         "corpus_changed": comparison.corpus_changed,
         "aggregate": aggregate_to_json(run.aggregate),
-        "per_query": [q.to_json() for q in run.per_query],
+        "per_query": per_query_json(run.per_query, judged),
+        "moved": moved_json(judged),
         "findings": [f.to_json() for f in run.findings],
         "previous": None if comparison.baseline is None else comparison.baseline.to_json(),
         # the aggregate's metric keys, without query_count

@@ -12,10 +12,12 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 from pytest_groove.evaluation.compare import Comparison, format_delta
+from pytest_groove.evaluation.explain_text import failure_lines, moved_lines
 from pytest_groove.evaluation.history import BaselineChoice
-from pytest_groove.evaluation.metric_table import RECALL, Metric, summary_metrics
+from pytest_groove.evaluation.metric_table import summary_metrics
 from pytest_groove.evaluation.run import RunRecord, display_timestamp
 from pytest_groove.evaluation.significance import detectable_drop_line, with_p_value
+from pytest_groove.evaluation.verdict import RunVerdicts, comparison_verdicts
 
 #: metric labels are left-aligned in a field this wide
 LABEL_WIDTH = 11
@@ -75,11 +77,13 @@ def render_text(
     choice: BaselineChoice | None = None,
     footer: str | None = None,
     title: str = "groove eval",
+    verdicts: RunVerdicts | None = None,
 ) -> str:
     """The text report for ``run`` compared as ``comparison`` says.
 
     ``choice`` (optional) adds how the baseline was chosen (frozen, runs skipped);
-    ``footer`` is a closing line, e.g. :data:`NEXT_RUN_HINT` or a subset note.
+    ``footer`` is a closing line, e.g. :data:`NEXT_RUN_HINT` or a subset note;
+    ``verdicts`` are the run's (computed from ``comparison`` when not given).
     """
     fp = run.fingerprint
     agg = run.aggregate
@@ -116,19 +120,11 @@ def render_text(
         # what the p-values above can and cannot show, at this set's size
         lines.append(f"  {detectable_drop_line([q.metrics for q in run.per_query], fp.k_values)}")
 
-    rows = [row for row in comparison.queries if row.miss or row.regressed]
-    if rows:
-        lines.append("")
-        lines.append(f"Per-query (regressions and misses, {len(rows)} of {len(run.per_query)})")
-        for row in rows:
-            mark = "✗" if row.miss else "↓"
-            values = (
-                f"{row.now:.2f}"
-                if row.previous is None
-                else (f"{row.previous:.2f} → {row.now:.2f}")
-            )
-            label = Metric(RECALL, row.k).query_label
-            lines.append(f"  {mark} {row.id.ljust(ID_WIDTH)} {label}: {values}")
+    # one verdict per query (evaluation/verdict.py), the same the items and the
+    # JSON and HTML reports show
+    judged = verdicts if verdicts is not None else comparison_verdicts(comparison)
+    lines += failure_lines(judged, len(run.per_query))
+    lines += moved_lines(judged, len(run.per_query))
     if footer:
         lines.append("")
         lines.append(footer)

@@ -321,7 +321,22 @@ class Finding:
 
 
 def corpus_to_json(corpus: CorpusSnapshot) -> dict[str, Any]:
-    return {"documents": corpus.documents, "chunks": corpus.chunks, "digest": corpus.digest}
+    out: dict[str, Any] = {
+        "documents": corpus.documents,
+        "chunks": corpus.chunks,
+        "digest": corpus.digest,
+    }
+    if corpus.files is not None:
+        # one object, path -> digest prefix: the history is committed, keep it short
+        out["files"] = dict(corpus.files)
+    return out
+
+
+def _read_files(raw: Any, path: str) -> tuple[tuple[str, str], ...] | None:
+    if raw is None:
+        return None
+    obj = read_object(raw, path)
+    return tuple(sorted((name, read_str(value, where(path, name))) for name, value in obj.items()))
 
 
 def corpus_from_json(raw: Any, path: str = "corpus") -> CorpusSnapshot:
@@ -330,6 +345,7 @@ def corpus_from_json(raw: Any, path: str = "corpus") -> CorpusSnapshot:
         documents=read_int(require(obj, "documents", path), where(path, "documents")),
         chunks=read_int(require(obj, "chunks", path), where(path, "chunks")),
         digest=read_str(require(obj, "digest", path), where(path, "digest")),
+        files=_read_files(obj.get("files"), where(path, "files")),
     )
 
 

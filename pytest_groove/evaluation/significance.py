@@ -148,7 +148,14 @@ def paired_p_values(
     def test(metric: Metric) -> float:
         return sign_flip_p_value([metric.of_query(a) - metric.of_query(b) for a, b in pairs])
 
-    return PValues({kind.key: _kind_values(kind, k_values, test) for kind in METRIC_KINDS})
+    # only what both runs measured: an optional metric the run was not asked for has no
+    # values, and no p-value
+    measured = [
+        kind
+        for kind in METRIC_KINDS
+        if all(kind.of_query(a) is not None and kind.of_query(b) is not None for a, b in pairs)
+    ]
+    return PValues({kind.key: _kind_values(kind, k_values, test) for kind in measured})
 
 
 def format_p(p: float) -> str:

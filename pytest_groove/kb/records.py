@@ -43,6 +43,10 @@ class CorpusSnapshot:
     chunks: int
     #: SHA-256 hex over (path, chunk index, heading, content, context) of every chunk
     digest: str
+    #: each document's path and the first hex digits of its file's SHA-256, by path
+    #: (None = not recorded: runs of older versions, or a searcher that cannot say);
+    #: what tells a deleted, renamed, added or edited document since another run
+    files: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)

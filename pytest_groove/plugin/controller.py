@@ -168,10 +168,11 @@ def _summary(outcome: EvalOutcome, interrupted: bool) -> str:
     regressed = [f for f in outcome.gate_failures if f not in outcome.floor_failures]
     if regressed:
         threshold = outcome.comparison.limits.describe()
-        summary += (
-            f"{PROG}: regression gate FAILED ({', '.join(regressed)} dropped by "
-            f"more than {threshold}); exit status 1\n"
-        )
+        # metrics that dropped, then the answers deleted since the baseline
+        dropped = [f for f in regressed if f in outcome.comparison.regressions]
+        parts = [f"{', '.join(dropped)} dropped by more than {threshold}"] if dropped else []
+        parts += [f for f in regressed if f not in dropped]
+        summary += f"{PROG}: regression gate FAILED ({'; '.join(parts)}); exit status 1\n"
     if outcome.floor_failures:
         summary += (
             f"{PROG}: floor gate FAILED ({', '.join(outcome.floor_failures)}); exit status 1\n"

@@ -38,6 +38,9 @@ class QueryRunner(Protocol):
     def regression(self, name: str, position: int, result: QueryResult) -> str | None:
         """The headline of the item's regression failure (None: it did not regress)."""
 
+    def miss_causes(self, position: int, result: QueryResult) -> list[str]:
+        """What the reports say caused a miss (the headline adds them)."""
+
     def junit_properties(self, result: QueryResult) -> list[tuple[str, object]]:
         """The user properties the item records (empty unless asked for)."""
 
@@ -142,7 +145,8 @@ class GrooveQueryItem(pytest.Item):
                     result,
                     k_values,
                     f"golden query {self.name!r} missed: nothing expected in the top "
-                    f"{max(k_values)}",
+                    f"{max(k_values)}"
+                    + "".join(f"; {c}" for c in runner.miss_causes(self.position, result)),
                 )
             )
         regression = runner.regression(self.name, self.position, result)

@@ -264,22 +264,25 @@ class ProcessRunner:
         ``--groove-no-history``, where there is nothing to compare with).
         """
         evaluation = self._ready()
-        names = evaluation.regressed_metrics(position, result)
-        previous = evaluation.baseline_queries[position] if names else None
-        if previous is None:
+        if not evaluation.regressed_metrics(position, result):
             return None
-        from pytest_groove.evaluation.metric_table import metric_value
+        # the query's verdict: the same metrics, values and causes the reports show
+        verdict = evaluation.query_verdict(position, result)
+        parts = [f"{m.label} {m.before:.2f} -> {m.after:.2f}" for m in verdict.regressed]
+        from pytest_groove.evaluation.explain_text import causes
 
-        parts = [
-            f"{metric} {metric_value(previous.metrics, metric):.2f} -> "
-            f"{metric_value(result.metrics, metric):.2f}"
-            for metric in names
-        ]
         return (
             f"golden query {name!r} regressed by more than "
             f"{self.plan.thresholds.describe()} against the "
-            f"baseline run: {', '.join(parts)}"
+            f"baseline run: {', '.join(parts)}" + "".join(f"; {c}" for c in causes(verdict))
         )
+
+    def miss_causes(self, position: int, result: QueryResult) -> list[str]:
+        """Why a missed query missed, as the reports say it (what displaced the answer,
+        an expected document removed or renamed since the baseline run)."""
+        from pytest_groove.evaluation.explain_text import causes
+
+        return causes(self._ready().query_verdict(position, result))
 
     def junit_properties(self, result: QueryResult) -> list[tuple[str, object]]:
         """The query's metrics as JUnit ``<properties>`` (only with the ini switch)."""

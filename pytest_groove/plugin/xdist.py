@@ -32,6 +32,8 @@ def handoff_payload(evaluation: Evaluation) -> dict[str, Any]:
     return {
         "fingerprint": evaluation.fingerprint.to_json(),
         "baseline": [None if r is None else r.to_json() for r in evaluation.baseline_queries],
+        # what tells a worker's item that an answer was deleted or renamed
+        "baseline_files": evaluation.baseline_digests(),
     }
 
 
@@ -59,7 +61,14 @@ def worker_evaluation(
         choice=None,
         baseline_queries=_baseline(payload.get("baseline"), len(plan.golden.queries)),
         searcher=searcher,
+        baseline_files=_files(payload.get("baseline_files")),
     )
+
+
+def _files(raw: Any) -> dict[str, str] | None:
+    if not isinstance(raw, dict):
+        return None
+    return {str(path): str(digest) for path, digest in raw.items()}
 
 
 def become_worker(runner: ProcessRunner, workerinput: dict[str, Any]) -> None:

@@ -68,6 +68,10 @@ class Searcher(Protocol):
     def corpus_snapshot(self) -> CorpusSnapshot | None:
         """The corpus the answers came from (None = unknown)."""
 
+    def document_digests(self) -> Mapping[str, str] | None:
+        """Each document's path and the SHA-256 hex of its file's bytes (None = it
+        cannot say); tells a deleted, renamed or edited answer since another run."""
+
     def quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
         """The documents that quote golden queries verbatim (the golden-quote scan)."""
 
@@ -113,6 +117,10 @@ class EngineSearcher:
 
     def corpus_snapshot(self) -> CorpusSnapshot | None:
         return self.engine.corpus_snapshot()
+
+    def document_digests(self) -> Mapping[str, str] | None:
+        # the indexer's per-file sha256, kept in the documents table
+        return self.engine.document_digests()
 
     def chunk_texts(self) -> Iterator[ChunkText]:
         return self.engine.iter_chunk_texts()
@@ -226,6 +234,9 @@ class RetrieverSearcher:
 
     def corpus_snapshot(self) -> CorpusSnapshot | None:
         return self.view.corpus
+
+    def document_digests(self) -> Mapping[str, str] | None:
+        return self.view.documents
 
     def chunk_texts(self) -> Iterable[ChunkText] | None:
         return self.view.texts

@@ -1,0 +1,233 @@
+"""One verdict per golden query, and what explains it: computed once, read by every report.
+
+A query's verdict against the baseline run (the compatible one the comparison chose):
+
+- ``missed`` -- nothing expected within the largest k (the item fails, gate or not);
+- ``regressed`` -- some metric of the query dropped by more than its threshold
+  (:func:`~pytest_groove.evaluation.compare.query_regressed`, the rule the item uses
+  under ``--fail-on-regression``); each such metric with its value before and after;
+- ``pass`` -- neither.
+
+Beside the verdict: the rank of the first expected hit now and in the baseline (what
+*moved*), the expected paths removed from the knowledge base since the baseline (and
+where their content lives now, when the same file digest appears under a new path),
+and, for a regressed or missed query, the documents that now rank above the answer
+and did not in the baseline (what *displaced* it), each ``added``, ``changed`` or
+``unchanged`` since the baseline run (:mod:`.corpus_files`).
+
+The pytest item, the text, JSON and HTML reports and ``groove history diff`` all read
+these records, so they agree on every query.  Which search leg (full-text or vector)
+moved an answer is not said: the run record keeps the fused ranking only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pytest_groove.evaluation.compare import (
+    Comparison,
+    Thresholds,
+    largest_k,
+    match_queries,
+    query_regressed,
+)
+from pytest_groove.evaluation.corpus_files import Change, CorpusDelta, corpus_delta
+from pytest_groove.evaluation.metric_table import metric_value
+from pytest_groove.evaluation.metrics import entry_satisfied, expected_ranks, is_miss
+from pytest_groove.evaluation.run import QueryResult, RunRecord
+
+Verdict = Literal["pass", "regressed", "missed"]
+
+#: the reason given for an expected path the baseline run's corpus held
+REMOVED_REASON = "removed from the knowledge base since the baseline run"
+
+
+@dataclass(frozen=True)
+class MetricMove:
+    """One metric of a query that dropped past its threshold."""
+
+    label: str
+    before: float
+    after: float
+
+
+@dataclass(frozen=True)
+class Displacer:
+    """A document now ranked above the answer that was not above it in the baseline."""
+
+    path: str
+    change: Change
+
+
+@dataclass(frozen=True)
+class QueryVerdict:
+    id: str
+    verdict: Verdict
+    #: rank of the first hit satisfying an expected entry (None: not retrieved)
+    first_rank: int | None
+    #: the same in the baseline run (None: not retrieved there, or no baseline)
+    baseline_first_rank: int | None
+    #: a compatible baseline had this query
+    compared: bool
+    regressed: tuple[MetricMove, ...] = ()
+    #: expected paths in the baseline run's corpus and not in this run's
+    removed: tuple[str, ...] = ()
+    #: (removed path, the path its content has now)
+    renamed: tuple[tuple[str, str], ...] = ()
+    displaced_by: tuple[Displacer, ...] = ()
+    #: recall at the largest k, now and in the baseline (None: no baseline)
+    recall_now: float = 0.0
+    recall_before: float | None = None
+
+    @property
+    def moved(self) -> bool:
+        """The first answer's rank changed against the baseline."""
+        return self.compared and self.first_rank != self.baseline_first_rank
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict != "pass"
+
+
+@dataclass(frozen=True)
+class RunVerdicts:
+    """Every query's verdict, in run order, and the moved ones worst first."""
+
+    queries: tuple[QueryVerdict, ...]
+    #: the largest k (a rank past it is "not in the top k")
+    k: int
+    compared: bool
+
+    @property
+    def failed(self) -> tuple[QueryVerdict, ...]:
+        return tuple(v for v in self.queries if v.failed)
+
+    @property
+    def moved(self) -> tuple[QueryVerdict, ...]:
+        """Queries whose first-answer rank changed, the biggest drop first."""
+        moved = [v for v in self.queries if v.moved]
+        return tuple(sorted(moved, key=lambda v: -rank_drop(v, self.k)))
+
+    @property
+    def removed_answers(self) -> tuple[QueryVerdict, ...]:
+        return tuple(v for v in self.queries if v.removed)
+
+
+def rank_drop(verdict: QueryVerdict, k: int) -> int:
+    """How many places the first answer fell (negative: it rose); not retrieved
+    counts as one past the deepest rank either side holds."""
+    floor = max(k, verdict.first_rank or 0, verdict.baseline_first_rank or 0) + 1
+    after = verdict.first_rank if verdict.first_rank is not None else floor
+    before = verdict.baseline_first_rank if verdict.baseline_first_rank is not None else floor
+    return after - before
+
+
+def first_rank(result: QueryResult) -> int | None:
+    """The rank of the first hit that satisfies any expected entry (None if none)."""
+    ranks = [rank for rank in expected_ranks(result.expected, result.top_k) if rank is not None]
+    return min(ranks) if ranks else None
+
+
+def _is_answer(result: QueryResult, path: str, heading: str | None) -> bool:
+    return any(entry_satisfied(entry, path, heading) for entry in result.expected)
+
+
+def _above(result: QueryResult, cutoff: int) -> list[str]:
+    """Paths of the non-answer hits ranked above ``cutoff``, best first, once each."""
+    paths = [
+        hit.path
+        for hit in result.top_k
+        if hit.rank < cutoff and not _is_answer(result, hit.path, hit.heading)
+    ]
+    return list(dict.fromkeys(paths))
+
+
+def _displaced_by(
+    result: QueryResult, previous: QueryResult, k: int, delta: CorpusDelta | None
+) -> tuple[Displacer, ...]:
+    now = first_rank(result)
+    before = first_rank(previous)
+    cutoff = now if now is not None else k + 1
+    was_above = set(_above(previous, before if before is not None else k + 1))
+    return tuple(
+        Displacer(path, "unknown" if delta is None else delta.change(path))
+        for path in _above(result, cutoff)
+        if path not in was_above
+    )
+
+
+def query_verdict(
+    result: QueryResult,
+    previous: QueryResult | None,
+    thresholds: Thresholds,
+    k_values: Sequence[int],
+    delta: CorpusDelta | None = None,
+) -> QueryVerdict:
+    """One query's verdict against its baseline counterpart (None: nothing to compare)."""
+    k = largest_k(k_values)
+    moves: tuple[MetricMove, ...] = ()
+    if previous is not None:
+        moves = tuple(
+            MetricMove(
+                label, metric_value(previous.metrics, label), metric_value(result.metrics, label)
+            )
+            for label in query_regressed(result, previous, thresholds)
+        )
+    verdict: Verdict = (
+        "missed" if is_miss(result.metrics, k_values) else "regressed" if moves else "pass"
+    )
+    paths = list(dict.fromkeys(entry.path for entry in result.expected))
+    removed = tuple(p for p in paths if delta is not None and delta.removed(p))
+    renamed = tuple(
+        (path, new)
+        for path in removed
+        if delta is not None and (new := delta.renamed_to(path)) is not None
+    )
+    displaced: tuple[Displacer, ...] = ()
+    # an answer that is gone was not pushed down: nothing displaced it
+    if previous is not None and verdict != "pass" and not (verdict == "missed" and removed):
+        displaced = _displaced_by(result, previous, k, delta)
+    return QueryVerdict(
+        id=result.id,
+        verdict=verdict,
+        first_rank=first_rank(result),
+        baseline_first_rank=None if previous is None else first_rank(previous),
+        compared=previous is not None,
+        regressed=moves,
+        removed=removed,
+        renamed=renamed,
+        displaced_by=displaced,
+        recall_now=result.metrics.recall_at_k.get(k, 0.0),
+        recall_before=None if previous is None else previous.metrics.recall_at_k.get(k, 0.0),
+    )
+
+
+def run_verdicts(run: RunRecord, baseline: RunRecord | None, thresholds: Thresholds) -> RunVerdicts:
+    """Every query of ``run`` judged against ``baseline`` (a compatible run, or None)."""
+    k_values = run.fingerprint.k_values
+    paired: list[QueryResult | None] = (
+        [None] * len(run.per_query) if baseline is None else match_queries(run.per_query, baseline)
+    )
+    delta = None if baseline is None else corpus_delta(run.corpus, baseline.corpus)
+    return RunVerdicts(
+        queries=tuple(
+            query_verdict(result, previous, thresholds, k_values, delta)
+            for result, previous in zip(run.per_query, paired, strict=True)
+        ),
+        k=largest_k(k_values),
+        compared=baseline is not None,
+    )
+
+
+def comparison_verdicts(comparison: Comparison) -> RunVerdicts:
+    """The verdicts of a comparison's run: against its baseline only when compatible."""
+    baseline = comparison.baseline if comparison.compatible else None
+    return run_verdicts(comparison.run, baseline, comparison.limits)
+
+
+def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
+    """The gate's entry per query that lost an expected document since the baseline:
+    a deleted answer fails the gate like a regression, however little the averages moved."""
+    return [f"answer of {v.id} removed ({', '.join(v.removed)})" for v in verdicts.removed_answers]

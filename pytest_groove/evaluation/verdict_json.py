@@ -1,0 +1,39 @@
+"""The verdicts in the JSON report: each ``per_query[]`` object's verdict keys and the
+top-level ``moved`` list (``docs/json-report.md``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_groove.evaluation.run import QueryResult
+from pytest_groove.evaluation.verdict import QueryVerdict, RunVerdicts
+
+
+def verdict_json(verdict: QueryVerdict) -> dict[str, Any]:
+    """The keys a query's verdict adds to its ``per_query[]`` object."""
+    renamed = dict(verdict.renamed)
+    return {
+        "verdict": verdict.verdict,
+        "first_rank": verdict.first_rank,
+        "baseline_first_rank": verdict.baseline_first_rank,
+        "regressed": [
+            {"metric": m.label, "before": m.before, "after": m.after} for m in verdict.regressed
+        ],
+        "removed": [{"path": path, "renamed_to": renamed.get(path)} for path in verdict.removed],
+        "displaced_by": [{"path": d.path, "change": d.change} for d in verdict.displaced_by],
+    }
+
+
+def per_query_json(results: tuple[QueryResult, ...], verdicts: RunVerdicts) -> list[Any]:
+    """Each query's run-record object followed by its verdict keys."""
+    return [
+        {**result.to_json(), **verdict_json(verdict)}
+        for result, verdict in zip(results, verdicts.queries, strict=True)
+    ]
+
+
+def moved_json(verdicts: RunVerdicts) -> list[dict[str, Any]]:
+    """Every query whose first answer's rank changed, worst first (uncapped)."""
+    return [
+        {"id": v.id, "before": v.baseline_first_rank, "after": v.first_rank} for v in verdicts.moved
+    ]
