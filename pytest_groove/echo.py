@@ -6,6 +6,8 @@ sexagesimal integers are read without that limit), and converting them to a
 float overflows.  A message must never fail while naming the value it refuses,
 so :func:`int_text` and :func:`quote_value` describe such an integer by its size
 instead of printing it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

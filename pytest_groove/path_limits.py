@@ -6,6 +6,8 @@ over 255 bytes or more than 4,096 bytes in all makes ``stat`` and ``open`` raise
 (``ValueError``, ``UnicodeEncodeError``, ``ENAMETOOLONG``) wherever it is first
 used; :func:`path_refusal` says why in words, so the reader can refuse it with
 the file and the key.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

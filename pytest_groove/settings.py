@@ -2,6 +2,8 @@
 
 :mod:`pytest_groove.config` reads ``groove.toml`` into these frozen dataclasses (and
 re-exports them); the rest of the code only reads them.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("lean_pytester")
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
-TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00")
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+Z")
 
 
 def readme_sample() -> list[str]:

@@ -106,7 +106,7 @@ def test_an_index_dir_in_a_kb_config_that_the_os_refuses_is_one_line(
 ) -> None:
     (kb / "groove.toml").write_text(f'index_dir = "{"x" * 300}"\n')
     line = _one_error(capsys, ["index", "--kb-path", str(kb), "--model", "hash"])
-    assert "index folder" in line and "255" in line
+    assert "index_dir" in line and "255" in line
 
 
 def test_a_nul_in_a_config_index_dir_is_one_line(

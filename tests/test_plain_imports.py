@@ -34,6 +34,7 @@ def test_the_plugin_entry_imports_only_its_thin_modules() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == [
         "pytest_groove",
+        "pytest_groove.errors",  # standard library only
         "pytest_groove.options",
         "pytest_groove.plugin",
         "pytest_groove.plugin.hookspecs",

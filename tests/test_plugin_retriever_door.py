@@ -4,6 +4,7 @@ option, and ini keys that are misspelt."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,9 @@ def pytest_groove_retriever(config):
 
 
 @pytest.fixture
-def project(lean_pytester: pytest.Pytester) -> pytest.Pytester:
+def project(lean_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    # in-process runs share sys.modules: another test's ``team_search`` must not answer
+    monkeypatch.delitem(sys.modules, "team_search", raising=False)
     shutil.copytree(
         EXAMPLE_KB,
         lean_pytester.path / "kb",

@@ -3,6 +3,8 @@
 ``groove floors --kb-path KB`` shows each floor beside what the latest recorded run
 measured and what ``--raise`` would make of it; ``--raise`` edits groove.toml in place
 (comments and layout kept) and prints what changed.  A floor is never lowered.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ From two runs' digests the explanations follow: an expected path gone since the
 baseline is a *removed* answer (scored as a miss, not a golden-file typo); the same
 digest under a new path is a *rename*; a document that now outranks the answer is
 ``added``, ``changed`` or ``unchanged`` since the baseline.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

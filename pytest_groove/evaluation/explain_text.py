@@ -2,6 +2,8 @@
 
 Shared by the text report, the item failure headline and ``groove history diff``,
 so each says the same thing about a query.  Plain values in, lines out.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ step (0.01 by default), when that is higher.  A floor is never lowered.  The fil
 edited in place with tomlkit, which keeps every comment, blank line, key order and
 quoting: only the changed numbers differ.  The latest run is the newest stored run
 that can be trusted (:mod:`.history_trust`: not edited, not dated in the future).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

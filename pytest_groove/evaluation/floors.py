@@ -6,6 +6,8 @@
 ``--cov-fail-under``.  Unlike the regression gate, a floor needs no stored run: the
 first run of a project is gated too.
 A value is compared as measured (``0.8999`` is under ``0.9``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

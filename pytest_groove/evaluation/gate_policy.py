@@ -14,6 +14,8 @@ regressions:
   named (:func:`loosened`).
 
 Floors, like the regression gate, do not apply to a subset run.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

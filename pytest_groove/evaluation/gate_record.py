@@ -7,6 +7,8 @@ turns the regression gate off without a word), a floor lowered or dropped, the
 significance rule switched on or its level lowered.  :func:`loosened_settings` names
 each such setting once; the door prints them as one warning line and the JSON report
 lists them (``gate_loosened``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ regression), or a forged run with a future timestamp (always the newest).  So:
 The digest is no signature: anyone can recompute it.  It catches the quiet edit, not a
 determined forger; the date check and ``groove history verify`` catch the rest that
 can be caught without a secret.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

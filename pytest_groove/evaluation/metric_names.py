@@ -2,6 +2,8 @@
 
 The default metrics (recall, MRR and nDCG at each k) are always measured; the names here add
 the optional ones.  Each is the key of its kind in :mod:`.metric_table`.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

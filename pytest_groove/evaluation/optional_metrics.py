@@ -5,6 +5,8 @@ run with the default metrics is byte for byte what it was before they existed; a
 that is absent reads back as None.  Keys come from the metric table: a kind's
 ``query_json_key`` is its :class:`QueryMetrics` field, its ``json_key`` its
 :class:`AggregateMetrics` field.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

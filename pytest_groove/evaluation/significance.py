@@ -22,6 +22,8 @@ per-query spread s, how large must a mean drop be before the test can reach p < 
 Under the sign-flip null, ``sum(e_i |d_i|)`` has variance ``sum(d_i^2) = n (s^2 + m^2)``
 for differences of mean m and spread s, so a mean drop reaches ``z`` standard errors
 when ``m^2 (n - z^2) > z^2 s^2``, i.e. ``m > z s / sqrt(n - z^2)`` (normal approximation).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ and did not in the baseline (what *displaced* it), each ``added``, ``changed`` o
 The pytest item, the text, JSON and HTML reports and ``groove history diff`` all read
 these records, so they agree on every query.  Which search leg (full-text or vector)
 moved an answer is not said: the run record keeps the fused ranking only.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

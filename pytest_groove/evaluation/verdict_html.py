@@ -2,6 +2,8 @@
 pytest item's outcome) with the baseline rank beside it, and the moved table.
 
 Plain values only; the template escapes them (:mod:`.report_html`).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The verdicts in the JSON report: each ``per_query[]`` object's verdict keys and the
-top-level ``moved`` list (``docs/json-report.md``)."""
+top-level ``moved`` list (``docs/json-report.md``).
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ something that never ends or never answers: ``/dev/zero`` would be read without
 bound and a named pipe would block for ever.  So the name is opened once with
 ``O_NONBLOCK`` (a pipe returns at once) and everything is decided from ``fstat`` of
 that descriptor: a regular file of at most ``cap`` bytes, read from the descriptor.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The corpus digest: one definition for the index and for the KB's files read directly."""
+"""The corpus digest: one definition for the index and for the KB's files read directly.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

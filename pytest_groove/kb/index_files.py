@@ -19,6 +19,8 @@ After the check SQLite is asked not to follow links either
 (``SQLITE_OPEN_NOFOLLOW`` for the database; SQLite opens the journal, WAL and
 shared-memory files with ``O_NOFOLLOW`` itself), so a link planted between the
 check and the open fails the open instead of being followed.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
