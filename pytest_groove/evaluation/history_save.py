@@ -279,6 +279,20 @@ def save_history(
         return staged.messages
 
 
+def _stored_run(path: Path, wanted: str, cap: int, doing: str) -> tuple[_Current, RunRecord]:
+    """(the history as it is now, the run ``wanted`` names); call under the lock.
+
+    Raises :class:`GrooveError` naming ``doing`` when there is no readable history.
+    """
+    current = _read_current(path, [], cap)
+    if current.data is None or (not current.runs and current.damaged):
+        raise GrooveError(
+            f"there is no eval history to {doing}: {path} "
+            f"{'does not exist' if current.data is None else 'holds no readable run'}"
+        )
+    return current, find_run(current.runs, wanted, path)
+
+
 def freeze_run(path: Path, wanted: str, cap: int = HISTORY_CAP) -> RunRecord:
     """Make the stored run ``wanted`` names (:func:`find_run`) the frozen baseline.
 
@@ -288,13 +302,7 @@ def freeze_run(path: Path, wanted: str, cap: int = HISTORY_CAP) -> RunRecord:
     fails.
     """
     with _locked(path):
-        current = _read_current(path, [], cap)
-        if current.data is None or (not current.runs and current.damaged):
-            raise GrooveError(
-                f"there is no eval history to freeze a run in: {path} "
-                f"{'does not exist' if current.data is None else 'holds no readable run'}"
-            )
-        chosen = find_run(current.runs, wanted, path)
+        current, chosen = _stored_run(path, wanted, cap, "freeze a run in")
         ordered = [replace(r, frozen=r is chosen) for r in current.runs]
         _replace(path, current, encode_history(ordered))
         return replace(chosen, frozen=True)
@@ -308,12 +316,6 @@ def delete_run(path: Path, wanted: str, cap: int = HISTORY_CAP) -> RunRecord:
     Raises :class:`GrooveError` as :func:`freeze_run` does.
     """
     with _locked(path):
-        current = _read_current(path, [], cap)
-        if current.data is None or (not current.runs and current.damaged):
-            raise GrooveError(
-                f"there is no eval history to delete a run from: {path} "
-                f"{'does not exist' if current.data is None else 'holds no readable run'}"
-            )
-        chosen = find_run(current.runs, wanted, path)
+        current, chosen = _stored_run(path, wanted, cap, "delete a run from")
         _replace(path, current, encode_history([r for r in current.runs if r is not chosen]))
         return chosen
