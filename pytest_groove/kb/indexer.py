@@ -38,6 +38,7 @@ from pytest_groove.kb.store import DB_FILE_NAME, DB_FILE_NAMES, Store
 from pytest_groove.kb.vector_cache import cache_path
 from pytest_groove.kb.vectors import VectorIndex
 from pytest_groove.kb.walk import collect_files
+from pytest_groove.kb.word_index import refresh_word_index
 
 GROOVE_DIR_NAME = ".groove"
 
@@ -344,6 +345,9 @@ def _index_locked(
         scan.files.clear()  # every file's bytes: not held while the caches are made
         with store.read_snapshot():
             _refresh_vector_caches(store, wants.vector_caches)
+        if not wants.term_table:  # the trigram table answers this configuration
+            with store.read_snapshot():
+                refresh_word_index(store)
     return report
 
 

@@ -53,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.kb.store import FTS_TABLES, Store
+from pytest_groove.kb.word_index import WordIndex
 
 __all__ = ["CACHE_PREFIX", "PhraseScores", "or_phrases"]
 
@@ -117,6 +118,8 @@ class PhraseScores:
         #: the kept file of the current state (named when the state is read, so saving
         #: needs no SQL: it runs as the engine closes)
         self._path: Path | None = None
+        #: the word postings of the current state (False: not opened yet)
+        self._words: WordIndex | bool | None = False
 
     def candidates(
         self,
@@ -199,6 +202,7 @@ class PhraseScores:
             self._kept.clear()
             self._bytes = 0
             self._unsaved = 0
+            self._words = False
             row = self.store.conn.execute(
                 "SELECT coalesce(max(id), 0), count(*) FROM chunks"
             ).fetchone()
@@ -227,7 +231,14 @@ class PhraseScores:
         return rows
 
     def _fetch(self, phrase: str, weights: tuple[float, float, float], table: str) -> _PhraseRows:
-        """Every row matching ``phrase``, ascending, with its bm25 term: asked of SQLite."""
+        """Every row matching ``phrase``, ascending, with its bm25 term: from the word
+        postings when they hold the state and can count the phrase, else from SQLite."""
+        if table == "fts_chunks":
+            words = self._word_index()
+            if words is not None:
+                counted = words.phrase_terms(phrase, weights)
+                if counted is not None:
+                    return _PhraseRows(counted.rowids, counted.terms)
         cursor = self.store.conn.execute(
             f"SELECT rowid, -bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?",
             (*weights, phrase),
@@ -236,6 +247,13 @@ class PhraseScores:
             -1, 2
         )
         return _PhraseRows(flat[:, 0].astype(np.int64), np.ascontiguousarray(flat[:, 1]))
+
+    def _word_index(self) -> WordIndex | None:
+        if self._words is False:
+            assert self._state is not None
+            _, highest, count = self._state
+            self._words = WordIndex.open(self.store, highest, count)
+        return self._words if isinstance(self._words, WordIndex) else None
 
     def _keep(self, key: tuple[str, str, tuple[float, ...]], rows: _PhraseRows) -> None:
         if rows.nbytes > self.budget_bytes:

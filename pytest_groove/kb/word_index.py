@@ -1,0 +1,375 @@
+"""The trigram table's bm25 term of a phrase, computed from word postings kept beside
+the index instead of asked of FTS5's ``bm25()``.
+
+Why: ``bm25()`` costs FTS5 a per-row lookup of the row's size and its position lists
+(38 of 44 ms for a phrase matching 9,768 of 10,000 rows), and an index change makes
+every kept phrase score stale (the table's statistics moved), so the first
+evaluation after any edit paid it for every phrase again.  From the postings
+(:mod:`.word_postings`) a phrase's counts per row and column are a few numpy
+operations, and the term is FTS5's formula (``fts5Bm25Function``), in the same
+order, in doubles: ``idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgD))``,
+``f`` the row's weighted instances (each instance adds its column's weight, column
+by column), ``D`` the row's tokens, ``avgD`` and ``idf`` table-wide.  The terms are
+FTS5's bit for bit (``tests/test_word_index.py`` checks that against SQLite).
+
+The postings belong to one index state.  The indexer brings them up to date after
+every write (:func:`refresh_word_index`): the rows of new chunks are added as a
+small segment, removed chunks are listed as dead, and segments are merged once they
+pile up -- no pass over the whole corpus for a one-file change.  A state's manifest
+(``words-<index id>-gen<generation>.json``) names its segment files; a search
+process reads the manifest of the state it sees, checks it against FTS5's own row
+count and token total, and falls back to SQLite's ``bm25()`` when anything is
+missing, stale or damaged.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_groove.kb.bm25_sweep import idf as fts5_idf
+from pytest_groove.kb.store import Store
+from pytest_groove.kb.trigram_fold import TRIGRAM_ARGS, fold_phrase
+from pytest_groove.kb.word_postings import (
+    COLUMNS,
+    Segment,
+    build_segment,
+    merge_segments,
+    read_segment,
+    write_segment,
+)
+
+__all__ = ["MANIFEST_PREFIX", "PhraseTerms", "WordIndex", "refresh_word_index"]
+
+MANIFEST_PREFIX = "words-"
+_FORMAT = 1
+#: FTS5's bm25 constants
+_K1 = 1.2
+_B = 0.75
+#: rows read and folded per segment when the whole table is built
+_BUILD_ROWS = 25_000
+#: a segment of fewer rows is small (edits make them); past this many small ones
+#: they are merged; a segment with more than this share of dead rows is rewritten
+_SMALL_ROWS = _BUILD_ROWS // 4
+_MAX_SMALL = 4
+_DEAD_SHARE = 0.25
+#: below this many postings per row id, a phrase's rows are gathered sparsely
+_SPARSE_SHARE = 8
+#: weights whose sums of whole-number multiples are exact in doubles
+_EXACT_SCALE = 2.0**16
+
+
+@dataclass(frozen=True)
+class PhraseTerms:
+    """Every row matching one phrase (ascending) and the phrase's bm25 term there."""
+
+    rowids: npt.NDArray[np.int64]
+    terms: npt.NDArray[np.float64]
+
+
+class WordIndex:
+    """The word postings of one index state, ready to score phrases."""
+
+    def __init__(self, segments: list[Segment], dead: npt.NDArray[np.int64], highest: int):
+        self.segments = segments
+        alive = np.zeros(highest + 1, dtype=bool)
+        tokens = np.zeros(highest + 1, dtype=np.int64)
+        for segment in segments:
+            alive[segment.rows] = True
+            tokens[segment.rows] = segment.row_tokens
+        alive[dead[dead <= highest]] = False
+        tokens[~alive] = 0
+        self.alive = alive
+        self.row_count = int(alive.sum())
+        self.token_total = int(tokens.sum())
+        # FTS5: avgdl = (double)nToken / (double)nRow, nRow at least 1
+        average = float(self.token_total) / float(max(self.row_count, 1))
+        if average == 0.0:
+            average = 1.0  # no tokens anywhere: no phrase matches, any value will do
+        row_tokens = tokens.astype(np.float64)
+        # k1 * (1 - b + b * D / avgdl), per row, as FTS5 evaluates it
+        self.length_norm = _K1 * (1 - _B + _B * row_tokens / average)
+
+    @classmethod
+    def open(cls, store: Store, highest: int, count: int) -> WordIndex | None:
+        """The postings of the store's current state; None when there are none that
+        can be trusted (the caller asks SQLite then)."""
+        folder = store.path.parent
+        manifest = _read_manifest(_manifest_path(folder, store.index_id, store.generation))
+        if manifest is None or manifest["state"] != [highest, count]:
+            return None
+        try:
+            segments = [read_segment(folder / name) for name in manifest["segments"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        index = cls(segments, np.asarray(manifest["dead"], dtype=np.int64), highest)
+        if (index.row_count, index.token_total) != _fts5_totals(store):
+            return None  # out of step with the table: never score from it
+        return index
+
+    def phrase_terms(self, phrase: str, weights: tuple[float, float, float]) -> PhraseTerms | None:
+        """The rows matching quoted ``phrase`` with their bm25 terms; None for a phrase
+        the postings cannot count (SQLite answers it)."""
+        folded = fold_phrase(phrase[1:-1].replace('""', '"'))
+        if folded is None:
+            return None
+        parts = [segment.postings_of(folded) for segment in self.segments]
+        keys = np.concatenate([keys for keys, _ in parts])
+        counts = np.concatenate([counts for _, counts in parts]).astype(np.float64)
+        space = len(self.alive) * COLUMNS
+        per_column: npt.NDArray[np.float64]
+        if len(keys) * _SPARSE_SHARE < space:
+            # few postings: gather them by row
+            rows, inverse = np.unique(keys // COLUMNS, return_inverse=True)
+            gathered = np.bincount(
+                inverse * COLUMNS + keys % COLUMNS, weights=counts, minlength=len(rows) * COLUMNS
+            ).reshape(-1, COLUMNS)
+            live = self.alive[rows]
+            rowids, per_column = rows[live], gathered[live]
+        else:
+            # many: one array over every row id
+            dense = np.bincount(keys, weights=counts, minlength=space).reshape(-1, COLUMNS)
+            hit = np.zeros(len(self.alive), dtype=bool)
+            hit[keys // COLUMNS] = True
+            rowids = np.flatnonzero(hit & self.alive)
+            per_column = dense[rowids].astype(np.float64)
+        frequency = _weighted(per_column, weights)
+        phrase_idf = fts5_idf(self.row_count, len(rowids))
+        terms = phrase_idf * ((frequency * (_K1 + 1.0)) / (frequency + self.length_norm[rowids]))
+        return PhraseTerms(rowids.astype(np.int64), terms)
+
+
+def _weighted(
+    per_column: npt.NDArray[np.float64], weights: tuple[float, float, float]
+) -> npt.NDArray[np.float64]:
+    """Each row's weighted instances, as FTS5 adds them: one column weight per instance,
+    the heading's first, then the context's, then the content's."""
+    if _exact_sums(per_column, weights):
+        # every partial sum is exact, so the products add to the same double
+        return per_column @ np.asarray(weights, dtype=np.float64)
+    total = np.zeros(len(per_column), dtype=np.float64)
+    for column, weight in enumerate(weights):
+        counts = per_column[:, column]
+        for step in range(int(counts.max()) if len(counts) else 0):
+            adding = counts > step
+            total[adding] += weight
+    return total
+
+
+def _exact_sums(per_column: npt.NDArray[np.float64], weights: tuple[float, ...]) -> bool:
+    scaled = [w * _EXACT_SCALE for w in weights]
+    if not all(s == int(s) and abs(s) < 2.0**36 for s in scaled):
+        return False
+    return not len(per_column) or float(per_column.sum(axis=1).max()) < 2.0**16
+
+
+# ---------------------------------------------------------------------- files
+
+
+def _manifest_path(folder: Path, index_id: str, generation: int) -> Path:
+    return folder / f"{MANIFEST_PREFIX}{index_id}-gen{generation}.json"
+
+
+def _read_manifest(path: Path) -> dict[str, Any] | None:
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
+        return None
+    if manifest.get("tokenizer") != list(TRIGRAM_ARGS):
+        return None
+    if not isinstance(manifest.get("segments"), list) or not isinstance(manifest.get("dead"), list):
+        return None
+    return manifest
+
+
+def _fts5_totals(store: Store) -> tuple[int, int]:
+    """FTS5's own row count and token total of ``fts_chunks`` (its averages record)."""
+    row = store.conn.execute("SELECT block FROM fts_chunks_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return (0, 0)
+    values = _varints(bytes(row[0]))
+    return (values[0], sum(values[1:])) if values else (0, 0)
+
+
+def _varints(data: bytes) -> list[int]:
+    """SQLite's big-endian varints (7 bits a byte, the ninth byte whole), back to back."""
+    values: list[int] = []
+    at = 0
+    while at < len(data):
+        value = 0
+        for position in range(9):
+            if at >= len(data):
+                return values
+            byte = data[at]
+            at += 1
+            if position == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values
+
+
+def refresh_word_index(store: Store) -> None:
+    """Bring the postings beside the index to the store's current state (the indexer
+    calls this after its writes, under the index lock, inside one read snapshot).
+
+    An optimisation only: a folder that cannot be written keeps nothing, and searches
+    ask SQLite instead.
+    """
+    folder = store.path.parent
+    generation = store.generation
+    index_id = store.index_id
+    current = _manifest_path(folder, index_id, generation)
+    ids = np.fromiter(
+        (int(r[0]) for r in store.conn.execute("SELECT id FROM chunks ORDER BY id")),
+        dtype=np.int64,
+    )
+    highest = int(ids[-1]) if len(ids) else 0
+    state = [highest, len(ids)]
+    existing = _read_manifest(current)
+    if existing is not None and existing["state"] == state:
+        return
+    segments, names, dead = _previous(folder, index_id, generation)
+    covered = _covered(segments, dead)
+    new_ids = np.setdiff1d(ids, covered, assume_unique=True)
+    dead = np.union1d(dead, np.setdiff1d(covered, ids, assume_unique=True))
+    entries: list[tuple[Segment, str | None]] = list(zip(segments, names, strict=True))
+    if len(new_ids):
+        entries += [(segment, None) for segment in _build(store, new_ids)]
+    if not entries:
+        entries = [(build_segment([]), None)]
+    entries, dead = _compact(entries, dead)
+    names = [name for _, name in entries if name is not None]
+    built = [segment for segment, name in entries if name is None]
+    try:
+        written = [_write_new(folder, index_id, segment) for segment in built]
+        manifest = {
+            "format": _FORMAT,
+            "tokenizer": list(TRIGRAM_ARGS),
+            "state": state,
+            "segments": names + written,
+            "dead": [int(d) for d in dead],
+        }
+        tmp = current.with_name(f".{current.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(manifest), encoding="utf-8")
+        os.replace(tmp, current)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return
+    _remove_others(folder, current, {*names, *written})
+
+
+def _previous(
+    folder: Path, index_id: str, generation: int
+) -> tuple[list[Segment], list[str], npt.NDArray[np.int64]]:
+    """The newest older state's segments (their file names) and dead rows, if any."""
+    prefix = f"{MANIFEST_PREFIX}{index_id}-gen"
+    older: list[tuple[int, Path]] = []
+    for path in folder.glob(f"{prefix}*.json"):
+        number = path.name[len(prefix) : -len(".json")]
+        if number.isdigit() and int(number) <= generation:
+            older.append((int(number), path))
+    for _, path in sorted(older, reverse=True):
+        manifest = _read_manifest(path)
+        if manifest is None:
+            continue
+        try:
+            names = [str(n) for n in manifest["segments"]]
+            segments = [read_segment(folder / n) for n in names]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        return segments, names, np.asarray(manifest["dead"], dtype=np.int64)
+    return [], [], np.zeros(0, dtype=np.int64)
+
+
+def _covered(segments: list[Segment], dead: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    if not segments:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.unique(np.concatenate([s.rows for s in segments]))
+    return np.setdiff1d(rows, dead, assume_unique=True)
+
+
+def _build(store: Store, ids: npt.NDArray[np.int64]) -> list[Segment]:
+    """Segments over the chunks ``ids`` (ascending), read and folded in batches."""
+    wanted = set(ids.tolist())
+    cursor = store.conn.execute(
+        "SELECT id, heading, context_text, content FROM chunks WHERE id >= ? ORDER BY id",
+        (int(ids[0]),),
+    )
+    segments: list[Segment] = []
+    batch: list[tuple[int, str | None, str | None, str | None]] = []
+    for row in cursor:
+        if int(row[0]) not in wanted:
+            continue
+        batch.append((int(row[0]), row[1], row[2], row[3]))
+        if len(batch) >= _BUILD_ROWS:
+            segments.append(build_segment(batch))
+            batch = []
+    if batch:
+        segments.append(build_segment(batch))
+    return segments
+
+
+def _compact(
+    entries: list[tuple[Segment, str | None]], dead: npt.NDArray[np.int64]
+) -> tuple[list[tuple[Segment, str | None]], npt.NDArray[np.int64]]:
+    """Keep the segments few and their dead rows few, touching only small ones.
+
+    A segment of which more than a quarter of the rows are dead is rewritten without
+    them; the small segments (the ones edits add) are merged into one once there are
+    more than a few.  Full-size segments are never merged with each other, so no
+    step holds more than one segment's postings twice.  (Segment, None) is a segment
+    still to be written.
+    """
+    kept: list[tuple[Segment, str | None]] = []
+    for segment, name in entries:
+        gone = int(np.isin(segment.rows, dead).sum()) if len(dead) else 0
+        if gone > _DEAD_SHARE * len(segment.rows):
+            kept.append((merge_segments([segment], dead), None))
+        else:
+            kept.append((segment, name))
+    small = [entry for entry in kept if len(entry[0].rows) < _SMALL_ROWS]
+    if len(small) > _MAX_SMALL:
+        merged = merge_segments([segment for segment, _ in small], dead)
+        kept = [entry for entry in kept if len(entry[0].rows) >= _SMALL_ROWS]
+        kept.append((merged, None))
+    rows = np.concatenate([segment.rows for segment, _ in kept])
+    return kept, dead[np.isin(dead, rows)]
+
+
+def _write_new(folder: Path, index_id: str, segment: Segment) -> str:
+    name = f"{MANIFEST_PREFIX}{index_id}-{uuid.uuid4().hex[:12]}.seg"
+    tmp = folder / f".{name}.tmp"
+    try:
+        write_segment(segment, tmp)
+        os.replace(tmp, folder / name)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return name
+
+
+def _remove_others(folder: Path, keep_manifest: Path, keep: set[str]) -> None:
+    """Drop older manifests and segment files no longer named (other index ids too)."""
+    for path in folder.glob(f"{MANIFEST_PREFIX}*"):
+        if path == keep_manifest or path.name in keep:
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()

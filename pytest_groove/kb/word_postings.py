@@ -1,0 +1,358 @@
+"""Words of the trigram table's rows with their counts: a segment of postings.
+
+A *segment* covers some chunks (rows of ``fts_chunks``).  For each folded word of at
+least three characters (:mod:`.trigram_fold`) it lists every (row, column) holding it
+and how often; for each row it keeps the row's trigram token count.  That is enough
+to count a separator-free phrase in every row without SQLite: an occurrence of such a
+phrase lies inside one word, so its count in a column is the sum, over the words that
+contain it, of the occurrences in the word times the word's count in the column.
+
+The vocabulary is held as two strings of words joined by newlines (ASCII words first,
+then the rest), so finding the words that contain a phrase is one substring search
+per string in C; a phrase with a non-ASCII character cannot be inside an ASCII word,
+and the ASCII string stays one byte a character.
+
+A segment is written to one file: a small JSON header, then the arrays, each aligned
+so that the file can be memory-mapped and the arrays read in place.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_groove.kb.trigram_fold import MIN_FOLDED_CHARS, folded_tokens, folded_words
+
+__all__ = [
+    "COLUMNS",
+    "Segment",
+    "build_segment",
+    "merge_segments",
+    "read_segment",
+    "write_segment",
+]
+
+#: heading, context, content: the columns of ``fts_chunks`` in their order
+COLUMNS = 3
+_MAGIC = b"GROOVEWP"
+_FORMAT = 1
+_ALIGN = 64
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The postings of some rows; arrays may be views of a memory-mapped file."""
+
+    #: ASCII words, then the others, each joined by "\n" with one leading "\n"
+    ascii_words: str
+    other_words: str
+    #: offset of each word in its string (ASCII words' ids first)
+    ascii_starts: npt.NDArray[np.int64]
+    other_starts: npt.NDArray[np.int64]
+    #: postings of word ``w`` are ``[word_ends[w - 1], word_ends[w])``
+    word_ends: npt.NDArray[np.int64]
+    #: ``row * COLUMNS + column`` of each posting, and the word's count there (kept in
+    #: the narrowest integer type that holds them)
+    keys: npt.NDArray[Any]
+    counts: npt.NDArray[Any]
+    #: the rows this segment covers (ascending) and each row's trigram tokens
+    rows: npt.NDArray[np.int64]
+    row_tokens: npt.NDArray[np.int64]
+
+    @property
+    def words(self) -> int:
+        return len(self.word_ends)
+
+    def postings_of(self, phrase: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(keys, instances) of ``phrase`` (folded, separator-free) in this segment."""
+        ids, occurrences = self._words_containing(phrase)
+        if not len(ids):
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        ends = self.word_ends[ids]
+        starts = np.where(ids > 0, self.word_ends[np.maximum(ids - 1, 0)], 0)
+        lengths = ends - starts
+        total = int(lengths.sum())
+        # the postings of every matched word, concatenated, without a Python loop
+        base = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        picked = base + np.arange(total, dtype=np.int64)
+        keys = self.keys[picked].astype(np.int64)
+        return keys, self.counts[picked].astype(np.int64) * np.repeat(occurrences, lengths)
+
+    def _words_containing(self, phrase: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Ids of the words holding ``phrase`` and how often each holds it."""
+        overlapping = _has_border(phrase)
+        sources = [(self.other_words, self.other_starts, len(self.ascii_starts))]
+        if phrase.isascii():
+            sources.insert(0, (self.ascii_words, self.ascii_starts, 0))
+        ids: list[npt.NDArray[np.int64]] = []
+        found: list[npt.NDArray[np.int64]] = []
+        for text, starts, first_id in sources:
+            positions = _find_all(text, phrase)
+            if not len(positions):
+                continue
+            local = np.searchsorted(starts, positions, side="right") - 1
+            if overlapping:
+                # a phrase that can overlap itself ("aaa", "abab"): count each word
+                words = np.unique(local)
+                found.append(
+                    np.asarray(
+                        [_count_overlapping(_word_at(text, starts, w), phrase) for w in words],
+                        dtype=np.int64,
+                    )
+                )
+                ids.append(words + first_id)
+            else:
+                # non-overlapping matches are every occurrence: count them per word
+                words, per_word = np.unique(local, return_counts=True)
+                ids.append(words + first_id)
+                found.append(per_word.astype(np.int64))
+        if not ids:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        return np.concatenate(ids).astype(np.int64), np.concatenate(found)
+
+
+def _find_all(text: str, phrase: str) -> npt.NDArray[np.int64]:
+    """Start of every non-overlapping occurrence of ``phrase`` in ``text`` (``str.find``
+    scans in C several times faster than a regular expression does)."""
+    found: list[int] = []
+    step = len(phrase)
+    at = text.find(phrase)
+    while at >= 0:
+        found.append(at)
+        at = text.find(phrase, at + step)
+    return np.asarray(found, dtype=np.int64)
+
+
+def _has_border(phrase: str) -> bool:
+    """Whether a proper prefix of ``phrase`` is also its suffix (occurrences can overlap)."""
+    return any(phrase[:size] == phrase[-size:] for size in range(1, len(phrase)))
+
+
+def _count_overlapping(word: str, phrase: str) -> int:
+    count, at = 0, word.find(phrase)
+    while at >= 0:
+        count += 1
+        at = word.find(phrase, at + 1)
+    return count
+
+
+def _word_at(text: str, starts: npt.NDArray[np.int64], index: int) -> str:
+    begin = int(starts[index]) + 1
+    end = int(starts[index + 1]) if index + 1 < len(starts) else len(text)
+    return text[begin:end]
+
+
+def build_segment(rows: Iterable[tuple[int, str | None, str | None, str | None]]) -> Segment:
+    """A segment over ``(chunk id, heading, context, content)`` rows, ids ascending."""
+    vocabulary: dict[str, int] = {}
+    # typed arrays, not lists: a posting costs 16 bytes here, not three object pointers
+    word_ids = array("q")
+    keys = array("q")
+    counts = array("q")
+    row_ids = array("q")
+    row_tokens = array("q")
+    intern = vocabulary.setdefault
+    for row_id, *columns in rows:
+        tokens = 0
+        for column, text in enumerate(columns):
+            if not text:
+                continue
+            tokens += folded_tokens(text)
+            held = Counter(folded_words(text))
+            words = [w for w in held if len(w) >= MIN_FOLDED_CHARS]
+            word_ids.extend([intern(w, len(vocabulary)) for w in words])
+            counts.extend([held[w] for w in words])
+            keys.extend([row_id * COLUMNS + column] * len(words))
+        row_ids.append(row_id)
+        row_tokens.append(tokens)
+    return _assemble(
+        list(vocabulary),
+        np.frombuffer(word_ids, dtype=np.int64),
+        np.frombuffer(keys, dtype=np.int64),
+        np.frombuffer(counts, dtype=np.int64),
+        np.frombuffer(row_ids, dtype=np.int64).copy(),
+        np.frombuffer(row_tokens, dtype=np.int64).copy(),
+    )
+
+
+def _assemble(
+    words: list[str],
+    posting_words: npt.NDArray[np.int64],
+    keys: npt.NDArray[Any],
+    counts: npt.NDArray[Any],
+    row_ids: npt.NDArray[np.int64],
+    row_tokens: npt.NDArray[np.int64],
+) -> Segment:
+    """A segment from postings given as (word id, key, count), in any word order."""
+    # ASCII words first, then the others; each word's new id is its place in that order
+    is_ascii = np.fromiter((w.isascii() for w in words), dtype=bool, count=len(words))
+    order = np.concatenate((np.flatnonzero(is_ascii), np.flatnonzero(~is_ascii)))
+    renumber = np.empty(len(words), dtype=np.int64)
+    renumber[order] = np.arange(len(words), dtype=np.int64)
+    ascii_count = int(is_ascii.sum())
+    ordered = [words[i] for i in order.tolist()]
+    renumbered = renumber[posting_words] if len(posting_words) else posting_words
+    # postings grouped by word, in the order they came within a word (stable)
+    by_word = np.argsort(renumbered, kind="stable")
+    return Segment(
+        ascii_words=_joined(ordered[:ascii_count]),
+        other_words=_joined(ordered[ascii_count:]),
+        ascii_starts=_starts(ordered[:ascii_count]),
+        other_starts=_starts(ordered[ascii_count:]),
+        word_ends=np.cumsum(np.bincount(renumbered, minlength=len(words))).astype(np.int64),
+        keys=_narrow(keys[by_word]),
+        counts=_narrow(counts[by_word]),
+        rows=row_ids,
+        row_tokens=row_tokens,
+    )
+
+
+def _joined(words: list[str]) -> str:
+    return "".join("\n" + w for w in words)
+
+
+def _starts(words: list[str]) -> npt.NDArray[np.int64]:
+    lengths = np.fromiter((len(w) + 1 for w in words), dtype=np.int64, count=len(words))
+    return (np.cumsum(lengths) - lengths).astype(np.int64)
+
+
+def merge_segments(segments: list[Segment], dead: npt.NDArray[np.int64]) -> Segment:
+    """One segment holding every live row of ``segments`` (rows in ``dead`` dropped)."""
+    vocabulary: dict[str, int] = {}
+    parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[Any]]] = []
+    rows: list[npt.NDArray[np.int64]] = []
+    tokens: list[npt.NDArray[np.int64]] = []
+    for segment in segments:
+        words = _words_of(segment)
+        local = np.fromiter(
+            (vocabulary.setdefault(w, len(vocabulary)) for w in words),
+            dtype=np.int64,
+            count=len(words),
+        )
+        per_word = np.diff(np.concatenate(([0], segment.word_ends)))
+        keep = ~np.isin(segment.keys // COLUMNS, dead) if len(dead) else slice(None)
+        parts.append((np.repeat(local, per_word)[keep], segment.keys[keep], segment.counts[keep]))
+        live = ~np.isin(segment.rows, dead) if len(dead) else slice(None)
+        rows.append(segment.rows[live])
+        tokens.append(segment.row_tokens[live])
+    empty = np.zeros(0, dtype=np.int64)
+    row_ids = np.concatenate(rows) if rows else empty
+    row_order = np.argsort(row_ids, kind="stable")
+    return _assemble(
+        list(vocabulary),
+        np.concatenate([p[0] for p in parts]) if parts else empty,
+        np.concatenate([p[1] for p in parts]) if parts else empty,
+        np.concatenate([p[2] for p in parts]) if parts else empty,
+        row_ids[row_order],
+        (np.concatenate(tokens) if tokens else empty)[row_order],
+    )
+
+
+def _words_of(segment: Segment) -> list[str]:
+    return segment.ascii_words.split("\n")[1:] + segment.other_words.split("\n")[1:]
+
+
+def _narrow(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The smallest of uint16 / int32 / int64 that holds ``array`` (postings are most of
+    the memory, and most counts are small)."""
+    return np.ascontiguousarray(array, dtype=_narrowest(array))
+
+
+# ---------------------------------------------------------------------- on disk
+
+_ARRAYS = ("ascii_starts", "other_starts", "word_ends", "keys", "counts", "rows", "row_tokens")
+
+
+def write_segment(segment: Segment, path: Path) -> None:
+    """Write ``segment`` to ``path`` (a new file; the caller renames it into place)."""
+    blobs: list[tuple[str, bytes, str]] = [
+        ("ascii_words", segment.ascii_words.encode("utf-8"), "u1"),
+        ("other_words", segment.other_words.encode("utf-8"), "u1"),
+    ]
+    for name in _ARRAYS:
+        array: npt.NDArray[Any] = getattr(segment, name)
+        narrow = _narrowest(array)
+        blobs.append((name, np.ascontiguousarray(array, dtype=narrow).tobytes(), narrow))
+    layout: list[dict[str, Any]] = []
+    offset = 0
+    for name, data, dtype in blobs:
+        layout.append({"name": name, "offset": offset, "bytes": len(data), "dtype": dtype})
+        offset += -(-len(data) // _ALIGN) * _ALIGN
+    header = json.dumps({"format": _FORMAT, "arrays": layout}).encode("utf-8")
+    start = -(-(len(_MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
+    with path.open("xb") as handle:
+        handle.write(_MAGIC + struct.pack("<Q", len(header)) + header)
+        for (_, data, _), entry in zip(blobs, layout, strict=True):
+            handle.seek(start + int(entry["offset"]))
+            handle.write(data)
+        handle.truncate(start + offset)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _narrowest(array: npt.NDArray[Any]) -> str:
+    if not len(array):
+        return "<i4"
+    low, high = int(array.min()), int(array.max())
+    if low >= 0 and high < 2**16:
+        return "<u2"
+    return "<i4" if low >= -(2**31) and high < 2**31 else "<i8"
+
+
+def read_segment(path: Path) -> Segment:
+    """Map the segment at ``path``; raises ValueError (or OSError) for a damaged file."""
+    with path.open("rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    if mapped[: len(_MAGIC)] != _MAGIC:
+        raise ValueError("not a word-postings segment")
+    (size,) = struct.unpack("<Q", mapped[len(_MAGIC) : len(_MAGIC) + 8])
+    if size > len(mapped):
+        raise ValueError("cut short")
+    header = json.loads(mapped[len(_MAGIC) + 8 : len(_MAGIC) + 8 + size])
+    if header.get("format") != _FORMAT:
+        raise ValueError("another format")
+    start = -(-(len(_MAGIC) + 8 + size) // _ALIGN) * _ALIGN
+    fields: dict[str, Any] = {}
+    for entry in header["arrays"]:
+        begin = start + int(entry["offset"])
+        end = begin + int(entry["bytes"])
+        if end > len(mapped):
+            raise ValueError("cut short")
+        if entry["dtype"] == "u1":
+            fields[entry["name"]] = mapped[begin:end].decode("utf-8")
+        else:
+            dtype = np.dtype(entry["dtype"])
+            raw = np.frombuffer(
+                mapped, dtype=dtype, count=int(entry["bytes"]) // dtype.itemsize, offset=begin
+            )
+            # postings stay in the mapped file; the small arrays are copied as int64
+            big = entry["name"] in ("keys", "counts")
+            fields[entry["name"]] = raw if big else raw.astype(np.int64)
+    segment = Segment(**fields)
+    _check(segment)
+    return segment
+
+
+def _check(segment: Segment) -> None:
+    words = len(segment.ascii_starts) + len(segment.other_starts)
+    if len(segment.word_ends) != words or len(segment.keys) != len(segment.counts):
+        raise ValueError("inconsistent lengths")
+    if words and int(segment.word_ends[-1]) != len(segment.keys):
+        raise ValueError("inconsistent postings")
+    if len(segment.rows) != len(segment.row_tokens):
+        raise ValueError("inconsistent rows")
