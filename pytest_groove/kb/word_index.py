@@ -249,14 +249,15 @@ def refresh_word_index(store: Store) -> None:
     new_ids = np.setdiff1d(ids, covered, assume_unique=True)
     dead = np.union1d(dead, np.setdiff1d(covered, ids, assume_unique=True))
     entries: list[tuple[Segment, str | None]] = list(zip(segments, names, strict=True))
-    if len(new_ids):
-        entries += [(segment, None) for segment in _build(store, new_ids)]
-    if not entries:
-        entries = [(build_segment([]), None)]
-    entries, dead = _compact(entries, dead)
-    names = [name for _, name in entries if name is not None]
-    built = [segment for segment, name in entries if name is None]
+    tmp = current.with_name(f".{current.name}.{os.getpid()}.tmp")
     try:
+        if len(new_ids):
+            entries += _build(store, new_ids, folder, index_id)
+        if not entries:
+            entries = [(build_segment([]), None)]
+        entries, dead = _compact(entries, dead)
+        names = [name for _, name in entries if name is not None]
+        built = [segment for segment, name in entries if name is None]
         written = [_write_new(folder, index_id, segment) for segment in built]
         manifest = {
             "format": _FORMAT,
@@ -265,7 +266,6 @@ def refresh_word_index(store: Store) -> None:
             "segments": names + written,
             "dead": [int(d) for d in dead],
         }
-        tmp = current.with_name(f".{current.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(manifest), encoding="utf-8")
         os.replace(tmp, current)
     except OSError:
@@ -305,24 +305,28 @@ def _covered(segments: list[Segment], dead: npt.NDArray[np.int64]) -> npt.NDArra
     return np.setdiff1d(rows, dead, assume_unique=True)
 
 
-def _build(store: Store, ids: npt.NDArray[np.int64]) -> list[Segment]:
-    """Segments over the chunks ``ids`` (ascending), read and folded in batches."""
+def _build(
+    store: Store, ids: npt.NDArray[np.int64], folder: Path, index_id: str
+) -> list[tuple[Segment, str | None]]:
+    """Segments over the chunks ``ids`` (ascending), read and folded in batches; a
+    full-size one is written (and mapped back) at once, so only one is held in memory."""
     wanted = set(ids.tolist())
     cursor = store.conn.execute(
         "SELECT id, heading, context_text, content FROM chunks WHERE id >= ? ORDER BY id",
         (int(ids[0]),),
     )
-    segments: list[Segment] = []
+    segments: list[tuple[Segment, str | None]] = []
     batch: list[tuple[int, str | None, str | None, str | None]] = []
     for row in cursor:
         if int(row[0]) not in wanted:
             continue
         batch.append((int(row[0]), row[1], row[2], row[3]))
         if len(batch) >= _BUILD_ROWS:
-            segments.append(build_segment(batch))
+            name = _write_new(folder, index_id, build_segment(batch))
+            segments.append((read_segment(folder / name), name))
             batch = []
     if batch:
-        segments.append(build_segment(batch))
+        segments.append((build_segment(batch), None))
     return segments
 
 

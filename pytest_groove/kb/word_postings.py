@@ -24,7 +24,6 @@ import json
 import mmap
 import os
 import struct
-from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.kb.trigram_fold import MIN_FOLDED_CHARS, folded_tokens, folded_words
+from pytest_groove.kb.trigram_fold import FOLD, MIN_FOLDED_CHARS
 
 __all__ = [
     "COLUMNS",
@@ -157,36 +156,57 @@ def _word_at(text: str, starts: npt.NDArray[np.int64], index: int) -> str:
     return text[begin:end]
 
 
+class _Vocabulary(dict[str, int]):
+    """Word -> id, a new word getting the next id (looked up through ``map`` in C)."""
+
+    def __missing__(self, word: str) -> int:
+        self[word] = number = len(self)
+        return number
+
+
 def build_segment(rows: Iterable[tuple[int, str | None, str | None, str | None]]) -> Segment:
     """A segment over ``(chunk id, heading, context, content)`` rows, ids ascending."""
-    vocabulary: dict[str, int] = {}
-    # typed arrays, not lists: a posting costs 16 bytes here, not three object pointers
-    word_ids = array("q")
-    keys = array("q")
-    counts = array("q")
-    row_ids = array("q")
-    row_tokens = array("q")
-    intern = vocabulary.setdefault
+    # per (row, column): its distinct words' ids and counts, gathered with C-level list
+    # operations only (each list item points at an object the vocabulary or the small
+    # int cache already holds); the short words are dropped afterwards, in numpy
+    vocabulary = _Vocabulary()
+    lookup = vocabulary.__getitem__
+    ids_seen: list[int] = []
+    counts: list[int] = []
+    keys: list[int] = []
+    spans: list[int] = []
+    row_ids: list[int] = []
+    row_tokens: list[int] = []
     for row_id, *columns in rows:
         tokens = 0
         for column, text in enumerate(columns):
             if not text:
                 continue
-            tokens += folded_tokens(text)
-            held = Counter(folded_words(text))
-            words = [w for w in held if len(w) >= MIN_FOLDED_CHARS]
-            word_ids.extend([intern(w, len(vocabulary)) for w in words])
-            counts.extend([held[w] for w in words])
-            keys.extend([row_id * COLUMNS + column] * len(words))
+            folded = text.translate(FOLD)
+            tokens += max(0, len(folded) - 2)
+            held = Counter(folded.split())
+            ids_seen.extend(map(lookup, held))
+            counts.extend(held.values())
+            keys.append(row_id * COLUMNS + column)
+            spans.append(len(held))
         row_ids.append(row_id)
         row_tokens.append(tokens)
+    ids = np.asarray(ids_seen, dtype=np.int64)
+    del ids_seen
+    every = list(vocabulary)
+    long_enough = np.fromiter(
+        (len(w) >= MIN_FOLDED_CHARS for w in every), dtype=bool, count=len(every)
+    )
+    # keep the long words only, numbered afresh in order of first appearance
+    renumber = np.cumsum(long_enough) - 1
+    keep = long_enough[ids] if len(ids) else np.zeros(0, dtype=bool)
     return _assemble(
-        list(vocabulary),
-        np.frombuffer(word_ids, dtype=np.int64),
-        np.frombuffer(keys, dtype=np.int64),
-        np.frombuffer(counts, dtype=np.int64),
-        np.frombuffer(row_ids, dtype=np.int64).copy(),
-        np.frombuffer(row_tokens, dtype=np.int64).copy(),
+        [w for w, ok in zip(every, long_enough.tolist(), strict=True) if ok],
+        renumber[ids[keep]] if len(ids) else ids,
+        np.repeat(np.asarray(keys, dtype=np.int64), np.asarray(spans, dtype=np.int64))[keep],
+        np.asarray(counts, dtype=np.int64)[keep],
+        np.asarray(row_ids, dtype=np.int64),
+        np.asarray(row_tokens, dtype=np.int64),
     )
 
 
@@ -207,8 +227,9 @@ def _assemble(
     ascii_count = int(is_ascii.sum())
     ordered = [words[i] for i in order.tolist()]
     renumbered = renumber[posting_words] if len(posting_words) else posting_words
-    # postings grouped by word, in the order they came within a word (stable)
-    by_word = np.argsort(renumbered, kind="stable")
+    # postings grouped by word (their order within a word does not matter: the counts
+    # are whole numbers, so they add up exactly in any order)
+    by_word = np.argsort(renumbered)
     return Segment(
         ascii_words=_joined(ordered[:ascii_count]),
         other_words=_joined(ordered[ascii_count:]),
