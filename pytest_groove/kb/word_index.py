@@ -43,6 +43,7 @@ from pytest_groove.kb.trigram_fold import TRIGRAM_ARGS, fold_phrase
 from pytest_groove.kb.word_postings import (
     COLUMNS,
     Segment,
+    Vocabulary,
     build_segment,
     merge_segments,
     read_segment,
@@ -92,6 +93,8 @@ class WordIndex:
         self.alive = alive
         self.row_count = int(alive.sum())
         self.token_total = int(tokens.sum())
+        #: a row's instances of a phrase are at most its tokens (see _exact)
+        self.most_row_tokens = int(tokens.max()) if len(tokens) else 0
         # FTS5: avgdl = (double)nToken / (double)nRow, nRow at least 1
         average = float(self.token_total) / float(max(self.row_count, 1))
         if average == 0.0:
@@ -99,6 +102,19 @@ class WordIndex:
         row_tokens = tokens.astype(np.float64)
         # k1 * (1 - b + b * D / avgdl), per row, as FTS5 evaluates it
         self.length_norm = _K1 * (1 - _B + _B * row_tokens / average)
+        self._vocabulary, self._local_ids = _shared_vocabulary(segments)
+
+    def _postings(self, folded: str) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
+        """Every segment's (keys, instances) of the folded phrase."""
+        ids, occurrences = self._vocabulary.containing(folded)
+        if self._local_ids is None:
+            return [self.segments[0].postings_of_words(ids, occurrences)] if self.segments else []
+        parts = []
+        for segment, local_ids in zip(self.segments, self._local_ids, strict=True):
+            local = local_ids[ids]
+            held = local >= 0
+            parts.append(segment.postings_of_words(local[held], occurrences[held]))
+        return parts
 
     @classmethod
     def open(cls, store: Store, highest: int, count: int) -> WordIndex | None:
@@ -117,46 +133,72 @@ class WordIndex:
             return None  # out of step with the table: never score from it
         return index
 
+    def _exact(self, weights: tuple[float, float, float]) -> bool:
+        """Whether adding ``weights`` instance by instance is exact, so the products of
+        the counts and the weights sum to FTS5's double: every weight a multiple of
+        2**-16 below 2**20, and a row's instances (at most its tokens) below 2**16."""
+        if self.most_row_tokens >= 2**16:
+            return False
+        return all(w * _EXACT_SCALE == int(w * _EXACT_SCALE) and abs(w) < 2.0**20 for w in weights)
+
     def phrase_terms(self, phrase: str, weights: tuple[float, float, float]) -> PhraseTerms | None:
         """The rows matching quoted ``phrase`` with their bm25 terms; None for a phrase
         the postings cannot count (SQLite answers it)."""
         folded = fold_phrase(phrase[1:-1].replace('""', '"'))
         if folded is None:
             return None
-        parts = [segment.postings_of(folded) for segment in self.segments]
-        keys = np.concatenate([keys for keys, _ in parts])
-        counts = np.concatenate([counts for _, counts in parts]).astype(np.float64)
+        parts = self._postings(folded)
+        postings = sum(len(keys) for keys, _ in parts)
         space = len(self.alive) * COLUMNS
-        per_column: npt.NDArray[np.float64]
-        if len(keys) * _SPARSE_SHARE < space:
+        exact = self._exact(weights)
+        if postings * _SPARSE_SHARE < space:
             # few postings: gather them by row
+            keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, np.int64)
+            counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0)
             rows, inverse = np.unique(keys // COLUMNS, return_inverse=True)
-            gathered = np.bincount(
-                inverse * COLUMNS + keys % COLUMNS, weights=counts, minlength=len(rows) * COLUMNS
-            ).reshape(-1, COLUMNS)
+            gathered = (
+                np.bincount(
+                    inverse * COLUMNS + keys % COLUMNS,
+                    weights=counts,
+                    minlength=len(rows) * COLUMNS,
+                )
+                .reshape(-1, COLUMNS)
+                .astype(np.float64, copy=False)
+            )
             live = self.alive[rows]
             rowids, per_column = rows[live], gathered[live]
+            frequency = (
+                per_column @ np.asarray(weights, dtype=np.float64)
+                if exact
+                else _added_one_by_one(per_column, weights)
+            )
         else:
-            # many: one array over every row id
-            dense = np.bincount(keys, weights=counts, minlength=space).reshape(-1, COLUMNS)
-            hit = np.zeros(len(self.alive), dtype=bool)
-            hit[keys // COLUMNS] = True
-            rowids = np.flatnonzero(hit & self.alive)
-            per_column = dense[rowids].astype(np.float64)
-        frequency = _weighted(per_column, weights)
+            # many: one array over every (row, column)
+            dense = np.bincount(
+                np.concatenate([k for k, _ in parts]),
+                weights=np.concatenate([c for _, c in parts]),
+                minlength=space,
+            ).astype(np.float64, copy=False)
+            by_row = dense.reshape(-1, COLUMNS)
+            if exact:
+                every = by_row @ np.asarray(weights, dtype=np.float64)
+                # with every weight positive a row matches exactly where it scores
+                hit = every > 0 if min(weights) > 0 else (by_row > 0).any(axis=1)
+                rowids = np.flatnonzero(hit & self.alive)
+                frequency = every[rowids]
+            else:
+                rowids = np.flatnonzero((by_row > 0).any(axis=1) & self.alive)
+                frequency = _added_one_by_one(by_row[rowids], weights)
         phrase_idf = fts5_idf(self.row_count, len(rowids))
         terms = phrase_idf * ((frequency * (_K1 + 1.0)) / (frequency + self.length_norm[rowids]))
         return PhraseTerms(rowids.astype(np.int64), terms)
 
 
-def _weighted(
+def _added_one_by_one(
     per_column: npt.NDArray[np.float64], weights: tuple[float, float, float]
 ) -> npt.NDArray[np.float64]:
-    """Each row's weighted instances, as FTS5 adds them: one column weight per instance,
-    the heading's first, then the context's, then the content's."""
-    if _exact_sums(per_column, weights):
-        # every partial sum is exact, so the products add to the same double
-        return per_column @ np.asarray(weights, dtype=np.float64)
+    """Each row's weighted instances as FTS5 adds them: one column weight per instance,
+    the heading's first, then the context's, then the content's (rounding each time)."""
     total = np.zeros(len(per_column), dtype=np.float64)
     for column, weight in enumerate(weights):
         counts = per_column[:, column]
@@ -166,11 +208,31 @@ def _weighted(
     return total
 
 
-def _exact_sums(per_column: npt.NDArray[np.float64], weights: tuple[float, ...]) -> bool:
-    scaled = [w * _EXACT_SCALE for w in weights]
-    if not all(s == int(s) and abs(s) < 2.0**36 for s in scaled):
-        return False
-    return not len(per_column) or float(per_column.sum(axis=1).max()) < 2.0**16
+def _shared_vocabulary(
+    segments: list[Segment],
+) -> tuple[Vocabulary, list[npt.NDArray[np.int64]] | None]:
+    """One vocabulary to search for all segments, and each segment's id of each of its
+    words (-1: not in that segment); None when there is one segment (its own ids)."""
+    if len(segments) == 1:
+        return segments[0].vocabulary, None
+    numbered: dict[str, int] = {}
+    per_segment = []
+    for segment in segments:
+        words = segment.vocabulary.words
+        per_segment.append(
+            np.fromiter(
+                (numbered.setdefault(w, len(numbered)) for w in words),
+                dtype=np.int64,
+                count=len(words),
+            )
+        )
+    vocabulary, renumber = Vocabulary.of(list(numbered))
+    local_ids = []
+    for shared in per_segment:
+        local = np.full(len(numbered), -1, dtype=np.int64)
+        local[renumber[shared]] = np.arange(len(shared), dtype=np.int64)
+        local_ids.append(local)
+    return vocabulary, local_ids
 
 
 # ---------------------------------------------------------------------- files
@@ -252,7 +314,7 @@ def refresh_word_index(store: Store) -> None:
     tmp = current.with_name(f".{current.name}.{os.getpid()}.tmp")
     try:
         if len(new_ids):
-            entries += _build(store, new_ids, folder, index_id)
+            entries += _build(store, new_ids, folder)
         if not entries:
             entries = [(build_segment([]), None)]
         entries, dead = _compact(entries, dead)
@@ -306,28 +368,42 @@ def _covered(segments: list[Segment], dead: npt.NDArray[np.int64]) -> npt.NDArra
 
 
 def _build(
-    store: Store, ids: npt.NDArray[np.int64], folder: Path, index_id: str
+    store: Store, ids: npt.NDArray[np.int64], folder: Path
 ) -> list[tuple[Segment, str | None]]:
-    """Segments over the chunks ``ids`` (ascending), read and folded in batches; a
-    full-size one is written (and mapped back) at once, so only one is held in memory."""
+    """One segment over the chunks ``ids`` (ascending), read and folded in batches.
+
+    Each batch of rows is written to a scratch file and mapped back, then the batches
+    are merged: one batch's Python objects are held at a time, and the table ends up
+    with one vocabulary (searching one costs a phrase one scan, not one per batch).
+    """
     wanted = set(ids.tolist())
     cursor = store.conn.execute(
         "SELECT id, heading, context_text, content FROM chunks WHERE id >= ? ORDER BY id",
         (int(ids[0]),),
     )
-    segments: list[tuple[Segment, str | None]] = []
+    scratch: list[Path] = []
+    batches: list[Segment] = []
     batch: list[tuple[int, str | None, str | None, str | None]] = []
-    for row in cursor:
-        if int(row[0]) not in wanted:
-            continue
-        batch.append((int(row[0]), row[1], row[2], row[3]))
-        if len(batch) >= _BUILD_ROWS:
-            name = _write_new(folder, index_id, build_segment(batch))
-            segments.append((read_segment(folder / name), name))
-            batch = []
-    if batch:
-        segments.append((build_segment(batch), None))
-    return segments
+    try:
+        for row in cursor:
+            if int(row[0]) not in wanted:
+                continue
+            batch.append((int(row[0]), row[1], row[2], row[3]))
+            if len(batch) >= _BUILD_ROWS:
+                path = folder / f".{MANIFEST_PREFIX}batch-{uuid.uuid4().hex[:12]}.seg"
+                scratch.append(path)
+                write_segment(build_segment(batch), path)
+                batches.append(read_segment(path))
+                batch = []
+        if batch or not batches:
+            batches.append(build_segment(batch))
+        if len(batches) == 1:
+            return [(batches[0], None)]
+        return [(merge_segments(batches, np.zeros(0, dtype=np.int64)), None)]
+    finally:
+        for path in scratch:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def _compact(
@@ -371,8 +447,9 @@ def _write_new(folder: Path, index_id: str, segment: Segment) -> str:
 
 
 def _remove_others(folder: Path, keep_manifest: Path, keep: set[str]) -> None:
-    """Drop older manifests and segment files no longer named (other index ids too)."""
-    for path in folder.glob(f"{MANIFEST_PREFIX}*"):
+    """Drop older manifests and segment files no longer named (other index ids too),
+    and scratch files a killed build left."""
+    for path in [*folder.glob(f"{MANIFEST_PREFIX}*"), *folder.glob(f".{MANIFEST_PREFIX}*")]:
         if path == keep_manifest or path.name in keep:
             continue
         with contextlib.suppress(OSError):
