@@ -264,3 +264,21 @@ def test_weights_add_instance_by_instance_as_fts5_adds_them() -> None:
         counted = index.phrase_terms('"abc"', weights)
         assert counted is not None
         assert (counted.rowids.tolist(), counted.terms.tolist()) == table.terms('"abc"', weights)
+
+
+def test_a_link_planted_at_a_segment_is_never_followed(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
+    run_indexer(kb, SETTINGS, progress=False)
+    folder = kb / ".groove" / "hash"
+    (segment,) = folder.glob("*.seg")
+    outside = tmp_path / "outside.seg"
+    shutil.copyfile(segment, outside)  # a valid segment: only not following keeps it unread
+    segment.unlink()
+    segment.symlink_to(outside)
+    assert _assert_ranked_as_fts5_without_words(kb)
+    before = outside.read_bytes()
+    run_indexer(kb, SETTINGS, progress=False)  # the indexer builds them again, beside it
+    assert outside.read_bytes() == before
+    assert not any(p.is_symlink() for p in folder.glob("*.seg"))
+    assert _assert_ranked_as_fts5(kb) > 200

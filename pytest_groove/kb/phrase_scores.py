@@ -53,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.kb.store import FTS_TABLES, Store
+from pytest_groove.kb.vector_cache import open_cache_file
 from pytest_groove.kb.word_index import WordIndex
 
 __all__ = ["CACHE_PREFIX", "PhraseScores", "or_phrases"]
@@ -271,10 +272,11 @@ class PhraseScores:
         assert self._state is not None and self._path is not None
         _, highest, count = self._state
         path = self._path
-        if not path.is_file():
-            return
         try:
-            with np.load(path, allow_pickle=False) as saved:
+            handle = open_cache_file(path)  # never through a link, a pipe or a folder
+            if handle is None:
+                return
+            with handle, np.load(handle, allow_pickle=False) as saved:
                 header = json.loads(str(saved["header"]))
                 if header["format"] != _FILE_FORMAT or header["state"] != [highest, count]:
                     return

@@ -40,6 +40,7 @@ import numpy.typing as npt
 from pytest_groove.kb.bm25_sweep import idf as fts5_idf
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.trigram_fold import TRIGRAM_ARGS, fold_phrase
+from pytest_groove.kb.vector_cache import open_cache_file
 from pytest_groove.kb.word_postings import (
     COLUMNS,
     Segment,
@@ -53,6 +54,8 @@ from pytest_groove.kb.word_postings import (
 __all__ = ["MANIFEST_PREFIX", "PhraseTerms", "WordIndex", "refresh_word_index"]
 
 MANIFEST_PREFIX = "words-"
+#: a manifest lists segment names and dead chunk ids; anything longer is not one
+_MANIFEST_CAP = 64 * 1024 * 1024
 _FORMAT = 1
 #: FTS5's bm25 constants
 _K1 = 1.2
@@ -244,7 +247,11 @@ def _manifest_path(folder: Path, index_id: str, generation: int) -> Path:
 
 def _read_manifest(path: Path) -> dict[str, Any] | None:
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        handle = open_cache_file(path)  # never through a link, a pipe or a folder
+        if handle is None:
+            return None
+        with handle:
+            manifest = json.loads(handle.read(_MANIFEST_CAP).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
@@ -304,7 +311,7 @@ def refresh_word_index(store: Store) -> None:
     highest = int(ids[-1]) if len(ids) else 0
     state = [highest, len(ids)]
     existing = _read_manifest(current)
-    if existing is not None and existing["state"] == state:
+    if existing is not None and existing["state"] == state and _readable(folder, existing):
         return
     segments, names, dead = _previous(folder, index_id, generation)
     covered = _covered(segments, dead)
@@ -328,13 +335,23 @@ def refresh_word_index(store: Store) -> None:
             "segments": names + written,
             "dead": [int(d) for d in dead],
         }
-        tmp.write_text(json.dumps(manifest), encoding="utf-8")
+        with tmp.open("x", encoding="utf-8") as out:  # a new file, never a planted one
+            out.write(json.dumps(manifest))
         os.replace(tmp, current)
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
         return
     _remove_others(folder, current, {*names, *written})
+
+
+def _readable(folder: Path, manifest: dict[str, Any]) -> bool:
+    try:
+        for name in manifest["segments"]:
+            read_segment(folder / str(name))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return True
 
 
 def _previous(

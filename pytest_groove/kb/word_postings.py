@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.kb.trigram_fold import FOLD, MIN_FOLDED_CHARS
+from pytest_groove.kb.vector_cache import open_cache_file
 
 __all__ = [
     "COLUMNS",
@@ -413,7 +414,12 @@ def _narrowest(array: npt.NDArray[Any]) -> str:
 
 def read_segment(path: Path) -> Segment:
     """Map the segment at ``path``; raises ValueError (or OSError) for a damaged file."""
-    with path.open("rb") as handle:
+    handle = open_cache_file(path)  # never through a link, a pipe or a folder
+    if handle is None:
+        raise FileNotFoundError(path)
+    with handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            raise ValueError("empty")
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     if mapped[: len(_MAGIC)] != _MAGIC:
         raise ValueError("not a word-postings segment")
