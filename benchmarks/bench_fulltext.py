@@ -10,10 +10,15 @@ indexes it with ``hash`` and times, per query of one golden-like set (``bench_sc
 query mix, shuffled):
 
 * **engine, cold**: the engine's full-text leg (``PhraseScores.candidates``, the
-  default bm25 weights, 50 rows) with nothing kept: every phrase is asked of SQLite;
+  default bm25 weights, 50 rows) with nothing kept: every phrase of every query is
+  scored afresh from the word postings the indexer keeps beside the index
+  (``kb/word_index.py``);
 * **engine, one golden set**: the same queries searched in order by one
-  ``PhraseScores``, as ``groove eval`` does (phrases repeated from query to query are
-  kept);
+  ``PhraseScores``, as ``groove eval`` does on the first run after any index change
+  (phrases repeated from query to query are kept);
+* **engine, one golden set, bm25() asked of FTS5**: the same with the word postings
+  off, every new phrase's terms asked of SQLite's ``bm25()`` -- what the engine did
+  before it kept word postings;
 * **engine, the golden set again in a new process**: a new ``PhraseScores`` that reads
   the phrases the previous one saved beside the index (reading the file included),
   as a second ``groove eval`` on an unchanged index does;
@@ -124,6 +129,9 @@ def measure(kb: Path, count: int, seed: int, repeat: int) -> dict[str, float]:
         passes: dict[str, Callable[[], object]] = {
             "engine, cold": lambda: engine_pass(None),
             "engine, one golden set": lambda: engine_pass(PhraseScores(store, read_kept=False)),
+            "engine, one golden set, bm25() asked of FTS5": lambda: engine_pass(
+                PhraseScores(store, read_kept=False, word_postings=False)
+            ),
             "engine, the golden set again in a new process": again_pass,
             "raw FTS5": raw_pass,
             "bm25s": bm25s_pass,
@@ -136,6 +144,9 @@ def measure(kb: Path, count: int, seed: int, repeat: int) -> dict[str, float]:
         figures["chunks"] = float(len(texts))
         figures["queries"] = float(len(full_text))
         figures["kept file MiB"] = saved / 2**20
+        folder = store.path.parent
+        figures["postings MiB"] = sum(f.stat().st_size for f in folder.glob("words-*.seg")) / 2**20
+        figures["index MiB"] = sum(f.stat().st_size for f in folder.glob("index.db*")) / 2**20
     return figures
 
 
@@ -143,13 +154,15 @@ def report(label: str, figures: dict[str, float]) -> None:
     floor = figures["bm25s"]
     print(
         f"\n{label}: {figures['chunks']:.0f} chunks, {figures['queries']:.0f} full-text "
-        f"queries; kept phrase file {figures['kept file MiB']:.1f} MiB"
+        f"queries; kept phrase file {figures['kept file MiB']:.1f} MiB; word postings "
+        f"{figures['postings MiB']:.1f} MiB beside an index.db of {figures['index MiB']:.0f} MiB"
     )
     print("| figure | per query | / bm25s |")
     print("|---|---|---|")
     for name in (
         "engine, cold",
         "engine, one golden set",
+        "engine, one golden set, bm25() asked of FTS5",
         "engine, the golden set again in a new process",
         "raw FTS5",
         "bm25s",

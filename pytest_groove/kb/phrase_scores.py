@@ -103,7 +103,12 @@ class PhraseScores:
     """bm25-ranked full-text candidates of one store, from kept per-phrase terms."""
 
     def __init__(
-        self, store: Store, budget_bytes: int = DEFAULT_BUDGET_BYTES, *, read_kept: bool = True
+        self,
+        store: Store,
+        budget_bytes: int = DEFAULT_BUDGET_BYTES,
+        *,
+        read_kept: bool = True,
+        word_postings: bool = True,
     ) -> None:
         self.store = store
         self.budget_bytes = budget_bytes
@@ -119,6 +124,9 @@ class PhraseScores:
         #: the kept file of the current state (named when the state is read, so saving
         #: needs no SQL: it runs as the engine closes)
         self._path: Path | None = None
+        #: score new phrases from the word postings beside the index when they hold the
+        #: state (:mod:`.word_index`); off, every new phrase is asked of FTS5's bm25()
+        self.word_postings = word_postings
         #: the word postings of the current state (False: not opened yet)
         self._words: WordIndex | bool | None = False
 
@@ -234,7 +242,7 @@ class PhraseScores:
     def _fetch(self, phrase: str, weights: tuple[float, float, float], table: str) -> _PhraseRows:
         """Every row matching ``phrase``, ascending, with its bm25 term: from the word
         postings when they hold the state and can count the phrase, else from SQLite."""
-        if table == "fts_chunks":
+        if table == "fts_chunks" and self.word_postings:
             words = self._word_index()
             if words is not None:
                 counted = words.phrase_terms(phrase, weights)

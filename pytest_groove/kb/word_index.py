@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,12 @@ _DEAD_SHARE = 0.25
 _SPARSE_SHARE = 8
 #: weights whose sums of whole-number multiples are exact in doubles
 _EXACT_SCALE = 2.0**16
+
+
+#: the postings last opened for each open store, with the state they belong to
+_OPENED: weakref.WeakKeyDictionary[Store, tuple[tuple[str, int, int, int], WordIndex]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,10 @@ class WordIndex:
     def open(cls, store: Store, highest: int, count: int) -> WordIndex | None:
         """The postings of the store's current state; None when there are none that
         can be trusted (the caller asks SQLite then)."""
+        key = (store.index_id, store.generation, highest, count)
+        opened = _OPENED.get(store)
+        if opened is not None and opened[0] == key:
+            return opened[1]  # one state's postings never change: read them once
         folder = store.path.parent
         manifest = _read_manifest(_manifest_path(folder, store.index_id, store.generation))
         if manifest is None or manifest["state"] != [highest, count]:
@@ -134,6 +145,7 @@ class WordIndex:
         index = cls(segments, np.asarray(manifest["dead"], dtype=np.int64), highest)
         if (index.row_count, index.token_total) != _fts5_totals(store):
             return None  # out of step with the table: never score from it
+        _OPENED[store] = (key, index)
         return index
 
     def _exact(self, weights: tuple[float, float, float]) -> bool:
