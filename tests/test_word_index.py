@@ -103,9 +103,11 @@ def test_generated_text_scores_exactly_as_fts5(
     numbered = [(i * 3 + 1, h or None, c or None, b) for i, (h, c, b) in enumerate(rows)]
     table.insert(numbered)
     segment = build_segment(numbered)
-    index = WordIndex([segment], np.zeros(0, dtype=np.int64), numbered[-1][0])
+    texts = {row_id: (h, c, b) for row_id, h, c, b in numbered}
+    index = WordIndex([segment], np.zeros(0, dtype=np.int64), numbered[-1][0], lambda _: texts)
     assert (index.row_count, index.token_total) == _fts5_totals(table)  # type: ignore[arg-type]
-    phrases = {"abc", "AAA", "éé", "キャッ", "ßs"}
+    # phrases within words, and phrases spanning words (counted in the text)
+    phrases = {"abc", "AAA", "éé", "キャッ", "ßs", "abc abc", "c-x", "xyz.ABC", " abc"}
     for row, column, start, size in picks:
         text = rows[row % len(rows)][column]
         phrases.add(text[start : start + size])
@@ -115,7 +117,9 @@ def test_generated_text_scores_exactly_as_fts5(
             continue
         counted = index.phrase_terms(_quoted(phrase), weights)
         if counted is None:
-            assert fold_phrase(phrase) is None  # only phrases it cannot count
+            # only phrases it cannot narrow to words: too short, or no word-sized piece
+            assert fold_phrase(phrase) is None
+            assert all(len(p) < 3 for p in phrase.translate(FOLD).split(" ")), phrase
             continue
         rowids, terms = table.terms(_quoted(phrase), weights)
         assert counted.rowids.tolist() == rowids, phrase
@@ -282,3 +286,22 @@ def test_a_link_planted_at_a_segment_is_never_followed(tmp_path: Path) -> None:
     assert outside.read_bytes() == before
     assert not any(p.is_symlink() for p in folder.glob("*.seg"))
     assert _assert_ranked_as_fts5(kb) > 200
+
+
+def test_a_phrase_spanning_words_is_counted_in_the_text_as_fts5_counts_it() -> None:
+    table = _Table()
+    rows: list[tuple[int, str | None, str | None, str | None]] = [
+        (1, "Abc abc", None, "abc abc abc abc abc"),  # overlapping instances: 3, not 1
+        (2, None, "ABC-abc", "xabc abcx and abc.abc"),
+        (3, None, None, "abc only"),
+        (4, None, None, "abc\u0301 abc"),  # the combining mark folds to nothing
+    ]
+    table.insert(rows)
+    texts = {r[0]: r[1:] for r in rows}
+    index = WordIndex([build_segment(rows)], np.zeros(0, dtype=np.int64), 4, lambda _: texts)
+    for phrase in ("abc abc abc", "abc abc", "abc-a", "c abc", "abc.abc", "bc abc"):
+        counted = index.phrase_terms(_quoted(phrase), (2.0, 1.0, 1.0))
+        assert counted is not None, phrase
+        rowids, terms = table.terms(_quoted(phrase), (2.0, 1.0, 1.0))
+        assert rowids, phrase
+        assert (counted.rowids.tolist(), counted.terms.tolist()) == (rowids, terms), phrase

@@ -27,8 +27,10 @@ from pytest_groove.search.querytext import CharClass, char_class
 
 __all__ = [
     "FOLD",
+    "FOLD_EXACT",
     "TRIGRAM_ARGS",
     "FoldTable",
+    "count_in",
     "fold_phrase",
     "folded_tokens",
     "folded_words",
@@ -41,11 +43,13 @@ MIN_FOLDED_CHARS = 3
 
 
 class FoldTable(dict[int, str | None]):
-    """Code point -> its folded character (a space for separators), None when FTS5
-    drops it; a ``str.translate`` table filled on first use of each code point."""
+    """Code point -> its folded character (a space for separators, unless told to keep
+    them), None when FTS5 drops it; a ``str.translate`` table filled on first use of
+    each code point."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, separators_as_space: bool = True) -> None:
         super().__init__()
+        self.separators_as_space = separators_as_space
         connection = apsw.Connection(":memory:")
         self._tokenize = connection.fts5_tokenizer("trigram", list(TRIGRAM_ARGS))
         self._connection = connection  # the tokenizer lives as long as its connection
@@ -67,11 +71,15 @@ class FoldTable(dict[int, str | None]):
         # (start, end, token) with offsets; the token alone without
         text = first[-1] if isinstance(first, tuple) else first
         char = str(text)[-1]
-        return " " if char_class(char) is CharClass.SEPARATOR else char
+        if self.separators_as_space and char_class(char) is CharClass.SEPARATOR:
+            return " "
+        return char
 
 
 #: the one table every caller shares (filled lazily; ASCII costs 128 probes)
 FOLD = FoldTable()
+#: the fold alone, separators kept: the trigram table's own text
+FOLD_EXACT = FoldTable(separators_as_space=False)
 
 
 def folded_tokens(text: str | None) -> int:
@@ -84,6 +92,19 @@ def folded_tokens(text: str | None) -> int:
 def folded_words(text: str) -> list[str]:
     """``text``'s separator-free stretches, folded (short ones included)."""
     return text.translate(FOLD).split()
+
+
+def count_in(text: str | None, folded_phrase: str) -> int:
+    """Instances of a folded phrase in one column holding ``text``: its overlapping
+    occurrences in the column's folded characters."""
+    if not text:
+        return 0
+    folded = text.translate(FOLD_EXACT)
+    count, at = 0, folded.find(folded_phrase)
+    while at >= 0:
+        count += 1
+        at = folded.find(folded_phrase, at + 1)
+    return count
 
 
 def fold_phrase(phrase: str) -> str | None:

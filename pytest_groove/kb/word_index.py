@@ -31,6 +31,7 @@ import json
 import os
 import uuid
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,14 @@ import numpy.typing as npt
 
 from pytest_groove.kb.bm25_sweep import idf as fts5_idf
 from pytest_groove.kb.store import Store
-from pytest_groove.kb.trigram_fold import TRIGRAM_ARGS, fold_phrase
+from pytest_groove.kb.trigram_fold import (
+    FOLD,
+    FOLD_EXACT,
+    MIN_FOLDED_CHARS,
+    TRIGRAM_ARGS,
+    count_in,
+    fold_phrase,
+)
 from pytest_groove.kb.vector_cache import open_cache_file
 from pytest_groove.kb.word_postings import (
     COLUMNS,
@@ -70,6 +78,8 @@ _MAX_SMALL = 4
 _DEAD_SHARE = 0.25
 #: below this many postings per row id, a phrase's rows are gathered sparsely
 _SPARSE_SHARE = 8
+#: a phrase spanning words is counted in the text of at most this many columns
+_MAX_SPANNING_COLUMNS = 20_000
 #: weights whose sums of whole-number multiples are exact in doubles
 _EXACT_SCALE = 2.0**16
 
@@ -91,8 +101,16 @@ class PhraseTerms:
 class WordIndex:
     """The word postings of one index state, ready to score phrases."""
 
-    def __init__(self, segments: list[Segment], dead: npt.NDArray[np.int64], highest: int):
+    def __init__(
+        self,
+        segments: list[Segment],
+        dead: npt.NDArray[np.int64],
+        highest: int,
+        texts: Callable[[Sequence[int]], dict[int, ColumnTexts]] | None = None,
+    ):
         self.segments = segments
+        #: the rows' column texts by chunk id, for phrases that span words
+        self.texts = texts
         alive = np.zeros(highest + 1, dtype=bool)
         tokens = np.zeros(highest + 1, dtype=np.int64)
         for segment in segments:
@@ -142,11 +160,51 @@ class WordIndex:
             segments = [read_segment(folder / name) for name in manifest["segments"]]
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        index = cls(segments, np.asarray(manifest["dead"], dtype=np.int64), highest)
+        index = cls(
+            segments,
+            np.asarray(manifest["dead"], dtype=np.int64),
+            highest,
+            lambda ids: chunk_texts(store, ids),
+        )
         if (index.row_count, index.token_total) != _fts5_totals(store):
             return None  # out of step with the table: never score from it
         _OPENED[store] = (key, index)
         return index
+
+    def _spanning(
+        self, text: str
+    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] | None:
+        """(keys, instances) of a phrase with separators inside (``"search index"``):
+        the columns holding every word-sized piece of it, from the postings, then the
+        phrase counted in those columns' text.  None when it cannot be narrowed so (no
+        piece of three characters, too many columns, no texts to read)."""
+        exact = text.translate(FOLD_EXACT)
+        if self.texts is None or len(exact) < MIN_FOLDED_CHARS:
+            return None
+        pieces = [p for p in text.translate(FOLD).split(" ") if len(p) >= MIN_FOLDED_CHARS]
+        if not pieces:
+            return None
+        candidates: npt.NDArray[np.int64] | None = None
+        for piece in sorted(set(pieces), key=len, reverse=True):
+            found = [keys for keys, _ in self._postings(piece)]
+            keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+            keys = keys[self.alive[keys // COLUMNS]]
+            candidates = keys if candidates is None else np.intersect1d(candidates, keys, True)
+            if not len(candidates):
+                break
+        assert candidates is not None
+        if len(candidates) > _MAX_SPANNING_COLUMNS:
+            return None
+        texts = self.texts(np.unique(candidates // COLUMNS).tolist())
+        counts = np.asarray(
+            [
+                count_in(texts.get(int(key) // COLUMNS, _NO_TEXT)[int(key) % COLUMNS], exact)
+                for key in candidates
+            ],
+            dtype=np.float64,
+        )
+        held = counts > 0
+        return [(candidates[held], counts[held])]
 
     def _exact(self, weights: tuple[float, float, float]) -> bool:
         """Whether adding ``weights`` instance by instance is exact, so the products of
@@ -159,10 +217,11 @@ class WordIndex:
     def phrase_terms(self, phrase: str, weights: tuple[float, float, float]) -> PhraseTerms | None:
         """The rows matching quoted ``phrase`` with their bm25 terms; None for a phrase
         the postings cannot count (SQLite answers it)."""
-        folded = fold_phrase(phrase[1:-1].replace('""', '"'))
-        if folded is None:
+        text = phrase[1:-1].replace('""', '"')
+        folded = fold_phrase(text)
+        parts = self._postings(folded) if folded is not None else self._spanning(text)
+        if parts is None:
             return None
-        parts = self._postings(folded)
         postings = sum(len(keys) for keys, _ in parts)
         space = len(self.alive) * COLUMNS
         exact = self._exact(weights)
@@ -248,6 +307,24 @@ def _shared_vocabulary(
         local[renumber[shared]] = np.arange(len(shared), dtype=np.int64)
         local_ids.append(local)
     return vocabulary, local_ids
+
+
+#: a row's (heading, context, content), as ``fts_chunks`` indexes them
+ColumnTexts = tuple[str | None, str | None, str | None]
+_NO_TEXT: ColumnTexts = (None, None, None)
+
+
+def chunk_texts(store: Store, ids: Sequence[int]) -> dict[int, ColumnTexts]:
+    """The full-text columns of the chunks ``ids``, by id."""
+    out: dict[int, ColumnTexts] = {}
+    for start in range(0, len(ids), 500):
+        batch = list(ids[start : start + 500])
+        marks = ",".join("?" * len(batch))
+        for row in store.conn.execute(
+            f"SELECT id, heading, context_text, content FROM chunks WHERE id IN ({marks})", batch
+        ):
+            out[int(row[0])] = (row[1], row[2], row[3])
+    return out
 
 
 # ---------------------------------------------------------------------- files
