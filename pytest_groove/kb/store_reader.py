@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.kb.corpus_digest import chunk_digest
+from pytest_groove.kb.corpus_digest import DIGEST_VERSION, corpus_digest, document_digest
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
 from pytest_groove.kb.store_schema import StoreConnection
@@ -217,7 +217,47 @@ class StoreReader(StoreConnection):
             yield ChunkText(str(path), int(index), heading, context, str(content))
 
     def corpus_snapshot(self) -> CorpusSnapshot:
-        """Counts and a digest over every indexed chunk (see docs/eval.md)."""
-        digest, chunks = chunk_digest(self.iter_chunk_texts())
-        documents = self._scalar("SELECT count(*) FROM documents")
-        return CorpusSnapshot(documents=documents, chunks=chunks, digest=digest)
+        """Counts and a digest over every indexed chunk (see docs/eval.md).
+
+        The digest is made from each document's stored digest of its chunks, one
+        small row per document; a document without one (an index of schema 5 opened
+        read-only) has it worked out from its chunks.
+        """
+        pairs = [
+            (str(path), None if digest is None else str(digest), int(doc_id))
+            for doc_id, path, digest in self.conn.execute(
+                f"SELECT d.id, d.path, {self._document_digest_column()} FROM documents d "
+                "WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id)"
+            )
+        ]
+        missing = {doc_id: path for path, digest, doc_id in pairs if digest is None}
+        worked_out = self._document_digests_of(missing)
+        digest = corpus_digest(
+            (path, worked_out[doc_id] if digest is None else digest)
+            for path, digest, doc_id in pairs
+        )
+        return CorpusSnapshot(
+            documents=self._scalar("SELECT count(*) FROM documents"),
+            chunks=self._scalar("SELECT count(*) FROM chunks"),
+            digest=digest,
+            digest_version=DIGEST_VERSION,
+        )
+
+    def _document_digest_column(self) -> str:
+        """``d.chunk_digest``, or NULL in an index from before that column."""
+        columns = {str(row[1]) for row in self.conn.execute("PRAGMA table_info(documents)")}
+        return "d.chunk_digest" if "chunk_digest" in columns else "NULL"
+
+    def _document_digests_of(self, documents: dict[int, str]) -> dict[int, str]:
+        """:func:`document_digest` of these documents' stored chunks, by document id."""
+        out: dict[int, str] = {}
+        for doc_id in documents:
+            out[doc_id] = document_digest(
+                (int(index), heading, str(content), context)
+                for index, heading, content, context in self.conn.execute(
+                    "SELECT chunk_index, heading, content, context_text FROM chunks "
+                    "WHERE document_id = ? ORDER BY chunk_index",
+                    (doc_id,),
+                )
+            )
+        return out
