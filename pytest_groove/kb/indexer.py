@@ -24,6 +24,7 @@ from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path, flag
 from pytest_groove.kb.beneath import index_folder_beneath
+from pytest_groove.kb.heap import return_freed_memory
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_files import clear_planted
 from pytest_groove.kb.index_group import IndexReport as IndexReport
@@ -342,8 +343,14 @@ def _index_locked(
         _embed_missing_notes(store, embedder, report, progress)
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
+        # nor the writer's page cache, nor the heap they leave behind
+        store.conn.execute("PRAGMA shrink_memory")
+        return_freed_memory()
         with store.read_snapshot():
             _refresh_vector_caches(store, wants.vector_caches)
+        # what updating them read and left: the search maps them again
+        store.conn.execute("PRAGMA shrink_memory")
+        return_freed_memory()
     return report
 
 

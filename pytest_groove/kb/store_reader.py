@@ -131,6 +131,28 @@ class StoreReader(StoreConnection):
             for cid, doc_id in self.conn.execute("SELECT id, document_id FROM chunks")
         }
 
+    def chunk_ids(self) -> npt.NDArray[np.int64]:
+        """Every chunk id, ascending (read from the primary key, no row is read)."""
+        # one string of every id: a Python step per row costs more than the reading
+        row = self.conn.execute(
+            "SELECT group_concat(id) FROM (SELECT id FROM chunks ORDER BY id)"
+        ).fetchone()
+        if row is None or row[0] is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.asarray(str(row[0]).split(","), dtype=np.int64)
+
+    def chunks_of_documents(self, document_ids: Sequence[int]) -> dict[int, int]:
+        """chunk id -> document id of every chunk of these documents."""
+        out: dict[int, int] = {}
+        for start in range(0, len(document_ids), 500):
+            batch = list(document_ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for cid, doc_id in self.conn.execute(
+                f"SELECT id, document_id FROM chunks WHERE document_id IN ({marks})", batch
+            ):
+                out[int(cid)] = int(doc_id)
+        return out
+
     def chunk_openings(self) -> dict[int, str]:
         """:func:`~pytest_groove.kb.scripts.chunk_opening` of every chunk, by id."""
         # read as bytes: a damaged row must not stop the index from opening (the

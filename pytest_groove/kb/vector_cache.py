@@ -253,9 +253,8 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
     old_ids = faiss.vector_to_array(index.id_map).astype(np.int64)
     if len(old_ids) != index.ntotal or np.any(np.diff(old_ids) <= 0):
         return None
-    document_of = store.chunk_documents()
-    current = np.fromiter(document_of, dtype=np.int64, count=len(document_of))
-    current.sort()
+    # ids only (read from the primary key): what an update needs of every row
+    current = store.chunk_ids()
     kept = np.isin(old_ids, current, assume_unique=True)
     added = np.setdiff1d(current, old_ids, assume_unique=True)
     if 2 * len(added) > len(current):
@@ -273,7 +272,12 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
     if notes:
         if state.note_digests is None:
             return None
-        digests = _update_note_rows(store, index, state.note_digests, old_ids, kept, document_of)
+        # the documents of the rows read or written below, not of every row
+        document_of = store.documents_of(added.tolist())
+        notes_now = store.note_vectors()
+        digests = _update_note_rows(
+            store, index, state.note_digests, old_ids, kept, document_of, notes_now
+        )
     removed = old_ids[~kept]
     if len(removed):
         id_map: Any = index  # faiss's Python wrapper takes an id array here
@@ -282,7 +286,7 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
         vectors = store.vectors_for(added.tolist())
         matrix = np.stack([vectors[int(cid)] for cid in added]).astype(np.float32)
         if notes:
-            matrix = _note_rows(store, matrix, added, document_of)
+            matrix = _note_rows(store, matrix, added, document_of, notes_now)
         index.add_with_ids(np.ascontiguousarray(matrix), added)
     if index.ntotal != len(current):
         return None
@@ -337,17 +341,23 @@ def _update_note_rows(
     old_digests: Mapping[int, int],
     old_ids: npt.NDArray[np.int64],
     kept: npt.NDArray[np.bool_],
-    document_of: Mapping[int, int],
+    document_of: dict[int, int],
+    notes: Mapping[int, npt.NDArray[np.float32]],
 ) -> dict[int, int]:
-    """Rewrite in place the kept rows whose document's note vector changed; the new digests."""
-    notes = store.note_vectors()
+    """Rewrite in place the kept rows whose document's note vector changed; the new digests.
+
+    ``document_of`` holds the added chunks' documents; the kept chunks of changed
+    documents are looked up here and added to it.
+    """
     digests = {doc: _digest(vector) for doc, vector in notes.items()}
     changed = {doc for doc, digest in digests.items() if old_digests.get(doc) != digest}
     changed |= {doc for doc in old_digests if doc not in digests}
     kept_ids = old_ids[kept]
     if not changed or not len(kept_ids):
         return digests
-    rewrite = np.asarray([c for c in kept_ids if document_of[int(c)] in changed], dtype=np.int64)
+    of_changed = store.chunks_of_documents(sorted(changed))
+    document_of.update(of_changed)
+    rewrite = kept_ids[np.isin(kept_ids, np.fromiter(of_changed, dtype=np.int64))]
     if not len(rewrite):
         return digests
     vectors = store.vectors_for(rewrite.tolist())
