@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_groove.config import IndexSettings
+from pytest_groove.config import DEFAULT_VECTOR_INDEX, IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path, flag
 from pytest_groove.kb.beneath import index_folder_beneath
@@ -30,6 +30,7 @@ from pytest_groove.kb.index_files import clear_planted
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import Progress, ScannedFile, WriteGroup
 from pytest_groove.kb.index_lock import LOCK_FILE_NAME, index_lock, probe_lock_file
+from pytest_groove.kb.note_index import note_index_for, rows_path
 from pytest_groove.kb.notes import note_text_of
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
@@ -366,17 +367,26 @@ class VectorCaches:
 def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
     """Write the caches for the index's state now, so the next search only reads them.
 
-    An older generation's flat cache is updated rather than rebuilt; each index is
-    dropped before the next is made, so the two are never held at once.
+    An older generation's flat cache is updated rather than rebuilt.  A flat
+    note-carrying index is the chunk index's rows file (:mod:`~.note_index`), made
+    from the chunk index; another kind's is its own index, made after the chunk
+    index is dropped, so the two are never held at once.
     """
-    for notes in (False, True) if caches.notes else (False,):
-        cached = cache_path(
-            store, store.path.parent, centre=caches.centre, kind=caches.kind, notes=notes
-        )
-        if not cached.is_file():
-            VectorIndex.load_for(
-                store, store.path.parent, centre=caches.centre, kind=caches.kind, notes=notes
-            )
+    directory, centre, kind = store.path.parent, caches.centre, caches.kind
+    plain: VectorIndex | None = None
+    if not cache_path(store, directory, centre=centre, kind=kind, notes=False).is_file():
+        plain = VectorIndex.load_for(store, directory, centre=centre, kind=kind)
+    if not caches.notes:
+        return
+    if kind == DEFAULT_VECTOR_INDEX:
+        if not rows_path(store, directory, centre=centre).is_file():
+            if plain is None:
+                plain = VectorIndex.load_for(store, directory, centre=centre, kind=kind)
+            note_index_for(store, directory, plain, centre=centre, kind=kind)
+        return
+    del plain
+    if not cache_path(store, directory, centre=centre, kind=kind, notes=True).is_file():
+        VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)
 
 
 @dataclass(frozen=True)

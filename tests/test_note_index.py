@@ -1,0 +1,92 @@
+"""The flat note-carrying index answered from the chunk index: the same results as a
+second faiss index of the note-carrying rows, with one copy of the vectors."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from pytest_groove.config import IndexSettings, SearchSettings, Settings
+from pytest_groove.engine import Engine, open_engine
+from pytest_groove.kb.note_index import NoteCarryingIndex
+from pytest_groove.kb.scripts import script_group
+from pytest_groove.kb.vectors import NoteVectors, VectorIndex
+
+CORPORA = Path(__file__).parent / "corpora"
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+
+
+def golden_queries(name: str) -> list[str]:
+    raw = yaml.safe_load((CORPORA / f"{name}-golden.yml").read_text(encoding="utf-8"))
+    entries = raw["queries"] if isinstance(raw, dict) else raw
+    return [str(entry["query"]) for entry in entries]
+
+
+def second_index(engine: Engine) -> VectorIndex:
+    """The note-carrying index as its own faiss index, built in full from the store."""
+    store = engine.store
+    with store.read_snapshot():
+        ids, matrix = store.all_vectors()
+        groups = None
+        if engine.settings.search.vector_centring:
+            openings = store.chunk_openings()
+            groups = [script_group(openings.get(int(c), "")) for c in ids]
+        return VectorIndex.build_with_notes(
+            ids, matrix, int(matrix.shape[1]), groups, NoteVectors.of(store)
+        )
+
+
+@pytest.mark.parametrize("corpus", ["kb-eval", "kb-bilingual"])
+@pytest.mark.parametrize("centring", [True, False], ids=["centring", "no-centring"])
+def test_the_same_results_as_a_second_index(tmp_path: Path, corpus: str, centring: bool) -> None:
+    kb = tmp_path / corpus
+    shutil.copytree(CORPORA / corpus, kb, ignore=shutil.ignore_patterns(".groove*"))
+    settings = replace(SETTINGS, search=SearchSettings(vector_centring=centring))
+    with open_engine(kb, settings) as engine:
+        derived = engine.note_vectors
+        assert isinstance(derived, NoteCarryingIndex)
+        full = second_index(engine)
+        assert derived.means.keys() == full.means.keys()
+        assert bool(full.means) == centring  # both corpora hold two script groups
+        assert derived.size == full.size
+        # the rows themselves, bit for bit
+        rows = derived.rows()
+        assert all(
+            np.array_equal(rows[i], full.vector(int(cid))) for i, cid in enumerate(derived._ids)
+        )
+        for text in golden_queries(corpus):
+            query = engine.embedder.embed_queries([text])[0]
+            for n in (1, 5, 50, derived.size + 3):
+                want = full.search(full.prepare_query(query, text), n)
+                assert derived.search(derived.prepare_query(query, text), n) == want, text
+
+
+def test_the_engine_maps_one_vector_index(tmp_path: Path) -> None:
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
+    with open_engine(kb, SETTINGS) as engine:
+        directory = engine.store.path.parent
+        assert engine.note_vectors is not None and engine.note_vectors.size > 0
+    assert len(list(directory.glob("*.faiss"))) == 1
+    (rows,) = directory.glob("notevectors-*.rows.npz")
+    chunk_cache = next(directory.glob("vectors-*.faiss"))
+    # a few numbers per chunk and one vector per document, not a vector per chunk
+    assert rows.stat().st_size < chunk_cache.stat().st_size
+
+
+def test_a_damaged_rows_file_is_built_again(tmp_path: Path) -> None:
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
+    with open_engine(kb, SETTINGS) as engine:
+        assert engine.note_vectors is not None
+        want = engine.search("rollback a release", 5)
+    (rows,) = kb.joinpath(".groove").rglob("notevectors-*.rows.npz")
+    rows.write_bytes(b"not an npz file")
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert engine.search("rollback a release", 5) == want
+    assert rows.read_bytes() != b"not an npz file"
