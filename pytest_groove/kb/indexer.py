@@ -274,6 +274,8 @@ EMBED_GROUP_CHUNKS = 256
 #: SQLite's page cache while indexing (KiB; SQLite's default is 2 MiB): FTS5 reads back
 #: the segments it merges, so a cache that holds them saves re-reading them
 WRITER_CACHE_KIB = 64 * 1024
+#: SQLite's page cache while the vector caches are made (KiB; SQLite's default)
+READER_CACHE_KIB = 2 * 1024
 #: the most embedded chunks waiting for the writer thread (see :class:`~.index_group.WriteGroup`):
 #: bounds the memory they hold, and the work a killed run loses
 WRITE_QUEUE_CHUNKS = 4096
@@ -344,8 +346,9 @@ def _index_locked(
         _embed_missing_notes(store, embedder, report, progress)
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
-        # nor the writer's page cache, nor the heap they leave behind
+        # nor the writer's page cache (the caches read few pages), nor the heap they leave
         store.conn.execute("PRAGMA shrink_memory")
+        store.conn.execute(f"PRAGMA cache_size=-{READER_CACHE_KIB}")
         return_freed_memory()
         with store.read_snapshot():
             _refresh_vector_caches(store, wants.vector_caches)
@@ -373,18 +376,17 @@ def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
     index is dropped, so the two are never held at once.
     """
     directory, centre, kind = store.path.parent, caches.centre, caches.kind
-    plain: VectorIndex | None = None
     if not cache_path(store, directory, centre=centre, kind=kind, notes=False).is_file():
-        plain = VectorIndex.load_for(store, directory, centre=centre, kind=kind)
+        # made (or updated) in memory and written; dropped before anything else is made
+        VectorIndex.load_for(store, directory, centre=centre, kind=kind)
     if not caches.notes:
         return
     if kind == DEFAULT_VECTOR_INDEX:
         if not rows_path(store, directory, centre=centre).is_file():
-            if plain is None:
-                plain = VectorIndex.load_for(store, directory, centre=centre, kind=kind)
+            # the cache just written, mapped: an update reads only its new rows' pages
+            plain = VectorIndex.load_for(store, directory, centre=centre, kind=kind)
             note_index_for(store, directory, plain, centre=centre, kind=kind)
         return
-    del plain
     if not cache_path(store, directory, centre=centre, kind=kind, notes=True).is_file():
         VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)
 
