@@ -154,11 +154,9 @@ def _centred_notes(
     the mean of its note's script group (the groups' mean for another group), or only
     normalised where the chunk index is not centred.
     """
-    vectors = store.note_vectors()
-    docs = np.asarray(sorted(vectors), dtype=np.int64)
+    docs, matrix = store.note_matrix()
     if not len(docs):
         return docs, np.zeros((0, dim), dtype=np.float32)
-    matrix = np.stack([vectors[int(doc)] for doc in docs]).astype(np.float32)
     if not means:
         return docs, centred(matrix, np.zeros(dim, np.float32))
     fallback: npt.NDArray[np.float32] = np.mean(np.stack(list(means.values())), axis=0)
@@ -245,14 +243,19 @@ def updated_rows(store: Store, plain: VectorIndex, old: NoteRows) -> NoteRows | 
         [old.docs[kept], np.fromiter((added_docs[int(c)] for c in added), np.int64, len(added))]
     )
     note_docs, notes = _centred_notes(store, {}, plain.dimension)
-    before = dict(zip(old.note_docs.tolist(), range(len(old.note_docs)), strict=True))
-    changed = {
-        doc
-        for row, doc in enumerate(note_docs.tolist())
-        if doc not in before or not np.array_equal(old.notes[before[doc]], notes[row])
-    }
-    changed |= set(before) - set(note_docs.tolist())
-    redo = np.flatnonzero(np.isin(docs, np.fromiter(changed, np.int64, len(changed))))
+    # documents whose note vector is new, gone or different (bit for bit)
+    common, at_old, at_new = np.intersect1d(
+        old.note_docs, note_docs, assume_unique=True, return_indices=True
+    )
+    differs = np.any(old.notes[at_old] != notes[at_new], axis=1)
+    changed = np.concatenate(
+        [
+            common[differs],
+            np.setdiff1d(note_docs, common, assume_unique=True),
+            np.setdiff1d(old.note_docs, common, assume_unique=True),
+        ]
+    )
+    redo = np.flatnonzero(np.isin(docs, changed))
     redo = np.union1d(redo, np.arange(len(kept_ids), len(ids)))
     scale = np.concatenate([old.scale[kept], np.ones(len(added), np.float32)])
     inv_norm = np.concatenate([old.inv_norm[kept], np.ones(len(added), np.float32)])

@@ -110,6 +110,21 @@ class StoreReader(StoreConnection):
             )
         }
 
+    def note_matrix(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every note vector as one matrix, with its document ids (ascending)."""
+        ids: list[int] = []
+        blobs: list[bytes] = []
+        for doc_id, blob in self.conn.execute(
+            "SELECT id, note_embedding FROM documents WHERE note_embedding IS NOT NULL ORDER BY id"
+        ):
+            ids.append(int(doc_id))
+            blobs.append(bytes(blob))
+        dim = int(self.get_meta("embedding_dim") or "0")
+        if not ids:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+        return np.asarray(ids, dtype=np.int64), matrix.copy()
+
     def note_openings(self) -> dict[int, str]:
         """Each document's title and opening text (its note vector's script), by id."""
         return {
@@ -252,15 +267,17 @@ class StoreReader(StoreConnection):
         pairs = [
             (str(path), None if digest is None else str(digest), int(doc_id))
             for doc_id, path, digest in self.conn.execute(
-                f"SELECT d.id, d.path, {self._document_digest_column()} FROM documents d "
-                "WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id)"
+                f"SELECT d.id, d.path, {self._document_digest_column()} FROM documents d"
             )
         ]
-        missing = {doc_id: path for path, digest, doc_id in pairs if digest is None}
+        # a digest is written with a document's chunks: one without is a document
+        # without chunks (left out) or of an index from before the column
+        missing = [doc_id for _path, digest, doc_id in pairs if digest is None]
         worked_out = self._document_digests_of(missing)
         digest = corpus_digest(
             (path, worked_out[doc_id] if digest is None else digest)
             for path, digest, doc_id in pairs
+            if digest is not None or doc_id in worked_out
         )
         return CorpusSnapshot(
             documents=self._scalar("SELECT count(*) FROM documents"),
@@ -274,16 +291,19 @@ class StoreReader(StoreConnection):
         columns = {str(row[1]) for row in self.conn.execute("PRAGMA table_info(documents)")}
         return "d.chunk_digest" if "chunk_digest" in columns else "NULL"
 
-    def _document_digests_of(self, documents: dict[int, str]) -> dict[int, str]:
-        """:func:`document_digest` of these documents' stored chunks, by document id."""
+    def _document_digests_of(self, documents: Sequence[int]) -> dict[int, str]:
+        """:func:`document_digest` of these documents' stored chunks, by document id
+        (a document without chunks is left out)."""
         out: dict[int, str] = {}
         for doc_id in documents:
-            out[doc_id] = document_digest(
+            fields = [
                 (int(index), heading, str(content), context)
                 for index, heading, content, context in self.conn.execute(
                     "SELECT chunk_index, heading, content, context_text FROM chunks "
                     "WHERE document_id = ? ORDER BY chunk_index",
                     (doc_id,),
                 )
-            )
+            ]
+            if fields:
+                out[doc_id] = document_digest(fields)
         return out
