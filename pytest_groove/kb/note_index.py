@@ -16,11 +16,11 @@ one) and ``b`` the reciprocal of the norm of the sum.  So the flat note-carrying
 is kept as :class:`NoteRows` -- each row's document, ``a`` and ``b``, and one note
 vector per document -- in ``notevectors-...-<mode>.rows.npz`` beside the chunk cache
 (a few bytes per chunk and one vector per document), and a search scores every row
-from one pass over the chunk index.  Ranking: by that score (float64 from the
-float32 inner products), ties by lower chunk id, as :meth:`VectorIndex.search`; the
-scores differ from a second faiss index's only in the last float32 bits.
-:meth:`NoteCarryingIndex.rows` rebuilds the rows themselves, bit for bit as a full
-build makes them.
+from one pass over the chunk index.  That score differs from the row's own inner
+product only by rounding, so the rows near the n-th score are scored again on the
+rows themselves (:meth:`NoteCarryingIndex.rows` rebuilds them bit for bit as a full
+build makes them), and ranked by that score, ties by lower chunk id, as
+:meth:`VectorIndex.search` ranks a faiss index's answer.
 
 After an edit the rows file is updated like the flat cache: the kept rows keep their
 numbers, the new chunks' rows and the rows of documents whose note vector changed get
@@ -296,11 +296,13 @@ class NoteCarryingIndex(VectorIndex):
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         id_map: Any = faiss.downcast_index(self._index)
         flat: Any = faiss.downcast_index(id_map.index)
-        chunk_scores = _inner_products(q, flat.get_xb(), self.size)
-        note_scores = self._notes @ q
-        scores = (
-            chunk_scores.astype(np.float64) * self._rows.scale + note_scores[self._codes]
-        ) * self._rows.inv_norm
+        # in place, in float32: the rescoring below settles what rounding could move
+        scores = _inner_products(q, flat.get_xb(), self.size)
+        scores *= self._rows.scale
+        # faiss, not numpy's BLAS: one thread (a threaded BLAS call of this size waits
+        # on its threads far longer than it computes on a busy machine)
+        scores += _inner_products(q, faiss.swig_ptr(self._notes), len(self._notes))[self._codes]
+        scores *= self._rows.inv_norm
         kth = np.partition(scores, self.size - n)[self.size - n]
         candidates = np.flatnonzero(scores >= kth - _RESCORE_MARGIN)
         exact = np.empty(len(candidates), dtype=np.float32)
