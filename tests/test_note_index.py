@@ -13,7 +13,8 @@ import yaml
 
 from pytest_groove.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.engine import Engine, open_engine
-from pytest_groove.kb.note_index import NoteCarryingIndex
+from pytest_groove.kb import note_index
+from pytest_groove.kb.note_index import NoteCarryingIndex, NoteRows
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.vectors import NoteVectors, VectorIndex
 
@@ -90,3 +91,36 @@ def test_a_damaged_rows_file_is_built_again(tmp_path: Path) -> None:
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         assert engine.search("rollback a release", 5) == want
     assert rows.read_bytes() != b"not an npz file"
+
+
+def test_an_update_gives_the_numbers_a_full_build_gives(tmp_path: Path) -> None:
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
+    settings = replace(SETTINGS, search=SearchSettings(vector_centring=False))
+    with open_engine(kb, settings):
+        pass
+    notes = sorted(p for p in kb.rglob("*.md") if ".groove" not in p.parts)
+    with notes[0].open("a", encoding="utf-8") as handle:
+        handle.write("\nOne more line about rollbacks.\n")
+    text = notes[1].read_text(encoding="utf-8")
+    assert text.startswith("---\ntitle: ")
+    # a new title, the same chunks: only the note vector (so its rows' norms) changes
+    notes[1].write_text(text.replace("title: ", "title: Another ", 1), encoding="utf-8")
+    notes[2].unlink()
+
+    def no_full_build(*_: object) -> NoteRows:
+        raise AssertionError("the rows were built in full")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(note_index, "build_rows", no_full_build)
+        with open_engine(kb, settings) as engine:
+            derived = engine.note_vectors
+            assert isinstance(derived, NoteCarryingIndex)
+            updated = derived._rows
+            assert engine.index_report is not None
+            assert (engine.index_report.changed, engine.index_report.removed) == (2, 1)
+            assert engine.index_report.chunks_embedded < 10  # one note's chunks
+    with open_engine(kb, settings, reindex=False) as engine, engine.store.read_snapshot():
+        full = note_index.build_rows(engine.store, engine.vectors)
+    for name in ("ids", "docs", "scale", "inv_norm", "note_docs", "notes"):
+        assert np.array_equal(getattr(updated, name), getattr(full, name)), name
