@@ -7,18 +7,23 @@ import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
+from eval_factories import begun
 
 from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.engine import index_dir_for, open_engine, run_indexer
 from pytest_groove.evaluation.compare import corpus_change
-from pytest_groove.evaluation.run import corpus_from_json, corpus_to_json
+from pytest_groove.evaluation.finish import finish_evaluation
+from pytest_groove.evaluation.history import HISTORY_FILE_NAME
+from pytest_groove.evaluation.run import corpus_from_json, corpus_to_json, evaluate_query
 from pytest_groove.kb.corpus_digest import DIGEST_VERSION, chunk_digest
 from pytest_groove.kb.disk_view import read_kb_view
 from pytest_groove.kb.records import CorpusSnapshot
 from pytest_groove.kb.store import DB_FILE_NAME, SCHEMA_VERSION, Store
+from pytest_groove.search.hits import SearchHit
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 STATIC = Settings(index=IndexSettings(model="hash", contextual=True, contextual_full_text=True))
@@ -164,3 +169,45 @@ def test_the_run_record_says_which_definition_its_digest_uses() -> None:
     old = {"documents": 4, "chunks": 5, "digest": "a" * 64}
     assert corpus_from_json(old).digest_version == 1
     assert corpus_to_json(corpus_from_json(old)) == old
+
+
+GOLDEN = """\
+queries:
+  - query: "How are chunks deduplicated?"
+    expected:
+      - path: "src/indexer.md"
+"""
+
+
+def recorded_run(kb: Path, snapshot: CorpusSnapshot, fail_on_regression: bool = False) -> Any:
+    """One evaluation through the library's session steps, its history saved."""
+    evaluation = begun(kb, corpus=snapshot, fail_on_regression=fail_on_regression)
+    hits = [SearchHit(rank=1, path="README.md", heading=None, score=1.0)]
+    if not fail_on_regression:
+        hits.insert(0, SearchHit(rank=1, path="src/indexer.md", heading=None, score=2.0))
+    scored = [
+        evaluate_query(q, hits, evaluation.fingerprint.k_values)
+        for q in evaluation.plan.golden.queries
+    ]
+    return finish_evaluation(evaluation, scored, record=True)
+
+
+def test_a_baseline_of_the_older_definition_is_never_a_corpus_change(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    # what an older version recorded: a version-1 digest, no digest_version key
+    recorded_run(kb, CorpusSnapshot(documents=3, chunks=7, digest="a" * 64))
+    stored = (kb / HISTORY_FILE_NAME).read_text(encoding="utf-8")
+    assert '"digest_version"' not in stored
+    now = CorpusSnapshot(documents=3, chunks=7, digest="b" * 64, digest_version=DIGEST_VERSION)
+    outcome = recorded_run(kb, now, fail_on_regression=True)
+    assert outcome.json_report["corpus_changed"] is None
+    assert outcome.json_report["corpus"]["digest_version"] == DIGEST_VERSION
+    assert "corpus changed" not in outcome.text_report
+    assert outcome.exit_code == 1 and "corpus changed" not in (outcome.gate_message or "")
+    # the next run compares digests of one definition again
+    later = replace(now, digest="c" * 64)
+    outcome = recorded_run(kb, later)
+    assert outcome.json_report["corpus_changed"] is True
+    assert "corpus changed since last run (same document and chunk counts" in (outcome.text_report)
