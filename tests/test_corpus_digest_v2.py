@@ -97,6 +97,7 @@ def test_edits_renames_and_deletions_give_a_full_builds_digest(tmp_path: Path) -
 def drop_document_digests(index_dir: Path) -> None:
     """Make the index what a schema-5 index looked like: no ``chunk_digest`` column."""
     conn = apsw.Connection(str(index_dir / DB_FILE_NAME))
+    conn.execute("DROP INDEX idx_documents_digest")
     conn.execute("ALTER TABLE documents DROP COLUMN chunk_digest")
     conn.execute("UPDATE index_meta SET value='5' WHERE key='schema_version'")
     conn.close()
@@ -134,6 +135,8 @@ def test_a_schema_5_index_is_upgraded_in_place_and_read_as_it_is(tmp_path: Path)
     assert (
         conn.execute("SELECT count(*) FROM documents WHERE chunk_digest IS NULL").fetchone()[0] == 0
     )
+    plan = conn.execute("EXPLAIN QUERY PLAN SELECT id, path, chunk_digest FROM documents")
+    assert "idx_documents_digest" in str(list(plan))
     conn.close()
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         assert engine.store.corpus_snapshot() == before

@@ -88,6 +88,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
+CREATE INDEX IF NOT EXISTS idx_documents_digest ON documents(path, chunk_digest);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
     heading, context, content,
     content='', contentless_delete=1,
@@ -123,6 +124,13 @@ _FTS_SETTINGS = "".join(
 FTS_TABLES = ("fts_chunks", "fts_terms")
 
 
+#: what the corpus snapshot reads, apart from the document rows (which hold the note
+#: vectors: reading one column of them reads every page of the table)
+_DOCUMENT_DIGEST_INDEX = (
+    "CREATE INDEX IF NOT EXISTS idx_documents_digest ON documents(path, chunk_digest)"
+)
+
+
 def add_document_digests(conn: apsw.Connection) -> None:
     """Add ``documents.chunk_digest`` to an index of schema 4 or 5 and fill it from the
     stored chunks (inside the caller's transaction)."""
@@ -130,6 +138,7 @@ def add_document_digests(conn: apsw.Connection) -> None:
     if "chunk_digest" not in columns:
         conn.execute("ALTER TABLE documents ADD COLUMN chunk_digest TEXT")
     fill_document_digests(conn)
+    conn.execute(_DOCUMENT_DIGEST_INDEX)
 
 
 def fill_document_digests(conn: apsw.Connection, document_ids: list[int] | None = None) -> None:
