@@ -24,6 +24,7 @@ from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.corpus_cache import cached_corpus_snapshot, cached_headings_by_path
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_dir, index_kb
+from pytest_groove.kb.note_index import note_index_for
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vectors import VectorIndex
@@ -128,12 +129,13 @@ class Engine:
             #: chunk vectors carrying their note's vector, when note order is on
             self.note_vectors: VectorIndex | None = None
             if settings.search.note_order:
-                self.note_vectors = VectorIndex.load_for(
+                # a flat one is answered from the chunk index (one copy of the vectors)
+                self.note_vectors = note_index_for(
                     store,
                     store.path.parent,
+                    self.vectors,
                     centre=settings.search.vector_centring,
                     kind=settings.index.vector_index,
-                    notes=True,
                 )
             self.context_mode: str = store.get_meta("context_mode") or "off"
         self.reranker = get_reranker(settings.search.reranker)

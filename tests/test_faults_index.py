@@ -102,8 +102,9 @@ def test_undecodable_text_in_search_is_reported_as_corruption(kb_eval_copy: Path
     with open_engine(kb_eval_copy, SETTINGS, reindex=False) as engine:
         with pytest.raises(IndexCorrupt) as caught:
             engine.search("deploy", 5)
-        with pytest.raises(IndexCorrupt):
-            engine.corpus_snapshot()
+        # the corpus snapshot reads no chunk text (each document's digest was made
+        # when its chunks were written): the search is what reports the damage
+        assert engine.corpus_snapshot().chunks > 0
     assert "undecodable" in one_line(caught.value) and "--force" in caught.value.message
     # the advertised remedy works
     assert run_indexer(kb_eval_copy, SETTINGS, force=True, progress=False).added == 20

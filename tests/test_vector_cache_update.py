@@ -16,6 +16,8 @@ import pytest
 
 from pytest_groove.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.kb import note_index
+from pytest_groove.kb.note_index import NoteCarryingIndex, NoteRows, rows_path
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vector_cache import cache_path
 from pytest_groove.kb.vectors import VectorIndex
@@ -53,7 +55,16 @@ def state(kb: Path, settings: Settings, *, notes: bool) -> tuple[bytes, bytes]:
     try:
         with store.read_snapshot():
             centre = settings.search.vector_centring
-            cached = cache_path(store, store.path.parent, centre=centre, kind="flat", notes=notes)
+            if notes:
+                # the flat note-carrying index is the chunk index and its rows file
+                kept = rows_path(store, store.path.parent, centre=centre)
+                assert kept.is_file(), "the indexer wrote no rows file for the index's state"
+                plain = VectorIndex.load_for(store, store.path.parent, centre=centre)
+                rows = NoteRows.read(kept, plain.dimension)
+                assert rows is not None
+                derived = NoteCarryingIndex(plain, rows)
+                got = derived._ids, derived.rows().tobytes()
+            cached = cache_path(store, store.path.parent, centre=centre, kind="flat", notes=False)
             assert cached.is_file(), "the indexer wrote no cache for the index's state"
             index: Any = faiss.read_index(str(cached))
             ids, matrix = store.all_vectors()
@@ -73,6 +84,9 @@ def state(kb: Path, settings: Settings, *, notes: bool) -> tuple[bytes, bytes]:
                 full = VectorIndex.build(ids, matrix, int(matrix.shape[1]), None)
         assert faiss.vector_to_array(index.id_map).tolist() == ids.tolist()
         built = full._index
+        if notes:
+            assert got[0].tolist() == ids.tolist()
+            return got[1], rows_of(built)
         return rows_of(index), rows_of(built)
     finally:
         store.close()
@@ -113,6 +127,7 @@ def test_an_edit_updates_the_caches_to_what_a_full_build_makes(
 
     with monkeypatch.context() as patch:
         patch.setattr(Store, "all_vectors", no_full_read)
+        patch.setattr(note_index, "build_rows", no_full_read)
         report = run_indexer(kb, settings)
     assert report.changed == 2 and report.added == 1 and report.removed == 1
     got, want = state(kb, settings, notes=notes)

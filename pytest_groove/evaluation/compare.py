@@ -270,7 +270,9 @@ def config_changed(keys: Sequence[str]) -> str:
 def corpus_change(
     now: CorpusSnapshot | None, previous: CorpusSnapshot | None
 ) -> tuple[bool | None, str | None]:
-    """(changed, phrase): changed is None when either side recorded no corpus."""
+    """(changed, phrase): changed is None when either side recorded no corpus, or when
+    the counts agree and the two digests were made by different definitions (a run of
+    an older version): unknown, never "changed"."""
     if now is None or previous is None:
         return None, None
     if (now.documents, now.chunks) != (previous.documents, previous.chunks):
@@ -278,6 +280,8 @@ def corpus_change(
             f"{previous.documents} -> {now.documents} documents, "
             f"{previous.chunks} -> {now.chunks} chunks"
         )
+    if now.digest_version != previous.digest_version:
+        return None, None
     if now.digest != previous.digest:
         return True, "same document and chunk counts, different contents"
     return False, None

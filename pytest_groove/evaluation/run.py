@@ -329,6 +329,9 @@ def corpus_to_json(corpus: CorpusSnapshot) -> dict[str, Any]:
     if corpus.files is not None:
         # one object, path -> digest prefix: the history is committed, keep it short
         out["files"] = dict(corpus.files)
+    if corpus.digest_version != 1:
+        # no key: version 1, so the runs of older versions keep their bytes
+        out["digest_version"] = corpus.digest_version
     return out
 
 
@@ -346,6 +349,7 @@ def corpus_from_json(raw: Any, path: str = "corpus") -> CorpusSnapshot:
         chunks=read_int(require(obj, "chunks", path), where(path, "chunks")),
         digest=read_str(require(obj, "digest", path), where(path, "digest")),
         files=_read_files(obj.get("files"), where(path, "files")),
+        digest_version=read_int(obj.get("digest_version", 1), where(path, "digest_version")),
     )
 
 

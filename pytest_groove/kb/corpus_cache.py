@@ -1,13 +1,13 @@
 """The corpus snapshot and the headings map of an index state, kept beside the index.
 
 Every eval run records :meth:`~pytest_groove.kb.store.Store.corpus_snapshot`: counts
-and a SHA-256 over every indexed chunk's path, position, heading, content and
-context.  Computing it reads all the chunk text, which made a no-op eval's fixed cost
-grow with the corpus.  The snapshot depends only on the index state, so it is kept
-in ``corpus-snapshot.json`` in the index folder with the database's random id and
-write generation (any write to the chunks bumps the generation): while they match,
-it is returned without reading a chunk.  The file is replaced atomically and is only
-an optimisation: one that cannot be written or read costs a recomputation.
+and a SHA-256 over every indexed document's path and stored digest of its chunks
+(:mod:`~pytest_groove.kb.corpus_digest`), one row per document.  The snapshot depends
+only on the index state, so it is kept in ``corpus-snapshot.json`` in the index
+folder with the database's random id and write generation (any write to the chunks
+bumps the generation): while they match, it is returned without reading a row.  The
+file is replaced atomically and is only an optimisation: one that cannot be written
+or read costs a recomputation.
 
 The same goes for :meth:`~pytest_groove.kb.store.Store.headings_by_path` (every path
 with its chunks' headings, which the golden check reads before any search): reading
@@ -33,6 +33,8 @@ __all__ = ["CACHE_NAME", "HEADINGS_NAME", "cached_corpus_snapshot", "cached_head
 CACHE_NAME = "corpus-snapshot.json"
 HEADINGS_NAME = "headings.json"
 _FORMAT = 1
+#: the kept snapshot's layout (2: the digest of :data:`DIGEST_VERSION`, recorded with it)
+_SNAPSHOT_FORMAT = 2
 
 
 def cached_corpus_snapshot(store: Store) -> CorpusSnapshot:
@@ -43,7 +45,11 @@ def cached_corpus_snapshot(store: Store) -> CorpusSnapshot:
     """
     with store.read_snapshot():
         path = store.path.parent / CACHE_NAME
-        state = {"format": _FORMAT, "index_id": store.index_id, "generation": store.generation}
+        state = {
+            "format": _SNAPSHOT_FORMAT,
+            "index_id": store.index_id,
+            "generation": store.generation,
+        }
         kept = _read(path, state)
         if kept is not None:
             return kept
@@ -53,6 +59,7 @@ def cached_corpus_snapshot(store: Store) -> CorpusSnapshot:
         "documents": snapshot.documents,
         "chunks": snapshot.chunks,
         "digest": snapshot.digest,
+        "digest_version": snapshot.digest_version,
     }
     data = json.dumps(record, separators=(",", ":")).encode("utf-8")
     # a read-only or full index folder recomputes it every time
@@ -67,7 +74,10 @@ def _read(path: Path, state: dict[str, Any]) -> CorpusSnapshot | None:
         if any(data[key] != value for key, value in state.items()):
             return None
         return CorpusSnapshot(
-            documents=int(data["documents"]), chunks=int(data["chunks"]), digest=str(data["digest"])
+            documents=int(data["documents"]),
+            chunks=int(data["chunks"]),
+            digest=str(data["digest"]),
+            digest_version=int(data["digest_version"]),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None  # missing, damaged or of another state: computed again

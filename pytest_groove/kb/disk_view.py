@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.config import IndexSettings
-from pytest_groove.kb.corpus_digest import chunk_digest
+from pytest_groove.kb.corpus_digest import DIGEST_VERSION, chunk_digest
 from pytest_groove.kb.markdown import merged_headings
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.read_files import read_collected
@@ -42,7 +42,12 @@ class KBView:
     def corpus(self) -> CorpusSnapshot:
         """Counts and a digest over every chunk, defined as the index's is."""
         digest, chunks = chunk_digest(self.texts)
-        return CorpusSnapshot(documents=len(self.headings), chunks=chunks, digest=digest)
+        return CorpusSnapshot(
+            documents=len(self.headings),
+            chunks=chunks,
+            digest=digest,
+            digest_version=DIGEST_VERSION,
+        )
 
 
 def read_kb_view(kb: Path, settings: IndexSettings) -> KBView:

@@ -20,15 +20,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_groove.config import IndexSettings
+from pytest_groove.config import DEFAULT_VECTOR_INDEX, IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path, flag
 from pytest_groove.kb.beneath import index_folder_beneath
+from pytest_groove.kb.heap import return_freed_memory
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_files import clear_planted
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import Progress, ScannedFile, WriteGroup
 from pytest_groove.kb.index_lock import LOCK_FILE_NAME, index_lock, probe_lock_file
+from pytest_groove.kb.note_index import note_index_for, rows_path
 from pytest_groove.kb.notes import note_text_of
 from pytest_groove.kb.parse import ParseFailure, parse_document
 from pytest_groove.kb.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
@@ -273,6 +275,8 @@ EMBED_GROUP_CHUNKS = 256
 #: SQLite's page cache while indexing (KiB; SQLite's default is 2 MiB): FTS5 reads back
 #: the segments it merges, so a cache that holds them saves re-reading them
 WRITER_CACHE_KIB = 64 * 1024
+#: SQLite's page cache while the vector caches are made (KiB; SQLite's default)
+READER_CACHE_KIB = 2 * 1024
 #: the most embedded chunks waiting for the writer thread (see :class:`~.index_group.WriteGroup`):
 #: bounds the memory they hold, and the work a killed run loses
 WRITE_QUEUE_CHUNKS = 4096
@@ -343,11 +347,18 @@ def _index_locked(
         _embed_missing_notes(store, embedder, report, progress)
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
+        # nor the writer's page cache (the caches read few pages), nor the heap they leave
+        store.conn.execute("PRAGMA shrink_memory")
+        store.conn.execute(f"PRAGMA cache_size=-{READER_CACHE_KIB}")
+        return_freed_memory()
         with store.read_snapshot():
             _refresh_vector_caches(store, wants.vector_caches)
         if not wants.term_table:  # the trigram table answers this configuration
             with store.read_snapshot():
                 refresh_word_index(store)
+        # what updating them read and left: the search maps them again
+        store.conn.execute("PRAGMA shrink_memory")
+        return_freed_memory()
     return report
 
 
@@ -363,17 +374,25 @@ class VectorCaches:
 def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
     """Write the caches for the index's state now, so the next search only reads them.
 
-    An older generation's flat cache is updated rather than rebuilt; each index is
-    dropped before the next is made, so the two are never held at once.
+    An older generation's flat cache is updated rather than rebuilt.  A flat
+    note-carrying index is the chunk index's rows file (:mod:`~.note_index`), made
+    from the chunk index; another kind's is its own index, made after the chunk
+    index is dropped, so the two are never held at once.
     """
-    for notes in (False, True) if caches.notes else (False,):
-        cached = cache_path(
-            store, store.path.parent, centre=caches.centre, kind=caches.kind, notes=notes
-        )
-        if not cached.is_file():
-            VectorIndex.load_for(
-                store, store.path.parent, centre=caches.centre, kind=caches.kind, notes=notes
-            )
+    directory, centre, kind = store.path.parent, caches.centre, caches.kind
+    if not cache_path(store, directory, centre=centre, kind=kind, notes=False).is_file():
+        # made (or updated) in memory and written; dropped before anything else is made
+        VectorIndex.load_for(store, directory, centre=centre, kind=kind)
+    if not caches.notes:
+        return
+    if kind == DEFAULT_VECTOR_INDEX:
+        if not rows_path(store, directory, centre=centre).is_file():
+            # the cache just written, mapped: an update reads only its new rows' pages
+            plain = VectorIndex.load_for(store, directory, centre=centre, kind=kind)
+            note_index_for(store, directory, plain, centre=centre, kind=kind)
+        return
+    if not cache_path(store, directory, centre=centre, kind=kind, notes=True).is_file():
+        VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,16 @@ class CorpusSnapshot:
 
     documents: int
     chunks: int
-    #: SHA-256 hex over (path, chunk index, heading, content, context) of every chunk
+    #: SHA-256 hex over the chunks, by the definition :attr:`digest_version` names
+    #: (:mod:`pytest_groove.kb.corpus_digest`)
     digest: str
     #: each document's path and the first hex digits of its file's SHA-256, by path
     #: (None = not recorded: runs of older versions, or a searcher that cannot say);
     #: what tells a deleted, renamed, added or edited document since another run
     files: tuple[tuple[str, str], ...] | None = None
+    #: the digest's definition (1: runs of older versions, which recorded none);
+    #: digests of two definitions are never compared
+    digest_version: int = 1
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.kb.corpus_digest import chunk_digest
+from pytest_groove.kb.corpus_digest import DIGEST_VERSION, corpus_digest, document_digest
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
 from pytest_groove.kb.store_schema import StoreConnection
@@ -110,6 +110,21 @@ class StoreReader(StoreConnection):
             )
         }
 
+    def note_matrix(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every note vector as one matrix, with its document ids (ascending)."""
+        ids: list[int] = []
+        blobs: list[bytes] = []
+        for doc_id, blob in self.conn.execute(
+            "SELECT id, note_embedding FROM documents WHERE note_embedding IS NOT NULL ORDER BY id"
+        ):
+            ids.append(int(doc_id))
+            blobs.append(bytes(blob))
+        dim = int(self.get_meta("embedding_dim") or "0")
+        if not ids:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+        return np.asarray(ids, dtype=np.int64), matrix.copy()
+
     def note_openings(self) -> dict[int, str]:
         """Each document's title and opening text (its note vector's script), by id."""
         return {
@@ -130,6 +145,32 @@ class StoreReader(StoreConnection):
             int(cid): int(doc_id)
             for cid, doc_id in self.conn.execute("SELECT id, document_id FROM chunks")
         }
+
+    def chunk_ids(self) -> npt.NDArray[np.int64]:
+        """Every chunk id, ascending (read from the primary key, no row is read)."""
+        # read from the (document, chunk order) index, which holds every id: the
+        # table's own pages hold the text and embeddings, the whole index's size;
+        # one string of every id, since a Python step per row costs more than reading
+        row = self.conn.execute(
+            "SELECT group_concat(id) FROM chunks INDEXED BY idx_chunks_doc_order"
+        ).fetchone()
+        if row is None or row[0] is None:
+            return np.zeros(0, dtype=np.int64)
+        ids = np.asarray(str(row[0]).split(","), dtype=np.int64)
+        ids.sort()
+        return ids
+
+    def chunks_of_documents(self, document_ids: Sequence[int]) -> dict[int, int]:
+        """chunk id -> document id of every chunk of these documents."""
+        out: dict[int, int] = {}
+        for start in range(0, len(document_ids), 500):
+            batch = list(document_ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for cid, doc_id in self.conn.execute(
+                f"SELECT id, document_id FROM chunks WHERE document_id IN ({marks})", batch
+            ):
+                out[int(cid)] = int(doc_id)
+        return out
 
     def chunk_openings(self) -> dict[int, str]:
         """:func:`~pytest_groove.kb.scripts.chunk_opening` of every chunk, by id."""
@@ -217,7 +258,52 @@ class StoreReader(StoreConnection):
             yield ChunkText(str(path), int(index), heading, context, str(content))
 
     def corpus_snapshot(self) -> CorpusSnapshot:
-        """Counts and a digest over every indexed chunk (see docs/eval.md)."""
-        digest, chunks = chunk_digest(self.iter_chunk_texts())
-        documents = self._scalar("SELECT count(*) FROM documents")
-        return CorpusSnapshot(documents=documents, chunks=chunks, digest=digest)
+        """Counts and a digest over every indexed chunk (see docs/eval.md).
+
+        The digest is made from each document's stored digest of its chunks, one
+        small row per document; a document without one (an index of schema 5 opened
+        read-only) has it worked out from its chunks.
+        """
+        pairs = [
+            (str(path), None if digest is None else str(digest), int(doc_id))
+            for doc_id, path, digest in self.conn.execute(
+                f"SELECT d.id, d.path, {self._document_digest_column()} FROM documents d"
+            )
+        ]
+        # a digest is written with a document's chunks: one without is a document
+        # without chunks (left out) or of an index from before the column
+        missing = [doc_id for _path, digest, doc_id in pairs if digest is None]
+        worked_out = self._document_digests_of(missing)
+        digest = corpus_digest(
+            (path, worked_out[doc_id] if digest is None else digest)
+            for path, digest, doc_id in pairs
+            if digest is not None or doc_id in worked_out
+        )
+        return CorpusSnapshot(
+            documents=self._scalar("SELECT count(*) FROM documents"),
+            chunks=self._scalar("SELECT count(*) FROM chunks"),
+            digest=digest,
+            digest_version=DIGEST_VERSION,
+        )
+
+    def _document_digest_column(self) -> str:
+        """``d.chunk_digest``, or NULL in an index from before that column."""
+        columns = {str(row[1]) for row in self.conn.execute("PRAGMA table_info(documents)")}
+        return "d.chunk_digest" if "chunk_digest" in columns else "NULL"
+
+    def _document_digests_of(self, documents: Sequence[int]) -> dict[int, str]:
+        """:func:`document_digest` of these documents' stored chunks, by document id
+        (a document without chunks is left out)."""
+        out: dict[int, str] = {}
+        for doc_id in documents:
+            fields = [
+                (int(index), heading, str(content), context)
+                for index, heading, content, context in self.conn.execute(
+                    "SELECT chunk_index, heading, content, context_text FROM chunks "
+                    "WHERE document_id = ? ORDER BY chunk_index",
+                    (doc_id,),
+                )
+            ]
+            if fields:
+                out[doc_id] = document_digest(fields)
+        return out

@@ -22,6 +22,7 @@ from urllib.parse import quote
 import apsw
 
 from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.kb.corpus_digest import ChunkFields, document_digest
 from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
 from pytest_groove.kb.index_files import check_unchanged, identity_of, refuse_planted
 from pytest_groove.kb.markdown import CHUNKER_VERSION
@@ -29,11 +30,15 @@ from pytest_groove.kb.markdown import CHUNKER_VERSION
 #: bump when the table layout changes; an index with another version is rebuilt
 #: (2: the ``fts_terms`` table; 3: the full-text tables' ``hashsize``; 4: each
 #: document's note vector, ``documents.note_embedding``; 5: ``fts_terms`` filled only
-#: while the index keeps it, see :data:`TERM_TABLE_META`)
-SCHEMA_VERSION = 5
+#: while the index keeps it, see :data:`TERM_TABLE_META`; 6: each document's digest of
+#: its chunks, ``documents.chunk_digest``, see :mod:`pytest_groove.kb.corpus_digest`)
+SCHEMA_VERSION = 6
 #: a version-4 index is a version-5 index that keeps its word table: it is upgraded in
 #: place (two meta rows) rather than rebuilt, which would re-embed every chunk
 _TERM_TABLE_ALWAYS_SCHEMA = 4
+#: a version-5 index is a version-6 index without the document digests: they are
+#: added in place from the stored chunks (one read of the chunk text, no embedding)
+_NO_DOCUMENT_DIGEST_SCHEMA = 5
 #: ``index_meta`` key: "kept" while ``fts_terms`` holds every chunk, "off" while it
 #: holds none.  Only the version-4 full-text compiler reads that table, and feeding it
 #: is about a fifth of what indexing costs SQLite, so an index fills it the first time
@@ -66,7 +71,9 @@ CREATE TABLE IF NOT EXISTS documents (
     size_bytes INTEGER,
     last_indexed TEXT NOT NULL,
     -- the embedding of the note's title and opening section (kb.notes.note_text)
-    note_embedding BLOB
+    note_embedding BLOB,
+    -- kb.corpus_digest.document_digest of its chunks, written with them
+    chunk_digest TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -81,6 +88,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
+CREATE INDEX IF NOT EXISTS idx_documents_digest ON documents(path, chunk_digest);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
     heading, context, content,
     content='', contentless_delete=1,
@@ -114,6 +122,53 @@ _FTS_SETTINGS = "".join(
 
 #: the full-text tables a MATCH expression can be run against (see kb.terms)
 FTS_TABLES = ("fts_chunks", "fts_terms")
+
+
+#: what the corpus snapshot reads, apart from the document rows (which hold the note
+#: vectors: reading one column of them reads every page of the table)
+_DOCUMENT_DIGEST_INDEX = (
+    "CREATE INDEX IF NOT EXISTS idx_documents_digest ON documents(path, chunk_digest)"
+)
+
+
+def add_document_digests(conn: apsw.Connection) -> None:
+    """Add ``documents.chunk_digest`` to an index of schema 4 or 5 and fill it from the
+    stored chunks (inside the caller's transaction)."""
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(documents)")}
+    if "chunk_digest" not in columns:
+        conn.execute("ALTER TABLE documents ADD COLUMN chunk_digest TEXT")
+    fill_document_digests(conn)
+    conn.execute(_DOCUMENT_DIGEST_INDEX)
+
+
+def fill_document_digests(conn: apsw.Connection, document_ids: list[int] | None = None) -> None:
+    """Write each document's :func:`document_digest` from its stored chunks (all
+    documents with chunks, or only ``document_ids``)."""
+    sql = (
+        "SELECT document_id, chunk_index, heading, content, context_text FROM chunks "
+        "{where} ORDER BY document_id, chunk_index"
+    )
+    if document_ids is None:
+        rows = conn.execute(sql.format(where=""))
+    else:
+        marks = ",".join("?" * len(document_ids))
+        rows = conn.execute(sql.format(where=f"WHERE document_id IN ({marks})"), document_ids)
+    digests = [(document_digest(fields), doc_id) for doc_id, fields in _by_document(rows)]
+    conn.executemany("UPDATE documents SET chunk_digest=? WHERE id=?", digests)
+
+
+def _by_document(rows: Any) -> Iterator[tuple[int, list[ChunkFields]]]:
+    """(document id, its chunks' fields) of rows ordered by document and chunk."""
+    current: int | None = None
+    fields: list[ChunkFields] = []
+    for doc_id, index, heading, content, context in rows:
+        if doc_id != current:
+            if current is not None:
+                yield current, fields
+            current, fields = int(doc_id), []
+        fields.append((int(index), heading, str(content), context))
+    if current is not None:
+        yield current, fields
 
 
 def _holds_no_index(db_path: Path) -> GrooveError:
@@ -183,12 +238,14 @@ class StoreConnection:
                     # names this database's vector caches: a re-created database restarts
                     # its generation count and must never pick up an old cache file
                     store.set_meta("index_id", uuid.uuid4().hex)
-            elif (version, store._chunker_version()) == (
+            elif store._chunker_version() == CHUNKER_VERSION and version in (
                 _TERM_TABLE_ALWAYS_SCHEMA,
-                CHUNKER_VERSION,
+                _NO_DOCUMENT_DIGEST_SCHEMA,
             ):
                 with store.transaction():
-                    store.set_meta(TERM_TABLE_META, "kept")
+                    if version == _TERM_TABLE_ALWAYS_SCHEMA:
+                        store.set_meta(TERM_TABLE_META, "kept")
+                    add_document_digests(conn)
                     store.set_meta("schema_version", str(SCHEMA_VERSION))
             elif (version, chunker := store._chunker_version()) != (
                 SCHEMA_VERSION,
@@ -253,6 +310,7 @@ class StoreConnection:
         if chunker != CHUNKER_VERSION or version not in (
             SCHEMA_VERSION,
             _TERM_TABLE_ALWAYS_SCHEMA,
+            _NO_DOCUMENT_DIGEST_SCHEMA,
         ):
             conn.close()
             raise GrooveError(

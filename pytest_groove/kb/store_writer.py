@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.kb.corpus_digest import document_digest
 from pytest_groove.kb.records import ParsedDocument
 from pytest_groove.kb.store_schema import (
     FTS_TABLES,
@@ -64,6 +65,14 @@ def _sql_term_text(*args: Any) -> str | None:
     """:func:`term_text` as an SQL function of one argument (a column: text or NULL)."""
     (value,) = args
     return None if value is None else term_text(value if isinstance(value, str) else str(value))
+
+
+def _document_digest_of(write: DocumentWrite, store_context: bool) -> str:
+    """The document digest of the chunks ``write`` stores, as they are stored."""
+    return document_digest(
+        (chunk.index, chunk.heading, chunk.content, chunk.context if store_context else None)
+        for chunk in write.doc.chunks
+    )
 
 
 def _category_from_path(path: str) -> str | None:
@@ -216,6 +225,11 @@ class StoreWriter(StoreConnection):
                             strict=True,
                         )
                     ],
+                )
+                # the corpus digest is made from these, one row per document
+                self.conn.execute(
+                    "UPDATE documents SET chunk_digest=? WHERE id=?",
+                    (_document_digest_of(write, store_context), doc_id),
                 )
                 chunks_written = True
             if chunks_written:

@@ -5,8 +5,8 @@ and write generation, so any write makes it stale.  Rebuilding it reads every st
 embedding and holds the whole matrix twice, which made the first search after a
 one-line edit of a large KB slower and larger than every later one.  So a flat cache
 of an older generation is *updated* instead: the rows of chunks that are gone are
-removed, the new chunks' rows are added, and (for the note-carrying index) the rows
-of documents whose note vector changed are rewritten in place.
+removed and the new chunks' rows are added.  (The flat note-carrying index is not a
+faiss index of its own: :mod:`pytest_groove.kb.note_index` keeps and updates it.)
 
 The result is the index a full build would make, row for row, in the same order:
 chunk ids are AUTOINCREMENT (never reused, every new one above every old one) and a
@@ -234,6 +234,10 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
     language-centred, or when anything about it does not add up: the caller builds
     in full.  Call inside ``store.read_snapshot()``.
     """
+    if notes:
+        # a flat note-carrying index is the chunk index's rows file (kb/note_index.py),
+        # updated there; one built in full here (VectorIndex.load_for) stays so
+        return None
     older = _older_cache(store, cache, centre, notes)
     if older is None or older.with_suffix(".npz").is_file():  # no cache, or centred
         return None
@@ -253,9 +257,8 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
     old_ids = faiss.vector_to_array(index.id_map).astype(np.int64)
     if len(old_ids) != index.ntotal or np.any(np.diff(old_ids) <= 0):
         return None
-    document_of = store.chunk_documents()
-    current = np.fromiter(document_of, dtype=np.int64, count=len(document_of))
-    current.sort()
+    # ids only (no row is read): what an update needs of every row
+    current = store.chunk_ids()
     kept = np.isin(old_ids, current, assume_unique=True)
     added = np.setdiff1d(current, old_ids, assume_unique=True)
     if 2 * len(added) > len(current):
@@ -269,11 +272,6 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
         names, codes = _groups_after(store, names, codes[kept], added)
         if centring_applies(np.bincount(codes, minlength=len(names)).tolist()):
             return None  # centred now: every row moves with its group's mean
-    digests = None
-    if notes:
-        if state.note_digests is None:
-            return None
-        digests = _update_note_rows(store, index, state.note_digests, old_ids, kept, document_of)
     removed = old_ids[~kept]
     if len(removed):
         id_map: Any = index  # faiss's Python wrapper takes an id array here
@@ -281,12 +279,10 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
     if len(added):
         vectors = store.vectors_for(added.tolist())
         matrix = np.stack([vectors[int(cid)] for cid in added]).astype(np.float32)
-        if notes:
-            matrix = _note_rows(store, matrix, added, document_of)
         index.add_with_ids(np.ascontiguousarray(matrix), added)
     if index.ntotal != len(current):
         return None
-    return Update(index, CacheState(names, codes, digests))
+    return Update(index, CacheState(names, codes, None))
 
 
 def _groups_after(
@@ -304,58 +300,3 @@ def _groups_after(
     old = remap[codes] if len(codes) else np.zeros(0, dtype=np.int32)
     new = np.fromiter((code_of[g] for g in fresh), dtype=np.int32, count=len(fresh))
     return all_names, np.concatenate([old, new]).astype(np.int32)
-
-
-def _note_rows(
-    store: Store,
-    chunks: npt.NDArray[np.float32],
-    ids: npt.NDArray[np.int64],
-    document_of: Mapping[int, int],
-    notes: Mapping[int, npt.NDArray[np.float32]] | None = None,
-) -> npt.NDArray[np.float32]:
-    """The note-carrying rows of these chunks, as an uncentred full build makes them."""
-    if notes is None:
-        docs = sorted({document_of[int(c)] for c in ids})
-        notes = _note_vectors_of(store, docs)
-    zero = np.zeros(chunks.shape[1], np.float32)
-    rows = centred(chunks, zero)
-    for row, cid in enumerate(ids):
-        note = notes.get(document_of[int(cid)])
-        if note is not None:
-            rows[row] = rows[row] + centred(note.reshape(1, -1), zero)[0]
-    return centred(rows, zero)
-
-
-def _note_vectors_of(store: Store, docs: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-    wanted = set(docs)
-    return {doc: vector for doc, vector in store.note_vectors().items() if doc in wanted}
-
-
-def _update_note_rows(
-    store: Store,
-    index: Any,
-    old_digests: Mapping[int, int],
-    old_ids: npt.NDArray[np.int64],
-    kept: npt.NDArray[np.bool_],
-    document_of: Mapping[int, int],
-) -> dict[int, int]:
-    """Rewrite in place the kept rows whose document's note vector changed; the new digests."""
-    notes = store.note_vectors()
-    digests = {doc: _digest(vector) for doc, vector in notes.items()}
-    changed = {doc for doc, digest in digests.items() if old_digests.get(doc) != digest}
-    changed |= {doc for doc in old_digests if doc not in digests}
-    kept_ids = old_ids[kept]
-    if not changed or not len(kept_ids):
-        return digests
-    rewrite = np.asarray([c for c in kept_ids if document_of[int(c)] in changed], dtype=np.int64)
-    if not len(rewrite):
-        return digests
-    vectors = store.vectors_for(rewrite.tolist())
-    chunks = np.stack([vectors[int(c)] for c in rewrite]).astype(np.float32)
-    rows = _note_rows(store, chunks, rewrite, document_of, notes)
-    flat: Any = faiss.downcast_index(index.index)
-    stored = faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * flat.d).reshape(flat.ntotal, flat.d)
-    # called before any row is removed or added: the rows are the old ids, in id order
-    positions = np.searchsorted(old_ids, rewrite)
-    stored[positions] = rows
-    return digests
