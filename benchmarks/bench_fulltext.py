@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_fulltext.py [--docs 1000,10000] [--queries 100] [--seed 7]
-                                        [--keep DIR] [--repeat 3]
+                                        [--keep DIR] [--repeat 3] [--load N]
 
 Generates ``bench_scale.py``'s KB (10 sections a file, so ``docs x 10`` chunks),
 indexes it with ``hash`` and times, per query of one golden-like set (``bench_scale``'s
@@ -27,7 +27,9 @@ query mix, shuffled):
   the same chunk texts (heading, breadcrumb and body joined), ``retrieve`` of the
   top 50 one query at a time (query tokenising included), one thread.
 
-Each figure is the best of ``--repeat`` passes over the queries, interleaved.
+Each figure is the best of ``--repeat`` passes over the queries, interleaved;
+``--load N`` runs N CPU-bound neighbour processes beside the whole measurement (a busy
+CI runner).
 bm25s is a benchmark-only dependency (``pip install bm25s``); it ranks words, not
 FTS5's trigrams, so it is a floor for the cost of a bm25 ranking, not the same list.
 Nothing is asserted: the script prints figures and ratios.
@@ -51,6 +53,7 @@ from pytest_groove.search.fts_query import ParsedQuery, parse_query
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import Corpus, generate_kb, make_queries
+from bench_speed import neighbours
 
 #: the default search's bm25 column weights and full-text fetch
 WEIGHTS = (2.0, 1.0, 1.0)
@@ -177,14 +180,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=3, help="interleaved passes, best kept")
     parser.add_argument("--keep", type=Path, help="generate and index the KBs here, reuse them")
+    parser.add_argument("--load", type=int, default=0, help="CPU-bound neighbour processes")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="groove-fulltext-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="groove-fulltext-") as tmp, neighbours(args.load):
         root = args.keep or Path(tmp)
         for docs in (int(d) for d in args.docs.split(",")):
             kb = root / f"kb-{docs}"
             if not kb.is_dir():
                 generate_kb(kb, docs, 10, args.seed)
-            report(f"{docs} files", measure(kb, args.queries, args.seed, args.repeat))
+            label = f"{docs} files" + (f", {args.load} busy neighbours" if args.load else "")
+            report(label, measure(kb, args.queries, args.seed, args.repeat))
     return 0
 
 
