@@ -53,7 +53,6 @@ from pytest_groove.kb.vector_cache import open_cache_file
 from pytest_groove.kb.word_postings import (
     COLUMNS,
     Segment,
-    Vocabulary,
     build_segment,
     merge_segments,
     read_segment,
@@ -132,19 +131,16 @@ class WordIndex:
         row_tokens = tokens.astype(np.float64)
         # k1 * (1 - b + b * D / avgdl), per row, as FTS5 evaluates it
         self.length_norm = _K1 * (1 - _B + _B * row_tokens / average)
-        self._vocabulary, self._local_ids = _shared_vocabulary(segments)
+        self._vocabularies = [segment.vocabulary for segment in segments]
 
     def _postings(self, folded: str) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
-        """Every segment's (keys, instances) of the folded phrase."""
-        ids, occurrences = self._vocabulary.containing(folded)
-        if self._local_ids is None:
-            return [self.segments[0].postings_of_words(ids, occurrences)] if self.segments else []
-        parts = []
-        for segment, local_ids in zip(self.segments, self._local_ids, strict=True):
-            local = local_ids[ids]
-            held = local >= 0
-            parts.append(segment.postings_of_words(local[held], occurrences[held]))
-        return parts
+        """Every segment's (keys, instances) of the folded phrase.  Each segment's own
+        vocabulary is searched: a table is one large segment and, after edits, a few
+        small ones, so the extra searches cost little and no merged vocabulary is held."""
+        return [
+            segment.postings_of_words(*vocabulary.containing(folded))
+            for segment, vocabulary in zip(self.segments, self._vocabularies, strict=True)
+        ]
 
     @classmethod
     def open(cls, store: Store, highest: int, count: int) -> WordIndex | None:
@@ -221,7 +217,11 @@ class WordIndex:
         the postings cannot count (SQLite answers it)."""
         text = phrase[1:-1].replace('""', '"')
         folded = fold_phrase(text)
-        parts = self._postings(folded) if folded is not None else self._spanning(text)
+        try:
+            parts = self._postings(folded) if folded is not None else self._spanning(text)
+        finally:
+            for segment in self.segments:
+                segment.release_pages()
         if parts is None:
             return None
         postings = sum(len(keys) for keys, _ in parts)
@@ -250,11 +250,11 @@ class WordIndex:
             )
         else:
             # many: one array over every (row, column)
-            dense = np.bincount(
-                np.concatenate([k for k, _ in parts]),
-                weights=np.concatenate([c for _, c in parts]),
-                minlength=space,
-            ).astype(np.float64, copy=False)
+            keys, counts = parts[0] if len(parts) == 1 else _joined(parts)
+            dense = np.bincount(keys, weights=counts, minlength=space).astype(
+                np.float64, copy=False
+            )
+            del keys, counts, parts
             by_row = dense.reshape(-1, COLUMNS)
             if exact:
                 every = by_row @ np.asarray(weights, dtype=np.float64)
@@ -270,6 +270,12 @@ class WordIndex:
         return PhraseTerms(rowids.astype(np.int64), terms)
 
 
+def _joined(
+    parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    return np.concatenate([k for k, _ in parts]), np.concatenate([c for _, c in parts])
+
+
 def _added_one_by_one(
     per_column: npt.NDArray[np.float64], weights: tuple[float, float, float]
 ) -> npt.NDArray[np.float64]:
@@ -282,33 +288,6 @@ def _added_one_by_one(
             adding = counts > step
             total[adding] += weight
     return total
-
-
-def _shared_vocabulary(
-    segments: list[Segment],
-) -> tuple[Vocabulary, list[npt.NDArray[np.int64]] | None]:
-    """One vocabulary to search for all segments, and each segment's id of each of its
-    words (-1: not in that segment); None when there is one segment (its own ids)."""
-    if len(segments) == 1:
-        return segments[0].vocabulary, None
-    numbered: dict[str, int] = {}
-    per_segment = []
-    for segment in segments:
-        words = segment.vocabulary.words
-        per_segment.append(
-            np.fromiter(
-                (numbered.setdefault(w, len(numbered)) for w in words),
-                dtype=np.int64,
-                count=len(words),
-            )
-        )
-    vocabulary, renumber = Vocabulary.of(list(numbered))
-    local_ids = []
-    for shared in per_segment:
-        local = np.full(len(numbered), -1, dtype=np.int64)
-        local[renumber[shared]] = np.arange(len(shared), dtype=np.int64)
-        local_ids.append(local)
-    return vocabulary, local_ids
 
 
 #: a row's (heading, context, content), as ``fts_chunks`` indexes them

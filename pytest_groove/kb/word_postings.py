@@ -26,7 +26,7 @@ import os
 import struct
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,16 @@ class Segment:
     #: the rows this segment covers (ascending) and each row's trigram tokens
     rows: npt.NDArray[np.int64]
     row_tokens: npt.NDArray[np.int64]
+    #: the file mapping the postings are read from (None: built in memory)
+    mapping: mmap.mmap | None = field(default=None, compare=False, repr=False)
+
+    def release_pages(self) -> None:
+        """Let go of the mapped pages a search touched.  The pages stay in the OS's file
+        cache, so the next phrase reads them again cheaply; without this every page a
+        phrase touched (a word's postings spread over a page each) stayed counted in
+        the process's memory until it ended."""
+        if self.mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+            self.mapping.madvise(mmap.MADV_DONTNEED)
 
     @property
     def words(self) -> int:
@@ -97,12 +107,14 @@ class Segment:
         lengths = ends - starts
         total = int(lengths.sum())
         # the postings of every matched word, concatenated, without a Python loop
-        base = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        picked = base + np.arange(total, dtype=np.int64)
+        picked = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        picked += np.arange(total, dtype=np.int64)  # in place: a phrase's peak memory
         instances = self.counts[picked].astype(np.float64)
         if int(occurrences.max()) > 1:
             instances *= np.repeat(occurrences, lengths)
-        return self.keys[picked].astype(np.int64), instances
+        keys = self.keys[picked].astype(np.int64)
+        del picked
+        return keys, instances
 
 
 @dataclass(frozen=True)
@@ -446,7 +458,7 @@ def read_segment(path: Path) -> Segment:
             # postings stay in the mapped file; the small arrays are copied as int64
             big = entry["name"] in ("keys", "counts")
             fields[entry["name"]] = raw if big else raw.astype(np.int64)
-    segment = Segment(**fields)
+    segment = Segment(**fields, mapping=mapped)
     _check(segment)
     return segment
 
