@@ -142,13 +142,15 @@ def _read_headings(
 
 
 def _signatures(store: Store) -> dict[str, tuple[int, str]]:
-    """Every document: path -> (id, what identifies its chunks); read from the index
-    on (document, chunk order), not the chunk rows."""
-    rows = store.conn.execute(
-        "SELECT d.path, d.id, min(c.id), max(c.id), count(c.id) FROM documents d "
-        "LEFT JOIN chunks c ON c.document_id = d.id GROUP BY d.id"
-    )
-    return {str(p): (int(i), f"{lo}:{hi}:{n}") for p, i, lo, hi, n in rows}
+    """Every document: path -> (id, what identifies its chunks): the digest of its
+    chunks stored with it (one small row a document, not a pass over the chunks'
+    index); a document without one is read again at every new index state."""
+    generation = store.generation
+    rows = store.conn.execute("SELECT path, id, chunk_digest FROM documents")
+    return {
+        str(p): (int(i), f"d:{digest}" if digest is not None else f"g:{generation}")
+        for p, i, digest in rows
+    }
 
 
 def _headings_of(store: Store, documents: dict[str, int]) -> dict[str, set[str | None]]:
