@@ -16,9 +16,10 @@ Every figure is a ratio of two whole-process commands timed interleaved (best of
   one file (the indexer re-embeds that file; the vector caches are updated, not
   rebuilt) against the no-op eval, in time and peak RSS.  Targets <= 1.2x and <= 1.15x.
 * ``pytest``: ``pytest --groove-kb`` against ``groove eval`` on ``tests/corpora/kb-eval``
-  with the default model and ``PYTHONDONTWRITEBYTECODE=1``, the package installed
-  the way the README installs it (a wheel, not editable: ``pip install --target`` into
-  a temporary folder).  Target <= 1.2x.
+  with the default model and ``PYTHONDONTWRITEBYTECODE=1``, wall and CPU time, in a
+  virtualenv holding what the README's install holds (the package as a wheel, not
+  editable, and its runtime requirements: no other pytest plugin; see
+  :func:`readme_python`), the golden file outside this repository.  Target <= 1.2x.
 
 ``--load N`` starts N CPU-bound neighbour processes for the whole run.  Figures, not
 tests: nothing is asserted.
