@@ -187,7 +187,11 @@ def _pytest_with_stdout(
     return proc.returncode, proc.stderr
 
 
-@pytest.mark.parametrize("dist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+@pytest.mark.parametrize(
+    "dist",
+    [[], pytest.param(["-n", "2"], marks=pytest.mark.slow)],  # xdist: in the slow run
+    ids=["one-process", "xdist"],
+)
 def test_a_report_on_a_full_device_records_nothing(
     pytester: pytest.Pytester, kb: Path, dist: list[str]
 ) -> None:

@@ -68,7 +68,11 @@ NOTES = {
 }
 
 
-@pytest.mark.parametrize("extra", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+@pytest.mark.parametrize(
+    "extra",
+    [[], pytest.param(["-n", "2"], marks=pytest.mark.slow)],  # xdist: in the slow run
+    ids=["one-process", "xdist"],
+)
 def test_the_plugin_writes_files_trec_eval_scores_like_us(
     pytester: pytest.Pytester, extra: list[str]
 ) -> None:

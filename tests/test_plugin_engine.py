@@ -92,7 +92,9 @@ queries:
 """
 
 
-@pytest.fixture(params=["one-process", "xdist"])
+#: the xdist variants are in the slow run; test_xdist_and_one_process_agree_on_the_engine and
+#: the default-model test keep two workers in the default run
+@pytest.fixture(params=["one-process", pytest.param("xdist", marks=pytest.mark.slow)])
 def dist(request: pytest.FixtureRequest) -> list[str]:
     return [] if request.param == "one-process" else list(XDIST)
 

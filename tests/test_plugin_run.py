@@ -115,6 +115,13 @@ def dist(request: pytest.FixtureRequest) -> list[str]:
     return [] if request.param == "one-process" else list(XDIST)
 
 
+#: the same two variants with the xdist one in the slow run (the heaviest sessions; the
+#: default run keeps xdist through `dist` and test_xdist_gives_the_same_numbers_as_one_process)
+xdist_in_slow_run = pytest.mark.parametrize(
+    "dist", [[], pytest.param(XDIST, marks=pytest.mark.slow)], ids=["one-process", "xdist"]
+)
+
+
 class Project:
     def __init__(self, pytester: pytest.Pytester) -> None:
         self.pytester = pytester
@@ -225,6 +232,7 @@ def test_malformed_hits_fail_the_item_with_one_line(project: Project) -> None:
 # --------------------------------------------------------------------------- session
 
 
+@xdist_in_slow_run
 def test_report_history_and_diff_on_the_second_run(project: Project, dist: list[str]) -> None:
     first = project.run(*dist)
     assert first.ret == pytest.ExitCode.OK
@@ -276,6 +284,7 @@ def test_xdist_gives_the_same_numbers_as_one_process(project: Project) -> None:
     assert a["recorded"] is False
 
 
+@xdist_in_slow_run
 def test_regression_gate_fails_the_session_and_names_the_metrics(
     project: Project, dist: list[str]
 ) -> None:
@@ -329,6 +338,7 @@ SHARED_PREFIX_ANSWERS = {
 }
 
 
+@xdist_in_slow_run
 def test_queries_sharing_a_derived_id_do_not_regress_when_nothing_changed(
     project: Project, dist: list[str]
 ) -> None:
@@ -359,6 +369,7 @@ def test_without_the_flag_a_regression_is_reported_but_passes(project: Project) 
     assert "regression gate FAILED" not in result.stdout.str()
 
 
+@xdist_in_slow_run
 def test_subset_is_reported_but_neither_recorded_nor_gated(
     project: Project, dist: list[str]
 ) -> None:
@@ -461,6 +472,7 @@ def _junit_properties(path: Path) -> dict[str, dict[str, str]]:
     return out
 
 
+@xdist_in_slow_run
 def test_junit_properties_only_when_asked(project: Project, dist: list[str]) -> None:
     project.answer(WORSE)
     project.run("--junitxml=plain.xml", "--groove-no-history", *dist)
@@ -477,6 +489,7 @@ def test_junit_properties_only_when_asked(project: Project, dist: list[str]) -> 
     assert props["ship-days"]["groove.ndcg@10"] == "1.0000"
 
 
+@xdist_in_slow_run
 def test_junit_classname_reads_well(project: Project, dist: list[str]) -> None:
     project.run("--junitxml=plain.xml", "--groove-no-history", *dist)
     cases = list(ET.parse(project.pytester.path / "plain.xml").iter("testcase"))

@@ -201,7 +201,11 @@ HUNG_GOLDEN = "queries:\n" + "".join(
 )
 
 
-@pytest.mark.parametrize("dist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+@pytest.mark.parametrize(
+    "dist",
+    [[], pytest.param(["-n", "2"], marks=pytest.mark.slow)],  # xdist: ~20 s, in the slow run
+    ids=["one-process", "xdist"],
+)
 def test_a_hung_service_fails_a_30_query_session_once(
     pytester: pytest.Pytester, server: ThreadingHTTPServer, dist: list[str]
 ) -> None:

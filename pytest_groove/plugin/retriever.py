@@ -63,6 +63,10 @@ def plugin_retriever(
     :class:`~pytest_groove.errors.GrooveError` when the retriever cannot be loaded or
     two files name one.
     """
+    typed = config.getoption("groove_retriever", default=None)
+    if typed is None and spec is None and not config.hook.pytest_groove_retriever.get_hookimpls():
+        # the built-in search: the retriever door (and the HTTP client) is never imported
+        return None
     # imported here: the plugin module stays pytest + stdlib at import time
     from dataclasses import replace
 
@@ -80,7 +84,6 @@ def plugin_retriever(
         options = read_options(config)
         run = options.run if options is not None else RunOptions()
 
-    typed = config.getoption("groove_retriever", default=None)
     if typed is not None:
         return retriever_for_run(replace(run, retriever=str(typed)), kb, on_warning=on_warning)
     with user_prints_to_stderr():
