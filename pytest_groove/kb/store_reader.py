@@ -162,15 +162,12 @@ class StoreReader(StoreConnection):
 
     def chunks_of_documents(self, document_ids: Sequence[int]) -> dict[int, int]:
         """chunk id -> document id of every chunk of these documents."""
-        out: dict[int, int] = {}
-        for start in range(0, len(document_ids), 500):
-            batch = list(document_ids[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            for cid, doc_id in self.conn.execute(
-                f"SELECT id, document_id FROM chunks WHERE document_id IN ({marks})", batch
-            ):
-                out[int(cid)] = int(doc_id)
-        return out
+        return {
+            int(cid): int(doc_id)
+            for cid, doc_id in self._rows_where_in(
+                "SELECT id, document_id FROM chunks WHERE document_id IN ({})", document_ids
+            )
+        }
 
     def chunk_openings(self) -> dict[int, str]:
         """:func:`~pytest_groove.kb.scripts.chunk_opening` of every chunk, by id."""
@@ -188,41 +185,51 @@ class StoreReader(StoreConnection):
         }
 
     def vectors_for(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        out: dict[int, npt.NDArray[np.float32]] = {}
-        for start in range(0, len(ids), 500):
-            batch = list(ids[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            for cid, blob in self.conn.execute(
-                f"SELECT id, embedding FROM chunks WHERE id IN ({marks})", batch
-            ):
-                out[int(cid)] = np.frombuffer(bytes(blob), dtype=np.float32)
-        return out
+        return {
+            int(cid): np.frombuffer(bytes(blob), dtype=np.float32)
+            for cid, blob in self._rows_where_in(
+                "SELECT id, embedding FROM chunks WHERE id IN ({})", ids
+            )
+        }
 
     def documents_of(self, ids: Sequence[int]) -> dict[int, int]:
         """The document id of each chunk of ``ids`` that exists (no text is read)."""
-        out: dict[int, int] = {}
-        for start in range(0, len(ids), 500):
-            batch = list(ids[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            for cid, document_id in self.conn.execute(
-                f"SELECT id, document_id FROM chunks WHERE id IN ({marks})", batch
-            ):
-                out[int(cid)] = int(document_id)
-        return out
+        return {
+            int(cid): int(document_id)
+            for cid, document_id in self._rows_where_in(
+                "SELECT id, document_id FROM chunks WHERE id IN ({})", ids
+            )
+        }
+
+    def chunk_fields(
+        self, ids: Sequence[int]
+    ) -> dict[int, tuple[str | None, str | None, str | None]]:
+        """(heading, context, content) of each chunk of ``ids``, as ``fts_chunks`` holds
+        them."""
+        return {
+            int(cid): (heading, context, content)
+            for cid, heading, context, content in self._rows_where_in(
+                "SELECT id, heading, context_text, content FROM chunks WHERE id IN ({})", ids
+            )
+        }
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        out: dict[int, ChunkRow] = {}
-        for start in range(0, len(ids), 500):
-            batch = list(ids[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            for row in self.conn.execute(
+        return {
+            int(row[0]): ChunkRow(*row)
+            for row in self._rows_where_in(
                 "SELECT c.id, c.document_id, d.path, d.title, c.chunk_index, c.heading, c.level, "
                 "c.content, c.context_text, c.token_count FROM chunks c "
-                f"JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})",
-                batch,
-            ):
-                out[int(row[0])] = ChunkRow(*row)
-        return out
+                "JOIN documents d ON d.id = c.document_id WHERE c.id IN ({})",
+                ids,
+            )
+        }
+
+    def _rows_where_in(self, sql: str, values: Sequence[int]) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``sql`` (its ``IN ({})`` filled) for ``values``, 500 at a time:
+        SQLite caps the parameters of one statement."""
+        for start in range(0, len(values), 500):
+            batch = list(values[start : start + 500])
+            yield from self.conn.execute(sql.format(",".join("?" * len(batch))), batch)
 
     def document_chunk_rows(
         self, document_id: int, lo: int | None = None, hi: int | None = None, limit: int = -1

@@ -162,7 +162,7 @@ class WordIndex:
             segments,
             np.asarray(manifest["dead"], dtype=np.int64),
             highest,
-            lambda ids: chunk_texts(store, ids),
+            store.chunk_fields,
         )
         if (index.row_count, index.token_total) != _fts5_totals(store):
             return None  # out of step with the table: never score from it
@@ -224,13 +224,12 @@ class WordIndex:
                 segment.release_pages()
         if parts is None:
             return None
-        postings = sum(len(keys) for keys, _ in parts)
         space = len(self.alive) * COLUMNS
         exact = self._exact(weights)
-        if postings * _SPARSE_SHARE < space:
+        keys, counts = _joined(parts)
+        del parts
+        if len(keys) * _SPARSE_SHARE < space:
             # few postings: gather them by row
-            keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, np.int64)
-            counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0)
             rows, inverse = np.unique(keys // COLUMNS, return_inverse=True)
             gathered = (
                 np.bincount(
@@ -250,11 +249,10 @@ class WordIndex:
             )
         else:
             # many: one array over every (row, column)
-            keys, counts = parts[0] if len(parts) == 1 else _joined(parts)
             dense = np.bincount(keys, weights=counts, minlength=space).astype(
                 np.float64, copy=False
             )
-            del keys, counts, parts
+            del keys, counts
             by_row = dense.reshape(-1, COLUMNS)
             if exact:
                 every = by_row @ np.asarray(weights, dtype=np.float64)
@@ -273,6 +271,11 @@ class WordIndex:
 def _joined(
     parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The segments' (keys, instances) as one pair (no copy for one segment)."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     return np.concatenate([k for k, _ in parts]), np.concatenate([c for _, c in parts])
 
 
@@ -293,19 +296,6 @@ def _added_one_by_one(
 #: a row's (heading, context, content), as ``fts_chunks`` indexes them
 ColumnTexts = tuple[str | None, str | None, str | None]
 _NO_TEXT: ColumnTexts = (None, None, None)
-
-
-def chunk_texts(store: Store, ids: Sequence[int]) -> dict[int, ColumnTexts]:
-    """The full-text columns of the chunks ``ids``, by id."""
-    out: dict[int, ColumnTexts] = {}
-    for start in range(0, len(ids), 500):
-        batch = list(ids[start : start + 500])
-        marks = ",".join("?" * len(batch))
-        for row in store.conn.execute(
-            f"SELECT id, heading, context_text, content FROM chunks WHERE id IN ({marks})", batch
-        ):
-            out[int(row[0])] = (row[1], row[2], row[3])
-    return out
 
 
 # ---------------------------------------------------------------------- files
@@ -374,10 +364,7 @@ def refresh_word_index(store: Store) -> None:
     generation = store.generation
     index_id = store.index_id
     current = _manifest_path(folder, index_id, generation)
-    ids = np.fromiter(
-        (int(r[0]) for r in store.conn.execute("SELECT id FROM chunks ORDER BY id")),
-        dtype=np.int64,
-    )
+    ids = store.chunk_ids()
     highest = int(ids[-1]) if len(ids) else 0
     state = [highest, len(ids)]
     existing = _read_manifest(current)
