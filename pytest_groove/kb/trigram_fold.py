@@ -8,11 +8,11 @@ quoted phrase matches a row where its folded characters occur consecutively in t
 folded text of one column, each overlapping occurrence is one instance, and a column
 of ``n`` folded characters holds ``max(0, n - 2)`` tokens.
 
-Nothing here re-implements the fold: :class:`FoldTable` asks the tokenizer itself,
-through apsw, what each code point becomes (once per code point, then remembered),
-so the fold is SQLite's own for whatever version is linked.  One more mapping is
-folded into the same table: a character whose fold is a separator (see
-:func:`~pytest_groove.search.querytext.char_class`) becomes a space, so
+Nothing here re-implements the fold: :class:`FoldTable` (:data:`FOLD_EXACT`) asks the
+tokenizer itself, through apsw, what each code point becomes (once per code point,
+then remembered), so the fold is SQLite's own for whatever version is linked.
+:data:`FOLD` is the same fold with every character whose fold is a separator (see
+:func:`~pytest_groove.search.querytext.char_class`) written as a space, so
 ``text.translate(FOLD).split()`` cuts a column into the stretches no separator-free
 phrase can cross (:mod:`pytest_groove.kb.word_postings` counts phrases within them).
 
@@ -30,10 +30,11 @@ __all__ = [
     "FOLD_EXACT",
     "TRIGRAM_ARGS",
     "FoldTable",
+    "WordFoldTable",
     "count_in",
+    "count_overlapping",
     "fold_phrase",
     "folded_tokens",
-    "folded_words",
 ]
 
 #: the trigram tokenizer's arguments in ``fts_chunks``'s ``tokenize=`` (store_schema)
@@ -43,13 +44,11 @@ MIN_FOLDED_CHARS = 3
 
 
 class FoldTable(dict[int, str | None]):
-    """Code point -> its folded character (a space for separators, unless told to keep
-    them), None when FTS5 drops it; a ``str.translate`` table filled on first use of
-    each code point."""
+    """Code point -> its folded character, None when FTS5 drops it: the tokenizer's own
+    fold, asked once per code point; a ``str.translate`` table filled on first use."""
 
-    def __init__(self, *, separators_as_space: bool = True) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.separators_as_space = separators_as_space
         connection = apsw.Connection(":memory:")
         self._tokenize = connection.fts5_tokenizer("trigram", list(TRIGRAM_ARGS))
         self._connection = connection  # the tokenizer lives as long as its connection
@@ -70,41 +69,45 @@ class FoldTable(dict[int, str | None]):
         first: object = tokens[0]
         # (start, end, token) with offsets; the token alone without
         text = first[-1] if isinstance(first, tuple) else first
-        char = str(text)[-1]
-        if self.separators_as_space and char_class(char) is CharClass.SEPARATOR:
-            return " "
-        return char
+        return str(text)[-1]
 
 
-#: the one table every caller shares (filled lazily; ASCII costs 128 probes)
-FOLD = FoldTable()
+class WordFoldTable(dict[int, str | None]):
+    """The fold with every separator written as a space, so that
+    ``text.translate(FOLD).split()`` gives the folded words (read from
+    :data:`FOLD_EXACT`, so each code point is asked of the tokenizer once)."""
+
+    def __missing__(self, code: int) -> str | None:
+        char = FOLD_EXACT[code]
+        folded = " " if char is not None and char_class(char) is CharClass.SEPARATOR else char
+        self[code] = folded
+        return folded
+
+
 #: the fold alone, separators kept: the trigram table's own text
-FOLD_EXACT = FoldTable(separators_as_space=False)
+FOLD_EXACT = FoldTable()
+#: the fold, separators as spaces: the text cut into words (ASCII costs 128 probes)
+FOLD = WordFoldTable()
 
 
 def folded_tokens(text: str | None) -> int:
     """How many trigram tokens FTS5 stores for one column holding ``text``."""
-    if not text:
-        return 0
-    return max(0, len(text.translate(FOLD)) - 2)
+    return max(0, len(text.translate(FOLD_EXACT)) - 2) if text else 0
 
 
-def folded_words(text: str) -> list[str]:
-    """``text``'s separator-free stretches, folded (short ones included)."""
-    return text.translate(FOLD).split()
+def count_overlapping(text: str, phrase: str) -> int:
+    """Occurrences of ``phrase`` in ``text``, overlapping ones included (FTS5 counts
+    an instance at every position a phrase starts)."""
+    count, at = 0, text.find(phrase)
+    while at >= 0:
+        count += 1
+        at = text.find(phrase, at + 1)
+    return count
 
 
 def count_in(text: str | None, folded_phrase: str) -> int:
-    """Instances of a folded phrase in one column holding ``text``: its overlapping
-    occurrences in the column's folded characters."""
-    if not text:
-        return 0
-    folded = text.translate(FOLD_EXACT)
-    count, at = 0, folded.find(folded_phrase)
-    while at >= 0:
-        count += 1
-        at = folded.find(folded_phrase, at + 1)
-    return count
+    """Instances of a folded phrase in one column holding ``text``."""
+    return count_overlapping(text.translate(FOLD_EXACT), folded_phrase) if text else 0
 
 
 def fold_phrase(phrase: str) -> str | None:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.kb.trigram_fold import FOLD, MIN_FOLDED_CHARS
+from pytest_groove.kb.trigram_fold import FOLD, MIN_FOLDED_CHARS, count_overlapping
 from pytest_groove.kb.vector_cache import open_cache_file
 
 __all__ = [
@@ -82,10 +82,6 @@ class Segment:
         the process's memory until it ended."""
         if self.mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
             self.mapping.madvise(mmap.MADV_DONTNEED)
-
-    @property
-    def words(self) -> int:
-        return len(self.word_ends)
 
     @property
     def vocabulary(self) -> Vocabulary:
@@ -167,7 +163,7 @@ class Vocabulary:
                 words = np.unique(local)
                 found.append(
                     np.asarray(
-                        [_count_overlapping(_word_at(text, starts, w), phrase) for w in words],
+                        [count_overlapping(_word_at(text, starts, w), phrase) for w in words],
                         dtype=np.int64,
                     )
                 )
@@ -198,14 +194,6 @@ def _find_all(text: str, phrase: str) -> npt.NDArray[np.int64]:
 def _has_border(phrase: str) -> bool:
     """Whether a proper prefix of ``phrase`` is also its suffix (occurrences can overlap)."""
     return any(phrase[:size] == phrase[-size:] for size in range(1, len(phrase)))
-
-
-def _count_overlapping(word: str, phrase: str) -> int:
-    count, at = 0, word.find(phrase)
-    while at >= 0:
-        count += 1
-        at = word.find(phrase, at + 1)
-    return count
 
 
 def _word_at(text: str, starts: npt.NDArray[np.int64], index: int) -> str:
