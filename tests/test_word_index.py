@@ -20,7 +20,7 @@ from pytest_groove.engine import open_engine, run_indexer
 from pytest_groove.kb.phrase_scores import PhraseScores
 from pytest_groove.kb.store_schema import _SCHEMA as SCHEMA
 from pytest_groove.kb.trigram_fold import FOLD, TRIGRAM_ARGS, fold_phrase, folded_tokens
-from pytest_groove.kb.word_index import MANIFEST_PREFIX, WordIndex, _fts5_totals
+from pytest_groove.kb.word_index import MANIFEST_PREFIX, WordIndex, _fts5_totals, _varints
 from pytest_groove.kb.word_postings import build_segment, merge_segments, read_segment
 from pytest_groove.kb.word_postings import write_segment as write_segment_file
 from tests.test_phrase_scores import golden_queries
@@ -130,11 +130,19 @@ def test_generated_text_scores_exactly_as_fts5(
 
 def test_column_sizes_are_fts5s() -> None:
     table = _Table()
-    texts = ["", "ab", "abc", "a\u0301bc", "日本語です", "x" * 50, "\u0301\u0301\u0301"]
-    table.insert([(i + 1, None, None, t) for i, t in enumerate(texts)])
-    sizes = {int(r[0]): r[1] for r in table.conn.execute("SELECT id, sz FROM fts_chunks_docsize")}
-    assert sum(folded_tokens(t) for t in texts) == _fts5_totals(table)[1]  # type: ignore[arg-type]
-    assert len(sizes) == len(texts)
+    texts = ["", "ab", "abc", "a\u0301bc", "日本語です", "x" * 50, "\u0301\u0301\u0301", "Ab\x00cd"]
+    table.insert([(i + 1, t[:2] or None, None, t) for i, t in enumerate(texts)])
+    # FTS5's own per-row, per-column sizes (the docsize table's varints)
+    sizes = {
+        int(r[0]): _varints(bytes(r[1]))
+        for r in table.conn.execute("SELECT id, sz FROM fts_chunks_docsize")
+    }
+    assert sizes == {
+        i + 1: [folded_tokens(t[:2] or None), 0, folded_tokens(t)] for i, t in enumerate(texts)
+    }
+    rows = [(i + 1, t[:2] or None, None, t) for i, t in enumerate(texts)]
+    index = WordIndex([build_segment(rows)], np.zeros(0, dtype=np.int64), len(texts))
+    assert (index.row_count, index.token_total) == _fts5_totals(table)  # type: ignore[arg-type]
 
 
 def test_a_segment_survives_its_file_and_a_merge(tmp_path: Path) -> None:
