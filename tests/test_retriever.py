@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from local_http import serving, url_of
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.search.hits import SearchHit
@@ -292,21 +292,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[ThreadingHTTPServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.seen = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_Handler, seen=[]) as httpd:
         yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
 
 
-def _url(server: ThreadingHTTPServer, path: str) -> str:
-    host, port = server.server_address[:2]
-    return f"http://{host!s}:{port}{path}"
+_url = url_of
 
 
 def test_an_http_retriever_posts_query_and_limit(kb: Path, server: ThreadingHTTPServer) -> None:

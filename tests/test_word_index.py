@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_phrase_scores import golden_queries
 
 from conftest import KB_EVAL, LOCAL_STATE
 from pytest_groove.config import IndexSettings, Settings
@@ -23,7 +24,6 @@ from pytest_groove.kb.trigram_fold import FOLD, TRIGRAM_ARGS, fold_phrase, folde
 from pytest_groove.kb.word_index import MANIFEST_PREFIX, WordIndex, _fts5_totals, _varints
 from pytest_groove.kb.word_postings import build_segment, merge_segments, read_segment
 from pytest_groove.kb.word_postings import write_segment as write_segment_file
-from tests.test_phrase_scores import golden_queries
 
 SETTINGS = Settings(index=IndexSettings(model="hash", contextual=True))
 WEIGHTS = [(2.0, 1.0, 1.0), (1.0, 1.0, 1.0), (0.5, 3.0, 1.5), (1.0, 0.0, 0.25), (0.7, 1.3, 0.1)]
