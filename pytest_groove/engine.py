@@ -21,7 +21,7 @@ from pytest_groove.errors import GrooveError, clip_path, flag
 from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.kb.beneath import index_folder_beneath
-from pytest_groove.kb.corpus_cache import cached_corpus_snapshot, cached_headings_by_path
+from pytest_groove.kb.corpus_cache import IndexedHeadings, cached_corpus_snapshot
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_dir, index_kb
 from pytest_groove.kb.note_index import note_index_for
@@ -213,10 +213,10 @@ class Engine:
         with self._faults():
             return golden_quote_findings(results, self.store)
 
-    def headings_by_path(self) -> dict[str, set[str | None]]:
-        """Every indexed path with its chunks' headings (for the pre-search golden check)."""
-        with self._faults():
-            return cached_headings_by_path(self.store)
+    def headings_by_path(self) -> IndexedHeadings:
+        """Every indexed path with its chunks' headings (for the pre-search golden check),
+        each path's read when first asked: ask inside the same read snapshot."""
+        return IndexedHeadings(self.store, self._faults)
 
     # ------------------------------------------------------------------ tune's low level
 

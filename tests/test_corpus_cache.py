@@ -67,31 +67,41 @@ def test_a_damaged_file_is_computed_again(tmp_path: Path) -> None:
     assert snapshot(kb) == first
 
 
-def test_the_headings_map_is_kept_and_follows_edits(
+def test_the_headings_map_reads_only_the_documents_asked_for_and_follows_edits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kb = tmp_path / "kb"
     write_kb(kb)
     (kb / "plain.md").write_text("no heading at all, just text about leases\n")
     run_indexer(kb, SETTINGS)
-    with open_engine(kb, SETTINGS, reindex=False) as engine:
-        first = engine.headings_by_path()
-        assert first == engine.store.headings_by_path()
+    read: list[int] = []
+    real = Store.document_headings
+
+    def counted(self: Store, doc_id: int) -> set[str | None]:
+        read.append(doc_id)
+        return real(self, doc_id)
 
     def no_read(self: Store) -> dict[str, set[str | None]]:
-        raise AssertionError("every chunk was read again")
+        raise AssertionError("every chunk was read")
 
     with monkeypatch.context() as patch:
         patch.setattr(Store, "headings_by_path", no_read)
-        with open_engine(kb, SETTINGS, reindex=False) as engine:
-            assert engine.headings_by_path() == first
+        patch.setattr(Store, "document_headings", counted)
+        with open_engine(kb, SETTINGS, reindex=False) as engine, engine.read_snapshot():
+            headings = engine.headings_by_path()
+            assert "plain.md" in headings and "nowhere.md" not in headings
+            assert headings.get("nowhere.md") is None
+            assert read == []  # membership reads no chunk
+            assert headings["plain.md"] == {None}
+            assert headings["plain.md"] == {None}
+            assert len(read) == 1  # each document read once
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert dict(engine.headings_by_path()) == engine.store.headings_by_path()
     (kb / "n1.md").write_text("# N1\n\n## Renamed\n\nretry\n")
     (kb / "n3.md").unlink()
     run_indexer(kb, SETTINGS)
-    with monkeypatch.context() as patch:
-        patch.setattr(Store, "headings_by_path", no_read)  # only the changed one is read
-        with open_engine(kb, SETTINGS, reindex=False) as engine:
-            updated = engine.headings_by_path()
-    assert updated["n1.md"] == {"Renamed"} and "n3.md" not in updated
     with open_engine(kb, SETTINGS, reindex=False) as engine:
-        assert updated == engine.store.headings_by_path()
+        updated = engine.headings_by_path()
+        assert updated["n1.md"] == {"Renamed"} and "n3.md" not in updated
+        assert dict(updated) == engine.store.headings_by_path()
+        assert len(updated) == len(engine.store.headings_by_path())

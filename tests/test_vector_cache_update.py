@@ -165,3 +165,147 @@ def test_a_centred_index_is_built_in_full(tmp_path: Path) -> None:
     run_indexer(kb, SETTINGS)
     got, want = state(kb, SETTINGS, notes=True)
     assert got == want
+
+
+def test_note_rows_read_only_the_note_vectors_written_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = replace(SETTINGS, search=SearchSettings(note_order=True))
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    (kb / "meta.md").write_text("---\ntitle: Leases\n---\n\n## Body\n\nquorum lease window\n")
+    run_indexer(kb, settings)
+    read: list[list[int] | None] = []
+    real = Store.note_matrix
+
+    def counted(self: Store, documents: list[int] | None = None) -> object:
+        read.append(None if documents is None else list(documents))
+        return real(self, documents)
+
+    # the title only (the chunks stay as stored, the note vector is embedded anew),
+    # one body edit and one new note
+    (kb / "meta.md").write_text(
+        "---\ntitle: Quorum leases\n---\n\n## Body\n\nquorum lease window\n"
+    )
+    with (kb / "note04.md").open("a") as handle:
+        handle.write("\nAnother line about tokens.\n")
+    (kb / "fresh.md").write_text("# Fresh\n\nreplica shard budget\n")
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "note_matrix", counted)
+        run_indexer(kb, settings)
+    assert read and all(docs is not None and len(docs) <= 3 for docs in read)
+    got, want = state(kb, settings, notes=True)
+    assert got == want
+
+
+def test_notes_written_since_is_unknown_once_another_connection_wrote(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb, docs=3)
+    run_indexer(kb, SETTINGS)
+    folder = index_dir_for(kb, SETTINGS, "hash")
+    first, second = Store.open(folder, create=False), Store.open(folder, create=False)
+    try:
+        start = first.generation
+        assert first.notes_written_since(start) is None  # it wrote nothing yet
+        with first.transaction():
+            dim = int(first.get_meta("embedding_dim") or "0")
+            first._set_note_vector(1, np.ones(dim, np.float32))
+            first._bump_generation()
+        assert first.notes_written_since(start) == {1}
+        assert first.notes_written_since(start + 1) is None  # not where its writes began
+        with second.transaction():
+            second._bump_generation()
+        assert first.notes_written_since(start) is None  # the index moved on without it
+        with first.transaction():
+            first._bump_generation()
+        assert first.notes_written_since(start) is None  # and that is remembered
+    finally:
+        first.close()
+        second.close()
+
+
+def _edit(kb: Path, line: str) -> None:
+    with (kb / "note03.md").open("a") as handle:
+        handle.write(f"\n{line}\n")
+    (kb / "note06.md").unlink(missing_ok=True)
+
+
+def _cache_bytes_and_full_build(kb: Path) -> tuple[bytes, bytes]:
+    """The current flat cache file's bytes, and faiss's serialisation of a full build."""
+    store = Store.open(index_dir_for(kb, SETTINGS, "hash"), create=False)
+    try:
+        with store.read_snapshot():
+            cached = cache_path(store, store.path.parent, centre=True, kind="flat", notes=False)
+            ids, matrix = store.all_vectors()
+            full = VectorIndex.build(ids, matrix, int(matrix.shape[1]), None)
+        return cached.read_bytes(), bytes(faiss.serialize_index(full._index))
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_the_updated_cache_file_is_the_full_builds_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool
+) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    if not kernel_copy:  # another file system, an old kernel: copied through the process
+        monkeypatch.delattr("os.copy_file_range", raising=False)
+    _edit(kb, "One more line about shards.")
+    run_indexer(kb, SETTINGS)
+    got, want = _cache_bytes_and_full_build(kb)
+    assert got == want
+
+
+def test_a_cache_of_an_unknown_layout_is_built_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    for cache in kb.joinpath(".groove").rglob("vectors-*.faiss"):
+        with cache.open("ab") as handle:
+            handle.write(b"\0" * 8)  # a layout this faiss version does not write
+    built: list[int] = []
+    real = Store.all_vectors
+
+    def counted(self: Store) -> object:
+        built.append(1)
+        return real(self)
+
+    _edit(kb, "A line about queues.")
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "all_vectors", counted)
+        run_indexer(kb, SETTINGS)
+    assert built
+    got, want = _cache_bytes_and_full_build(kb)
+    assert got == want
+
+
+def test_a_folder_that_takes_no_file_gets_the_same_index_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    _edit(kb, "A line about tokens.")
+    from pytest_groove.kb import vectors
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(vectors, "write_atomic_with", full_disk)
+        patch.setattr(Store, "all_vectors", lambda self: pytest.fail("built in full"))
+        run_indexer(kb, SETTINGS)
+        got = searches(kb, SETTINGS)  # the older cache, updated in memory
+    store = Store.open(index_dir_for(kb, SETTINGS, "hash"), create=False)
+    try:
+        current = cache_path(store, store.path.parent, centre=True, kind="flat", notes=False)
+        assert not current.is_file()
+    finally:
+        store.close()
+    for old in kb.joinpath(".groove").rglob("*vectors*"):
+        old.unlink()
+    assert searches(kb, SETTINGS) == got  # what a full build answers

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import sys
 from collections.abc import Sequence
@@ -179,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the modules a command runs are imported by now: their objects live as long as
+    # the process, so the collector stops walking them (a full collection walks every
+    # tracked object, and an eval that reads kept files builds enough to trigger a few)
+    gc.freeze()
     try:
         code = int(args.func(args))
         # inside the boundary: a report still buffered can fail here (/dev/full)

@@ -174,6 +174,12 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     """
     with searcher.read_snapshot():
         headings = searcher.headings_by_path()
+        if headings is not None:
+            # the expected documents' headings, from the snapshot the paths came from
+            # (an engine's map reads a document's headings when first asked)
+            for query in plan.golden.queries:
+                for entry in query.expected:
+                    headings.get(entry.path)
     fingerprint = build_fingerprint(plan, searcher.identity)
     picked: tuple[StoredRuns, BaselineChoice | None] | None = None
     if headings is not None:

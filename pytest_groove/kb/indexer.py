@@ -351,10 +351,9 @@ def _index_locked(
         store.conn.execute("PRAGMA shrink_memory")
         store.conn.execute(f"PRAGMA cache_size=-{READER_CACHE_KIB}")
         return_freed_memory()
-        with store.read_snapshot():
+        with store.read_snapshot():  # one state for both (they read its chunk ids once)
             _refresh_vector_caches(store, wants.vector_caches)
-        if not wants.term_table:  # the trigram table answers this configuration
-            with store.read_snapshot():
+            if not wants.term_table:  # the trigram table answers this configuration
                 refresh_word_index(store)
         # what updating them read and left: the search maps them again
         store.conn.execute("PRAGMA shrink_memory")

@@ -9,10 +9,11 @@ the index folder, and reused:
 - while the index is in the state it was scanned in (same database id and write
   generation: any write to the chunks bumps the generation), the kept answer is
   returned without reading a chunk;
-- after writes, only the documents whose chunks changed are read and scanned again.
-  A document's chunks are written all together under fresh ids (AUTOINCREMENT never
-  reuses an id) and never updated in place, so a document whose path, lowest and
-  highest chunk id and chunk count are unchanged holds exactly the chunks it held.
+- after writes, only the documents whose chunks changed are read and scanned again:
+  the index stores with each document a digest of its chunks' fields (the text the
+  scan reads, :mod:`~pytest_groove.kb.corpus_digest`), so a document whose path and
+  digest are unchanged holds exactly the text it held, and telling which changed
+  reads one small row a document.
 
 The file is named by a hash of the scan's version and its needles, so each golden
 set keeps its own; it is written to a temporary name and renamed (a reader sees a
@@ -41,8 +42,8 @@ __all__ = ["CACHE_PREFIX", "KEEP_FILES", "cached_scan", "scan_key"]
 CACHE_PREFIX = "quote-scan-"
 #: scan files kept in one index folder (one per golden set, newest first)
 KEEP_FILES = 8
-#: the layout of the file itself
-_FORMAT = 1
+#: the layout of the file itself (2: documents identified by their stored digest)
+_FORMAT = 2
 
 #: needles -> the chunks to scan -> document path -> indices of the needles it quotes
 Scan = Callable[[Iterable[ChunkText]], dict[str, set[int]]]
@@ -123,12 +124,10 @@ def _as_indices(
 
 
 def _signatures(store: Store) -> dict[str, tuple[int, str]]:
-    """Every document with chunks: path -> (document id, what identifies its chunks)."""
-    rows = store.conn.execute(
-        "SELECT d.path, d.id, min(c.id), max(c.id), count(*) FROM chunks c "
-        "JOIN documents d ON d.id = c.document_id GROUP BY d.id"
-    )
-    return {str(p): (int(i), f"{lo}:{hi}:{n}") for p, i, lo, hi, n in rows}
+    """Every document with chunks: path -> (document id, the digest of its chunks'
+    fields, the text the scan reads): one small row a document, no pass over the
+    chunks."""
+    return {path: (doc_id, digest) for path, doc_id, digest in store.document_chunk_digests()}
 
 
 def _chunks_of(store: Store, documents: dict[str, int], *, everything: bool) -> Iterator[ChunkText]:

@@ -110,20 +110,38 @@ class StoreReader(StoreConnection):
             )
         }
 
-    def note_matrix(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """Every note vector as one matrix, with its document ids (ascending)."""
+    def note_documents(self) -> npt.NDArray[np.int64]:
+        """The documents with a note vector, ascending (no vector is read)."""
+        row = self.conn.execute(
+            "SELECT group_concat(id) FROM (SELECT id FROM documents "
+            "WHERE note_embedding IS NOT NULL ORDER BY id)"
+        ).fetchone()
+        if row is None or row[0] is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.asarray(str(row[0]).split(","), dtype=np.int64)
+
+    def note_matrix(
+        self, documents: Sequence[int] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every note vector (or those of ``documents`` that have one) as one matrix,
+        with its document ids (ascending)."""
         ids: list[int] = []
-        blobs: list[bytes] = []
-        for doc_id, blob in self.conn.execute(
-            "SELECT id, note_embedding FROM documents WHERE note_embedding IS NOT NULL ORDER BY id"
-        ):
+        data = bytearray()  # the rows' bytes end to end: one copy of them, not three
+        sql = "SELECT id, note_embedding FROM documents WHERE note_embedding IS NOT NULL"
+        rows: Iterator[tuple[Any, ...]]
+        if documents is None:
+            rows = self.conn.execute(sql + " ORDER BY id")
+        else:  # ascending batches of ascending ids: the rows come in id order
+            wanted = sorted({int(d) for d in documents})
+            rows = self._rows_where_in(sql + " AND id IN ({}) ORDER BY id", wanted)
+        for doc_id, blob in rows:
             ids.append(int(doc_id))
-            blobs.append(bytes(blob))
+            data += blob
         dim = int(self.get_meta("embedding_dim") or "0")
         if not ids:
             return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
-        return np.asarray(ids, dtype=np.int64), matrix.copy()
+        matrix = np.frombuffer(data, dtype=np.float32).reshape(len(ids), -1)
+        return np.asarray(ids, dtype=np.int64), matrix
 
     def note_openings(self) -> dict[int, str]:
         """Each document's title and opening text (its note vector's script), by id."""
@@ -147,7 +165,12 @@ class StoreReader(StoreConnection):
         }
 
     def chunk_ids(self) -> npt.NDArray[np.int64]:
-        """Every chunk id, ascending (read from the primary key, no row is read)."""
+        """Every chunk id, ascending (read from the primary key, no row is read); read
+        once per read snapshot (the vector caches and the word postings both ask)."""
+        memo = self.snapshot_memo
+        if memo is not None and "chunk_ids" in memo:
+            kept: npt.NDArray[np.int64] = memo["chunk_ids"]
+            return kept.copy()
         # read from the (document, chunk order) index, which holds every id: the
         # table's own pages hold the text and embeddings, the whole index's size;
         # one string of every id, since a Python step per row costs more than reading
@@ -155,9 +178,12 @@ class StoreReader(StoreConnection):
             "SELECT group_concat(id) FROM chunks INDEXED BY idx_chunks_doc_order"
         ).fetchone()
         if row is None or row[0] is None:
-            return np.zeros(0, dtype=np.int64)
-        ids = np.asarray(str(row[0]).split(","), dtype=np.int64)
-        ids.sort()
+            ids = np.zeros(0, dtype=np.int64)
+        else:
+            ids = np.asarray(str(row[0]).split(","), dtype=np.int64)
+            ids.sort()
+        if memo is not None:
+            memo["chunk_ids"] = ids.copy()
         return ids
 
     def chunks_of_documents(self, document_ids: Sequence[int]) -> dict[int, int]:
@@ -248,6 +274,21 @@ class StoreReader(StoreConnection):
         params.append(limit)
         return [ChunkRow(*row) for row in self.conn.execute(sql, params)]
 
+    def document_ids(self) -> list[tuple[str, int]]:
+        """(path, document id) of every indexed document."""
+        return [(str(p), int(i)) for p, i in self.conn.execute("SELECT path, id FROM documents")]
+
+    def document_headings(self, doc_id: int) -> set[str | None]:
+        """The headings one document's chunks carry (None: a chunk without one, or a
+        document without chunks, as :meth:`headings_by_path` gives it)."""
+        found: set[str | None] = {
+            None if heading is None else str(heading)
+            for (heading,) in self.conn.execute(
+                "SELECT heading FROM chunks WHERE document_id = ?", (doc_id,)
+            )
+        }
+        return found or {None}
+
     def headings_by_path(self) -> dict[str, set[str | None]]:
         """Every indexed path with the headings its chunks carry (None: no heading)."""
         out: dict[str, set[str | None]] = {}
@@ -271,20 +312,8 @@ class StoreReader(StoreConnection):
         small row per document; a document without one (an index of schema 5 opened
         read-only) has it worked out from its chunks.
         """
-        pairs = [
-            (str(path), None if digest is None else str(digest), int(doc_id))
-            for doc_id, path, digest in self.conn.execute(
-                f"SELECT d.id, d.path, {self._document_digest_column()} FROM documents d"
-            )
-        ]
-        # a digest is written with a document's chunks: one without is a document
-        # without chunks (left out) or of an index from before the column
-        missing = [doc_id for _path, digest, doc_id in pairs if digest is None]
-        worked_out = self._document_digests_of(missing)
         digest = corpus_digest(
-            (path, worked_out[doc_id] if digest is None else digest)
-            for path, digest, doc_id in pairs
-            if digest is not None or doc_id in worked_out
+            (path, digest) for path, _doc_id, digest in self.document_chunk_digests()
         )
         return CorpusSnapshot(
             documents=self._scalar("SELECT count(*) FROM documents"),
@@ -292,6 +321,32 @@ class StoreReader(StoreConnection):
             digest=digest,
             digest_version=DIGEST_VERSION,
         )
+
+    def document_chunk_digests(self) -> list[tuple[str, int, str]]:
+        """(path, document id, document digest) of every document with chunks.
+
+        The digest is the one stored with the document's chunks (one small row a
+        document); a document without one (an index of schema 5 opened read-only) has
+        it worked out from its chunks.  Read once per read snapshot (the corpus
+        snapshot and the quote scan both ask).
+        """
+        memo = self.snapshot_memo
+        if memo is not None and "document_chunk_digests" in memo:
+            return list(memo["document_chunk_digests"])
+        rows: list[Any] = self.conn.execute(
+            f"SELECT d.path, d.id, {self._document_digest_column()} FROM documents d"
+        ).fetchall()
+        # a digest is written with a document's chunks: one without is a document
+        # without chunks (left out) or of an index from before the column
+        worked_out = self._document_digests_of([i for _path, i, digest in rows if digest is None])
+        out = [
+            (path, doc_id, worked_out[doc_id] if digest is None else digest)
+            for path, doc_id, digest in rows
+            if digest is not None or doc_id in worked_out
+        ]
+        if memo is not None:
+            memo["document_chunk_digests"] = out
+        return list(out)
 
     def _document_digest_column(self) -> str:
         """``d.chunk_digest``, or NULL in an index from before that column."""

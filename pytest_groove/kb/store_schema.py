@@ -189,6 +189,16 @@ class StoreConnection:
     def __init__(self, conn: apsw.Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
+        #: answers kept for the length of one read snapshot (None outside one): the
+        #: committed state cannot change under it, so a second asker reads nothing
+        self.snapshot_memo: dict[str, Any] | None = None
+        #: (generation its first write began at, generation its last write left) while
+        #: every write since the first was this connection's (None: none yet, or
+        #: another writer's came in between), and the documents whose note vector it
+        #: set or removed in them
+        self._own_writes: tuple[int, int] | None = None
+        self._writes_interleaved = False
+        self.notes_written: set[int] = set()
 
     # ------------------------------------------------------------------ opening
 
@@ -351,11 +361,40 @@ class StoreConnection:
         """One write transaction (BEGIN IMMEDIATE so writers queue up early)."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            began = self._generation_if_any()
+            if began is None or (self._own_writes is not None and self._own_writes[1] != began):
+                self._writes_interleaved = True  # not known, or another connection wrote
             yield
+            left = self._generation_if_any()
+            if began is None or left is None:
+                self._writes_interleaved = True
+            else:
+                first = began if self._own_writes is None else self._own_writes[0]
+                self._own_writes = (first, left)
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    def _generation_if_any(self) -> int | None:
+        """The generation, or None before the metadata table exists (a new index)."""
+        try:
+            return self.generation
+        except (apsw.SQLError, ValueError):
+            return None
+
+    def notes_written_since(self, generation: int) -> set[int] | None:
+        """The documents whose note vector this connection set or removed since the
+        index was at ``generation``, when every write since was this connection's and
+        the index is still where its last write left it; None when that is not known
+        (the caller compares every note vector instead).  A superset at worst: a
+        rolled-back write stays listed."""
+        if self._own_writes is None or self._writes_interleaved:
+            return None
+        first, last = self._own_writes
+        if first != generation or last != self.generation:
+            return None
+        return set(self.notes_written)
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -366,9 +405,11 @@ class StoreConnection:
         self.conn.execute("BEGIN")
         # a deferred transaction takes its snapshot at the first read
         self.conn.execute("SELECT count(*) FROM index_meta").fetchone()
+        self.snapshot_memo = {}
         try:
             yield
         finally:
+            self.snapshot_memo = None
             self.conn.execute("COMMIT")
 
     # ------------------------------------------------------------------ metadata

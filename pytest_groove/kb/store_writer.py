@@ -295,10 +295,12 @@ class StoreWriter(StoreConnection):
         if write.note_vector is not None:
             self._set_note_vector(doc_id, write.note_vector)
         elif write.drop_note:
+            self.notes_written.add(doc_id)
             self.conn.execute("UPDATE documents SET note_embedding = NULL WHERE id=?", (doc_id,))
         return doc_id
 
     def _set_note_vector(self, doc_id: int, vector: npt.NDArray[np.float32]) -> None:
+        self.notes_written.add(doc_id)
         self.conn.execute(
             "UPDATE documents SET note_embedding=? WHERE id=?",
             (np.ascontiguousarray(vector, dtype=np.float32).tobytes(), doc_id),

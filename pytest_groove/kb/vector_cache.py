@@ -27,6 +27,8 @@ import hashlib
 import os
 import re
 import stat
+import struct
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,7 @@ from pytest_groove.kb.store import Store
 __all__ = [
     "CENTRING_MIN_SHARE",
     "CacheState",
+    "FlatLayout",
     "Update",
     "cache_path",
     "centred",
@@ -114,7 +117,8 @@ def centred(
     shifted = rows - mean
     norms = np.linalg.norm(shifted, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return np.ascontiguousarray(shifted / norms, dtype=np.float32)
+    shifted /= norms  # in place: the same quotients, one matrix fewer at a time
+    return np.ascontiguousarray(shifted, dtype=np.float32)
 
 
 def centring_applies(counts: Sequence[int]) -> bool:
@@ -202,12 +206,152 @@ def state_of(
     return CacheState(names, codes, digests)
 
 
+#: a flat cache file as faiss 1.x writes an ``IndexIDMap2`` over an ``IndexFlat``: the
+#: outer and inner index headers (fourcc, d, ntotal, two unused words, is_trained,
+#: metric), the count of floats, the rows, then the count of ids and the ids
+_INDEX_HEADER = struct.Struct("<4siqqqBi")
+_COUNT = struct.Struct("<Q")
+FLAT_ROWS_AT = 2 * _INDEX_HEADER.size + _COUNT.size
+#: the inner fourcc of each metric a flat cache can have (inner product, L2)
+_FLAT_FOURCC = {0: b"IxFI", 1: b"IxF2"}
+#: bytes copied at once where the kernel cannot copy between the files itself
+_COPY_BLOCK = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FlatLayout:
+    """Where a flat cache file keeps its parts, read from (and checked against) its header."""
+
+    prefix: bytes
+    dim: int
+    ntotal: int
+
+    @property
+    def row_bytes(self) -> int:
+        return 4 * self.dim
+
+    @property
+    def ids_at(self) -> int:
+        return FLAT_ROWS_AT + self.ntotal * self.row_bytes + _COUNT.size
+
+    @classmethod
+    def read(cls, handle: BinaryIO) -> FlatLayout | None:
+        """The layout of the open cache file, None unless every part adds up."""
+        prefix = os.pread(handle.fileno(), FLAT_ROWS_AT, 0)
+        if len(prefix) != FLAT_ROWS_AT:
+            return None
+        outer = _INDEX_HEADER.unpack_from(prefix, 0)
+        inner = _INDEX_HEADER.unpack_from(prefix, _INDEX_HEADER.size)
+        (floats,) = _COUNT.unpack_from(prefix, 2 * _INDEX_HEADER.size)
+        fourcc, dim, ntotal, _, _, _, metric = outer
+        if (
+            fourcc != b"IxM2"
+            or inner[0] != _FLAT_FOURCC.get(metric)
+            or inner[1:3] != (dim, ntotal)
+            or inner[6] != metric
+            or dim <= 0
+            or ntotal < 0
+            or floats != dim * ntotal
+        ):
+            return None
+        layout = cls(prefix, dim, ntotal)
+        ids_count = os.pread(handle.fileno(), _COUNT.size, layout.ids_at - _COUNT.size)
+        size = os.fstat(handle.fileno()).st_size
+        if len(ids_count) != _COUNT.size or _COUNT.unpack(ids_count)[0] != ntotal:
+            return None
+        if size != layout.ids_at + 8 * ntotal:
+            return None
+        return layout
+
+    def ids(self, handle: BinaryIO) -> npt.NDArray[np.int64]:
+        data = os.pread(handle.fileno(), 8 * self.ntotal, self.ids_at)
+        return np.frombuffer(data, dtype="<i8").astype(np.int64)
+
+    def header_for(self, ntotal: int) -> bytes:
+        """The header of a file of this layout holding ``ntotal`` rows."""
+        out = bytearray(self.prefix)
+        for at in (0, _INDEX_HEADER.size):
+            fields = list(_INDEX_HEADER.unpack_from(out, at))
+            fields[2] = ntotal
+            _INDEX_HEADER.pack_into(out, at, *fields)
+        _COUNT.pack_into(out, 2 * _INDEX_HEADER.size, ntotal * self.dim)
+        return bytes(out)
+
+
 @dataclass
 class Update:
-    """An older cache brought to the store's current state, with its new state."""
+    """An older flat cache brought to the store's current state, with its new state.
 
-    index: faiss.Index
+    The older file's kept rows are copied file to file (the kernel copies them; no
+    row passes through this process), the new chunks' rows follow them, then the
+    ids: :meth:`write` makes the file a full build writes, byte for byte.
+    :meth:`index` makes the same index in memory, for a folder it cannot be
+    written to.
+    """
+
+    source: BinaryIO
+    layout: FlatLayout
+    #: the older file's rows the new one keeps, as (first, end) row ranges
+    kept_ranges: list[tuple[int, int]]
+    removed: npt.NDArray[np.int64]
+    added_ids: npt.NDArray[np.int64]
+    added_rows: npt.NDArray[np.float32]
+    #: the new index's ids, in row order
+    ids: npt.NDArray[np.int64]
     state: CacheState
+
+    def write(self, handle: BinaryIO) -> None:
+        handle.write(self.layout.header_for(len(self.ids)))
+        handle.flush()
+        out_fd, row = handle.fileno(), self.layout.row_bytes
+        for first, end in self.kept_ranges:
+            _copy_range(
+                self.source.fileno(), out_fd, FLAT_ROWS_AT + first * row, (end - first) * row
+            )
+        handle.write(np.ascontiguousarray(self.added_rows, dtype="<f4").tobytes())
+        handle.write(_COUNT.pack(len(self.ids)))
+        handle.write(np.ascontiguousarray(self.ids, dtype="<i8").tobytes())
+
+    def index(self) -> Any:
+        self.source.seek(0)
+        index: Any = read_cached_index(self.source, mapped=False)
+        if len(self.removed):
+            index.remove_ids(np.ascontiguousarray(self.removed))
+        if len(self.added_ids):
+            index.add_with_ids(np.ascontiguousarray(self.added_rows), self.added_ids)
+        return index
+
+    def close(self) -> None:
+        # the older file is unlinked by now: its last close frees its pages, which
+        # blocks for a while on a large file (60 ms at 100 MiB), so a thread does it
+        threading.Thread(target=self.source.close, name="groove-close-cache").start()
+
+
+def _copy_range(in_fd: int, out_fd: int, offset: int, count: int) -> None:
+    """``count`` bytes of ``in_fd`` from ``offset`` appended at ``out_fd``'s position."""
+    copy_file_range = getattr(os, "copy_file_range", None)
+    while count > 0 and copy_file_range is not None:
+        try:
+            done = copy_file_range(in_fd, out_fd, count, offset)
+        except OSError:
+            break  # not between these files (another file system, an old kernel)
+        if done <= 0:
+            break
+        offset, count = offset + done, count - done
+    while count > 0:
+        data = os.pread(in_fd, min(count, _COPY_BLOCK), offset)
+        if not data:
+            raise OSError(f"the older vector cache ended {count} bytes early")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out_fd, view) :]
+        offset, count = offset + len(data), count - len(data)
+
+
+def _ranges(kept: npt.NDArray[np.bool_]) -> list[tuple[int, int]]:
+    """The (first, end) runs of True in ``kept``."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], kept.astype(np.int8), [0]])))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
 _GENERATION = re.compile(r"-gen(\d+)-")
@@ -228,11 +372,11 @@ def _older_cache(store: Store, cache: Path, centre: bool, notes: bool) -> Path |
 
 
 def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -> Update | None:
-    """The flat index for ``cache`` made from an older generation's cache, else None.
+    """How to make the flat index for ``cache`` from an older generation's cache, else None.
 
     None when there is no older cache with its state, when it was (or now would be)
     language-centred, or when anything about it does not add up: the caller builds
-    in full.  Call inside ``store.read_snapshot()``.
+    in full.  Call inside ``store.read_snapshot()``; close the update when done.
     """
     if notes:
         # a flat note-carrying index is the chunk index's rows file (kb/note_index.py),
@@ -246,16 +390,27 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
         return None
     try:
         handle = open_cache_file(older)  # checked, never followed
-        if handle is None:
-            return None
-        with handle:
-            index: Any = read_cached_index(handle, mapped=False)  # read whole: it is updated
-    except (RuntimeError, OSError, ValueError):
+    except OSError:
         return None
-    if index.d != dim or not isinstance(index, faiss.IndexIDMap2):
+    if handle is None:
         return None
-    old_ids = faiss.vector_to_array(index.id_map).astype(np.int64)
-    if len(old_ids) != index.ntotal or np.any(np.diff(old_ids) <= 0):
+    try:
+        update = _update_from(store, handle, dim, state, centre)
+    except (OSError, ValueError, struct.error):
+        update = None
+    if update is None:
+        handle.close()
+    return update
+
+
+def _update_from(
+    store: Store, handle: BinaryIO, dim: int, state: CacheState, centre: bool
+) -> Update | None:
+    layout = FlatLayout.read(handle)
+    if layout is None or layout.dim != dim:
+        return None  # not a flat cache of this dimension (or of another faiss layout)
+    old_ids = layout.ids(handle)
+    if np.any(np.diff(old_ids) <= 0):
         return None
     # ids only (no row is read): what an update needs of every row
     current = store.chunk_ids()
@@ -272,17 +427,23 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
         names, codes = _groups_after(store, names, codes[kept], added)
         if centring_applies(np.bincount(codes, minlength=len(names)).tolist()):
             return None  # centred now: every row moves with its group's mean
-    removed = old_ids[~kept]
-    if len(removed):
-        id_map: Any = index  # faiss's Python wrapper takes an id array here
-        id_map.remove_ids(np.ascontiguousarray(removed))
+    rows = np.zeros((0, dim), dtype=np.float32)
     if len(added):
         vectors = store.vectors_for(added.tolist())
-        matrix = np.stack([vectors[int(cid)] for cid in added]).astype(np.float32)
-        index.add_with_ids(np.ascontiguousarray(matrix), added)
-    if index.ntotal != len(current):
+        rows = np.stack([vectors[int(cid)] for cid in added]).astype(np.float32)
+    ids = np.concatenate([old_ids[kept], added])
+    if len(ids) != len(current) or rows.shape != (len(added), dim):
         return None
-    return Update(index, CacheState(names, codes, None))
+    return Update(
+        handle,
+        layout,
+        _ranges(kept),
+        old_ids[~kept],
+        added,
+        rows,
+        ids,
+        CacheState(names, codes, None),
+    )
 
 
 def _groups_after(

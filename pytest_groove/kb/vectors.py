@@ -45,6 +45,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,9 +289,12 @@ class VectorIndex:
         if kind == "flat":
             update = cache_update.updated(store, cache, dim, centre=centre, notes=notes)
             if update is not None:
-                updated = cls(update.index, dim, {}, kind)
-                updated._write_cache(directory, cache, prefix, update.state)
-                return updated
+                with contextlib.closing(update):
+                    written = cls._write_update(directory, cache, prefix, update)
+                    if written is not None:
+                        return written
+                    # the folder takes no file: the same index, made in memory
+                    return cls(update.index(), dim, {}, kind)
         ids, matrix = store.all_vectors()
         groups = None
         if centre:
@@ -307,6 +311,30 @@ class VectorIndex:
         )
         built._write_cache(directory, cache, prefix, None if built.means else state)
         return built
+
+    @classmethod
+    def _write_update(
+        cls, directory: Path, cache: Path, prefix: str, update: cache_update.Update
+    ) -> VectorIndex | None:
+        """Write the updated cache and its state, then map it; None when it cannot be
+        written (or does not read back as the index the update makes)."""
+        try:
+            write_atomic_with(
+                cache_update.state_path(cache), update.state.write, mode=0o644, sync=False
+            )
+            write_atomic_with(cache, update.write, mode=0o644, sync=False)
+            handle = open_cache_file(cache)
+            if handle is None:
+                return None
+            with handle:
+                index = _read_cached_index(handle, mapped=True)
+        except (OSError, RuntimeError):
+            return None
+        written = cls(index, update.layout.dim, {}, DEFAULT_VECTOR_INDEX)
+        if written.size != len(update.ids) or not _rows_match(written, update):
+            return None
+        _drop_other_caches(directory, prefix, {cache, cache_update.state_path(cache)})
+        return written
 
     def _write_cache(
         self,
@@ -334,14 +362,7 @@ class VectorIndex:
             write_atomic_with(cache, self._write_index, mode=0o644, sync=False)
         except (OSError, RuntimeError):
             return
-        keep = {cache, means_file, state_file}
-        for old in [
-            *directory.glob(f"{prefix}*.faiss"),
-            *directory.glob(f"{prefix}*.npz"),
-        ]:
-            if old not in keep:
-                with contextlib.suppress(OSError):
-                    old.unlink()
+        _drop_other_caches(directory, prefix, {cache, means_file, state_file})
 
     def _write_index(self, handle: BinaryIO) -> None:
         """The faiss index's bytes into ``handle`` (faiss streams them through a callback)."""
@@ -378,3 +399,34 @@ class VectorIndex:
         # faiss does not promise an order among equal scores; the gate needs one
         pairs.sort(key=lambda p: (-p[0], p[1]))
         return [i for _, i in pairs]
+
+
+def _rows_match(written: VectorIndex, update: cache_update.Update) -> bool:
+    """Whether the written cache holds the update's ids, its last added row and the
+    first row it kept, as they are (a cheap check that the file came out as faiss
+    reads it)."""
+    id_map: Any = faiss.downcast_index(written._index)
+    if not isinstance(id_map, faiss.IndexIDMap2):
+        return False
+    if not np.array_equal(faiss.vector_to_array(id_map.id_map), update.ids):
+        return False
+    if len(update.added_ids):
+        last = written.vector(int(update.added_ids[-1]))
+        if last.tobytes() != np.ascontiguousarray(update.added_rows[-1]).tobytes():
+            return False
+    if update.kept_ranges:
+        first = update.kept_ranges[0][0]
+        size = update.layout.row_bytes
+        at = cache_update.FLAT_ROWS_AT + first * size
+        kept = os.pread(update.source.fileno(), size, at)
+        if written.vector(int(update.ids[0])).tobytes() != kept:
+            return False
+    return True
+
+
+def _drop_other_caches(directory: Path, prefix: str, keep: set[Path]) -> None:
+    """Remove this folder's other caches of ``prefix`` (older generations, other modes)."""
+    for old in [*directory.glob(f"{prefix}*.faiss"), *directory.glob(f"{prefix}*.npz")]:
+        if old not in keep:
+            with contextlib.suppress(OSError):
+                old.unlink()
