@@ -183,19 +183,28 @@ def test_note_rows_read_only_the_note_vectors_written_since(
         return real(self, documents)
 
     # the title only (the chunks stay as stored, the note vector is embedded anew),
-    # one body edit and one new note
+    # one body edit, one new note and one deleted
     (kb / "meta.md").write_text(
         "---\ntitle: Quorum leases\n---\n\n## Body\n\nquorum lease window\n"
     )
     with (kb / "note04.md").open("a") as handle:
         handle.write("\nAnother line about tokens.\n")
     (kb / "fresh.md").write_text("# Fresh\n\nreplica shard budget\n")
+    (kb / "note05.md").unlink()
     with monkeypatch.context() as patch:
         patch.setattr(Store, "note_matrix", counted)
         run_indexer(kb, settings)
-    assert read and all(docs is not None and len(docs) <= 3 for docs in read)
+    assert read and all(docs is not None and len(docs) <= 4 for docs in read)
     got, want = state(kb, settings, notes=True)
     assert got == want
+    store = Store.open(index_dir_for(kb, settings, "hash"), create=False)
+    try:
+        with store.read_snapshot():
+            rows = NoteRows.read(rows_path(store, store.path.parent, centre=True), 256)
+            assert rows is not None  # every note vector kept, the deleted note's gone
+            assert rows.note_docs.tolist() == store.note_matrix()[0].tolist()
+    finally:
+        store.close()
 
 
 def test_notes_written_since_is_unknown_once_another_connection_wrote(tmp_path: Path) -> None:

@@ -380,7 +380,8 @@ def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
     """
     directory, centre, kind = store.path.parent, caches.centre, caches.kind
     if not cache_path(store, directory, centre=centre, kind=kind, notes=False).is_file():
-        # made (or updated) in memory and written; dropped before anything else is made
+        # made (or updated) and written; dropped before anything else is made (a
+        # flat one stays mapped, and the note rows and the search reuse that mapping)
         VectorIndex.load_for(store, directory, centre=centre, kind=kind)
     if not caches.notes:
         return

@@ -275,19 +275,18 @@ def _notes_after(
             [common[differs], np.setdiff1d(note_docs, common, assume_unique=True)]
         )
     else:
-        note_docs = store.note_documents()
-        # a document keeps its old row unless its vector was written or it had none
-        fresh = ~np.isin(note_docs, old.note_docs, assume_unique=True)
-        fresh |= np.isin(note_docs, np.fromiter(written, np.int64, len(written)))
+        # the written documents' vectors as they are now (a deleted one has none), the
+        # others' as ``old`` holds them: no other vector can have changed
+        written_docs = np.fromiter(sorted(written), np.int64, len(written))
+        fresh_docs, vectors = store.note_matrix(written_docs.tolist())
+        untouched = ~np.isin(old.note_docs, written_docs)
+        note_docs = np.union1d(old.note_docs[untouched], fresh_docs)
+        fresh = np.isin(note_docs, fresh_docs)
         notes = np.empty((len(note_docs), dim), dtype=np.float32)
         kept = np.flatnonzero(~fresh)
         for start in range(0, len(kept), _BLOCK_ROWS):
             block = kept[start : start + _BLOCK_ROWS]
             notes[block] = old.notes[np.searchsorted(old.note_docs, note_docs[block])]
-        fresh_docs = note_docs[fresh]
-        read_docs, vectors = store.note_matrix(fresh_docs.tolist())
-        if not np.array_equal(read_docs, fresh_docs):
-            return _notes_after(store, old, dim, None)  # not what the list said: read all
         if len(fresh_docs):
             notes[fresh] = centred(vectors, np.zeros(dim, np.float32))
     gone = np.setdiff1d(old.note_docs, note_docs, assume_unique=True)

@@ -42,8 +42,11 @@ __all__ = ["CACHE_PREFIX", "KEEP_FILES", "cached_scan", "scan_key"]
 CACHE_PREFIX = "quote-scan-"
 #: scan files kept in one index folder (one per golden set, newest first)
 KEEP_FILES = 8
-#: the layout of the file itself (2: documents identified by their stored digest)
-_FORMAT = 2
+#: the layout of the file itself (3: documents identified by their stored digest,
+#: every path in one list and every signature in one string, quotes listed sparsely)
+_FORMAT = 3
+#: hex characters of a document's digest kept as its signature (64 bits)
+_SIGNATURE_CHARS = 16
 
 #: needles -> the chunks to scan -> document path -> indices of the needles it quotes
 Scan = Callable[[Iterable[ChunkText]], dict[str, set[int]]]
@@ -62,8 +65,19 @@ def scan_key(version: str, needles: Sequence[str]) -> str:
 class _Kept:
     index_id: str
     generation: int
-    #: path -> (chunk signature, sorted needle texts it quotes)
-    documents: dict[str, tuple[str, tuple[str, ...]]]
+    #: every scanned document, and its signature (:data:`_SIGNATURE_CHARS` hex
+    #: characters of its stored digest) at the same place in one string
+    paths: list[str]
+    signatures: str
+    #: path -> the sorted needle texts it quotes (a document quoting none is left out)
+    quoted: dict[str, tuple[str, ...]]
+
+    def signature_by_path(self) -> dict[str, str]:
+        width = _SIGNATURE_CHARS
+        return {
+            doc_path: self.signatures[at * width : (at + 1) * width]
+            for at, doc_path in enumerate(self.paths)
+        }
 
 
 def cached_scan(
@@ -92,42 +106,44 @@ def _cached_scan(
     if kept is not None and (kept.index_id, kept.generation) == (index_id, generation):
         with contextlib.suppress(OSError):
             os.utime(path)  # in use: the last file another golden set's scan drops
-        return _as_indices(kept.documents, needles)
+        return _as_indices(kept.quoted, needles)
     signatures = _signatures(store)
-    documents: dict[str, tuple[str, tuple[str, ...]]] = {}
+    old = {} if kept is None else kept.signature_by_path()
+    quoted: dict[str, tuple[str, ...]] = {}
     stale: dict[str, int] = {}
     for doc_path, (doc_id, signature) in signatures.items():
-        old = None if kept is None else kept.documents.get(doc_path)
-        if old is not None and old[0] == signature:
-            documents[doc_path] = old
+        if old.get(doc_path) == signature:
+            if kept is not None and doc_path in kept.quoted:
+                quoted[doc_path] = kept.quoted[doc_path]
         else:
             stale[doc_path] = doc_id
     found = scan(_chunks_of(store, stale, everything=len(stale) == len(signatures)))
     for doc_path in stale:
-        quoted = tuple(sorted({needles[i] for i in found.get(doc_path, ())}))
-        documents[doc_path] = (signatures[doc_path][1], quoted)
-    _write(path, key, _Kept(index_id, generation, documents))
-    return _as_indices(documents, needles)
+        texts = tuple(sorted({needles[i] for i in found.get(doc_path, ())}))
+        if texts:
+            quoted[doc_path] = texts
+    paths = list(signatures)
+    joined = "".join(signatures[doc_path][1] for doc_path in paths)
+    _write(path, key, _Kept(index_id, generation, paths, joined, quoted))
+    return _as_indices(quoted, needles)
 
 
-def _as_indices(
-    documents: dict[str, tuple[str, tuple[str, ...]]], needles: Sequence[str]
-) -> dict[str, set[int]]:
+def _as_indices(quoted: dict[str, tuple[str, ...]], needles: Sequence[str]) -> dict[str, set[int]]:
     positions: dict[str, int] = {}
     for position, text in enumerate(needles):
         positions.setdefault(text, position)
-    return {
-        doc_path: {positions[text] for text in quoted}
-        for doc_path, (_, quoted) in documents.items()
-        if quoted
-    }
+    return {doc_path: {positions[text] for text in texts} for doc_path, texts in quoted.items()}
 
 
 def _signatures(store: Store) -> dict[str, tuple[int, str]]:
-    """Every document with chunks: path -> (document id, the digest of its chunks'
-    fields, the text the scan reads): one small row a document, no pass over the
-    chunks."""
-    return {path: (doc_id, digest) for path, doc_id, digest in store.document_chunk_digests()}
+    """Every document with chunks: path -> (document id, its signature: the first
+    :data:`_SIGNATURE_CHARS` hex characters of the digest of its chunks' fields, the
+    text the scan reads): one small row a document, no pass over the chunks."""
+    width = _SIGNATURE_CHARS
+    return {
+        doc_path: (doc_id, digest[:width].ljust(width, "-"))
+        for doc_path, doc_id, digest in store.document_chunk_digests()
+    }
 
 
 def _chunks_of(store: Store, documents: dict[str, int], *, everything: bool) -> Iterator[ChunkText]:
@@ -149,11 +165,15 @@ def _read(path: Path, key: str) -> _Kept | None:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
         if data["format"] != _FORMAT or data["key"] != key:
             return None
-        documents = {
-            str(doc_path): (str(signature), tuple(str(t) for t in quoted))
-            for doc_path, (signature, quoted) in data["documents"].items()
+        paths = [str(doc_path) for doc_path in data["paths"]]
+        signatures = data["signatures"]
+        if not isinstance(signatures, str) or len(signatures) != _SIGNATURE_CHARS * len(paths):
+            return None
+        quoted = {
+            str(doc_path): tuple(str(text) for text in texts)
+            for doc_path, texts in data["quoted"].items()
         }
-        return _Kept(str(data["index_id"]), int(data["generation"]), documents)
+        return _Kept(str(data["index_id"]), int(data["generation"]), paths, signatures, quoted)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # missing or damaged: scanned again and rewritten
 
@@ -164,7 +184,9 @@ def _write(path: Path, key: str, kept: _Kept) -> None:
         "key": key,
         "index_id": kept.index_id,
         "generation": kept.generation,
-        "documents": {p: [sig, list(quoted)] for p, (sig, quoted) in kept.documents.items()},
+        "paths": kept.paths,
+        "signatures": kept.signatures,
+        "quoted": {doc_path: list(texts) for doc_path, texts in kept.quoted.items()},
     }
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

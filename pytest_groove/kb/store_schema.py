@@ -257,6 +257,7 @@ class StoreConnection:
                         store.set_meta(TERM_TABLE_META, "kept")
                     add_document_digests(conn)
                     store.set_meta("schema_version", str(SCHEMA_VERSION))
+                store.forget_own_writes()  # an upgrade's writes are not listed one by one
             elif (version, chunker := store._chunker_version()) != (
                 SCHEMA_VERSION,
                 CHUNKER_VERSION,
@@ -376,6 +377,11 @@ class StoreConnection:
             raise
         self.conn.execute("COMMIT")
 
+    def forget_own_writes(self) -> None:
+        """From here on, what this connection wrote is not known document by document
+        (a wipe, an upgrade): :meth:`notes_written_since` answers None."""
+        self._writes_interleaved = True
+
     def _generation_if_any(self) -> int | None:
         """The generation, or None before the metadata table exists (a new index)."""
         try:
@@ -384,11 +390,11 @@ class StoreConnection:
             return None
 
     def notes_written_since(self, generation: int) -> set[int] | None:
-        """The documents whose note vector this connection set or removed since the
-        index was at ``generation``, when every write since was this connection's and
-        the index is still where its last write left it; None when that is not known
-        (the caller compares every note vector instead).  A superset at worst: a
-        rolled-back write stays listed."""
+        """The documents whose note vector this connection set or removed (their own
+        or by deleting the document) since the index was at ``generation``, when every
+        write since was this connection's and the index is still where its last write
+        left it; None when that is not known (the caller compares every note vector
+        instead).  A superset at worst: a rolled-back write stays listed."""
         if self._own_writes is None or self._writes_interleaved:
             return None
         first, last = self._own_writes

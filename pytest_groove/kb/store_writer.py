@@ -133,6 +133,7 @@ class StoreWriter(StoreConnection):
                 self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
             self.conn.execute("DELETE FROM chunks")
             self.conn.execute("DELETE FROM documents")
+            self.forget_own_writes()
             # with no rows, "kept" (every row has it) and "off" are both true already
             self.set_meta(TERM_TABLE_META, "kept" if term_table else "off")
             self.set_meta(NOTE_VECTORS_META, "kept" if note_vectors else "off")
@@ -335,6 +336,7 @@ class StoreWriter(StoreConnection):
                 if row is None:
                     continue
                 self._delete_document_rows(int(row[0]))
+                self.notes_written.add(int(row[0]))  # its note vector goes with it
                 self.conn.execute("DELETE FROM documents WHERE id=?", (int(row[0]),))
             self._bump_generation()
 

@@ -272,6 +272,9 @@ class VectorIndex:
         prefix = NOTES_CACHE_PREFIX if notes else CACHE_PREFIX
         cache = cache_path(store, directory, centre=centre, kind=kind, notes=notes)
         means_file = cache.with_suffix(".npz")
+        mapped = _mapped_earlier(cache)
+        if mapped is not None and mapped.dimension == dim and mapped.size == store.counts()[1]:
+            return mapped
         try:
             cached = open_cache_file(cache)
             if cached is not None:
@@ -283,7 +286,10 @@ class VectorIndex:
                     with saved_means, np.load(saved_means, allow_pickle=False) as saved:
                         means = {str(k): np.asarray(saved[k], dtype=np.float32) for k in saved}
                 if index.d == dim and index.ntotal == store.counts()[1]:
-                    return cls(index, dim, means, kind)
+                    loaded = cls(index, dim, means, kind)
+                    if kind == "flat":
+                        _remember_mapped(cache, loaded)
+                    return loaded
         except (RuntimeError, OSError, ValueError):
             pass  # a damaged cache (or a link, a pipe in its place) is rebuilt below
         if kind == "flat":
@@ -334,6 +340,7 @@ class VectorIndex:
         if written.size != len(update.ids) or not _rows_match(written, update):
             return None
         _drop_other_caches(directory, prefix, {cache, cache_update.state_path(cache)})
+        _remember_mapped(cache, written)
         return written
 
     def _write_cache(
@@ -399,6 +406,37 @@ class VectorIndex:
         # faiss does not promise an order among equal scores; the gate needs one
         pairs.sort(key=lambda p: (-p[0], p[1]))
         return [i for _, i in pairs]
+
+
+#: the flat cache this process mapped last, as (path, its identity, the index): the
+#: indexer's refresh, the note rows and the search after it map one file once
+_MAPPED: list[tuple[Path, tuple[int, int, int, int], VectorIndex]] = []
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _mapped_earlier(cache: Path) -> VectorIndex | None:
+    """The index this process mapped from ``cache``, while the file is still that one
+    (same device, inode, size and time: a cache is replaced by rename, never
+    rewritten in place)."""
+    if _MAPPED:
+        path, identity, index = _MAPPED[0]
+        if path == cache and identity == _identity(cache):
+            return index
+    return None
+
+
+def _remember_mapped(cache: Path, index: VectorIndex) -> None:
+    _MAPPED.clear()
+    identity = _identity(cache)
+    if identity is not None:
+        _MAPPED.append((cache, identity, index))
 
 
 def _rows_match(written: VectorIndex, update: cache_update.Update) -> bool:
