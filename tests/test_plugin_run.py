@@ -581,3 +581,13 @@ def test_every_golden_item_skipped_by_a_conftest_says_so(project: Project) -> No
     assert "groove: no golden query ran (0 of 4); the retrieval gate did not run" in (
         result.stdout.lines
     )
+
+
+def test_an_in_process_run_leaves_the_collector_as_it_found_it(project: Project) -> None:
+    import gc
+
+    frozen_before = gc.get_freeze_count()
+    result = project.run()
+    result.assert_outcomes(passed=4)
+    # the objects frozen while the evaluation ran are given back to the collector
+    assert gc.get_freeze_count() == frozen_before

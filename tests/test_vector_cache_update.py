@@ -318,3 +318,27 @@ def test_a_folder_that_takes_no_file_gets_the_same_index_in_memory(
     for old in kb.joinpath(".groove").rglob("*vectors*"):
         old.unlink()
     assert searches(kb, SETTINGS) == got  # what a full build answers
+
+
+def test_an_update_that_fails_midway_is_built_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    _edit(kb, "A line about windows.")
+    from pytest_groove.kb import vector_cache
+
+    def cut_short(*args: object) -> None:
+        raise OSError("the older vector cache ended 4096 bytes early")
+
+    def unreadable(self: object) -> None:
+        raise RuntimeError("Error in faiss::read_index: unexpected end of file")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(vector_cache, "_copy_range", cut_short)
+        patch.setattr(vector_cache.Update, "index", unreadable)
+        run_indexer(kb, SETTINGS)  # no traceback: the cache is built from the store
+    got, want = _cache_bytes_and_full_build(kb)
+    assert got == want
+    assert not list(kb.joinpath(".groove").rglob("*.tmp"))  # no half-written file left

@@ -300,7 +300,11 @@ class VectorIndex:
                     if written is not None:
                         return written
                     # the folder takes no file: the same index, made in memory
-                    return cls(update.index(), dim, {}, kind)
+                    with contextlib.suppress(RuntimeError, OSError, ValueError):
+                        index = update.index()
+                        if index.ntotal == len(update.ids):
+                            return cls(index, dim, {}, kind)
+                # the older file changed under the update: built in full below
         ids, matrix = store.all_vectors()
         groups = None
         if centre:

@@ -20,6 +20,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -122,6 +123,8 @@ class ProcessRunner:
         #: how a worker's evaluation is made at its first query (None: begin here)
         self.worker_evaluation: Callable[[Searcher], Evaluation] | None = None
         self._embedded: set[str] = set()
+        #: whether :meth:`_open_searcher` froze the collector (undone at unconfigure)
+        self._collector_frozen = False
 
     # ------------------------------------------------------------------ the searcher
 
@@ -151,6 +154,13 @@ class ProcessRunner:
         ``--groove-no-reindex``; a worker (``quiet``) opens the index as the controller
         left it, with no log and no progress bar (its output would interleave).
         """
+        if not self._collector_frozen:
+            # what is alive now (pytest, the plugins, the collected tests) outlives the
+            # evaluation: while it loads a model and reads the index, the collector's
+            # full passes skip it (each walks every tracked object; at the README's
+            # run they were a tenth of its time); given back at unconfigure
+            gc.freeze()
+            self._collector_frozen = True
         run = self.plan.options
         if run.retriever_name is not None and (
             run.retriever is not None or self.config.hook.pytest_groove_retriever.get_hookimpls()
@@ -338,7 +348,12 @@ class ProcessRunner:
                 setattr(report, REPORT_RESULT, item.groove_result.to_json())
         return report
 
+    @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # last: pytest's own unconfigure collects garbage, which skips what is frozen
         if self.searcher is not None:
             self.searcher.close()
             self.searcher = None
+        if self._collector_frozen:
+            gc.unfreeze()
+            self._collector_frozen = False
