@@ -33,7 +33,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +46,13 @@ from pytest_groove.config import DEFAULT_VECTOR_INDEX
 from pytest_groove.files.atomic import write_atomic_with
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
-from pytest_groove.kb.vector_cache import NOTES_CACHE_PREFIX, cache_path, centred, open_cache_file
+from pytest_groove.kb.vector_cache import (
+    NOTES_CACHE_PREFIX,
+    cache_path,
+    centred,
+    file_identity,
+    open_cache_file,
+)
 from pytest_groove.kb.vectors import Means, VectorIndex, one_faiss_thread
 
 __all__ = ["ROWS_SUFFIX", "NoteCarryingIndex", "NoteRows", "note_index_for", "rows_path"]
@@ -406,20 +411,16 @@ def _older_rows(store: Store, path: Path) -> Path | None:
 _WRITTEN: list[tuple[Path, tuple[int, int, int, int], NoteRows]] = []
 
 
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
 def _read_rows(path: Path, dim: int) -> NoteRows | None:
     """The rows file at ``path``: the rows this process wrote there if the file is still
     that one (same device, inode, size and time), else read."""
     if _WRITTEN:
         written_path, identity, rows = _WRITTEN[0]
-        if written_path == path and identity == _identity(path) and rows.notes.shape[1:] == (dim,):
+        if (
+            written_path == path
+            and identity == file_identity(path)
+            and rows.notes.shape[1:] == (dim,)
+        ):
             return rows
     return NoteRows.read(path, dim)
 
@@ -432,7 +433,7 @@ def _write(path: Path, rows: NoteRows) -> None:
         write_atomic_with(path, rows.write, mode=0o644, sync=False)
     except OSError:
         return
-    identity = _identity(path)
+    identity = file_identity(path)
     if identity is not None:
         _WRITTEN.append((path, identity, rows))
     for old in path.parent.glob(f"{NOTES_CACHE_PREFIX}*"):

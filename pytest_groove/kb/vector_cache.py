@@ -50,6 +50,7 @@ __all__ = [
     "cache_path",
     "centred",
     "centring_applies",
+    "file_identity",
     "state_of",
     "state_path",
     "updated",
@@ -79,6 +80,17 @@ def read_cached_index(handle: BinaryIO, *, mapped: bool) -> Any:
         return faiss.read_index(f"/proc/self/fd/{handle.fileno()}", faiss.IO_FLAG_MMAP_IFC)
     reader = faiss.PyCallbackIOReader(handle.read)  # type: ignore[attr-defined]
     return faiss.read_index(reader)
+
+
+def file_identity(path: Path) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, modification time) of ``path`` itself (a link is not
+    followed), None when it cannot be looked at: a cache file replaced by rename gets
+    another inode, so a kept copy of one is still that file while this is unchanged."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def open_cache_file(path: Path) -> BinaryIO | None:

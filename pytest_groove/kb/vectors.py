@@ -63,7 +63,7 @@ from pytest_groove.kb.store import Store
 from pytest_groove.kb.vector_cache import CACHE_PREFIX as CACHE_PREFIX
 from pytest_groove.kb.vector_cache import CENTRING_MIN_SHARE as CENTRING_MIN_SHARE
 from pytest_groove.kb.vector_cache import NOTES_CACHE_PREFIX as NOTES_CACHE_PREFIX
-from pytest_groove.kb.vector_cache import cache_path
+from pytest_groove.kb.vector_cache import cache_path, file_identity
 from pytest_groove.kb.vector_cache import centred as _centred
 from pytest_groove.kb.vector_cache import open_cache_file as open_cache_file
 from pytest_groove.kb.vector_cache import read_cached_index as _read_cached_index
@@ -417,28 +417,20 @@ class VectorIndex:
 _MAPPED: list[tuple[Path, tuple[int, int, int, int], VectorIndex]] = []
 
 
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
 def _mapped_earlier(cache: Path) -> VectorIndex | None:
     """The index this process mapped from ``cache``, while the file is still that one
     (same device, inode, size and time: a cache is replaced by rename, never
     rewritten in place)."""
     if _MAPPED:
         path, identity, index = _MAPPED[0]
-        if path == cache and identity == _identity(cache):
+        if path == cache and identity == file_identity(cache):
             return index
     return None
 
 
 def _remember_mapped(cache: Path, index: VectorIndex) -> None:
     _MAPPED.clear()
-    identity = _identity(cache)
+    identity = file_identity(cache)
     if identity is not None:
         _MAPPED.append((cache, identity, index))
 
