@@ -3,6 +3,7 @@ unchanged index read once, and after edits only the changed documents read again
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -174,6 +175,29 @@ def test_a_damaged_scan_file_is_scanned_again_and_rewritten(kb: Path, damage: st
     cache.write_text(damage, encoding="utf-8")
     assert _both(kb, RESULTS)[0] == first
     assert cache.read_text(encoding="utf-8") != damage
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("quoted", {"notes/a.md": "a string, not a list"}),
+        ("quoted", {"notes/a.md": ["no golden query says this"]}),
+        ("quoted", ["not", "a", "mapping"]),
+        ("paths", "one string"),
+        ("paths", [1, 2]),
+        ("signatures", ["not", "a", "string"]),
+    ],
+)
+def test_a_kept_scan_of_the_right_state_but_wrong_shape_is_scanned_again(
+    kb: Path, field: str, value: object
+) -> None:
+    first, _ = _both(kb, RESULTS)
+    index_dir = default_index_dir(kb, model_slug("hash"))
+    (cache,) = index_dir.glob(f"{quote_cache.CACHE_PREFIX}*.json")
+    data = json.loads(cache.read_text(encoding="utf-8"))
+    data[field] = value  # the index state it names is still the current one
+    cache.write_text(json.dumps(data), encoding="utf-8")
+    assert _both(kb, RESULTS)[0] == first
 
 
 def test_an_unwritable_index_folder_still_gives_the_findings(

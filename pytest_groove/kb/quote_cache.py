@@ -102,7 +102,7 @@ def _cached_scan(
     key = scan_key(version, needles)
     path = store.path.parent / f"{CACHE_PREFIX}{key[:32]}.json"
     index_id, generation = store.index_id, store.generation
-    kept = _read(path, key)
+    kept = _read(path, key, set(needles))
     if kept is not None and (kept.index_id, kept.generation) == (index_id, generation):
         with contextlib.suppress(OSError):
             os.utime(path)  # in use: the last file another golden set's scan drops
@@ -160,20 +160,29 @@ def _chunks_of(store: Store, documents: dict[str, int], *, everything: bool) -> 
             yield ChunkText(doc_path, int(index), heading, context, str(content))
 
 
-def _read(path: Path, key: str) -> _Kept | None:
+def _read(path: Path, key: str, needles: set[str]) -> _Kept | None:
+    """The kept scan at ``path``; None when missing, of another key, or damaged in any
+    way (anything but lists of strings where they belong, a quote that is none of
+    ``needles``): then it is scanned again and rewritten."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
         if data["format"] != _FORMAT or data["key"] != key:
             return None
-        paths = [str(doc_path) for doc_path in data["paths"]]
-        signatures = data["signatures"]
-        if not isinstance(signatures, str) or len(signatures) != _SIGNATURE_CHARS * len(paths):
+        paths, signatures, quoted = data["paths"], data["signatures"], data["quoted"]
+        if not (
+            isinstance(paths, list)
+            and all(isinstance(doc_path, str) for doc_path in paths)
+            and isinstance(signatures, str)
+            and len(signatures) == _SIGNATURE_CHARS * len(paths)
+            and isinstance(quoted, dict)
+            and all(
+                isinstance(texts, list) and all(text in needles for text in texts)
+                for texts in quoted.values()
+            )
+        ):
             return None
-        quoted = {
-            str(doc_path): tuple(str(text) for text in texts)
-            for doc_path, texts in data["quoted"].items()
-        }
-        return _Kept(str(data["index_id"]), int(data["generation"]), paths, signatures, quoted)
+        kept = {str(doc_path): tuple(texts) for doc_path, texts in quoted.items()}
+        return _Kept(str(data["index_id"]), int(data["generation"]), paths, signatures, kept)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # missing or damaged: scanned again and rewritten
 
