@@ -13,6 +13,8 @@ from typing import Any
 import faiss
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_groove.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.engine import index_dir_for, open_engine, run_indexer
@@ -342,3 +344,45 @@ def test_an_update_that_fails_midway_is_built_in_full(
     got, want = _cache_bytes_and_full_build(kb)
     assert got == want
     assert not list(kb.joinpath(".groove").rglob("*.tmp"))  # no half-written file left
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["append", "delete", "add", "retitle", "duplicate"]),
+            st.integers(min_value=0, max_value=11),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_edits_leave_the_caches_a_full_build_would_make(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int]]
+) -> None:
+    settings_ = replace(SETTINGS, search=SearchSettings(note_order=True))
+    kb = tmp_path_factory.mktemp("kb")
+    write_kb(kb, docs=8)
+    run_indexer(kb, settings_)
+    for number, (step, which) in enumerate(steps):
+        notes = sorted(kb.glob("*.md"))
+        target = notes[which % len(notes)]
+        if step == "append":
+            with target.open("a") as handle:
+                handle.write(f"\nOne more line {number} about {WORDS[which]}.\n")
+        elif step == "delete" and len(notes) > 1:
+            target.unlink()
+        elif step == "add":
+            (kb / f"new{number}.md").write_text(f"# New {number}\n\n{WORDS[which]} quorum\n")
+        elif step == "retitle":
+            text = target.read_text()
+            target.write_text(text.replace("# ", f"# Renamed {number} ", 1))
+        else:  # a second copy of a note: exact ties between its chunks and the original's
+            (kb / f"copy{number}.md").write_text(target.read_text())
+        run_indexer(kb, settings_)
+        got, want = _cache_bytes_and_full_build(kb)
+        assert got == want
+        rows_got, rows_want = state(kb, settings_, notes=True)
+        assert rows_got == rows_want
