@@ -89,6 +89,10 @@ def activate(config: pytest.Config, options: PluginOptions) -> ProcessRunner:
     except GrooveError as exc:
         raise usage_error(exc) from None
     config.stash[RUNNER_KEY] = runner
+    # registered now, from this plugin's first-run configure: cleanups run last-in
+    # first-out, so the collector is given back after pytest's own last collections
+    # (which skip what is frozen) rather than before them
+    config.add_cleanup(runner.thaw_collector)
     config.pluginmanager.register(runner, RUNNER_NAME)
     config.pluginmanager.register(
         GoldenCollector(runner.golden_path, runner.plan.golden, runner), COLLECTOR_NAME
@@ -123,7 +127,7 @@ class ProcessRunner:
         #: how a worker's evaluation is made at its first query (None: begin here)
         self.worker_evaluation: Callable[[Searcher], Evaluation] | None = None
         self._embedded: set[str] = set()
-        #: whether :meth:`_open_searcher` froze the collector (undone at unconfigure)
+        #: whether :meth:`_open_searcher` froze the collector (undone at the config's cleanup)
         self._collector_frozen = False
 
     # ------------------------------------------------------------------ the searcher
@@ -158,7 +162,7 @@ class ProcessRunner:
             # what is alive now (pytest, the plugins, the collected tests) outlives the
             # evaluation: while it loads a model and reads the index, the collector's
             # full passes skip it (each walks every tracked object; at the README's
-            # run they were a tenth of its time); given back at unconfigure
+            # run they were a tenth of its time); given back by thaw_collector
             gc.freeze()
             self._collector_frozen = True
         run = self.plan.options
@@ -348,12 +352,13 @@ class ProcessRunner:
                 setattr(report, REPORT_RESULT, item.groove_result.to_json())
         return report
 
-    @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        # last: pytest's own unconfigure collects garbage, which skips what is frozen
         if self.searcher is not None:
             self.searcher.close()
             self.searcher = None
+
+    def thaw_collector(self) -> None:
+        """Give the objects frozen at :meth:`_open_searcher` back to the collector."""
         if self._collector_frozen:
             gc.unfreeze()
             self._collector_frozen = False
