@@ -96,3 +96,16 @@ def test_unknown_model_is_clear(tmp_path: Path) -> None:
     out = groove("index", "--kb-path", str(kb), "--model", "no-such-model")
     assert out.returncode != 0
     assert out.stderr.startswith("Error:") and "no-such-model" in out.stderr
+
+
+def test_an_in_process_command_leaves_the_collector_as_it_found_it(
+    kb_eval_copy: Path, tmp_path: Path
+) -> None:
+    import gc
+
+    frozen_before = gc.get_freeze_count()
+    kb = str(kb_eval_copy)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    assert groove("search", "--kb-path", str(tmp_path), "--model", "hash", "q").returncode == 1
+    # what the command froze after its imports is given back, after success and error
+    assert gc.get_freeze_count() == frozen_before

@@ -182,8 +182,11 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     # the modules a command runs are imported by now: their objects live as long as
     # the process, so the collector stops walking them (a full collection walks every
-    # tracked object, and an eval that reads kept files builds enough to trigger a few)
-    gc.freeze()
+    # tracked object, and an eval that reads kept files builds enough to trigger a few);
+    # left alone when the caller froze some already (the freeze does not nest)
+    freezes = gc.get_freeze_count() == 0
+    if freezes:
+        gc.freeze()
     try:
         code = int(args.func(args))
         # inside the boundary: a report still buffered can fail here (/dev/full)
@@ -194,6 +197,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         _report("interrupted")
         return 130
+    finally:
+        # a caller that goes on in this process (a test, a tool calling main()) gets
+        # its collector back as it was
+        if freezes:
+            gc.unfreeze()
     return code
 
 

@@ -158,7 +158,7 @@ class ProcessRunner:
         ``--groove-no-reindex``; a worker (``quiet``) opens the index as the controller
         left it, with no log and no progress bar (its output would interleave).
         """
-        if not self._collector_frozen:
+        if not self._collector_frozen and gc.get_freeze_count() == 0:  # does not nest
             # what is alive now (pytest, the plugins, the collected tests) outlives the
             # evaluation: while it loads a model and reads the index, the collector's
             # full passes skip it (each walks every tracked object; at the README's
