@@ -5,10 +5,14 @@ and write generation, so any write makes it stale.  Rebuilding it reads every st
 embedding and holds the whole matrix twice, which made the first search after a
 one-line edit of a large KB slower and larger than every later one.  So a flat cache
 of an older generation is *updated* instead: the rows of chunks that are gone are
-removed and the new chunks' rows are added.  (The flat note-carrying index is not a
+left out and the new chunks' rows are added.  The new file is written from the old
+one without reading it into memory: its header says where the rows and ids lie
+(:class:`FlatLayout`, checked against the file's size), the kept rows are copied by
+the kernel file to file, and the new rows and the ids follow (:class:`Update`); a
+file of any other layout is built in full.  (The flat note-carrying index is not a
 faiss index of its own: :mod:`pytest_groove.kb.note_index` keeps and updates it.)
 
-The result is the index a full build would make, row for row, in the same order:
+The result is the file a full build would write, byte for byte, rows in the same order:
 chunk ids are AUTOINCREMENT (never reused, every new one above every old one) and a
 stored chunk's embedding never changes, so the updated index holds the same vectors
 in id order, and faiss's ranking (ties included) is the same.  Two cases are always
