@@ -33,7 +33,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -48,9 +47,10 @@ from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vector_cache import (
     NOTES_CACHE_PREFIX,
+    KeptCopy,
     cache_path,
     centred,
-    file_identity,
+    older_generation,
     open_cache_file,
 )
 from pytest_groove.kb.vectors import Means, VectorIndex, one_faiss_thread
@@ -389,53 +389,29 @@ def _inner_products(
     return out
 
 
-_GENERATION = re.compile(r"-gen(\d+)-")
-
-
-def _older_rows(store: Store, path: Path) -> Path | None:
-    """The newest rows file of an earlier generation of this index and mode."""
-    pattern = _GENERATION.sub("-gen*-", path.name, count=1)
-    best: tuple[int, Path] | None = None
-    for candidate in path.parent.glob(pattern):
-        match = _GENERATION.search(candidate.name)
-        if match is None or candidate == path:
-            continue
-        generation = int(match.group(1))
-        if generation < store.generation and (best is None or generation > best[0]):
-            best = (generation, candidate)
-    return None if best is None else best[1]
-
-
-#: the rows file this process wrote last, as (path, its identity, the rows): the
-#: search right after the indexer's refresh reads them from here, not the file again
-_WRITTEN: list[tuple[Path, tuple[int, int, int, int], NoteRows]] = []
+#: the rows file this process wrote last: the search right after the indexer's
+#: refresh takes the rows from here, not from the file again
+_WRITTEN: KeptCopy[NoteRows] = KeptCopy()
 
 
 def _read_rows(path: Path, dim: int) -> NoteRows | None:
-    """The rows file at ``path``: the rows this process wrote there if the file is still
-    that one (same device, inode, size and time), else read."""
-    if _WRITTEN:
-        written_path, identity, rows = _WRITTEN[0]
-        if (
-            written_path == path
-            and identity == file_identity(path)
-            and rows.notes.shape[1:] == (dim,)
-        ):
-            return rows
+    """The rows file at ``path``: the rows this process wrote there while the file is
+    still that one, else read."""
+    rows = _WRITTEN.get(path)
+    if rows is not None and rows.notes.shape[1:] == (dim,):
+        return rows
     return NoteRows.read(path, dim)
 
 
 def _write(path: Path, rows: NoteRows) -> None:
     """Write the rows file (an optimisation: a failure costs a rebuild next time) and drop
     every other note-carrying cache of this folder."""
-    _WRITTEN.clear()
+    _WRITTEN.forget()
     try:
         write_atomic_with(path, rows.write, mode=0o644, sync=False)
     except OSError:
         return
-    identity = file_identity(path)
-    if identity is not None:
-        _WRITTEN.append((path, identity, rows))
+    _WRITTEN.keep(path, rows)
     for old in path.parent.glob(f"{NOTES_CACHE_PREFIX}*"):
         if old != path and old.suffix in (".faiss", ".npz"):
             with contextlib.suppress(OSError):
@@ -458,12 +434,12 @@ def note_index_for(
     ):
         return NoteCarryingIndex(plain, rows)
     rows = None
-    older = _older_rows(store, path)
+    older = older_generation(path, store.generation)
     if older is not None:
-        kept = NoteRows.read(older, plain.dimension)
-        match = _GENERATION.search(older.name)
-        if kept is not None and match is not None:
-            written = store.notes_written_since(int(match.group(1)))
+        generation, older_path = older
+        kept = NoteRows.read(older_path, plain.dimension)
+        if kept is not None:
+            written = store.notes_written_since(generation)
             rows = updated_rows(store, plain, kept, written)
     if rows is None:
         rows = build_rows(store, plain)

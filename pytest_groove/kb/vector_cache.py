@@ -36,7 +36,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import faiss
 import numpy as np
@@ -50,15 +50,19 @@ __all__ = [
     "CENTRING_MIN_SHARE",
     "CacheState",
     "FlatLayout",
+    "KeptCopy",
     "Update",
     "cache_path",
     "centred",
     "centring_applies",
     "file_identity",
+    "older_generation",
     "state_of",
     "state_path",
     "updated",
 ]
+
+T = TypeVar("T")
 
 #: a cache file larger than this is not read (a flat index of 1M 1024-dim vectors is 4 GiB)
 CACHE_FILE_CAP = 16 * 1024**3
@@ -373,18 +377,43 @@ def _ranges(kept: npt.NDArray[np.bool_]) -> list[tuple[int, int]]:
 _GENERATION = re.compile(r"-gen(\d+)-")
 
 
-def _older_cache(store: Store, cache: Path, centre: bool, notes: bool) -> Path | None:
-    """The newest cache of an earlier generation of this index, kind and mode."""
-    pattern = _GENERATION.sub("-gen*-", cache.name, count=1)
+def older_generation(path: Path, generation: int) -> tuple[int, Path] | None:
+    """(generation, file) of the newest file beside ``path`` named like it but for an
+    earlier generation than ``generation`` (``path`` names its generation as
+    ``-gen<N>-``), or None."""
+    pattern = _GENERATION.sub("-gen*-", path.name, count=1)
     best: tuple[int, Path] | None = None
-    for candidate in cache.parent.glob(pattern):
+    for candidate in path.parent.glob(pattern):
         match = _GENERATION.search(candidate.name)
-        if match is None or candidate == cache:
+        if match is None or candidate == path:
             continue
-        generation = int(match.group(1))
-        if generation < store.generation and (best is None or generation > best[0]):
-            best = (generation, candidate)
-    return None if best is None else best[1]
+        number = int(match.group(1))
+        if number < generation and (best is None or number > best[0]):
+            best = (number, candidate)
+    return best
+
+
+class KeptCopy(Generic[T]):
+    """The one object this process made from (or wrote to) a cache file, kept while the
+    file is still that one: same device, inode, size and time (a cache is replaced by
+    rename, never rewritten in place), so the next reader in the process need not read
+    it again."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[Path, tuple[int, int, int, int], T] | None = None
+
+    def get(self, path: Path) -> T | None:
+        if self._kept is None:
+            return None
+        kept_path, identity, value = self._kept
+        return value if kept_path == path and identity == file_identity(path) else None
+
+    def keep(self, path: Path, value: T) -> None:
+        identity = file_identity(path)
+        self._kept = None if identity is None else (path, identity, value)
+
+    def forget(self) -> None:
+        self._kept = None
 
 
 def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -> Update | None:
@@ -398,7 +427,8 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
         # a flat note-carrying index is the chunk index's rows file (kb/note_index.py),
         # updated there; one built in full here (VectorIndex.load_for) stays so
         return None
-    older = _older_cache(store, cache, centre, notes)
+    found = older_generation(cache, store.generation)
+    older = None if found is None else found[1]
     if older is None or older.with_suffix(".npz").is_file():  # no cache, or centred
         return None
     state = CacheState.read(state_path(older), centre=centre, notes=notes)

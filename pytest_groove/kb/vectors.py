@@ -63,7 +63,7 @@ from pytest_groove.kb.store import Store
 from pytest_groove.kb.vector_cache import CACHE_PREFIX as CACHE_PREFIX
 from pytest_groove.kb.vector_cache import CENTRING_MIN_SHARE as CENTRING_MIN_SHARE
 from pytest_groove.kb.vector_cache import NOTES_CACHE_PREFIX as NOTES_CACHE_PREFIX
-from pytest_groove.kb.vector_cache import cache_path, file_identity
+from pytest_groove.kb.vector_cache import cache_path
 from pytest_groove.kb.vector_cache import centred as _centred
 from pytest_groove.kb.vector_cache import open_cache_file as open_cache_file
 from pytest_groove.kb.vector_cache import read_cached_index as _read_cached_index
@@ -272,7 +272,7 @@ class VectorIndex:
         prefix = NOTES_CACHE_PREFIX if notes else CACHE_PREFIX
         cache = cache_path(store, directory, centre=centre, kind=kind, notes=notes)
         means_file = cache.with_suffix(".npz")
-        mapped = _mapped_earlier(cache)
+        mapped = _MAPPED.get(cache)
         if mapped is not None and mapped.dimension == dim and mapped.size == store.counts()[1]:
             return mapped
         try:
@@ -288,7 +288,7 @@ class VectorIndex:
                 if index.d == dim and index.ntotal == store.counts()[1]:
                     loaded = cls(index, dim, means, kind)
                     if kind == "flat":
-                        _remember_mapped(cache, loaded)
+                        _MAPPED.keep(cache, loaded)
                     return loaded
         except (RuntimeError, OSError, ValueError):
             pass  # a damaged cache (or a link, a pipe in its place) is rebuilt below
@@ -344,7 +344,7 @@ class VectorIndex:
         if written.size != len(update.ids) or not _rows_match(written, update):
             return None
         _drop_other_caches(directory, prefix, {cache, cache_update.state_path(cache)})
-        _remember_mapped(cache, written)
+        _MAPPED.keep(cache, written)
         return written
 
     def _write_cache(
@@ -412,27 +412,9 @@ class VectorIndex:
         return [i for _, i in pairs]
 
 
-#: the flat cache this process mapped last, as (path, its identity, the index): the
-#: indexer's refresh, the note rows and the search after it map one file once
-_MAPPED: list[tuple[Path, tuple[int, int, int, int], VectorIndex]] = []
-
-
-def _mapped_earlier(cache: Path) -> VectorIndex | None:
-    """The index this process mapped from ``cache``, while the file is still that one
-    (same device, inode, size and time: a cache is replaced by rename, never
-    rewritten in place)."""
-    if _MAPPED:
-        path, identity, index = _MAPPED[0]
-        if path == cache and identity == file_identity(cache):
-            return index
-    return None
-
-
-def _remember_mapped(cache: Path, index: VectorIndex) -> None:
-    _MAPPED.clear()
-    identity = file_identity(cache)
-    if identity is not None:
-        _MAPPED.append((cache, identity, index))
+#: the flat cache this process mapped last: the indexer's refresh, the note rows and
+#: the search after it map one file once
+_MAPPED: cache_update.KeptCopy[VectorIndex] = cache_update.KeptCopy()
 
 
 def _rows_match(written: VectorIndex, update: cache_update.Update) -> bool:
