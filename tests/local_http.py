@@ -6,15 +6,20 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeVar
+
+Server = TypeVar("Server", bound=ThreadingHTTPServer)
 
 
 @contextmanager
 def serving(
-    handler: type[BaseHTTPRequestHandler], **attributes: object
-) -> Iterator[ThreadingHTTPServer]:
-    """Serve ``handler`` on a free port in a thread; ``attributes`` are set on the
-    server (handlers record what they saw there)."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    handler: type[BaseHTTPRequestHandler],
+    server: type[Server] = ThreadingHTTPServer,  # type: ignore[assignment]
+    **attributes: object,
+) -> Iterator[Server]:
+    """Serve ``handler`` on a free port in a thread (``server``: its class);
+    ``attributes`` are set on the server (handlers record what they saw there)."""
+    httpd = server(("127.0.0.1", 0), handler)
     for name, value in attributes.items():
         setattr(httpd, name, value)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

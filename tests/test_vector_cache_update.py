@@ -99,6 +99,15 @@ def rows_of(index: Any) -> bytes:
     return np.asarray(faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * flat.d)).tobytes()
 
 
+@pytest.fixture
+def indexed(tmp_path: Path) -> Path:
+    """A KB of twelve notes, indexed once with the hash model."""
+    kb = tmp_path / "kb"
+    write_kb(kb)
+    run_indexer(kb, SETTINGS)
+    return kb
+
+
 def searches(kb: Path, settings: Settings) -> list[list[tuple[str, str | None]]]:
     with open_engine(kb, settings, reindex=False) as engine:
         return [
@@ -143,10 +152,8 @@ def test_an_edit_updates_the_caches_to_what_a_full_build_makes(
     assert searches(kb, settings) == updated  # rebuilt in full by the engine
 
 
-def test_a_no_op_index_rewrites_no_cache(tmp_path: Path) -> None:
-    kb = tmp_path / "kb"
-    write_kb(kb)
-    run_indexer(kb, SETTINGS)
+def test_a_no_op_index_rewrites_no_cache(indexed: Path) -> None:
+    kb = indexed
     caches = sorted(kb.joinpath(".groove").rglob("*.faiss"))
     stamps = [p.stat().st_mtime_ns for p in caches]
     run_indexer(kb, SETTINGS)
@@ -256,11 +263,9 @@ def _cache_bytes_and_full_build(kb: Path) -> tuple[bytes, bytes]:
 
 @pytest.mark.parametrize("kernel_copy", [True, False])
 def test_the_updated_cache_file_is_the_full_builds_byte_for_byte(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool
+    indexed: Path, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool
 ) -> None:
-    kb = tmp_path / "kb"
-    write_kb(kb)
-    run_indexer(kb, SETTINGS)
+    kb = indexed
     if not kernel_copy:  # another file system, an old kernel: copied through the process
         monkeypatch.delattr("os.copy_file_range", raising=False)
     _edit(kb, "One more line about shards.")
@@ -270,11 +275,9 @@ def test_the_updated_cache_file_is_the_full_builds_byte_for_byte(
 
 
 def test_a_cache_of_an_unknown_layout_is_built_in_full(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    indexed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kb = tmp_path / "kb"
-    write_kb(kb)
-    run_indexer(kb, SETTINGS)
+    kb = indexed
     for cache in kb.joinpath(".groove").rglob("vectors-*.faiss"):
         with cache.open("ab") as handle:
             handle.write(b"\0" * 8)  # a layout this faiss version does not write
@@ -295,11 +298,9 @@ def test_a_cache_of_an_unknown_layout_is_built_in_full(
 
 
 def test_a_folder_that_takes_no_file_gets_the_same_index_in_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    indexed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kb = tmp_path / "kb"
-    write_kb(kb)
-    run_indexer(kb, SETTINGS)
+    kb = indexed
     _edit(kb, "A line about tokens.")
     from pytest_groove.kb import vectors
 
@@ -323,11 +324,9 @@ def test_a_folder_that_takes_no_file_gets_the_same_index_in_memory(
 
 
 def test_an_update_that_fails_midway_is_built_in_full(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    indexed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kb = tmp_path / "kb"
-    write_kb(kb)
-    run_indexer(kb, SETTINGS)
+    kb = indexed
     _edit(kb, "A line about windows.")
     from pytest_groove.kb import vector_cache
 

@@ -73,6 +73,15 @@ def _quoted(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+@pytest.fixture
+def kb_eval_indexed(tmp_path: Path) -> Path:
+    """A copy of kb-eval, indexed once with the hash model."""
+    kb = tmp_path / "kb"
+    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
+    run_indexer(kb, SETTINGS, progress=False)
+    return kb
+
+
 def test_the_tokenizer_arguments_are_the_tables_own() -> None:
     assert "tokenize='trigram " + " ".join(TRIGRAM_ARGS) + "'" in SCHEMA
 
@@ -209,10 +218,8 @@ def _manifest(kb: Path) -> dict[str, object]:
     return manifest
 
 
-def test_the_engine_ranks_as_fts5_across_edits_and_deletions(tmp_path: Path) -> None:
-    kb = tmp_path / "kb"
-    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
-    run_indexer(kb, SETTINGS, progress=False)
+def test_the_engine_ranks_as_fts5_across_edits_and_deletions(kb_eval_indexed: Path) -> None:
+    kb = kb_eval_indexed
     assert _assert_ranked_as_fts5(kb) > 200
     assert len(_manifest(kb)["segments"]) == 1  # type: ignore[arg-type]
     files = sorted(kb.rglob("*.md"))
@@ -237,10 +244,8 @@ def test_the_engine_ranks_as_fts5_across_edits_and_deletions(tmp_path: Path) -> 
     assert {p.name for p in folder.glob("*.seg")} == named
 
 
-def test_damaged_or_missing_postings_fall_back_to_sqlite(tmp_path: Path) -> None:
-    kb = tmp_path / "kb"
-    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
-    run_indexer(kb, SETTINGS, progress=False)
+def test_damaged_or_missing_postings_fall_back_to_sqlite(kb_eval_indexed: Path) -> None:
+    kb = kb_eval_indexed
     folder = kb / ".groove" / "hash"
     (segment,) = folder.glob("*.seg")
     segment.write_bytes(segment.read_bytes()[:200])
@@ -278,10 +283,10 @@ def test_weights_add_instance_by_instance_as_fts5_adds_them() -> None:
         assert (counted.rowids.tolist(), counted.terms.tolist()) == table.terms('"abc"', weights)
 
 
-def test_a_link_planted_at_a_segment_is_never_followed(tmp_path: Path) -> None:
-    kb = tmp_path / "kb"
-    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
-    run_indexer(kb, SETTINGS, progress=False)
+def test_a_link_planted_at_a_segment_is_never_followed(
+    kb_eval_indexed: Path, tmp_path: Path
+) -> None:
+    kb = kb_eval_indexed
     folder = kb / ".groove" / "hash"
     (segment,) = folder.glob("*.seg")
     outside = tmp_path / "outside.seg"
