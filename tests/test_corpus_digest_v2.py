@@ -12,6 +12,7 @@ from typing import Any
 import apsw
 import pytest
 from eval_factories import begun
+from kb_files import write_notes
 
 from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.engine import index_dir_for, open_engine, run_indexer
@@ -37,11 +38,7 @@ NOTES = {
 
 
 def make_kb(root: Path) -> Path:
-    kb = root / "kb"
-    for rel, text in NOTES.items():
-        (kb / rel).parent.mkdir(parents=True, exist_ok=True)
-        (kb / rel).write_text(text, encoding="utf-8")
-    return kb
+    return write_notes(root / "kb", NOTES)
 
 
 def snapshot(kb: Path, settings: Settings = SETTINGS) -> CorpusSnapshot:

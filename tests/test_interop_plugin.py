@@ -7,6 +7,7 @@ import json
 
 import pytest
 import pytrec_eval
+from kb_files import write_notes
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
@@ -80,9 +81,7 @@ def test_the_plugin_writes_files_trec_eval_scores_like_us(
     kb.mkdir()
     (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
     # the KB on disk is what the golden set is judged against, whoever answers
-    for rel, text in NOTES.items():
-        (kb / rel).parent.mkdir(parents=True, exist_ok=True)
-        (kb / rel).write_text(text, encoding="utf-8")
+    write_notes(kb, NOTES)
     pytester.makeconftest(CONFTEST)
     result = pytester.runpytest(
         "--groove-kb", "kb", "--groove-k", "1,3", "--groove-no-history",

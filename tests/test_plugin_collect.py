@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kb_files import write_notes
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
@@ -91,9 +92,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     kb.mkdir()
     (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
     # the KB on disk is what the golden set is judged against, whoever answers
-    for rel, text in NOTES.items():
-        (kb / rel).parent.mkdir(parents=True, exist_ok=True)
-        (kb / rel).write_text(text, encoding="utf-8")
+    write_notes(kb, NOTES)
     pytester.makeconftest(RETRIEVER_CONFTEST)
     (pytester.path / "answers.json").write_text(json.dumps(ANSWERS), encoding="utf-8")
     tests = pytester.path / "tests"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+from kb_files import write_notes
 
 from pytest_groove.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.engine import index_dir_for, open_engine, run_indexer
@@ -33,11 +34,7 @@ QUERIES = [
 
 
 def make_kb(root: Path) -> Path:
-    kb = root / "kb"
-    for rel, text in NOTES.items():
-        (kb / rel).parent.mkdir(parents=True, exist_ok=True)
-        (kb / rel).write_text(text, encoding="utf-8")
-    return kb
+    return write_notes(root / "kb", NOTES)
 
 
 def term_rows(kb: Path) -> list[tuple[object, ...]]:
