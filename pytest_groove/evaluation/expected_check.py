@@ -116,7 +116,7 @@ def check_expected_entries(
     """Raise :class:`GrooveError` unless every expected entry names indexed content.
 
     ``indexed`` maps each indexed path to the headings its chunks carry (``None``
-    for a chunk without one), as :meth:`Store.headings_by_path` returns it.  The
+    for a chunk without one), as :meth:`Engine.headings_by_path` returns it.  The
     message names the first problem and counts the others.  A path in ``removed``
     (it was in the baseline run's corpus) is no mistake of the golden file: the
     document was deleted since, and the query scores it as a miss.

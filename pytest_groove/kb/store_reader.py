@@ -271,7 +271,7 @@ class StoreReader(StoreConnection):
 
     def document_headings(self, doc_id: int) -> set[str | None]:
         """The headings one document's chunks carry (None: a chunk without one, or a
-        document without chunks, as :meth:`headings_by_path` gives it)."""
+        document without chunks)."""
         found: set[str | None] = {
             None if heading is None else str(heading)
             for (heading,) in self.conn.execute(
@@ -279,15 +279,6 @@ class StoreReader(StoreConnection):
             )
         }
         return found or {None}
-
-    def headings_by_path(self) -> dict[str, set[str | None]]:
-        """Every indexed path with the headings its chunks carry (None: no heading)."""
-        out: dict[str, set[str | None]] = {}
-        for path, heading in self.conn.execute(
-            "SELECT d.path, c.heading FROM documents d LEFT JOIN chunks c ON c.document_id = d.id"
-        ):
-            out.setdefault(str(path), set()).add(None if heading is None else str(heading))
-        return out
 
     def iter_chunk_texts(self) -> Iterator[ChunkText]:
         for path, index, heading, context, content in self.conn.execute(
