@@ -591,3 +591,33 @@ def test_an_in_process_run_leaves_the_collector_as_it_found_it(project: Project)
     result.assert_outcomes(passed=4)
     # the objects frozen while the evaluation ran are given back to the collector
     assert gc.get_freeze_count() == frozen_before
+
+
+def test_a_test_beside_the_golden_queries_sees_the_collector_work(
+    project: Project, dist: list[str]
+) -> None:
+    # a cycle made when its module was imported (at collection, before the evaluation
+    # began) and dropped by the test: gc.collect() must still find it
+    project.pytester.makepyfile(
+        test_cycles="""
+        import gc
+        import weakref
+
+        class Node:
+            pass
+
+        def made_at_import():
+            node = Node()
+            node.itself = node
+            return weakref.ref(node), [node]
+
+        alive, holder = made_at_import()
+
+        def test_a_dropped_cycle_is_collected():
+            holder.clear()
+            gc.collect()
+            assert alive() is None
+        """
+    )
+    result = project.run(".", *dist)
+    result.assert_outcomes(passed=5)

@@ -129,6 +129,9 @@ class ProcessRunner:
         self._embedded: set[str] = set()
         #: whether :meth:`_open_searcher` froze the collector (undone at the config's cleanup)
         self._collector_frozen = False
+        #: whether this process collected golden queries only (set at collection's end):
+        #: only then may the collector be frozen -- see :meth:`_open_searcher`
+        self._only_golden_items = False
 
     # ------------------------------------------------------------------ the searcher
 
@@ -158,11 +161,13 @@ class ProcessRunner:
         ``--groove-no-reindex``; a worker (``quiet``) opens the index as the controller
         left it, with no log and no progress bar (its output would interleave).
         """
-        if not self._collector_frozen and gc.get_freeze_count() == 0:  # does not nest
-            # what is alive now (pytest, the plugins, the collected tests) outlives the
+        if self._only_golden_items and not self._collector_frozen and gc.get_freeze_count() == 0:
+            # what is alive now (pytest, the plugins, the collected items) outlives the
             # evaluation: while it loads a model and reads the index, the collector's
             # full passes skip it (each walks every tracked object; at the README's
-            # run they were a tenth of its time); given back by thaw_collector
+            # run they were a tenth of its time); given back by thaw_collector.  Never
+            # beside other tests: a cycle their modules made at import and a test then
+            # drops must still be collected when that test calls gc.collect()
             gc.freeze()
             self._collector_frozen = True
         run = self.plan.options
@@ -307,6 +312,11 @@ class ProcessRunner:
         return [*junit_properties(result.metrics, self.plan.k_values)]
 
     # ------------------------------------------------------------------ hooks (every role)
+
+    @pytest.hookimpl(tryfirst=True)  # before the controller's, which may begin the evaluation
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # an xdist controller collects nothing and runs no test: nothing to protect
+        self._only_golden_items = all(isinstance(item, GrooveQueryItem) for item in session.items)
 
     def pytest_sessionstart(self) -> None:
         # after every plugin's and conftest's pytest_configure: their markers are known
