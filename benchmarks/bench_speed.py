@@ -186,16 +186,18 @@ def run_child(command: Sequence[str], env: dict[str, str] | None = None) -> tupl
 
 
 def run_child_cpu(
-    command: Sequence[str], env: dict[str, str] | None = None
+    command: Sequence[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0, 1)
 ) -> tuple[float, float, float]:
-    """Run a command; (wall seconds, peak RSS MiB, CPU seconds) of the command's process."""
+    """Run a command; (wall seconds, peak RSS MiB, CPU seconds) of the command's process.
+
+    An exit status outside ``ok`` stops the benchmark."""
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", _RSS_WRAPPER, *command], capture_output=True, text=True, env=env
     )
     wall = time.perf_counter() - started
     cpu, peak_kib, code = done.stdout.split()[-3:]
-    if int(code) not in (0, 1):
+    if int(code) not in ok:
         raise SystemExit(f"{' '.join(command)} failed ({code}): {done.stderr[-2000:]}")
     return wall, int(peak_kib) / 1024, float(cpu)
 
