@@ -223,6 +223,51 @@ def test_history_verify_catches_an_edited_run(kb: Path, capsys: pytest.CaptureFi
     assert "1 of 2 run(s) in " in out
 
 
+def test_an_edited_run_cannot_be_frozen(kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    finish(kb, ALL)
+    second = finish(kb, ALL)
+    edit_newest_run(kb, zero_mrr)
+    before = (kb / HISTORY_FILE_NAME).read_bytes()
+    assert main(["history", "freeze", label(second), "--kb-path", str(kb)]) == 1
+    err = capsys.readouterr().err
+    assert f"the run {label(second)} in " in err
+    assert "cannot be the frozen baseline: its content does not match its digest" in err
+    assert (kb / HISTORY_FILE_NAME).read_bytes() == before
+
+
+def test_history_verify_fails_on_a_file_it_could_not_read_whole(
+    kb: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    finish(kb, ALL)
+    finish(kb, ALL)
+    path = kb / HISTORY_FILE_NAME
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b"\n{") + 30])  # the older run's line cut off
+    assert main(["history", "verify", "--kb-path", str(kb)]) == 1
+    captured = capsys.readouterr()
+    assert "skipped 1 of 2 stored run(s)" in captured.err
+    assert f"{path} is damaged (see the warning): 1 run(s) read, 0 of them untrusted" in (
+        captured.out
+    )
+
+
+def test_the_gate_compares_with_the_newest_run_of_a_merged_history(kb: Path) -> None:
+    first = finish(kb, ALL)
+    second = finish(kb, ALL)
+    path = kb / HISTORY_FILE_NAME
+    lines = path.read_bytes().split(b"\n")
+    newer, older = (i for i, line in enumerate(lines) if line.startswith(b'{"'))
+    # a conflict resolved by keeping both sides, the older branch's run on top
+    lines[newer], lines[older] = lines[older] + b",", lines[newer].removesuffix(b",")
+    path.write_bytes(b"\n".join(lines))
+    outcome = finish(kb, set(), fail_on_regression=True)
+    baseline = outcome.comparison.baseline
+    assert (
+        baseline is not None and baseline.timestamp == second.run.timestamp != first.run.timestamp
+    )
+    assert outcome.exit_code == 1
+
+
 def test_history_delete_removes_one_run(kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = finish(kb, ALL)
     second = finish(kb, ALL)

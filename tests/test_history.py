@@ -420,12 +420,18 @@ def test_frozen_run_is_dropped_last_when_the_cap_bites() -> None:
     assert any("baseline of 2026-04-24T05:32:01Z no longer" in m for m in messages)
 
 
-def test_a_baseline_marker_naming_no_run_is_ignored(hist: Path) -> None:
+def test_a_baseline_marker_naming_no_run_freezes_nothing_and_says_so(hist: Path) -> None:
     doc = json.loads(encode_history([run(minutes=1)]))
-    for marker in ("2030-01-01T00:00:00Z", "not a time", 42):
+    for marker in ("2030-01-01T00:00:00Z", "not a time"):
         doc["baseline"] = marker
         hist.write_text(json.dumps(doc))
-        assert [r.frozen for r in load_history(hist)] == [False]
+        warnings: list[str] = []
+        assert [r.frozen for r in load_history(hist, warnings=warnings)] == [False]
+        (message,) = warnings
+        assert f"marker ({marker}) names no single stored run" in message
+    # the marker is the user's: the save that drops it keeps the file first
+    save_history(hist, load_history(hist, warnings=[]), run(minutes=2), 10)
+    assert len(backups(hist)) == 1
 
 
 # --------------------------------------------------------------------------- baseline choice
@@ -833,3 +839,166 @@ def test_a_failure_inside_a_staged_save_discards_it(hist: Path) -> None:
     with stage_save(hist, load_history(hist), run(minutes=2), 10):
         pass
     assert stamps(load_history(hist)) == [2, 1]
+
+
+# --------------------------------------------------------------------------- other branches
+
+
+def conflicted(ours: list[RunRecord], theirs: list[RunRecord], common: list[RunRecord]) -> bytes:
+    """The history git leaves when two branches each recorded runs on one base."""
+    lines = [
+        b"{",
+        b'  "format": 2,',
+        b'  "runs": [',
+        b"<<<<<<< HEAD",
+        *(piece + b"," for piece in json_lines(ours)),
+        b"=======",
+        *(piece + b"," for piece in json_lines(theirs)),
+        b">>>>>>> feature",
+        *json_lines(common),
+        b"  ]",
+        b"}",
+    ]
+    return b"\n".join(lines) + b"\n"
+
+
+def json_lines(runs: list[RunRecord]) -> list[bytes]:
+    """Each run's line as the history writes it."""
+    encoded = encode_history(runs).split(b"\n")
+    return [line.removesuffix(b",") for line in encoded if line.startswith(b"{") and len(line) > 1]
+
+
+def test_a_merge_conflict_keeps_both_sides_runs_newest_first(hist: Path) -> None:
+    base = [run(minutes=1)]
+    # the feature branch's run is the newer one, written below ours in the conflict
+    hist.write_bytes(conflicted([run(minutes=2)], [run(minutes=3)], base))
+    warnings: list[str] = []
+    runs = load_history(hist, warnings=warnings)
+    assert stamps(runs) == [3, 2, 1]
+    (message,) = warnings
+    assert "merge conflict markers at lines 4, 6 and 8" in message
+    assert "3 run(s) read" in message and f"{hist}.bak" in message
+    # the baseline is the newest run, whatever its place in the file
+    assert select_baseline(runs, fingerprint()) == runs[0]
+    original = hist.read_bytes()
+    save_history(hist, runs, run(minutes=4), 10)
+    assert [b.read_bytes() for b in backups(hist)] == [original]
+    assert stamps(load_history(hist, warnings=[])) == [4, 3, 2, 1]
+
+
+def test_a_cut_off_history_keeps_the_runs_on_whole_lines(hist: Path) -> None:
+    data = encode_history([run(minutes=3), run(minutes=2), run(minutes=1)])
+    last = data.rindex(b"\n{")
+    hist.write_bytes(data[: last + 40])  # the oldest run's line is cut in the middle
+    warnings: list[str] = []
+    assert stamps(load_history(hist, warnings=warnings)) == [3, 2]
+    (message,) = warnings
+    assert "not JSON as a whole (Unterminated string" in message
+    assert "skipped 1 of 3 stored run(s)" in message and "line 6: not a whole JSON" in message
+
+
+def test_a_conflict_between_two_frozen_markers_freezes_neither(hist: Path) -> None:
+    ours, theirs = replace(run(minutes=2), frozen=True), replace(run(minutes=3), frozen=True)
+    head_ours = encode_history([ours]).split(b"\n")[2]
+    head_theirs = encode_history([theirs]).split(b"\n")[2]
+    assert head_ours.startswith(b'  "baseline"')
+    data = conflicted([ours], [theirs], [run(minutes=1)]).replace(
+        b'  "format": 2,\n',
+        b'  "format": 2,\n<<<<<<< HEAD\n'
+        + head_ours
+        + b"\n=======\n"
+        + head_theirs
+        + b"\n>>>>>>> feature\n",
+    )
+    hist.write_bytes(data)
+    warnings: list[str] = []
+    runs = load_history(hist, warnings=warnings)
+    assert [r.frozen for r in runs] == [False, False, False]
+    assert "names no single stored run" in warnings[0]
+
+
+def test_a_history_from_a_newer_version_is_left_alone(hist: Path) -> None:
+    original = encode_history([run(minutes=1)]).replace(b'"format": 2', b'"format": 3')
+    hist.write_bytes(original)
+    with pytest.raises(GrooveError) as caught:
+        load_history(hist, warnings=[])
+    assert caught.value.message == (
+        f"eval history {hist} was written by a newer pytest-groove (history format 3; this "
+        "version reads formats 1 to 2), so it is left as it is: upgrade pytest-groove, or "
+        "pass --no-history"
+    )
+    with pytest.raises(GrooveError, match="newer pytest-groove"):
+        save_history(hist, [], run(minutes=2), 10)
+    # read line by line too (a conflict in a newer file)
+    hist.write_bytes(original.replace(b'"runs"', b'<<<<<<< HEAD\n"runs"', 1))
+    with pytest.raises(GrooveError, match="newer pytest-groove"):
+        load_history(hist, warnings=[])
+    assert backups(hist) == []
+
+
+def test_a_run_written_twice_is_one_run(hist: Path) -> None:
+    doc = json.loads(encode_history([run(minutes=2), run(minutes=1)]))
+    doc["runs"].insert(1, doc["runs"][0])
+    hist.write_text(json.dumps(doc))
+    runs = load_history(hist, warnings=[])
+    assert stamps(runs) == [2, 1]
+    assert find_run(runs, "2026-04-24T05:34", hist) == runs[0]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(order=st.permutations(range(5)), cut=st.integers(min_value=0, max_value=4))
+def test_runs_read_in_any_file_order_come_out_newest_first(
+    hist: Path, order: list[int], cut: int
+) -> None:
+    runs = [run(minutes=m) for m in range(5)]
+    shuffled = [runs[i] for i in order]
+    # split into two sides of a conflict at any place
+    hist.write_bytes(conflicted(shuffled[:cut], shuffled[cut:-1], shuffled[-1:]))
+    assert stamps(load_history(hist, warnings=[])) == [4, 3, 2, 1, 0]
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    cut=st.integers(min_value=0, max_value=4000),
+    inserted=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=20),
+            st.sampled_from(
+                [
+                    "<<<<<<< HEAD",
+                    "=======",
+                    ">>>>>>> b",
+                    "{",
+                    "}",
+                    "{]",
+                    '"baseline": "x",',
+                    '"format": 2,',
+                    '"format": "3",',
+                    '{"t": 1}',
+                    "",
+                    ",",
+                    '{"a": [}',
+                ]
+            ),
+        ),
+        max_size=6,
+    ),
+)
+def test_any_cut_or_stray_line_is_runs_or_one_warning(
+    hist: Path, cut: int, inserted: list[tuple[int, str]]
+) -> None:
+    lines = encode_history([run(minutes=3), run(minutes=2), run(minutes=1)]).decode().split("\n")
+    for at, text in inserted:
+        lines.insert(min(at, len(lines)), text)
+    hist.write_text("\n".join(lines)[: cut or None], encoding="utf-8")
+    warnings: list[str] = []
+    runs = load_history(hist, warnings=warnings)
+    # every run read is one of those written, each once, newest first
+    assert set(stamps(runs)) <= {1, 2, 3} and stamps(runs) == sorted(
+        set(stamps(runs)), reverse=True
+    )
+    assert len(warnings) <= 1

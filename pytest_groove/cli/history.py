@@ -293,11 +293,22 @@ def _delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    path, runs = _runs(args, err)
+    path = history_path(_kb(args))
+    damage: list[str] = []
+    runs = load_history(path, warnings=damage)
+    for warning in damage:
+        err.write(f"{PROG}: warning: {warning}\n")
     problems = [(run, untrusted(run)) for run in runs]
     bad = [(run, why) for run, why in problems if why is not None]
     for run, why in bad:
         out.write(f"{run_label(run)}: {why}\n")
+    if damage:
+        # what could not be read cannot be vouched for: the warning above says what
+        out.write(
+            f"{PROG}: {path} is damaged (see the warning): {len(runs)} run(s) read, "
+            f"{len(bad)} of them untrusted; the next save keeps a copy of the file\n"
+        )
+        return 1
     if bad:
         out.write(
             f"{PROG}: {len(bad)} of {len(runs)} run(s) in {path} cannot be trusted; "

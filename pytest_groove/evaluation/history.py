@@ -23,8 +23,9 @@ object -- is still read, run by run, and the next save rewrites it as format 2.
 ``baseline`` holds the timestamp of the run frozen with ``--freeze-baseline`` or
 :func:`freeze_run` (compared as an instant, so any RFC 3339 spelling of it
 matches); it is absent when no run is frozen, and a value that names no stored run
-is ignored.  The frozen run is *pinned*: it is kept even when it falls out of the
-newest ``history_size`` runs, in which case it is written last (it is the oldest).
+freezes nothing (with a warning).  The frozen run is *pinned*: it is kept even when
+it falls out of the newest ``history_size`` runs, in which case it is written last
+(it is the oldest).
 
 Reading (:func:`load_history`) goes through the guarded reader.  A file that cannot
 be read, or is refused (symlink, hard link, not a regular file, over the cap),
@@ -33,8 +34,12 @@ replace every baseline with one run and let the gate pass without comparing
 anything.  Runs are parsed one at a time: a run that does not parse (a hand edit,
 a bad merge) is skipped with a warning and every other run is kept.  A run that
 parses but holds text no file can store (a lone surrogate escape such as
-``"\\udfff"``) is repaired: each such code point becomes U+FFFD.  Bytes that do not
-parse as a history at all start the run fresh, with a warning.  Whenever the file
+``"\\udfff"``) is repaired: each such code point becomes U+FFFD.  Bytes that are not
+JSON as a whole (a merge conflict, a cut-off end) are read line by line, one run a
+line; runs come out newest first by timestamp whatever their order in the file, a run
+written twice the same way once.  Bytes holding no run at all start the run fresh,
+with a warning; a ``format`` newer than this version reads stops the run
+(:class:`~pytest_groove.evaluation.history_format.HistoryTooNew`).  Whenever the file
 as read lost or changed anything either way, the next save first copies the
 file's original bytes to a backup of its own, ``<file>.bak-<UTC time>``
 (:func:`new_backup_path`), which no later save overwrites.

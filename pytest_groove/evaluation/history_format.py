@@ -9,6 +9,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import warnings as _warnings
@@ -87,11 +88,50 @@ class ParsedHistory:
     repaired: tuple[str, ...] = ()
     #: where a key is written twice (``top level: runs``, ``runs[2]``), in file order
     duplicated: tuple[str, ...] = ()
+    #: why the file was read line by line (it is not JSON: merge conflict markers, a
+    #: cut-off end), None when it parsed as a whole
+    salvaged: str | None = None
+    #: a frozen-baseline marker that names no stored run (or several different ones)
+    orphan_marker: str | None = None
 
     @property
     def damaged(self) -> bool:
         """Writing these runs back would not reproduce what the file holds."""
-        return bool(self.skipped or self.repaired or self.duplicated)
+        return bool(
+            self.skipped
+            or self.repaired
+            or self.duplicated
+            or self.salvaged is not None
+            or self.orphan_marker is not None
+        )
+
+
+class HistoryTooNew(GrooveError):
+    """The file declares a history format newer than this version reads.
+
+    Not a :class:`RecordFormatError`: such a file is never treated as damaged or
+    empty (a save would rewrite it in the older format and drop what it does not
+    know); the run stops instead.  Raised without the file's name, which
+    :func:`too_new` adds.
+    """
+
+    def __init__(self, found: int) -> None:
+        self.found = found
+        super().__init__(f"history format {found}")
+
+
+def too_new(path: Path, exc: HistoryTooNew) -> GrooveError:
+    """The one-line error for a history written by a newer pytest-groove."""
+    return GrooveError(
+        f"eval history {path} was written by a newer pytest-groove (history format "
+        f"{exc.found}; this version reads formats 1 to {HISTORY_FORMAT}), so it is left as "
+        f"it is: upgrade pytest-groove, or pass {flag('no-history')}"
+    )
+
+
+def _check_format(value: Any) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > HISTORY_FORMAT:
+        raise HistoryTooNew(value)
 
 
 class _Repeated(dict[str, Any]):
@@ -209,24 +249,51 @@ def read_history(data: bytes) -> ParsedHistory:
     named in :attr:`ParsedHistory.repaired`.
     """
     try:
-        doc, repeats = _parse_json(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RecordFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        doc, repeats = _parse_json(text)
     except RecursionError:
         raise RecordFormatError("JSON nested too deeply") from None
     except ValueError as exc:  # json.JSONDecodeError, oversized integer literals
-        raise RecordFormatError(f"not JSON ({exc})") from None
+        salvaged = _salvage(text, str(exc))
+        if salvaged is None:
+            raise RecordFormatError(f"not JSON ({exc})") from None
+        return salvaged
     if not isinstance(doc, dict):
         raise RecordFormatError("top level: expected an object with a 'runs' list")
+    _check_format(doc.get("format"))
     duplicated: list[str] = []
-    raw_runs = _raw_runs(doc, duplicated)
-    may_hold_surrogates = _SURROGATE_ESCAPE.search(data) is not None
+    raw_runs = [(f"runs[{i}]", raw) for i, raw in enumerate(_raw_runs(doc, duplicated))]
+    runs, skipped, repaired = _decode_runs(
+        raw_runs, _SURROGATE_ESCAPE.search(data) is not None, duplicated if repeats else None
+    )
+    marker = doc.get("baseline")
+    return _frozen(
+        ParsedHistory(
+            runs=_in_time_order(runs),
+            stored=len(raw_runs),
+            skipped=tuple(skipped),
+            repaired=tuple(repaired),
+            duplicated=tuple(duplicated),
+        ),
+        [marker] if isinstance(marker, str) else [],
+    )
+
+
+def _decode_runs(
+    raw_runs: Sequence[tuple[str, Any]], may_hold_surrogates: bool, duplicated: list[str] | None
+) -> tuple[list[RunRecord], list[str], list[str]]:
+    """(runs, why each skipped run was skipped, where runs were repaired), file order.
+
+    ``duplicated`` (given when some object repeats a key) collects the runs that do.
+    """
     runs: list[RunRecord] = []
     skipped: list[str] = []
     repaired: list[str] = []
-    for i, raw in enumerate(raw_runs):
-        where = f"runs[{i}]"
-        if repeats and _holds_repeated(raw):
+    for where, raw in raw_runs:
+        if duplicated is not None and _holds_repeated(raw):
             duplicated.append(where)
         try:
             changed = False
@@ -239,42 +306,126 @@ def read_history(data: bytes) -> ParsedHistory:
             skipped.append(str(exc))
         except RecursionError:
             skipped.append(f"{where}: JSON nested too deeply")
-    if isinstance(doc, _Repeated):
-        runs = _merged(runs)
-    parsed = ParsedHistory(
-        runs=runs,
-        stored=len(raw_runs),
-        skipped=tuple(skipped),
-        repaired=tuple(repaired),
-        duplicated=tuple(duplicated),
-    )
-    marker = doc.get("baseline")
-    if isinstance(marker, str):
-        try:
-            frozen_at = parse_timestamp(marker, "baseline")
-        except RecordFormatError:
-            return parsed  # an unreadable marker freezes nothing; the runs are intact
-        for i, run in enumerate(runs):
-            if run.timestamp == frozen_at:
-                runs[i] = replace(run, frozen=True)
-                break
-    return parsed
+    return runs, skipped, repaired
 
 
-def _merged(runs: list[RunRecord]) -> list[RunRecord]:
-    """The runs of several ``runs`` lists as one: newest first, each distinct run once.
+def _frozen(parsed: ParsedHistory, markers: Sequence[str]) -> ParsedHistory:
+    """``parsed`` with the run the frozen-baseline marker names marked frozen.
 
-    Two copies of the list (a merge kept both sides) usually share runs; a run
-    written the same in both is kept once, every other run is kept.
+    A marker that names no stored run (a merge kept the other side's header, the run
+    was removed by hand), or markers that name different runs, freeze nothing, and
+    the history counts as damaged so that the next save keeps a copy of the file.
     """
-    seen: set[bytes] = set()
+    if not markers:
+        return parsed
+    orphan: str | None = None
+    try:
+        instants = {parse_timestamp(marker, "baseline") for marker in markers}
+    except RecordFormatError:
+        instants = set()
+    runs = parsed.runs
+    found = [i for i, run in enumerate(runs) if run.timestamp in instants]
+    if len(instants) == 1 and found:
+        runs[found[0]] = replace(runs[found[0]], frozen=True)
+    else:
+        orphan = ", ".join(dict.fromkeys(clip(marker) for marker in markers))
+    return replace(parsed, orphan_marker=orphan) if orphan is not None else parsed
+
+
+def _in_time_order(runs: list[RunRecord]) -> list[RunRecord]:
+    """Newest first by timestamp, each run written twice the same way once.
+
+    A file's order is not to be trusted: resolving a merge conflict by keeping both
+    sides puts one branch's runs above the other's whatever their dates, and a run
+    copied twice must stay one run that ``groove history`` can name.  The sort is
+    stable: runs of the same instant keep their file order.
+    """
+    ordered = sorted(runs, key=lambda run: run.timestamp, reverse=True)
     distinct: list[RunRecord] = []
-    for run in runs:
-        encoded = _encode_run(run)
-        if encoded not in seen:
-            seen.add(encoded)
-            distinct.append(run)
-    return sorted(distinct, key=lambda run: run.timestamp, reverse=True)
+    for run in ordered:
+        if distinct and distinct[-1].timestamp == run.timestamp:
+            same_instant = [r for r in distinct if r.timestamp == run.timestamp]
+            encoded = _encode_run(run)
+            if any(_encode_run(r) == encoded for r in same_instant):
+                continue
+        distinct.append(run)
+    return distinct
+
+
+#: a line git leaves in a file whose merge conflicted (``diff3`` style included)
+_CONFLICT_MARKER = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?: |$)")
+#: the header lines of the layout this module writes
+_FORMAT_LINE = re.compile(r'^"format"\s*:\s*(\d+)\s*,?$')
+_BASELINE_LINE = re.compile(r'^"baseline"\s*:\s*("(?:[^"\\]|\\.)*")\s*,?$')
+
+
+def _salvage(text: str, why: str) -> ParsedHistory | None:
+    """The runs of a file that is not JSON, read line by line; None when it holds none.
+
+    The file is written one run per line, so a merge conflict (both sides' lines
+    between git's markers) or a cut-off end leaves whole runs on lines of their
+    own.  Each line holding one JSON object is read as a run, and the header lines
+    (``format``, ``baseline``) are read too; the result counts as damaged, so the
+    next save first keeps a copy of the file.
+    """
+    markers: list[int] = []
+    raw_runs: list[tuple[str, Any]] = []
+    skipped: list[str] = []
+    baselines: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if _CONFLICT_MARKER.match(line):
+            markers.append(number)
+            continue
+        stripped = line.strip()
+        header = _FORMAT_LINE.match(stripped)
+        if header:
+            _check_format(int(header.group(1)))
+            continue
+        marker = _BASELINE_LINE.match(stripped)
+        if marker:
+            with contextlib.suppress(ValueError):
+                baselines.append(str(json.loads(marker.group(1))))
+            continue
+        candidate = stripped.removesuffix(",").rstrip()
+        if not candidate.startswith("{") or candidate in ("{", "{}"):
+            continue  # the file's own braces, or no run
+        where = f"line {number}"
+        try:
+            raw, _repeats = _parse_json(candidate)
+        except (ValueError, RecursionError):
+            skipped.append(f"{where}: not a whole JSON object (cut off?)")
+            continue
+        if isinstance(raw, dict):
+            raw_runs.append((where, raw))
+    if not raw_runs:
+        return None
+    runs, bad, repaired = _decode_runs(
+        raw_runs, _SURROGATE_ESCAPE.search(text.encode()) is not None, None
+    )
+    if not runs:
+        return None
+    reason = why
+    if markers:
+        reason = f"merge conflict markers at {_lines(markers)}; both sides' runs are kept"
+    return _frozen(
+        ParsedHistory(
+            runs=_in_time_order(runs),
+            stored=len(raw_runs) + len(skipped),
+            skipped=tuple(skipped + bad),
+            repaired=tuple(repaired),
+            salvaged=reason,
+        ),
+        baselines,
+    )
+
+
+def _lines(numbers: Sequence[int]) -> str:
+    """``line 4``, ``lines 4, 6 and 8``, ``lines 4, 6, 8, 12 and 3 more``."""
+    if len(numbers) == 1:
+        return f"line {numbers[0]}"
+    if len(numbers) <= 4:
+        return f"lines {', '.join(str(n) for n in numbers[:-1])} and {numbers[-1]}"
+    return f"lines {', '.join(str(n) for n in numbers[:4])} and {len(numbers) - 4} more"
 
 
 def parse_history(data: bytes) -> list[RunRecord]:
@@ -289,6 +440,11 @@ def is_blank(data: bytes) -> bool:
 
 def _damage_message(path: Path, parsed: ParsedHistory) -> str:
     parts = []
+    if parsed.salvaged is not None:
+        parts.append(
+            f"it is not JSON as a whole ({parsed.salvaged}), so it was read line by line: "
+            f"{len(parsed.runs)} run(s) read"
+        )
     if parsed.skipped:
         count = len(parsed.skipped)
         reason = parsed.skipped[0] + (f"; and {count - 1} more" if count > 1 else "")
@@ -301,6 +457,12 @@ def _damage_message(path: Path, parsed: ParsedHistory) -> str:
         parts.append(
             f"found keys written twice ({shown}{more}; a bad merge or a hand edit?): every "
             "run of every copy of `runs` is read, and in a run the last value of a key"
+        )
+    if parsed.orphan_marker is not None:
+        parts.append(
+            f"its frozen-baseline marker ({parsed.orphan_marker}) names no single stored run "
+            "(a merge that kept the other side's header?), so no run is frozen; "
+            "`groove history freeze RUN` freezes one"
         )
     if parsed.repaired:
         parts.append(
@@ -330,6 +492,8 @@ def load_history(
     message: str | None = None
     try:
         parsed = read_history(data)
+    except HistoryTooNew as exc:
+        raise too_new(path, exc) from None
     except RecordFormatError as exc:
         runs: list[RunRecord] = []
         message = f"eval history {path} is not a readable history ({exc}); starting fresh"

@@ -21,15 +21,18 @@ import filelock
 
 from pytest_groove.errors import GrooveError, flag
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
-from pytest_groove.evaluation.history_baseline import find_run
+from pytest_groove.evaluation.history_baseline import find_run, run_label
 from pytest_groove.evaluation.history_format import (
     HISTORY_WHAT,
+    HistoryTooNew,
     bound_history,
     encode_history,
     is_blank,
     new_backup_path,
     read_history,
+    too_new,
 )
+from pytest_groove.evaluation.history_trust import untrusted
 from pytest_groove.evaluation.run import RecordFormatError, RunRecord
 from pytest_groove.files import atomic
 from pytest_groove.files.lock import LockTimeout, acquire_lock, holding
@@ -151,6 +154,8 @@ def _read_current(path: Path, fallback: Sequence[RunRecord], cap: int) -> _Curre
         return _Current(None, [], damaged=False)
     try:
         parsed = read_history(data)
+    except HistoryTooNew as exc:
+        raise too_new(path, exc) from None
     except RecordFormatError:
         # the load already warned about these bytes
         return _Current(data, fallback, damaged=not is_blank(data))
@@ -303,6 +308,14 @@ def freeze_run(path: Path, wanted: str, cap: int = HISTORY_CAP) -> RunRecord:
     """
     with _locked(path):
         current, chosen = _stored_run(path, wanted, cap, "freeze a run in")
+        why = untrusted(chosen)
+        if why is not None:
+            # it would never be used: the gate would compare with another run unannounced
+            raise GrooveError(
+                f"the run {run_label(chosen)} in {path} cannot be the frozen baseline: {why}; "
+                "freeze another run (`groove history verify` lists the runs that cannot be "
+                "trusted)"
+            )
         ordered = [replace(r, frozen=r is chosen) for r in current.runs]
         _replace(path, current, encode_history(ordered))
         return replace(chosen, frozen=True)
