@@ -445,3 +445,22 @@ def test_a_query_regresses_against_its_metric_threshold() -> None:
     now = query("q", recall=1.0, rr=0.97)
     assert query_regressed(now, before, T) == []
     assert query_regressed(now, before, parse_thresholds("mrr=0.01", T)) == ["reciprocal rank"]
+
+
+def test_a_retriever_run_stored_with_engine_settings_compares_with_one_without() -> None:
+    # written before custom retriever runs left the built-in pipeline's keys out
+    stored = fingerprint(retriever="team_search:search").to_json()
+    stored["fusion"] = {
+        "rrf_k": 30.0,
+        "bm25_heading_weight": 1.0,
+        "bm25_context_weight": 1.0,
+        "bm25_content_weight": 1.0,
+    }
+    stored["mmr"] = {"lambda": 0.7, "same_doc_penalty": 0.1}
+    stored["vector_centring"] = False
+    read = Fingerprint.from_json(stored)
+    assert read == fingerprint(retriever="team_search:search")
+    assert "fusion" not in read.to_json() and "mmr" not in read.to_json()
+    # the engine's own runs keep every key
+    engine = replace(fingerprint(), vector_centring=False)
+    assert Fingerprint.from_json(engine.to_json()).vector_centring is False

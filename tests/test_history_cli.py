@@ -193,6 +193,44 @@ def test_eval_with_a_module_retriever(kb: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("toml", "flags"),
+    [
+        ("[search.fusion]\nrrf_k = 30\n", ()),
+        ("[search.mmr]\nenabled = true\n", ()),
+        ("", ("--parent-retriever", "true")),
+        ("[search]\nvector_centring = false\n", ()),
+    ],
+)
+def test_a_retriever_regression_is_caught_whatever_the_engine_settings(
+    kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, flags: tuple[str, ...]
+) -> None:
+    # the built-in pipeline's settings decide nothing a custom retriever returns: a
+    # change to them must not switch the comparison (and the gate) off
+    (tmp_path / "team_search.py").write_text(
+        "import os, pathlib\n"
+        "def search(query, limit):\n"
+        "    if os.environ.get('BROKEN'):\n"
+        "        return [{'path': 'README.md', 'score': 1.0}]\n"
+        "    kb = pathlib.Path(os.environ['KB'])\n"
+        "    notes = sorted(p.relative_to(kb).as_posix() for p in kb.rglob('*.md'))\n"
+        "    words = set(query.lower().split())\n"
+        "    ranked = sorted(notes, key=lambda p: -len(words & set(p.replace('/', ' ')\n"
+        "                    .replace('-', ' ').replace('.md', '').split())))\n"
+        "    return [{'path': p, 'score': 1.0} for p in ranked[:limit]]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("KB", str(kb))
+    eval_args = ("eval", "--kb-path", kb, "--retriever", "team_search:search", "--no-color")
+    assert groove(*eval_args, cwd=tmp_path).returncode == 0
+    (kb / "groove.toml").write_text(toml, encoding="utf-8")
+    monkeypatch.setenv("BROKEN", "1")
+    done = groove(*eval_args, *flags, "--fail-on-regression", cwd=tmp_path)
+    assert "diff disabled" not in done.stdout
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Exit status 1 because --fail-on-regression was set" in done.stderr
+
+
+@pytest.mark.parametrize(
     ("toml", "message"),
     [
         ('model = "no-such-model"\n', "unknown embedding model 'no-such-model'"),

@@ -133,6 +133,15 @@ class Fingerprint:
     #: fingerprint this version builds, so such a run is never compared
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.retriever is not None:
+            # a custom retriever answered: the built-in pipeline's settings decided
+            # nothing, so changing one (fusion, MMR, ...) must not stop two of its runs
+            # from being compared -- that would switch the gate off unannounced.  Also
+            # applied to stored runs, so a retriever run written with them compares.
+            for name, value in _PIPELINE_ONLY.items():
+                object.__setattr__(self, name, value)
+
     @classmethod
     def build(
         cls,
@@ -227,6 +236,21 @@ class Fingerprint:
 
 #: every fingerprint key this version reads; any other is kept in ``extra``
 FINGERPRINT_KEYS = json_keys(Fingerprint)
+
+#: the keys only the built-in search pipeline decides, and their value in the run of a
+#: custom retriever (off, or the built-in default)
+_PIPELINE_ONLY: dict[str, Any] = {
+    "fts_query_version": FTS_QUERY_VERSION,
+    "mmr": None,
+    "parent_retriever": None,
+    "fusion": None,
+    "context": None,
+    "vector_centring": None,
+    "fts_script_gate": None,
+    "vector_index": None,
+    "document_first": None,
+    "note_order": None,
+}
 
 
 def differing_keys(now: Fingerprint, previous: Fingerprint) -> list[str]:
