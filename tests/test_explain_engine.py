@@ -64,8 +64,28 @@ def test_a_deleted_answer_is_a_miss_that_fails_the_gate_and_the_rest_still_runs(
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     cache = next(q for q in report["per_query"] if q["id"] == "cache")
     assert cache["verdict"] == "missed"
-    assert cache["removed"] == [{"path": "caching.md", "renamed_to": None}]
+    assert cache["removed"] == [
+        {"path": "caching.md", "renamed_to": None, "not_indexed_because": None}
+    ]
     assert cache["first_rank"] is None and cache["baseline_first_rank"] == 1
+
+
+def test_the_item_names_its_edited_answer_before_what_outranks_it(
+    pytester: pytest.Pytester, kb: Path
+) -> None:
+    assert run(pytester).ret == pytest.ExitCode.OK
+    (kb / "caching.md").write_text(
+        "## Storage\n\nLookups are held in Redis for thirty seconds.\n", encoding="utf-8"
+    )
+    result = run(pytester, "--groove-fail-on-regression")
+    print(result.stdout.str())
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*golden query 'cache' *; rank 1 → *; `caching.md` (expected) changed since the "
+            "baseline run; displaced by *(unchanged)*",
+        ]
+    )
 
 
 def test_an_expected_path_never_indexed_is_still_the_golden_file_error(

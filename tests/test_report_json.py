@@ -126,6 +126,8 @@ def test_output_is_indented_strict_json_in_a_fixed_key_order() -> None:
         "baseline_first_rank",
         "regressed",
         "removed",
+        "lost",
+        "changed",
         "displaced_by",
     ]
 

@@ -1,11 +1,13 @@
 """Before any search: every expected path (and heading) of the golden set must exist.
 
 An expected path that is not in the index -- a typo, a renamed or deleted file, a
-file the indexer skipped -- would be scored as an ordinary miss, and the run would be
-recorded as the next baseline.  That is a mistake in the golden file, not a retrieval
-result, so both doors call :func:`check_expected_entries` after indexing and before
-the first search, and stop with one line naming the golden file, the line, the
-missing path or heading and the closest existing spellings.
+file the indexer skipped or an ignore rule leaves out -- would be scored as an
+ordinary miss, and the run would be recorded as the next baseline.  That is a
+mistake in the golden file, not a retrieval result, so both doors call
+:func:`check_expected_entries` after indexing and before the first search, and stop
+with one line naming the golden file, the line, the missing path or heading and the
+closest existing spellings -- or, for a file still on disk, what leaves it out of the
+index, and for a document a stored run indexed, that it was deleted since.
 
 PYTEST_DONT_REWRITE
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from pytest_groove.errors import GrooveError, clip
@@ -22,6 +24,7 @@ from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenSet
 from pytest_groove.files.beneath import Skipped, open_root, read_beneath
 from pytest_groove.kb.markdown import MERGE_THRESHOLD_BYTES, merged_headings
+from pytest_groove.kb.unindexed import SEE_WARNINGS, why_not_indexed
 
 #: suggestions shown after "did you mean"
 _SUGGESTIONS = 3
@@ -36,22 +39,34 @@ def _did_you_mean(wanted: str, choices: Collection[str]) -> str:
     return " (did you mean " + ", ".join(f"`{clip(choice)}`" for choice in close) + "?)"
 
 
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except (OSError, ValueError):  # a name the OS refuses (too long, ...): no such file
-        return False
+#: how the message ends when nothing says otherwise
+_FIX = "fix the golden file"
+#: ... when the expected document was deleted since a stored run had it
+_FIX_DELETED = "update the golden file or restore the note"
+#: ... when the file is on disk and something leaves it out of the index
+_FIX_UNINDEXED = "fix the golden file, or let the file be indexed"
 
 
 def _problem(
-    entry: ExpectedEntry, indexed: Mapping[str, Collection[str | None]], kb: Path
-) -> str | None:
+    entry: ExpectedEntry,
+    indexed: Mapping[str, Collection[str | None]],
+    kb: Path,
+    why_unindexed: Callable[[str], str | None],
+    deleted: Mapping[str, str],
+) -> tuple[str, str] | None:
+    """What is wrong with ``entry`` and how the message says to fix it (None: nothing)."""
     headings = indexed.get(entry.path)
     if headings is None:
-        why = "is not in the index"
-        if _is_file(kb / entry.path):
-            why += " (the file exists but was not indexed: see the indexing warnings)"
-        return f"expected path `{clip(entry.path)}` {why}" + _did_you_mean(entry.path, indexed)
+        absent = f"expected path `{clip(entry.path)}` is not in the index"
+        why = why_unindexed(entry.path)
+        if why == SEE_WARNINGS:
+            return f"{absent} ({why})" + _did_you_mean(entry.path, indexed), _FIX
+        if why is not None:
+            return f"{absent}: {why}", _FIX_UNINDEXED
+        if entry.path in deleted:
+            # no typo: a stored run had the document, and it is gone from the disk
+            return f"{absent}: {deleted[entry.path]}", _FIX_DELETED
+        return absent + _did_you_mean(entry.path, indexed), _FIX
     if entry.heading is None:
         return None
     wanted = normalise_heading(entry.heading)
@@ -65,11 +80,11 @@ def _problem(
             f"in the index: its section is under {MERGE_THRESHOLD_BYTES} bytes, so it was "
             f"merged into the section before it ({merged}); pin that heading instead, or "
             "lengthen the section"
-        )
+        ), _FIX
     return (
         f"expected heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
         + _did_you_mean(entry.heading, list(named.values()))
-    )
+    ), _FIX
 
 
 #: the most of a document read to tell a merged heading from an absent one
@@ -112,6 +127,8 @@ def check_expected_entries(
     indexed: Mapping[str, Collection[str | None]],
     kb: Path,
     removed: Collection[str] = (),
+    why_unindexed: Callable[[str], str | None] | None = None,
+    deleted: Mapping[str, str] | None = None,
 ) -> None:
     """Raise :class:`GrooveError` unless every expected entry names indexed content.
 
@@ -119,23 +136,32 @@ def check_expected_entries(
     for a chunk without one), as :meth:`Engine.headings_by_path` returns it.  The
     message names the first problem and counts the others.  A path in ``removed``
     (it was in the baseline run's corpus) is no mistake of the golden file: the
-    document was deleted since, and the query scores it as a miss.
+    document was deleted since, and the query scores it as a miss.  A path in
+    ``deleted`` (a stored run that is not the baseline had it) was deleted too: its
+    phrase says since when, instead of suggesting a typo.  ``why_unindexed`` says why
+    a file still on disk is not indexed (default: :func:`why_not_indexed` with the
+    default settings).
     """
-    problems: list[tuple[int, str]] = []
+    if why_unindexed is None:
+
+        def why_unindexed(rel: str) -> str | None:
+            return why_not_indexed(kb, rel)
+
+    problems: list[tuple[int, tuple[str, str]]] = []
     for query in golden.queries:
         for entry in query.expected:
             if entry.path in removed and entry.path not in indexed:
                 continue
-            problem = _problem(entry, indexed, kb)
+            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {})
             if problem is not None:
                 problems.append((entry.line or query.line, problem))
     if not problems:
         return
-    line, first = problems[0]
+    line, (first, fix) = problems[0]
     more = len(problems) - 1
     tail = f" (and {more} more expected entr{'y' if more == 1 else 'ies'} like it)" if more else ""
     raise GrooveError(
-        f"golden file {golden.path}: line {line}: {first}{tail}; fix the golden file "
+        f"golden file {golden.path}: line {line}: {first}{tail}; {fix} "
         "(nothing was searched or recorded)"
     )
 
@@ -162,7 +188,9 @@ def check_before_search(
     kb: Path,
     parsers: Collection[str],
     removed: Collection[str] = (),
+    why_unindexed: Callable[[str], str | None] | None = None,
+    deleted: Mapping[str, str] | None = None,
 ) -> None:
     """Both checks, in the order a user fixes them: an empty KB, then the golden entries."""
     check_kb_has_documents(indexed, kb, parsers)
-    check_expected_entries(golden, indexed, kb, removed)
+    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted)

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 
 from pytest_groove.evaluation.metric_table import RECALL, Metric
 from pytest_groove.evaluation.verdict import (
+    CHANGED_REASON,
     REMOVED_REASON,
     MetricMove,
     QueryVerdict,
     RunVerdicts,
 )
+from pytest_groove.search.hits import hit_label
 
 #: ids in per-query rows are left-aligned in a field this wide (never truncated)
 ID_WIDTH = 24
@@ -36,15 +38,39 @@ def rank_move(verdict: QueryVerdict) -> str:
 
 
 def removed_reasons(verdict: QueryVerdict) -> list[str]:
-    """One phrase per expected path deleted since the baseline (renamed: the new path)."""
+    """One phrase per expected path gone from the index since the baseline (renamed:
+    the new path; still on disk: why the index leaves it out)."""
     renamed = dict(verdict.renamed)
+    unindexed = dict(verdict.unindexed)
     out = []
     for path in verdict.removed:
-        if path in renamed:
+        if path in unindexed:
+            out.append(
+                f"`{path}` no longer indexed since the baseline run, though the file is "
+                f"still there: {unindexed[path]}"
+            )
+        elif path in renamed:
             out.append(f"`{path}` renamed to `{renamed[path]}`? update the golden file")
         else:
             out.append(f"`{path}` {REMOVED_REASON}")
     return out
+
+
+def changed_reasons(verdict: QueryVerdict) -> list[str]:
+    """One phrase per lost expected document whose own file changed (``<path>
+    (expected) changed since the baseline run``): the likeliest cause, so said first."""
+    return [f"`{path}` (expected) {CHANGED_REASON}" for path in verdict.changed]
+
+
+def lost_moves(verdict: QueryVerdict) -> list[str]:
+    """``<path> rank 2 → 4`` for each lost expected entry whose move the first
+    answer's ``rank B → N`` does not already say (another expected document)."""
+    first = (verdict.baseline_first_rank, verdict.first_rank)
+    return [
+        f"`{hit_label(a.path, a.heading)}` rank {rank_text(a.before)} → {rank_text(a.after)}"
+        for a in verdict.lost
+        if not (verdict.moved and (a.before, a.after) == first)
+    ]
 
 
 def displaced_text(verdict: QueryVerdict) -> str | None:
@@ -58,9 +84,11 @@ def displaced_text(verdict: QueryVerdict) -> str | None:
 
 
 def causes(verdict: QueryVerdict) -> list[str]:
-    """The first answer's move, what displaced it and the removed answers (the item's
-    failure headline adds them)."""
+    """The first answer's move, the other lost expected documents' moves, the lost
+    ones that changed themselves, what displaced them and the removed answers (the
+    item's failure headline adds them)."""
     out = [f"rank {rank_move(verdict)}"] if verdict.moved else []
+    out += lost_moves(verdict) + changed_reasons(verdict)
     displaced = displaced_text(verdict)
     return out + ([displaced] if displaced is not None else []) + removed_reasons(verdict)
 
@@ -96,8 +124,7 @@ def explanation(
     verdict: QueryVerdict, k: int, recall_now: float, recall_before: float | None
 ) -> str:
     """What happened to one failing query, ``; ``-separated: the metrics that dropped
-    (a miss: recall at the largest k), the first answer's move, what displaced it,
-    removed answers."""
+    (a miss: recall at the largest k), then :func:`causes`."""
     parts: list[str] = []
     if verdict.verdict == "missed":
         values = (
@@ -108,13 +135,7 @@ def explanation(
         parts.append(f"{Metric(RECALL, k).query_label}: {values}")
     elif verdict.regressed:
         parts.append(metric_moves(verdict.regressed))
-    if verdict.moved:
-        parts.append(f"rank {rank_move(verdict)}")
-    displaced = displaced_text(verdict)
-    if displaced is not None:
-        parts.append(displaced)
-    parts += removed_reasons(verdict)
-    return "; ".join(parts)
+    return "; ".join(parts + causes(verdict))
 
 
 def failure_lines(verdicts: RunVerdicts, total: int) -> list[str]:

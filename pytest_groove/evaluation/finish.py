@@ -214,7 +214,7 @@ def _finish(
     gate_applies = plan.options.fail_on_regression and not scope.subset
     verdict = gate_verdict(plan, comparison, regression_gate=gate_applies, subset=scope.subset)
     # one verdict per query, for every report; a deleted answer fails the gate too
-    verdicts = comparison_verdicts(comparison)
+    verdicts = comparison_verdicts(comparison, evaluation.why_unindexed)
     removed = removed_answer_failures(verdicts) if gate_applies else []
     failures = [*verdict.failures, *removed]
     if loose:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_groove.errors import clip
 from pytest_groove.evaluation.compare import match_queries, query_regressed
 from pytest_groove.evaluation.corpus_files import DIGEST_CHARS, CorpusDelta, document_digests
 from pytest_groove.evaluation.expected_check import check_before_search, unindexed_paths
@@ -28,8 +29,14 @@ from pytest_groove.evaluation.history_baseline import BaselineChoice, find_run, 
 from pytest_groove.evaluation.history_trust import refuse_untrusted, trusted_runs
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.records import GoldenQuery
-from pytest_groove.evaluation.run import Fingerprint, QueryResult, evaluate_query
+from pytest_groove.evaluation.run import (
+    Fingerprint,
+    QueryResult,
+    evaluate_query,
+    format_timestamp,
+)
 from pytest_groove.evaluation.verdict import QueryVerdict, query_verdict
+from pytest_groove.kb.unindexed import why_not_indexed
 from pytest_groove.search.searcher import Searcher, SearcherIdentity
 
 
@@ -52,6 +59,8 @@ class Evaluation:
     baseline_files: Mapping[str, str] | None = None
     #: this corpus against the baseline's, per document (read once, at first need)
     _delta: list[CorpusDelta | None] = field(default_factory=list, compare=False, repr=False)
+    #: why an expected file still on disk is not indexed, per path (read at first need)
+    _unindexed: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
 
     def run_query(self, query: GoldenQuery) -> QueryResult:
         """Search one golden query and score its hits."""
@@ -82,7 +91,21 @@ class Evaluation:
         previous = None
         if plan.compares and position < len(self.baseline_queries):
             previous = self.baseline_queries[position]
-        return query_verdict(result, previous, plan.thresholds, plan.k_values, self.corpus_delta())
+        return query_verdict(
+            result,
+            previous,
+            plan.thresholds,
+            plan.k_values,
+            self.corpus_delta(),
+            self.why_unindexed,
+        )
+
+    def why_unindexed(self, path: str) -> str | None:
+        """Why the expected file ``path``, still on disk under the KB, is not in the
+        index (an ignore rule, ...); None when there is no such file."""
+        if path not in self._unindexed:
+            self._unindexed[path] = why_not_indexed(self.plan.kb, path, self.plan.settings.index)
+        return self._unindexed[path]
 
     def corpus_delta(self) -> CorpusDelta | None:
         """The documents now against the baseline run's (None: either side unknown)."""
@@ -164,6 +187,37 @@ def _baseline_paths(choice: BaselineChoice | None) -> Collection[str]:
     return document_digests(choice.baseline.corpus) or {}
 
 
+def _deleted_since_stored(
+    paths: Sequence[str], stored: StoredRuns, searcher: Searcher
+) -> dict[str, str]:
+    """For each of ``paths`` the newest trusted stored run's corpus held, how the
+    golden-file message says it went: deleted since that run, or renamed (its digest
+    is now under a path that run did not have)."""
+    if not paths:
+        return {}
+    runs = sorted(trusted_runs(stored.runs), key=lambda run: run.timestamp, reverse=True)
+    held = [(run, document_digests(run.corpus)) for run in runs]
+    now: Mapping[str, str] | None = None
+    out: dict[str, str] = {}
+    for path in paths:
+        found = next(((run, files) for run, files in held if files and path in files), None)
+        if found is None:
+            continue
+        run, files = found
+        assert files is not None
+        if now is None:
+            with searcher.read_snapshot():
+                digests = searcher.document_digests() or {}
+            now = {p: d[:DIGEST_CHARS] for p, d in digests.items()}
+        when = f"the run of {format_timestamp(run.timestamp)} in the history"
+        moved = CorpusDelta(now=now, before=files).renamed_to(path)
+        if moved is not None:
+            out[path] = f"it was renamed to `{clip(moved)}` (the same bytes) since {when}"
+        else:
+            out[path] = f"the note was deleted since {when}, which indexed it"
+    return out
+
+
 def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     """Everything between opening a searcher and the first search.
 
@@ -184,14 +238,33 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     picked: tuple[StoredRuns, BaselineChoice | None] | None = None
     if headings is not None:
         removed: Collection[str] = ()
-        if unindexed_paths(plan.golden, headings):
+        deleted: dict[str, str] = {}
+        missing = unindexed_paths(plan.golden, headings)
+        if missing:
             # an expected path the baseline run's corpus held was deleted since: a
             # lost answer the run scores, not a golden-file mistake
             picked = _read_and_pick(plan, fingerprint)
             removed = _baseline_paths(picked[1])
+            # one another stored run held (the golden file changed with it, say): no
+            # typo either, and the message says so
+            deleted = _deleted_since_stored(
+                [p for p in missing if p not in removed], picked[0], searcher
+            )
+
+        def why_unindexed(path: str) -> str | None:
+            return why_not_indexed(plan.kb, path, plan.settings.index)
+
         # a golden entry naming nothing indexed (now or in the baseline), or an empty
         # KB, is a mistake in the input: stop before the first search, record nothing
-        check_before_search(plan.golden, headings, plan.kb, plan.settings.index.parsers, removed)
+        check_before_search(
+            plan.golden,
+            headings,
+            plan.kb,
+            plan.settings.index.parsers,
+            removed,
+            why_unindexed,
+            deleted,
+        )
     stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
     return Evaluation(
         plan=plan,

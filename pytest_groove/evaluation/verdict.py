@@ -10,10 +10,15 @@ A query's verdict against the baseline run (the compatible one the comparison ch
 
 Beside the verdict: the rank of the first expected hit now and in the baseline (what
 *moved*), the expected paths removed from the knowledge base since the baseline (and
-where their content lives now, when the same file digest appears under a new path),
-and, for a regressed or missed query, the documents that now rank above the answer
-and did not in the baseline (what *displaced* it), each ``added``, ``changed`` or
-``unchanged`` since the baseline run (:mod:`.corpus_files`).
+where their content lives now, when the same file digest appears under a new path, or
+why the index leaves them out when the file is still on disk: an ignore rule, ...),
+and, for a regressed or missed query, the expected documents it *lost* -- each one
+that ranked within the largest k in the baseline and ranks lower now, whichever of
+them it is -- with the ones among them whose own file changed since the baseline run,
+and the documents that now rank above a lost one and did not in the baseline (what
+*displaced* it), each ``added``, ``changed`` or ``unchanged`` since the baseline run
+(:mod:`.corpus_files`).  An expected document that was not within the largest k in
+the baseline either was not lost: nothing displaced it.
 
 The pytest item, the text, JSON and HTML reports and ``groove history diff`` all read
 these records, so they agree on every query.  Which search leg (full-text or vector)
@@ -24,7 +29,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,6 +49,11 @@ Verdict = Literal["pass", "regressed", "missed"]
 
 #: the reason given for an expected path the baseline run's corpus held
 REMOVED_REASON = "removed from the knowledge base since the baseline run"
+#: the reason given for a lost expected document whose own file changed
+CHANGED_REASON = "changed since the baseline run"
+
+#: why a KB-relative file still on disk is not in the index (None: no such file)
+WhyUnindexed = Callable[[str], str | None]
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,18 @@ class Displacer:
 
 
 @dataclass(frozen=True)
+class LostAnswer:
+    """An expected entry that ranked within the largest k in the baseline and ranks
+    lower now (or is not retrieved)."""
+
+    path: str
+    heading: str | None
+    before: int
+    #: None: not retrieved now
+    after: int | None
+
+
+@dataclass(frozen=True)
 class QueryVerdict:
     id: str
     verdict: Verdict
@@ -78,6 +100,12 @@ class QueryVerdict:
     removed: tuple[str, ...] = ()
     #: (removed path, the path its content has now)
     renamed: tuple[tuple[str, str], ...] = ()
+    #: (removed path, why the index leaves it out): the file is still on disk
+    unindexed: tuple[tuple[str, str], ...] = ()
+    #: the expected entries lost since the baseline (a failing query only), best first
+    lost: tuple[LostAnswer, ...] = ()
+    #: lost expected paths whose own file changed since the baseline run
+    changed: tuple[str, ...] = ()
     displaced_by: tuple[Displacer, ...] = ()
     #: recall at the largest k, now and in the baseline (None: no baseline)
     recall_now: float = 0.0
@@ -146,17 +174,46 @@ def _above(result: QueryResult, cutoff: int) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+def lost_answers(
+    result: QueryResult, previous: QueryResult, k: int, gone: Sequence[str] = ()
+) -> tuple[LostAnswer, ...]:
+    """The relevant expected entries of ``result`` that ranked within ``k`` in
+    ``previous`` and rank lower now, by baseline rank; an entry whose path is in
+    ``gone`` (no longer in the index) was not pushed down and is left out."""
+    ranks = expected_ranks(previous.expected, previous.top_k)
+    before = dict(zip(previous.expected, ranks, strict=True))
+    now = expected_ranks(result.expected, result.top_k)
+    lost: list[LostAnswer] = []
+    for entry, after in zip(result.expected, now, strict=True):
+        then = before.get(entry)
+        if not entry.relevant or entry.path in gone or then is None or then > k:
+            continue
+        if after is None or after > then:
+            lost.append(LostAnswer(entry.path, entry.heading, then, after))
+    lost.sort(key=lambda answer: answer.before)
+    return tuple(dict.fromkeys(lost))
+
+
 def _displaced_by(
-    result: QueryResult, previous: QueryResult, k: int, delta: CorpusDelta | None
+    result: QueryResult,
+    previous: QueryResult,
+    lost: Sequence[LostAnswer],
+    k: int,
+    delta: CorpusDelta | None,
 ) -> tuple[Displacer, ...]:
-    now = first_rank(result)
-    before = first_rank(previous)
-    cutoff = now if now is not None else k + 1
-    was_above = set(_above(previous, before if before is not None else k + 1))
+    """The documents now above a lost answer that were not above it in the baseline,
+    best first, once each."""
+    ranks = {hit.path: hit.rank for hit in reversed(result.top_k)}
+    found: dict[str, None] = {}
+    for answer in lost:
+        was_above = set(_above(previous, answer.before))
+        cutoff = answer.after if answer.after is not None else k + 1
+        for path in _above(result, cutoff):
+            if path not in was_above:
+                found[path] = None
     return tuple(
         Displacer(path, "unknown" if delta is None else delta.change(path))
-        for path in _above(result, cutoff)
-        if path not in was_above
+        for path in sorted(found, key=lambda path: ranks[path])
     )
 
 
@@ -166,8 +223,13 @@ def query_verdict(
     thresholds: Thresholds,
     k_values: Sequence[int],
     delta: CorpusDelta | None = None,
+    why_unindexed: WhyUnindexed | None = None,
 ) -> QueryVerdict:
-    """One query's verdict against its baseline counterpart (None: nothing to compare)."""
+    """One query's verdict against its baseline counterpart (None: nothing to compare).
+
+    ``why_unindexed`` is asked about each expected path the baseline run's corpus held
+    and this one does not: a file still on disk is left out of the index on purpose
+    (an ignore rule, ...), not removed."""
     k = largest_k(k_values)
     moves: tuple[MetricMove, ...] = ()
     if previous is not None:
@@ -182,15 +244,32 @@ def query_verdict(
     )
     paths = list(dict.fromkeys(entry.path for entry in result.expected))
     removed = tuple(p for p in paths if delta is not None and delta.removed(p))
+    unindexed = tuple(
+        (path, why)
+        for path in removed
+        if why_unindexed is not None and (why := why_unindexed(path)) is not None
+    )
+    left_out = {path for path, _ in unindexed}
     renamed = tuple(
         (path, new)
         for path in removed
-        if delta is not None and (new := delta.renamed_to(path)) is not None
+        if path not in left_out
+        and delta is not None
+        and (new := delta.renamed_to(path)) is not None
     )
+    lost: tuple[LostAnswer, ...] = ()
+    changed: tuple[str, ...] = ()
     displaced: tuple[Displacer, ...] = ()
-    # an answer that is gone was not pushed down: nothing displaced it
-    if previous is not None and verdict != "pass" and not (verdict == "missed" and removed):
-        displaced = _displaced_by(result, previous, k, delta)
+    if previous is not None and verdict != "pass":
+        # an answer that is gone was not pushed down: nothing displaced it; nor was one
+        # that was not within the largest k in the baseline either
+        lost = lost_answers(result, previous, k, removed)
+        changed = tuple(
+            dict.fromkeys(
+                a.path for a in lost if delta is not None and delta.change(a.path) == "changed"
+            )
+        )
+        displaced = _displaced_by(result, previous, lost, k, delta)
     return QueryVerdict(
         id=result.id,
         verdict=verdict,
@@ -200,14 +279,23 @@ def query_verdict(
         regressed=moves,
         removed=removed,
         renamed=renamed,
+        unindexed=unindexed,
+        lost=lost,
+        changed=changed,
         displaced_by=displaced,
         recall_now=result.metrics.recall_at_k.get(k, 0.0),
         recall_before=None if previous is None else previous.metrics.recall_at_k.get(k, 0.0),
     )
 
 
-def run_verdicts(run: RunRecord, baseline: RunRecord | None, thresholds: Thresholds) -> RunVerdicts:
-    """Every query of ``run`` judged against ``baseline`` (a compatible run, or None)."""
+def run_verdicts(
+    run: RunRecord,
+    baseline: RunRecord | None,
+    thresholds: Thresholds,
+    why_unindexed: WhyUnindexed | None = None,
+) -> RunVerdicts:
+    """Every query of ``run`` judged against ``baseline`` (a compatible run, or None);
+    ``why_unindexed`` as for :func:`query_verdict`."""
     k_values = run.fingerprint.k_values
     paired: list[QueryResult | None] = (
         [None] * len(run.per_query) if baseline is None else match_queries(run.per_query, baseline)
@@ -215,7 +303,7 @@ def run_verdicts(run: RunRecord, baseline: RunRecord | None, thresholds: Thresho
     delta = None if baseline is None else corpus_delta(run.corpus, baseline.corpus)
     return RunVerdicts(
         queries=tuple(
-            query_verdict(result, previous, thresholds, k_values, delta)
+            query_verdict(result, previous, thresholds, k_values, delta, why_unindexed)
             for result, previous in zip(run.per_query, paired, strict=True)
         ),
         k=largest_k(k_values),
@@ -223,13 +311,24 @@ def run_verdicts(run: RunRecord, baseline: RunRecord | None, thresholds: Thresho
     )
 
 
-def comparison_verdicts(comparison: Comparison) -> RunVerdicts:
+def comparison_verdicts(
+    comparison: Comparison, why_unindexed: WhyUnindexed | None = None
+) -> RunVerdicts:
     """The verdicts of a comparison's run: against its baseline only when compatible."""
     baseline = comparison.baseline if comparison.compatible else None
-    return run_verdicts(comparison.run, baseline, comparison.limits)
+    return run_verdicts(comparison.run, baseline, comparison.limits, why_unindexed)
 
 
 def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
     """The gate's entry per query that lost an expected document since the baseline:
     a deleted answer fails the gate like a regression, however little the averages moved."""
-    return [f"answer of {v.id} removed ({', '.join(v.removed)})" for v in verdicts.removed_answers]
+    out = []
+    for verdict in verdicts.removed_answers:
+        left_out = {path for path, _ in verdict.unindexed}
+        gone = [p for p in verdict.removed if p not in left_out]
+        if gone:
+            out.append(f"answer of {verdict.id} removed ({', '.join(gone)})")
+        if left_out:
+            kept = [p for p in verdict.removed if p in left_out]
+            out.append(f"answer of {verdict.id} no longer indexed ({', '.join(kept)})")
+    return out

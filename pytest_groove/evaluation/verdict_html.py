@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from pytest_groove.evaluation.explain_text import (
     MOVED_SHOWN,
-    displaced_text,
+    causes,
     metric_moves,
+    rank_move,
     rank_text,
-    removed_reasons,
 )
 from pytest_groove.evaluation.verdict import QueryVerdict, RunVerdicts, Verdict
 
@@ -29,7 +29,7 @@ class VerdictCell:
     verdict: str
     #: the baseline's first expected rank ("" when not compared)
     baseline_rank: str
-    #: what the regression moved, displaced and removed ("" for a pass)
+    #: what the regression lost, changed, displaced and removed ("" for a pass)
     why: list[str]
 
 
@@ -39,10 +39,10 @@ def verdict_cell(verdict: QueryVerdict, k: int) -> VerdictCell:
         why.append(f"nothing expected in the top {k}")
     elif verdict.regressed:
         why.append(metric_moves(verdict.regressed))
-    displaced = displaced_text(verdict)
-    if displaced is not None:
-        why.append(displaced)
-    why += removed_reasons(verdict)
+    # the causes the text report gives (the first answer's move is the baseline-rank
+    # column here)
+    first_move = f"rank {rank_move(verdict)}"
+    why += [cause for cause in causes(verdict) if cause != first_move]
     return VerdictCell(
         verdict=verdict.verdict,
         baseline_rank=rank_text(verdict.baseline_first_rank) if verdict.compared else "",

@@ -15,6 +15,7 @@ from pytest_groove.evaluation.verdict import QueryVerdict, RunVerdicts
 def verdict_json(verdict: QueryVerdict) -> dict[str, Any]:
     """The keys a query's verdict adds to its ``per_query[]`` object."""
     renamed = dict(verdict.renamed)
+    unindexed = dict(verdict.unindexed)
     return {
         "verdict": verdict.verdict,
         "first_rank": verdict.first_rank,
@@ -22,7 +23,19 @@ def verdict_json(verdict: QueryVerdict) -> dict[str, Any]:
         "regressed": [
             {"metric": m.label, "before": m.before, "after": m.after} for m in verdict.regressed
         ],
-        "removed": [{"path": path, "renamed_to": renamed.get(path)} for path in verdict.removed],
+        "removed": [
+            {
+                "path": path,
+                "renamed_to": renamed.get(path),
+                "not_indexed_because": unindexed.get(path),
+            }
+            for path in verdict.removed
+        ],
+        "lost": [
+            {"path": a.path, "heading": a.heading, "before": a.before, "after": a.after}
+            for a in verdict.lost
+        ],
+        "changed": list(verdict.changed),
         "displaced_by": [{"path": d.path, "change": d.change} for d in verdict.displaced_by],
     }
 

@@ -63,10 +63,16 @@ class IgnoreRules:
 
     def ignores(self, rel: str, is_dir: bool) -> bool:
         """Whether this one path (not its ancestors) is ignored by the patterns."""
+        pattern = self.deciding(rel, is_dir)
+        return pattern is not None and not pattern.negated
+
+    def deciding(self, rel: str, is_dir: bool) -> IgnorePattern | None:
+        """The last pattern matching this one path (None: none matches); it ignores the
+        path unless it is negated."""
         for pattern in reversed(self.patterns):
             if pattern.matches(rel, is_dir):
-                return not pattern.negated
-        return False
+                return pattern
+        return None
 
     def __bool__(self) -> bool:
         return bool(self.patterns)

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_groove.config import IndexSettings
-from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.errors import GrooveError, clip, clip_path
 from pytest_groove.kb.beneath import FileIdentity, open_folder, open_root
-from pytest_groove.kb.ignore import IgnoreRules, load_ignore_rules
+from pytest_groove.kb.ignore import IGNORE_FILE_NAME, IgnoreRules, load_ignore_rules
 
 _SCANDIR_FD = os.scandir in os.supports_fd
 
@@ -96,15 +96,37 @@ class ExclusionRules:
 
     def excludes_entry(self, rel: str, is_dir: bool) -> bool:
         """Whether this path itself is excluded by a layer (ancestors not checked)."""
+        return self.entry_reason(rel, is_dir) is not None
+
+    def entry_reason(self, rel: str, is_dir: bool) -> str | None:
+        """Which layer excludes this path itself (ancestors not checked), in words:
+        ``excluded by `.grooveignore` line 3 (`drafts/`)``; None when none does."""
         if is_dir:
             name = rel.rsplit("/", 1)[-1]
             if _ascii_lower(name) in FAILSAFE_DIRS:
-                return True
+                return f"in `{clip(rel)}/`, a folder that is never indexed"
             if fold_dir_name(name) in self.exclude_dirs:
-                return True
+                return f"in `{clip(rel)}/`, excluded by `exclude_dirs` (groove.toml)"
             if rel in self.excluded_paths:
-                return True
-        return self.ignore.ignores(rel, is_dir)
+                return f"in `{clip(rel)}/`, the index folder"
+        pattern = self.ignore.deciding(rel, is_dir)
+        if pattern is None or pattern.negated:
+            return None
+        rule = f"excluded by `{IGNORE_FILE_NAME}` line {pattern.line} (`{clip(pattern.text)}`)"
+        return f"in `{clip(rel)}/`, {rule}" if is_dir else rule
+
+    def exclusion_reason(self, rel: str, is_dir: bool) -> str | None:
+        """Why :meth:`is_excluded` leaves this path out (the layer and, for an ignore
+        rule, the file, line and pattern), None when it does not."""
+        rel = rel.strip("/")
+        if not rel:
+            return None
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            why = self.entry_reason("/".join(parts[:depth]), True)
+            if why is not None:
+                return why
+        return self.entry_reason(rel, is_dir)
 
     def is_excluded(self, rel: str, is_dir: bool) -> bool:
         """Whether a KB-relative, forward-slash path is left out of the index.
@@ -112,14 +134,7 @@ class ExclusionRules:
         Every proper ancestor is tested as a directory first; the KB root itself
         (empty path) is never excluded.
         """
-        rel = rel.strip("/")
-        if not rel:
-            return False
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            if self.excludes_entry("/".join(parts[:depth]), True):
-                return True
-        return self.excludes_entry(rel, is_dir)
+        return self.exclusion_reason(rel, is_dir) is not None
 
 
 def is_excluded(rel: str, is_dir: bool, rules: ExclusionRules) -> bool:

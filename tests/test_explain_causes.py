@@ -1,0 +1,211 @@
+"""The causes a regression is explained by, over the real engine (hash embedder) through
+``groove eval``: whichever expected document was lost (not only the first), the expected
+document's own edit named before what outranks it, no "displaced by" for a query that
+was missed in the baseline too, an answer left out by an ignore rule told apart from a
+deleted one, and a note deleted in the same change as a golden-file edit."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_invoke import CliRun, invoke
+
+DOCS = {
+    "caching.md": "## Cache invalidation\n\nThe ingest worker deletes the cached parcel status "
+    "before writing a new event; cache invalidation is delete-then-read.\n",
+    "errors.md": "## Rate limits\n\nA client that receives status 429 must wait for the "
+    "Retry-After header before it tries again.\n",
+    "deploys.md": "## Release schedule\n\nReleases leave on Tuesday and Thursday mornings; "
+    "nothing ships on Friday.\n",
+    "oncall.md": "## Pager rotation\n\nEach engineer carries the pager for one week, Monday "
+    "to Monday.\n",
+}
+
+GOLDEN = """\
+queries:
+  - id: cache-and-errors
+    query: "cache invalidation of the parcel status, and status 429 retry-after"
+    expected:
+      - path: "caching.md"
+      - path: "errors.md"
+  - id: cache
+    query: "cache invalidation ingest worker"
+    expected:
+      - path: "caching.md"
+  - id: schedule
+    query: "release schedule tuesday thursday"
+    expected:
+      - path: "deploys.md"
+  - id: wrong-answer
+    query: "release schedule tuesday thursday friday"
+    expected:
+      - path: "oncall.md"
+"""
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    root.mkdir()
+    for name, text in DOCS.items():
+        (root / name).write_text(text, encoding="utf-8")
+    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    return root
+
+
+def groove_eval(kb: Path, *args: str, k: str = "1,3") -> CliRun:
+    return invoke("eval", "--kb-path", kb, "--model", "hash", "--k", k, "--no-color", *args)
+
+
+def line_of(out: str, qid: str) -> str:
+    """The query's row in the "regressions and misses" block."""
+    found = re.search(rf"^  [✗↓] {re.escape(qid)} +\S.*$", out, flags=re.M)
+    assert found is not None, out
+    return found.group(0)
+
+
+def text_and_json(kb: Path, *args: str, k: str = "1,3") -> tuple[CliRun, dict[str, Any]]:
+    """The same evaluation reported as text and as JSON: the JSON one runs on a copy of
+    the KB (its index and history as they are now), so both compare with one baseline."""
+    twin = kb.with_name(kb.name + "-json")
+    shutil.copytree(kb, twin)
+    printed = groove_eval(twin, "--format", "json", *args, k=k)
+    assert printed.stdout, printed.stderr
+    report = {q["id"]: q for q in json.loads(printed.stdout)["per_query"]}
+    return groove_eval(kb, *args, k=k), report
+
+
+def test_the_second_expected_document_lost_is_explained_by_what_displaced_it(
+    kb: Path, tmp_path: Path
+) -> None:
+    assert groove_eval(kb).returncode == 0
+    notes = kb / "notes"
+    notes.mkdir()
+    (notes / "retry.md").write_text(
+        "## Retry\n\nstatus 429 retry-after: status 429, retry-after\n", encoding="utf-8"
+    )
+    (notes / "backoff.md").write_text(
+        "## Backoff\n\nafter status 429, honour retry-after\n", encoding="utf-8"
+    )
+    run, report = text_and_json(kb)
+    print(run.stdout)
+    row = line_of(run.stdout, "cache-and-errors")
+    # the first expected document kept rank 1: the second one is what was lost
+    assert "recall@3: 1.00 → 0.50" in row
+    assert "`errors.md` rank 2 → " in row
+    assert row.endswith("displaced by notes/retry.md (added), notes/backoff.md (added)")
+    verdict = report["cache-and-errors"]
+    assert (verdict["baseline_first_rank"], verdict["first_rank"]) == (1, 1)
+    assert verdict["displaced_by"] == [
+        {"path": "notes/retry.md", "change": "added"},
+        {"path": "notes/backoff.md", "change": "added"},
+    ]
+    assert [(a["path"], a["before"]) for a in verdict["lost"]] == [("errors.md", 2)]
+
+
+def test_an_edited_expected_document_is_named_before_what_outranks_it(
+    kb: Path, tmp_path: Path
+) -> None:
+    assert groove_eval(kb).returncode == 0
+    (kb / "caching.md").write_text(
+        "## Storage\n\nLookups are held in Redis for thirty seconds.\n", encoding="utf-8"
+    )
+    html = tmp_path / "r.html"
+    run, report = text_and_json(kb, "--html", str(html))
+    print(run.stdout)
+    row = line_of(run.stdout, "cache")
+    assert "; `caching.md` (expected) changed since the baseline run; displaced by " in row
+    assert row.index("(expected) changed") < row.index("displaced by")
+    verdict = report["cache"]
+    assert verdict["changed"] == ["caching.md"]
+    assert verdict["displaced_by"]  # the unchanged documents now above it are still named
+    assert {d["change"] for d in verdict["displaced_by"]} == {"unchanged"}
+    assert "`caching.md` (expected) changed since the baseline run" in html.read_text(
+        encoding="utf-8"
+    )
+
+
+def test_a_query_missed_in_the_baseline_too_was_displaced_by_nothing(kb: Path) -> None:
+    # at k=1 `wrong-answer` misses: deploys.md, not its expected oncall.md, ranks first
+    assert groove_eval(kb, k="1").returncode == 0
+    (kb / "notes.md").write_text(
+        "## Release notes\n\nrelease schedule tuesday thursday friday; release schedule "
+        "tuesday thursday friday\n",
+        encoding="utf-8",
+    )
+    run, report = text_and_json(kb, k="1")
+    print(run.stdout)
+    row = line_of(run.stdout, "wrong-answer")
+    assert row.endswith("recall@1: 0.00 → 0.00")
+    assert report["wrong-answer"]["displaced_by"] == []
+    assert report["wrong-answer"]["lost"] == []
+    # a query that did have its answer within the cut-off still names what pushed it down
+    assert "displaced by notes.md (added)" in line_of(run.stdout, "schedule")
+
+
+def test_an_answer_an_ignore_rule_leaves_out_is_not_called_removed(
+    kb: Path, tmp_path: Path
+) -> None:
+    assert groove_eval(kb).returncode == 0
+    (kb / ".grooveignore").write_text("# drafts\ncach*.md\n", encoding="utf-8")
+    run, report = text_and_json(kb, "--fail-on-regression")
+    print(run.stdout, run.stderr)
+    assert run.returncode == 1  # a lost answer still fails the gate
+    row = line_of(run.stdout, "cache")
+    assert "removed from the knowledge base" not in row
+    assert row.endswith(
+        "`caching.md` no longer indexed since the baseline run, though the file is still "
+        "there: it is excluded by `.grooveignore` line 2 (`cach*.md`)"
+    )
+    assert "answer of cache no longer indexed (caching.md)" in run.stderr
+    removed = report["cache"]["removed"]
+    assert removed == [
+        {
+            "path": "caching.md",
+            "renamed_to": None,
+            "not_indexed_because": "it is excluded by `.grooveignore` line 2 (`cach*.md`)",
+        }
+    ]
+    # the next run's baseline no longer has it: the golden-file error names the rule,
+    # not indexing warnings that were never printed
+    again = groove_eval(kb)
+    assert again.returncode == 1
+    assert "see the indexing warnings" not in again.stderr
+    assert (
+        "expected path `caching.md` is not in the index: it is excluded by `.grooveignore` "
+        "line 2 (`cach*.md`) (and 1 more expected entry like it); fix the golden file, or "
+        "let the file be indexed"
+    ) in again.stderr
+
+
+def test_a_note_deleted_with_a_golden_edit_is_named_deleted_not_a_typo(kb: Path) -> None:
+    assert groove_eval(kb).returncode == 0
+    (kb / "caching.md").unlink()
+    golden = kb / ".groove-eval.yml"
+    golden.write_text(GOLDEN.replace("friday", "saturday"), encoding="utf-8")
+    run = groove_eval(kb)
+    print(run.stderr)
+    assert run.returncode == 1
+    assert "did you mean" not in run.stderr
+    assert re.search(
+        r"expected path `caching\.md` is not in the index: the note was deleted since the "
+        r"run of \S+Z in the history, which indexed it \(and 1 more expected entry like it\); "
+        r"update the golden file or restore "
+        r"the note \(nothing was searched or recorded\)",
+        run.stderr,
+    ), run.stderr
+
+
+def test_a_note_renamed_with_a_golden_edit_names_its_new_path(kb: Path) -> None:
+    assert groove_eval(kb).returncode == 0
+    (kb / "caching.md").rename(kb / "cache.md")
+    golden = kb / ".groove-eval.yml"
+    golden.write_text(GOLDEN.replace("friday", "saturday"), encoding="utf-8")
+    run = groove_eval(kb)
+    assert run.returncode == 1
+    assert "it was renamed to `cache.md` (the same bytes) since the run of " in run.stderr
