@@ -9,7 +9,6 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import warnings as _warnings
@@ -22,6 +21,7 @@ from typing import Any
 from pytest_groove.errors import GrooveError, clip, flag
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.evaluation.history_codec import decode_run, encode_run, is_compact
+from pytest_groove.evaluation.history_lines import line_list, scan_lines
 from pytest_groove.evaluation.run import (
     RecordFormatError,
     RunRecord,
@@ -352,80 +352,37 @@ def _in_time_order(runs: list[RunRecord]) -> list[RunRecord]:
     return distinct
 
 
-#: a line git leaves in a file whose merge conflicted (``diff3`` style included)
-_CONFLICT_MARKER = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?: |$)")
-#: the header lines of the layout this module writes
-_FORMAT_LINE = re.compile(r'^"format"\s*:\s*(\d+)\s*,?$')
-_BASELINE_LINE = re.compile(r'^"baseline"\s*:\s*("(?:[^"\\]|\\.)*")\s*,?$')
-
-
 def _salvage(text: str, why: str) -> ParsedHistory | None:
     """The runs of a file that is not JSON, read line by line; None when it holds none.
 
-    The file is written one run per line, so a merge conflict (both sides' lines
-    between git's markers) or a cut-off end leaves whole runs on lines of their
-    own.  Each line holding one JSON object is read as a run, and the header lines
-    (``format``, ``baseline``) are read too; the result counts as damaged, so the
-    next save first keeps a copy of the file.
+    See :mod:`.history_lines`.  The result counts as damaged, so the next save first
+    keeps a copy of the file.
     """
-    markers: list[int] = []
-    raw_runs: list[tuple[str, Any]] = []
-    skipped: list[str] = []
-    baselines: list[str] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if _CONFLICT_MARKER.match(line):
-            markers.append(number)
-            continue
-        stripped = line.strip()
-        header = _FORMAT_LINE.match(stripped)
-        if header:
-            _check_format(int(header.group(1)))
-            continue
-        marker = _BASELINE_LINE.match(stripped)
-        if marker:
-            with contextlib.suppress(ValueError):
-                baselines.append(str(json.loads(marker.group(1))))
-            continue
-        candidate = stripped.removesuffix(",").rstrip()
-        if not candidate.startswith("{") or candidate in ("{", "{}"):
-            continue  # the file's own braces, or no run
-        where = f"line {number}"
-        try:
-            raw, _repeats = _parse_json(candidate)
-        except (ValueError, RecursionError):
-            skipped.append(f"{where}: not a whole JSON object (cut off?)")
-            continue
-        if isinstance(raw, dict):
-            raw_runs.append((where, raw))
-    if not raw_runs:
+    scan = scan_lines(text)
+    for found in scan.formats:
+        _check_format(found)
+    if not scan.raw_runs:
         return None
     runs, bad, repaired = _decode_runs(
-        raw_runs, _SURROGATE_ESCAPE.search(text.encode()) is not None, None
+        scan.raw_runs, _SURROGATE_ESCAPE.search(text.encode()) is not None, None
     )
     if not runs:
         return None
     reason = why
-    if markers:
-        reason = f"merge conflict markers at {_lines(markers)}; both sides' runs are kept"
+    if scan.conflict_lines:
+        reason = (
+            f"merge conflict markers at {line_list(scan.conflict_lines)}; both sides' runs are kept"
+        )
     return _frozen(
         ParsedHistory(
             runs=_in_time_order(runs),
-            stored=len(raw_runs) + len(skipped),
-            skipped=tuple(skipped + bad),
+            stored=len(scan.raw_runs) + len(scan.broken),
+            skipped=(*scan.broken, *bad),
             repaired=tuple(repaired),
             salvaged=reason,
         ),
-        baselines,
+        scan.baselines,
     )
-
-
-def _lines(numbers: Sequence[int]) -> str:
-    """``line 4``, ``lines 4, 6 and 8``, ``lines 4, 6, 8, 12 and 3 more``."""
-    if len(numbers) == 1:
-        return f"line {numbers[0]}"
-    if len(numbers) <= 4:
-        return f"lines {', '.join(str(n) for n in numbers[:-1])} and {numbers[-1]}"
-    return f"lines {', '.join(str(n) for n in numbers[:4])} and {len(numbers) - 4} more"
 
 
 def parse_history(data: bytes) -> list[RunRecord]:

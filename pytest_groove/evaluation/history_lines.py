@@ -1,0 +1,84 @@
+"""Reading a history file line by line, when it is not JSON as a whole.
+
+The history is written one run per line (:mod:`.history_format`), so the two ways a
+committed file stops being JSON leave whole runs on lines of their own:
+
+- a merge that conflicted: git puts both branches' lines between its ``<<<<<<<``,
+  ``=======`` and ``>>>>>>>`` lines (``|||||||`` too in the ``diff3`` style);
+- a file cut off partway (a full disk on another tool's write, a bad copy).
+
+:func:`scan_lines` finds, on each line, a run's JSON object, a header line
+(``"format"``, ``"baseline"``) or a conflict marker; what the runs mean is left to
+:mod:`.history_format`.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: a line git leaves in a file whose merge conflicted (``diff3`` style included)
+_CONFLICT_MARKER = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?: |$)")
+#: the header lines of the layout the history is written in
+_FORMAT_LINE = re.compile(r'^"format"\s*:\s*(\d+)\s*,?$')
+_BASELINE_LINE = re.compile(r'^"baseline"\s*:\s*("(?:[^"\\]|\\.)*")\s*,?$')
+
+
+@dataclass
+class LineScan:
+    """What the lines of a file that is not JSON as a whole hold."""
+
+    #: (``line N``, the JSON object on it) for each line holding one
+    raw_runs: list[tuple[str, Any]] = field(default_factory=list)
+    #: why each line that starts like a run holds no whole JSON object
+    broken: list[str] = field(default_factory=list)
+    #: the numbers of the lines that are merge conflict markers
+    conflict_lines: list[int] = field(default_factory=list)
+    #: each ``"format"`` header value, and each ``"baseline"`` marker, in file order
+    formats: list[int] = field(default_factory=list)
+    baselines: list[str] = field(default_factory=list)
+
+
+def scan_lines(text: str) -> LineScan:
+    """Every run, header and conflict marker on a line of its own in ``text``."""
+    scan = LineScan()
+    for number, line in enumerate(text.splitlines(), 1):
+        if _CONFLICT_MARKER.match(line):
+            scan.conflict_lines.append(number)
+            continue
+        stripped = line.strip()
+        header = _FORMAT_LINE.match(stripped)
+        if header:
+            scan.formats.append(int(header.group(1)))
+            continue
+        marker = _BASELINE_LINE.match(stripped)
+        if marker:
+            with contextlib.suppress(ValueError):  # an unreadable marker freezes nothing
+                scan.baselines.append(str(json.loads(marker.group(1))))
+            continue
+        candidate = stripped.removesuffix(",").rstrip()
+        if not candidate.startswith("{") or candidate in ("{", "{}"):
+            continue  # the file's own braces, or no run
+        try:
+            raw = json.loads(candidate)
+        except (ValueError, RecursionError):
+            scan.broken.append(f"line {number}: not a whole JSON object (cut off?)")
+            continue
+        if isinstance(raw, dict):
+            scan.raw_runs.append((f"line {number}", raw))
+    return scan
+
+
+def line_list(numbers: Sequence[int]) -> str:
+    """``line 4``, ``lines 4, 6 and 8``, ``lines 4, 6, 8, 12 and 3 more``."""
+    if len(numbers) == 1:
+        return f"line {numbers[0]}"
+    if len(numbers) <= 4:
+        return f"lines {', '.join(str(n) for n in numbers[:-1])} and {numbers[-1]}"
+    return f"lines {', '.join(str(n) for n in numbers[:4])} and {len(numbers) - 4} more"
