@@ -205,8 +205,9 @@ def test_a_retriever_regression_is_caught_whatever_the_engine_settings(
     kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, flags: tuple[str, ...]
 ) -> None:
     # the built-in pipeline's settings decide nothing a custom retriever returns: a
-    # change to them must not switch the comparison (and the gate) off
-    (tmp_path / "team_search.py").write_text(
+    # change to them must not switch the comparison (and the gate) off.  The module has
+    # a name of its own: in-process runs share sys.modules
+    (tmp_path / "settings_blind_search.py").write_text(
         "import os, pathlib\n"
         "def search(query, limit):\n"
         "    if os.environ.get('BROKEN'):\n"
@@ -220,7 +221,14 @@ def test_a_retriever_regression_is_caught_whatever_the_engine_settings(
         encoding="utf-8",
     )
     monkeypatch.setenv("KB", str(kb))
-    eval_args = ("eval", "--kb-path", kb, "--retriever", "team_search:search", "--no-color")
+    eval_args = (
+        "eval",
+        "--kb-path",
+        kb,
+        "--retriever",
+        "settings_blind_search:search",
+        "--no-color",
+    )
     assert groove(*eval_args, cwd=tmp_path).returncode == 0
     (kb / "groove.toml").write_text(toml, encoding="utf-8")
     monkeypatch.setenv("BROKEN", "1")

@@ -301,6 +301,50 @@ def test_ini_kb_runs_the_usual_tests_and_the_golden_items(project: pytest.Pytest
     assert not (project.path / "kb" / ".groove-eval-history.json").exists()
 
 
+@pytest.mark.parametrize("where", ["addopts", "PYTEST_ADDOPTS"])
+def test_a_kb_from_addopts_runs_the_suite_beside_the_golden_items(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # standing configuration, like the ini key: a failing test must still fail the run
+    (project.path / "tests" / "test_broken.py").write_text("def test_broken():\n    assert 0\n")
+    if where == "addopts":
+        project.makeini("[pytest]\ntestpaths = tests\naddopts = --groove-kb kb\n")
+    else:
+        project.makeini("[pytest]\ntestpaths = tests\n")
+        monkeypatch.setenv("PYTEST_ADDOPTS", "--groove-kb kb")
+    result = project.runpytest("-v")
+    result.assert_outcomes(passed=4, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # typed, it still means the golden queries alone
+    typed = project.runpytest("--groove-kb", "kb")
+    typed.assert_outcomes(passed=3)
+
+
+def test_an_ini_kb_leaves_a_run_of_named_tests_alone(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\ngroove_kb = kb\n")
+    # an IDE's "run this test": a node id, or one file
+    for named in ("tests/test_unit.py::test_unit", "tests/test_unit.py"):
+        result = project.runpytest(named)
+        result.assert_outcomes(passed=1)
+        assert not (project.path / "calls.txt").exists()
+        assert not (project.path / "kb" / ".groove-eval-history.json").exists()
+    # a folder is a suite: its tests and the golden items
+    project.runpytest("tests").assert_outcomes(passed=4)
+
+
+@pytest.mark.parametrize("listing", ["--fixtures", "--fixtures-per-test", "--setup-plan"])
+def test_listing_fixtures_or_planning_set_ups_builds_no_index(
+    project: pytest.Pytester, listing: str
+) -> None:
+    (project.path / "conftest.py").unlink()
+    (project.path / "kb" / "notes.md").write_text("# Notes\n\nsome text\n")
+    project.makeini("[pytest]\ngroove_kb = kb\n")
+    result = project.runpytest(listing, "--groove-model", "hash")
+    assert result.ret == pytest.ExitCode.OK
+    assert not (project.path / "kb" / ".groove").exists()
+    assert "groove retrieval quality" not in result.stdout.str()
+
+
 def test_ini_kb_is_relative_to_the_ini_file(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

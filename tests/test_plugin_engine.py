@@ -309,3 +309,20 @@ def test_example_kb_with_the_default_model(pytester: pytest.Pytester) -> None:
     assert second.ret == pytest.ExitCode.OK
     second.stdout.fnmatch_lines(["Aggregate (previous run: *)"])
     assert len(_history(pytester.path / "kb")) == 2
+
+
+def test_a_retriever_hook_that_returns_none_says_whose_numbers_these_are(
+    pytester: pytest.Pytester, kb: Path
+) -> None:
+    pytester.makeconftest(
+        "def pytest_groove_retriever(config):\n"
+        "    retriever = object()  # built, then the return was forgotten\n"
+    )
+    result = pytester.runpytest("--groove-kb", "kb", "--groove-model", "hash")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "groove: the pytest_groove_retriever hook in *conftest.py returned None: measuring "
+            "the built-in engine (model hash) instead; return a retriever to measure yours"
+        ]
+    )

@@ -118,3 +118,26 @@ def test_a_bad_timeout_is_refused_when_parsed(project: pytest.Pytester) -> None:
     result = project.runpytest("--groove-kb", "kb", "--groove-retriever-timeout", "0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--groove-retriever-timeout takes a positive number of seconds*"])
+
+
+@pytest.mark.parametrize(
+    ("body", "cause"),
+    [
+        (
+            "raise RuntimeError('vector db unreachable')",
+            "failed: RuntimeError: vector db unreachable",
+        ),
+        ("raise SystemExit(2)", "exited (SystemExit: 2) while building it"),
+    ],
+)
+def test_a_hook_that_raises_is_one_error_line_naming_it(
+    project: pytest.Pytester, body: str, cause: str
+) -> None:
+    project.makeconftest(f"def pytest_groove_retriever(config):\n    {body}\n")
+    result = project.runpytest("--groove-kb", "kb")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: retriever hook pytest_groove_retriever in conftest.py {cause}*"]
+    )
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output and "Traceback" not in output

@@ -621,3 +621,19 @@ def test_a_test_beside_the_golden_queries_sees_the_collector_work(
     )
     result = project.run(".", *dist)
     result.assert_outcomes(passed=5)
+
+
+def test_a_worker_that_runs_no_golden_query_leaves_the_environment_alone(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    project.pytester.makepyfile(
+        test_env="""
+        import os
+
+        def test_the_thread_count_is_unset():
+            assert "OMP_NUM_THREADS" not in os.environ
+        """
+    )
+    result = project.run(".", "-n", "2", "-m", "not groove")
+    result.assert_outcomes(passed=1)  # xdist counts no deselected items on the controller

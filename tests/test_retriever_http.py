@@ -156,7 +156,8 @@ def test_the_name_option_names_an_http_retriever(
     tmp_path: Path, server: ThreadingHTTPServer
 ) -> None:
     assert load_retriever(_url(server, "/x"), tmp_path, name="search-v2").name == "search-v2"
-    assert load_retriever(_url(server, "/x?key=1"), tmp_path).name == _url(server, "/x")
+    named = load_retriever(_url(server, "/x?key=1"), tmp_path).name
+    assert named.startswith(_url(server, "/x") + "?(query ") and "key" not in named
 
 
 def test_retriever_for_run_applies_every_retriever_option(

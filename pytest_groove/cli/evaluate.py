@@ -92,7 +92,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _note(message: str, stream: TextIO) -> None:
-    stream.write(f"{PROG}: {message}\n")
+    stream.write(f"{PROG}: {spell_flags(message)}\n")
 
 
 def _check_config_model(plan: EvalPlan) -> None:

@@ -49,6 +49,25 @@ LIMIT_CAP_NOTE = "note: limit {requested} exceeds the retrieval cap; using {cap}
 MMR_IGNORED_NOTE = "MMR override values were provided but effective MMR is off; values ignored"
 
 
+#: the built-in engine's options, which a custom retriever's run does not use
+ENGINE_ONLY_OPTIONS = ("model", "reranker", "vector-index", "index-dir")
+
+
+def engine_options_note(options: RunOptions) -> str | None:
+    """The warning for built-in engine options given beside a custom retriever."""
+    given = [
+        name for name in ENGINE_ONLY_OPTIONS if getattr(options, name.replace("-", "_")) is not None
+    ]
+    if not given:
+        return None
+    names = ", ".join(flag(name) for name in given)
+    verb = "does" if len(given) == 1 else "do"
+    return (
+        f"warning: {names} {verb} not apply to a custom retriever (it searches its own "
+        "store); ignored"
+    )
+
+
 @dataclass(frozen=True)
 class StoredRuns:
     """The history as read before the first search (the session end compares with it)."""
@@ -161,6 +180,9 @@ def plan_evaluation(
         settings.search.mmr.enabled
     ):
         notes.append(MMR_IGNORED_NOTE)
+    engine_note = engine_options_note(options) if options.retriever is not None else None
+    if engine_note is not None:
+        notes.append(engine_note)
     metrics = options.metrics if options.metrics is not None else settings.eval.metrics
     thresholds = resolve_thresholds(
         options.threshold, settings.eval.regression_threshold, k_values, metrics

@@ -27,8 +27,10 @@ How the golden items are collected (documented in docs/pytest-plugin.md):
 - ``pytest --groove-kb KB`` with no test paths runs only the golden queries: the
   golden file replaces the default paths (``testpaths`` / the current directory);
 - ``pytest tests/ --groove-kb KB`` runs ``tests/`` and the golden queries;
-- with ``groove_kb`` set in the ini file, a plain ``pytest`` runs the usual tests and
-  the golden queries (deselect them with ``-m "not groove"``);
+- with ``groove_kb`` set in the ini file (or ``--groove-kb`` in ``addopts`` /
+  ``PYTEST_ADDOPTS``: standing configuration, not typed), a plain ``pytest`` runs the
+  usual tests and the golden queries (deselect them with ``-m "not groove"``), and
+  naming particular test files or node ids runs those alone;
 - a path or node id that already names the golden file is left alone, so an IDE can
   run a single golden query by its node id.
 

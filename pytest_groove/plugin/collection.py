@@ -104,11 +104,26 @@ def route_golden(config: pytest.Config, kb_from_cli: bool, golden: Path) -> None
     base = config.invocation_params.dir
     if any(_names_golden(arg, base, golden) for arg in args):
         return
-    if kb_from_cli and config.args_source != pytest.Config.ArgsSource.ARGS:
+    typed_paths = config.args_source == pytest.Config.ArgsSource.ARGS
+    if kb_from_cli and not typed_paths:
         args[:] = [str(golden)]
         config.stash[GOLDEN_ONLY_KEY] = True
+    elif not kb_from_cli and typed_paths and args and all(_names_tests(a, base) for a in args):
+        # the ini key (or addopts) asks for the golden queries beside a suite; naming
+        # particular test files or node ids (an IDE's "run this test") asks for those
+        return
     elif not any(_walk_reaches(config, arg, base, golden) for arg in args):
         args.append(str(golden))
+
+
+def _names_tests(arg: str, base: Path) -> bool:
+    """Whether ``arg`` names particular tests: a node id, or a file rather than a folder."""
+    if "::" in arg:
+        return True
+    try:
+        return (base / arg).is_file()
+    except OSError:
+        return False
 
 
 class GoldenCollector:

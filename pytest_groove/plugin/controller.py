@@ -48,7 +48,7 @@ from typing import Any
 
 import pytest
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, spell_flags
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
@@ -70,6 +70,11 @@ JUNIT_NAMES_NAME = "groove-junit-names"
 _BROKEN = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
 
 
+#: pytest options under which no test is called: the session lists (collection, fixtures)
+#: or plans set-ups, so there is nothing to evaluate and no index work to do
+_LISTING_ONLY = ("collectonly", "showfixtures", "show_fixtures_per_test", "setupplan", "setuponly")
+
+
 def register_controller(
     config: pytest.Config, runner: ProcessRunner, output: StdoutGuard | None = None
 ) -> None:
@@ -78,7 +83,7 @@ def register_controller(
     ``output`` watches pytest's standard output (:mod:`.output`): a run is recorded
     only when its report went out.
     """
-    if config.getoption("collectonly", False):
+    if any(config.getoption(name, False) for name in _LISTING_ONLY):
         if output is not None:
             output.restore()  # nothing is recorded: pytest's own stream will do
         return
@@ -125,7 +130,7 @@ def finish(
     if evaluation is None or not results:
         return Finished(nothing_ran_line(plan), (), exitstatus)
     plan = evaluation.plan
-    stderr = [f"{PROG}: {note}" for note in plan.notes]
+    stderr = [f"{PROG}: {spell_flags(note, 'pytest')}" for note in plan.notes]
     complete = len(results) == len(plan.golden.queries) and not interrupted
     try:
         outcome = finish_evaluation(

@@ -203,7 +203,23 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
         )
     if run.html is not None:
         _check_html(config)
-    return PluginOptions(kb=Path(kb), kb_from_cli=kb_cli is not None, run=run)
+    return PluginOptions(
+        kb=Path(kb), kb_from_cli=kb_cli is not None and _typed(config, kb_option), run=run
+    )
+
+
+def _typed(config: pytest.Config, option: Option) -> bool:
+    """Whether ``option`` was typed on the command line itself.
+
+    ``addopts`` and ``PYTEST_ADDOPTS`` reach :meth:`pytest.Config.getoption` like typed
+    arguments, but they are a project's standing configuration, as the ini key is: a
+    plain ``pytest`` under them must still run the project's tests.
+    """
+    flag = option.pytest_flag
+    return any(
+        isinstance(arg, str) and (arg == flag or arg.startswith(flag + "="))
+        for arg in config.invocation_params.args
+    )
 
 
 def _check_html(config: pytest.Config) -> None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pytest_groove.search.retriever import ExternalRetriever
 
 
-def _hook_files(config: pytest.Config) -> str:
+def hook_files(config: pytest.Config) -> str:
     """Where the ``pytest_groove_retriever`` hooks are, for the clash message."""
     found: list[str] = []
     for impl in config.hook.pytest_groove_retriever.get_hookimpls():
@@ -45,6 +45,29 @@ def _hook_files(config: pytest.Config) -> str:
 
 def _ini_file(config: pytest.Config) -> str:
     return str(config.inipath) if config.inipath is not None else "the ini file"
+
+
+def _call_hook(config: pytest.Config, quiet: Callable[[], Any]) -> Any:
+    """The ``pytest_groove_retriever`` hooks' answer; a hook that raises (or exits) is
+    one :class:`GrooveError` line naming where it is, not pytest's INTERNALERROR."""
+    try:
+        with quiet():
+            return config.hook.pytest_groove_retriever(config=config)
+    except GrooveError:
+        raise
+    except Exception as exc:  # the user's hook: building a retriever can fail in any way
+        from pytest_groove.search.retriever_http import one_line
+
+        raise GrooveError(
+            f"retriever hook pytest_groove_retriever in {hook_files(config)} failed: "
+            f"{type(exc).__name__}: {one_line(exc)}"
+        ) from None
+    except SystemExit as exc:
+        from pytest_groove.search.retriever import exited
+
+        raise GrooveError(
+            exited(f"hook pytest_groove_retriever in {hook_files(config)}", exc, "building it")
+        ) from None
 
 
 def plugin_retriever(
@@ -86,12 +109,11 @@ def plugin_retriever(
 
     if typed is not None:
         return retriever_for_run(replace(run, retriever=str(typed)), kb, on_warning=on_warning)
-    with user_prints_to_stderr():
-        hooked: Any = config.hook.pytest_groove_retriever(config=config)
+    hooked = _call_hook(config, user_prints_to_stderr)
     if hooked is not None and spec is not None:
         raise GrooveError(
             f"two retrievers are configured: the pytest_groove_retriever hook in "
-            f"{_hook_files(config)} and groove_retriever = {spec} in {_ini_file(config)}; "
+            f"{hook_files(config)} and groove_retriever = {spec} in {_ini_file(config)}; "
             "remove one, or choose on the command line with --groove-retriever SPEC"
         )
     if hooked is not None:

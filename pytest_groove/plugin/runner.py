@@ -55,6 +55,7 @@ from pytest_groove.search.searcher import (
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
+    from pytest_groove.options import RunOptions
     from pytest_groove.search.retriever import ExternalRetriever
 
 RUNNER_NAME = "groove-runner"
@@ -185,14 +186,30 @@ class ProcessRunner:
                     )
                 return built
 
+            self._engine_options_note(run)
             return RetrieverSearcher(build, self.kb, self.plan.settings, name=run.retriever_name)
         retriever = plugin_retriever(self.config, run.retriever, self.kb, run)
         if retriever is not None:
+            self._engine_options_note(run)
             return RetrieverSearcher(retriever, self.kb, self.plan.settings)
         from pytest_groove.embed.registry import get_embedder
 
         settings = self.plan.settings
         embedder = self._embedder() or get_embedder(settings.index.model)
+        if (
+            not quiet
+            and run.retriever is None
+            and self.config.hook.pytest_groove_retriever.get_hookimpls()
+        ):
+            # pluggy's "no answer", but whoever wrote the hook meant to be measured:
+            # say whose numbers these are (a forgotten return would pass unseen)
+            from pytest_groove.plugin.retriever import hook_files
+
+            self.write_line(
+                f"{PROG}: the pytest_groove_retriever hook in {hook_files(self.config)} "
+                f"returned None: measuring the built-in engine (model "
+                f"{embedder.name}) instead; return a retriever to measure yours"
+            )
         reindex = not quiet and not self.plan.options.no_reindex
         if not reindex and not quiet:
             self._check_index_exists(embedder.name)
@@ -212,6 +229,14 @@ class ProcessRunner:
         ):
             self.write_line(f"{PROG}: {report.summary()}")
         return searcher
+
+    def _engine_options_note(self, run: RunOptions) -> None:
+        """Engine options beside the hook's retriever (the plan notes a spec's)."""
+        from pytest_groove.evaluation.plan import engine_options_note
+
+        note = engine_options_note(run) if run.retriever is None else None
+        if note is not None:
+            self.write_line(f"{PROG}: {spell_flags(note, 'pytest')}")
 
     def _check_index_exists(self, embedder_name: str) -> None:
         from pytest_groove.engine import index_dir_for
@@ -241,6 +266,9 @@ class ProcessRunner:
             return self.evaluation
         if self.worker_evaluation is None:
             return self.begin()
+        from pytest_groove.plugin.worker_cores import share_cores_between_workers
+
+        share_cores_between_workers()  # before the engine's libraries load
         try:
             self.searcher = self._open_searcher(quiet=True)
         except GrooveError as exc:

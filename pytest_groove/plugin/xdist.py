@@ -11,7 +11,6 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -76,26 +75,6 @@ def become_worker(runner: ProcessRunner, workerinput: dict[str, Any]) -> None:
     runner.worker_evaluation = lambda searcher: worker_evaluation(
         runner.plan, workerinput, searcher
     )
-    share_cores_between_workers()
-
-
-def share_cores_between_workers() -> None:
-    """Give each xdist worker its share of the cores for OpenMP (unless the user chose).
-
-    The embedding engine runs OpenMP threads; N workers each starting one thread per
-    core oversubscribe the machine and spin against each other (measured on 2 cores,
-    ``-n 2`` over the example KB: 5.5 s with the default, 1.9 s with one thread per
-    worker).  OpenMP reads the variable when the engine library loads, which happens
-    at the worker's first search, after this.
-    """
-    if "OMP_NUM_THREADS" in os.environ:
-        return
-    try:
-        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    except ValueError:
-        return
-    cores = os.cpu_count() or 1
-    os.environ["OMP_NUM_THREADS"] = str(max(1, cores // max(1, workers)))
 
 
 class XdistHandOff:

@@ -1,15 +1,22 @@
 """Checks on a whole run of a custom retriever's hits, before they are scored.
 
-Two mistakes make every number of a run meaningless without any error along the way:
+Mistakes that make every number of a run meaningless without any error along the way:
 
 - **paths that name no KB file** -- typically paths relative to the working
   directory (``kb/guide/setup.md``) where the KB-relative ``guide/setup.md`` was
   meant: no hit can ever satisfy a golden entry, and the run scores 0;
+- **no hit at all** -- an empty store, or a collection name with a typo: every query
+  answers ``[]`` and the run scores 0;
 - **a shallow retriever** -- LangChain's retrievers return 4 documents unless told
   otherwise, LlamaIndex's 2: recall at 10 then counts what was never returned as misses.
 
-:func:`hits_outside_kb` turns the first into one error line, :func:`shallow_retriever`
-the second into one warning line; :func:`check_retriever_hits` runs both.
+:func:`hits_outside_kb` turns the first into one error line, :func:`no_hit_at_all` the
+second, :func:`shallow_retriever` the third into one warning line;
+:func:`check_retriever_hits` runs them.  Smaller losses are warnings:
+:func:`some_hits_outside_kb` (hits outside the KB in more than a quarter of the
+queries) and :func:`heading_spelling` (a heading spelt ``## Schedule``, ``**Schedule**``
+or ``Doc > Schedule`` read as the document's ``Schedule``; one that is no heading of
+its document is warned about).
 
 PYTEST_DONT_REWRITE
 """
@@ -17,12 +24,15 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pytest_groove.config import IndexSettings
+from pytest_groove.errors import flag
 from pytest_groove.evaluation.metric_table import RECALL, Metric
+from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retriever import ExternalRetriever, RetrieverKind
 
@@ -95,6 +105,96 @@ def hits_outside_kb(
     )
 
 
+#: hits outside the KB in more than this share of the queries are warned about
+OUTSIDE_QUERY_SHARE = 0.25
+
+
+def some_hits_outside_kb(
+    retriever: str, hit_paths: Sequence[Sequence[str]], kb_paths: Collection[str], kb: Path
+) -> str | None:
+    """One warning line when more than a quarter of the queries have a hit outside the KB.
+
+    Below :func:`hits_outside_kb`'s error (most hits outside), such hits still cost
+    score silently: each takes a rank no golden entry can ever fill.
+    """
+    touched = [paths for paths in hit_paths if any(path not in kb_paths for path in paths)]
+    if not touched or len(touched) <= OUTSIDE_QUERY_SHARE * len(hit_paths):
+        return None
+    every = [path for paths in hit_paths for path in paths]
+    outside = [path for path in every if path not in kb_paths]
+    sample = outside[0]
+    return (
+        f"retriever {retriever}: {len(outside)} of its {len(every)} hits, in {len(touched)} "
+        f"of {len(hit_paths)} queries, name no file of the knowledge base {kb} (e.g. "
+        f"{sample!r}) and can never match a golden entry; {_likely_fix(sample, kb_paths, kb)}"
+    )
+
+
+def no_hit_at_all(retriever: str, returned: Sequence[int]) -> str | None:
+    """One error line when the retriever returned no hit for any query (an empty store)."""
+    if not returned or any(returned):
+        return None
+    count = len(returned)
+    queries = "the golden query" if count == 1 else f"any of the {count} golden queries"
+    return (
+        f"retriever {retriever} returned no hit for {queries}: is its store empty or "
+        "pointed at the wrong collection?"
+    )
+
+
+#: a heading spelt as its Markdown line: ``## Schedule`` (and a closing run of ``#``)
+_ATX = re.compile(r"#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
+#: emphasis or code around a whole heading: ``**Schedule**``, ``_Schedule_``, `` `x` ``
+_WRAPPED = re.compile(r"(\*\*|__|\*|_|`)(.+)\1")
+#: the separator of a breadcrumb (``Release train > Schedule``), as the KB's own
+_CRUMB = " > "
+
+
+def _unmarked(heading: str) -> str:
+    text = heading.strip()
+    atx = _ATX.fullmatch(text)
+    if atx is not None:
+        text = atx.group(1).strip()
+    while (wrapped := _WRAPPED.fullmatch(text)) is not None and wrapped.group(2).strip():
+        text = wrapped.group(2).strip()
+    return text
+
+
+def document_headings(headings: Iterable[str | None], contexts: Iterable[str | None]) -> set[str]:
+    """A document's headings (and its title, the first part of each chunk's breadcrumb),
+    normalised as the hit rule compares them."""
+    known = {normalise_heading(h) for h in headings if h}
+    for context in contexts:
+        if context:
+            known.add(normalise_heading(context.split(_CRUMB)[0]))
+    return known
+
+
+def heading_spelling(heading: str, known: Collection[str]) -> tuple[str, bool]:
+    """``heading`` as its document spells it, and whether it is one of ``known``
+    (:func:`document_headings`).
+
+    ``## Schedule`` and ``**Schedule**`` are read as ``Schedule``; a breadcrumb
+    ``Doc > Schedule`` as its last part when the whole string is no heading.
+    """
+    if normalise_heading(heading) in known:
+        return heading, True
+    for candidate in (_unmarked(heading), _unmarked(heading.split(_CRUMB.strip())[-1])):
+        if candidate and normalise_heading(candidate) in known:
+            return candidate, True
+    return heading, False
+
+
+def unknown_heading(retriever: str, heading: str, path: str) -> str:
+    """The warning for a hit whose heading is no heading of its document (told once)."""
+    return (
+        f"retriever {retriever} returned heading {heading!r} for {path!r}, which is not a "
+        "heading of that document, so such hits never match a golden entry's heading; "
+        f"return the heading's text as the document spells it (or set "
+        f"{flag('retriever-heading-key')})"
+    )
+
+
 def _depth_advice(kind: RetrieverKind, k: int) -> str:
     if kind == "langchain":
         return (
@@ -149,20 +249,30 @@ def check_retriever_hits(
     kb_paths: Collection[str],
     deepest_k: int,
 ) -> HitCheckReport:
-    """Both checks over one run's hits (one list per golden query)."""
-    error = hits_outside_kb(
-        retriever.name, [[h.path for h in query] for query in hits], kb_paths, retriever.kb
+    """The checks over one run's hits (one list per golden query)."""
+    paths = [[h.path for h in query] for query in hits]
+    error = no_hit_at_all(retriever.name, [len(query) for query in hits]) or hits_outside_kb(
+        retriever.name, paths, kb_paths, retriever.kb
     )
-    shallow = shallow_retriever(
-        retriever.name, retriever.kind, [len(query) for query in hits], deepest_k, len(kb_paths)
-    )
-    return HitCheckReport(error=error, warnings=(shallow,) if shallow else ())
+    found = [
+        None if error else some_hits_outside_kb(retriever.name, paths, kb_paths, retriever.kb),
+        shallow_retriever(
+            retriever.name, retriever.kind, [len(query) for query in hits], deepest_k,
+            len(kb_paths),
+        ),
+    ]  # fmt: skip
+    return HitCheckReport(error=error, warnings=tuple(w for w in found if w))
 
 
 __all__ = [
     "HitCheckReport",
     "check_retriever_hits",
+    "document_headings",
+    "heading_spelling",
     "hits_outside_kb",
     "kb_file_set",
+    "no_hit_at_all",
     "shallow_retriever",
+    "some_hits_outside_kb",
+    "unknown_heading",
 ]

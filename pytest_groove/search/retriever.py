@@ -32,7 +32,10 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import importlib
+import inspect
 import os
 import re
 import sys
@@ -41,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_groove.errors import GrooveError, flag
+from pytest_groove.errors import GrooveError, StopsTheRun, flag
 from pytest_groove.options import RunOptions
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retriever_hits import (
@@ -125,9 +128,15 @@ class ExternalRetriever:
                     f"retriever {self.name} failed on query {echo(query)}: "
                     f"{type(exc).__name__}: {one_line(exc)}"
                 ) from None
+            except SystemExit as exc:  # sys.exit() / argparse in the user's code
+                raise StopsTheRun(exited(self.name, exc, "searching")) from None
         # a retriever that returns more than it was asked for is cut to the limit,
         # so `limit` means the same for every retriever
         return hits[:limit]
+
+    def warn(self, message: str) -> None:
+        """Tell ``message`` once per run (see ``on_warning``)."""
+        self._warn(message)
 
     def _warn(self, message: str) -> None:
         # each warning once per run, not once per query
@@ -138,7 +147,27 @@ class ExternalRetriever:
             self.on_warning(message)
 
 
+def exited(name: str, exc: SystemExit, doing: str) -> str:
+    """The line for a retriever that raised SystemExit while ``doing`` (importing...)."""
+    return (
+        f"retriever {name} exited (SystemExit: {exc.code}) while {doing}; a retriever must "
+        "return hits, not exit (sys.exit, or argparse reading groove's command line?)"
+    )
+
+
 # --------------------------------------------------------------------------- naming
+
+
+#: a repr's memory address (``<object at 0x7f...>``), different in every process
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _partial_name(partial: functools.partial[Any]) -> str:
+    """``module.function[partial 1a2b3c4d]``: the wrapped function and a digest of the
+    bound arguments' repr (addresses left out, so the digest is the same every run)."""
+    bound = _ADDRESS.sub("", repr((partial.args, sorted(partial.keywords.items()))))
+    digest = hashlib.sha256(bound.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{retriever_name(partial.func)}[partial {digest}]"
 
 
 def _store_label(obj: Any) -> str | None:
@@ -175,6 +204,8 @@ def retriever_name(retriever: Any) -> str:
     explicit = getattr(retriever, "groove_name", None)
     if isinstance(explicit, str) and explicit:
         return explicit
+    if isinstance(retriever, functools.partial):
+        return _partial_name(retriever)
     target: Any = retriever
     if not hasattr(target, "__qualname__"):
         target = type(retriever)
@@ -198,6 +229,7 @@ def _spec_name(spec: str, obj: Any) -> str:
 
 def as_search_function(obj: Any, name: str) -> tuple[Callable[[str, int], Any], RetrieverKind]:
     """``(query, limit) -> raw hits`` for a LangChain, LlamaIndex or plain retriever."""
+    _refuse_async(obj, name)
     invoke = getattr(obj, "invoke", None)
     if callable(invoke):  # LangChain: the limit is the retriever's own setting (k)
         return (lambda query, limit: invoke(query)), "langchain"
@@ -210,6 +242,33 @@ def as_search_function(obj: Any, name: str) -> tuple[Callable[[str, int], Any], 
         f"retriever {name} is a {type(obj).__name__}: expected a callable (query, limit), "
         "an object with invoke(query) (LangChain) or retrieve(query) (LlamaIndex)"
     )
+
+
+ASYNC_ADVICE = (
+    "async retrievers are not supported; wrap it in a plain function: "
+    "def search(query, limit): return asyncio.run(retriever.aretrieve(query)) "
+    "(or asyncio.run(asearch(query, limit)))"
+)
+
+
+def _refuse_async(obj: Any, name: str) -> None:
+    """A retriever that can only be awaited is refused before any search, with the fix."""
+    target = obj.func if isinstance(obj, functools.partial) else obj
+    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(target, "__call__", None)  # noqa: B004 -- an async __call__
+    ):
+        raise GrooveError(f"retriever {name} is an async def function: {ASYNC_ADVICE}")
+    for sync in ("invoke", "retrieve"):
+        method = getattr(obj, sync, None)
+        if method is not None and inspect.iscoroutinefunction(method):
+            raise GrooveError(f"retriever {name}: its {sync}() is async def: {ASYNC_ADVICE}")
+    if not callable(obj) and not any(hasattr(obj, m) for m in ("invoke", "retrieve")):
+        awaited = [m for m in ("ainvoke", "aretrieve") if callable(getattr(obj, m, None))]
+        if awaited:
+            raise GrooveError(
+                f"retriever {name} is a {type(obj).__name__} with only {awaited[0]}(): "
+                f"{ASYNC_ADVICE}"
+            )
 
 
 def from_object(
@@ -255,6 +314,8 @@ def _import_attribute(spec: str) -> Any:
             f"retriever {spec}: could not import {module_name} "
             f"({type(exc).__name__}: {one_line(exc)})"
         ) from None
+    except SystemExit as exc:  # sys.exit() / argparse at the module's top level
+        raise GrooveError(exited(spec, exc, f"importing {module_name}")) from None
     target: Any = module
     for part in attribute.split("."):
         if not hasattr(target, part):

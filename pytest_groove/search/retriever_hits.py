@@ -21,8 +21,11 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import inspect
 import math
+import os
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -316,10 +319,14 @@ def kb_relative(path: str, kb: Path) -> str | None:
     an absolute one must lie inside the KB (compared after resolving the KB, so a
     KB reached through a symlink still matches).  Nothing is read.
     """
-    import os
-
     if path.startswith("file://"):
-        path = path[len("file://") :]
+        # a file URI: its path is percent-encoded (file:///srv/my%20kb/a.md), and
+        # file://localhost/ names this machine as file:/// does
+        parsed = urllib.parse.urlsplit(path)
+        if parsed.netloc in ("", "localhost"):
+            path = urllib.parse.unquote(parsed.path)
+        else:
+            path = urllib.parse.unquote(path[len("file:") :])
     if os.path.isabs(path):
         candidate = Path(os.path.normpath(path))
         for root in (Path(os.path.abspath(kb)), kb.resolve()):
@@ -375,6 +382,14 @@ def normalise_hits(
     With ``kb`` given, paths are made KB-relative and a path outside the KB is
     refused.
     """
+    if inspect.isawaitable(raw):
+        if inspect.iscoroutine(raw):
+            raw.close()  # never awaited: closed, so Python prints no RuntimeWarning
+        raise GrooveError(
+            f"retriever {retriever} returned a {type(raw).__name__} (it is async): async "
+            "retrievers are not supported; wrap it in a plain function: def search(query, "
+            "limit): return asyncio.run(asearch(query, limit))"
+        )
     raw = _unwrap(raw, retriever)
     if raw is None or isinstance(raw, str | bytes | Mapping) or not _iterable(raw):
         raise GrooveError(
@@ -392,6 +407,8 @@ def normalise_hits(
     for position, hit in enumerate(raw, start=1):
         fields = _fields(hit, keys)
         path, heading = fields.path, fields.heading
+        if isinstance(path, os.PathLike):
+            path = os.fsdecode(path)  # a pathlib.Path is as good as its string
         if not isinstance(path, str) or not path:
             raise GrooveError(
                 f"retriever {retriever}: hit {position} has no path (got {echo(path)}) in "

@@ -193,6 +193,9 @@ class RetrieverSearcher:
         self.kb = kb
         self.settings = settings
         self._view: KBView | None = None
+        #: each document's headings and title, normalised (read at the first heading)
+        self._known: dict[str, set[str]] | None = None
+        self._told_heading = False
 
     @property
     def retriever(self) -> ExternalRetriever:
@@ -221,7 +224,43 @@ class RetrieverSearcher:
         return SearcherIdentity(model=CUSTOM_MODEL, retriever=name)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
-        return self.retriever.search(query, limit)
+        return self._spelt(self.retriever.search(query, limit))
+
+    def _known_headings(self) -> dict[str, set[str]]:
+        if self._known is None:
+            from pytest_groove.search.hit_checks import document_headings
+
+            contexts: dict[str, list[str | None]] = {}
+            for text in self.view.texts:
+                contexts.setdefault(text.path, []).append(text.context)
+            self._known = {
+                path: document_headings(headings, contexts.get(path, ()))
+                for path, headings in self.view.headings.items()
+            }
+        return self._known
+
+    def _spelt(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """Headings as their documents spell them (``## Schedule`` -> ``Schedule``); one
+        that is no heading of its document is warned about, once a run."""
+        if not any(hit.heading for hit in hits):
+            return hits
+        from dataclasses import replace
+
+        from pytest_groove.search.hit_checks import heading_spelling, unknown_heading
+
+        known = self._known_headings()
+        spelt: list[SearchHit] = []
+        for hit in hits:
+            headings = known.get(hit.path)
+            if hit.heading and headings is not None:  # outside the KB: hits_outside_kb's
+                heading, found = heading_spelling(hit.heading, headings)
+                if not found and not self._told_heading:
+                    self._told_heading = True
+                    self.retriever.warn(unknown_heading(self.retriever.name, hit.heading, hit.path))
+                if heading != hit.heading:
+                    hit = replace(hit, heading=heading)
+            spelt.append(hit)
+        return spelt
 
     def prepare_queries(self, queries: Sequence[str]) -> None:
         return None
@@ -263,21 +302,31 @@ class RetrieverSearcher:
 
     def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
         from pytest_groove.errors import GrooveError
-        from pytest_groove.search.hit_checks import hits_outside_kb, shallow_retriever
+        from pytest_groove.search.hit_checks import (
+            hits_outside_kb,
+            no_hit_at_all,
+            shallow_retriever,
+            some_hits_outside_kb,
+        )
 
         documents = self.view.documents
         paths = [[hit.path for hit in result.top_k] for result in results]
         name = self.identity.retriever or CUSTOM_MODEL
-        error = hits_outside_kb(name, paths, documents, self.kb)
+        error = no_hit_at_all(name, [len(p) for p in paths]) or hits_outside_kb(
+            name, paths, documents, self.kb
+        )
         if error is not None:
-            raise GrooveError(f"{error}; nothing was recorded")
+            ending = " Nothing was recorded." if error.endswith("?") else "; nothing was recorded"
+            raise GrooveError(f"{error}{ending}")
+        some_outside = some_hits_outside_kb(name, paths, documents, self.kb)
         # a controller that never searched has no retriever of its own to ask
         kind = self.retriever.kind if self.built else "callable"
         shallow = shallow_retriever(
             name, kind, [len(result.top_k) for result in results], deepest_k, len(documents)
         )
         warnings = list(self.retriever.warnings) if self.built else []
-        return [*warnings, *([shallow] if shallow else [])]
+        found = [w for w in (some_outside, shallow) if w]
+        return [*warnings, *found]
 
     def close(self) -> None:
         return None
