@@ -43,3 +43,21 @@ def test_significance_under_pytest_keeps_a_chance_drop_from_failing(project: Pro
     result.stdout.fnmatch_lines(["  MRR        0.750  (↓ 0.250, p=1.00)"])
     assert "regression gate FAILED" not in result.stdout.str()
     result.stderr.fnmatch_lines(["*not counted as regressed under --groove-significance 0.05*"])
+
+
+def test_a_gate_with_nothing_to_compare_says_so(project: Project) -> None:
+    first = project.run("--groove-fail-on-regression")
+    assert first.ret == pytest.ExitCode.OK
+    line = (
+        "groove: warning: --groove-fail-on-regression compared nothing: no earlier run is "
+        "stored, so no regression could be checked; once this run is recorded, later ones "
+        "are compared with it"
+    )
+    assert line in first.stderr.lines
+    second = project.run("--groove-fail-on-regression")
+    assert not any("compared nothing" in text for text in second.stderr.lines)
+    other = project.run("--groove-fail-on-regression", "--groove-limit", "12")
+    assert any(
+        "no stored run can be compared with this one" in text and "limit differs" in text
+        for text in other.stderr.lines
+    )

@@ -156,6 +156,27 @@ class _Scope:
     will_record: bool
 
 
+def _nothing_to_gate(plan: EvalPlan, comparison: Comparison) -> str:
+    """The gate was asked for but had no run to compare with: say so, or it passes mute."""
+    if plan.options.no_history:
+        why = f"{flag('no-history')} reads no stored run"
+    elif plan.options.no_diff:
+        why = f"{flag('no-diff')} compares with no stored run"
+    elif comparison.baseline is None:
+        why = "no earlier run is stored"
+    else:
+        why = f"no stored run can be compared with this one ({comparison.reason})"
+    later = (
+        ""
+        if plan.options.no_history
+        else "; once this run is recorded, later ones are compared with it"
+    )
+    return (
+        f"{flag('fail-on-regression')} compared nothing: {why}, so no regression could be "
+        f"checked{later}"
+    )
+
+
 def finish_evaluation(
     evaluation: Evaluation,
     results: Sequence[QueryResult],
@@ -217,6 +238,8 @@ def _finish(
     verdicts = comparison_verdicts(comparison, evaluation.why_unindexed)
     removed = removed_answer_failures(verdicts) if gate_applies else []
     failures = [*verdict.failures, *removed]
+    if gate_applies and not (comparison.baseline is not None and comparison.compatible):
+        warnings.append(_nothing_to_gate(plan, comparison))
     if loose:
         warnings.append(str(loosened_warning(loose)))
     if verdict.unconfirmed:
