@@ -593,6 +593,7 @@ def test_an_in_process_run_leaves_the_collector_as_it_found_it(project: Project)
     assert gc.get_freeze_count() == frozen_before
 
 
+@xdist_in_slow_run
 def test_a_test_beside_the_golden_queries_sees_the_collector_work(
     project: Project, dist: list[str]
 ) -> None:

@@ -13,7 +13,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_groove.config import IndexSettings
@@ -37,11 +37,19 @@ class KBView:
     texts: tuple[ChunkText, ...]
     #: what was skipped and why (unreadable, not UTF-8 ...)
     warnings: tuple[str, ...] = ()
+    #: whether an index of these settings stores each chunk's breadcrumb (contextual
+    #: indexing with full text, ``static``); otherwise it stores none
+    stores_context: bool = False
 
     @property
     def corpus(self) -> CorpusSnapshot:
-        """Counts and a digest over every chunk, defined as the index's is."""
-        digest, chunks = chunk_digest(self.texts)
+        """Counts and a digest over every chunk, defined as the index's is: over the
+        fields the index stores, so an unchanged KB has one digest whichever searcher
+        answered (a breadcrumb the index would not store is left out)."""
+        texts = (
+            self.texts if self.stores_context else (replace(t, context=None) for t in self.texts)
+        )
+        digest, chunks = chunk_digest(texts)
         return CorpusSnapshot(
             documents=len(self.headings),
             chunks=chunks,
@@ -78,4 +86,6 @@ def read_kb_view(kb: Path, settings: IndexSettings) -> KBView:
             ChunkText(rel, chunk.index, chunk.heading, chunk.context, chunk.content)
             for chunk in parsed.chunks
         )
-    return KBView(headings, documents, tuple(texts), tuple(warnings))
+    # the indexer's rule (kb/indexer.py: context_mode_for, "static" stores it)
+    stores_context = settings.contextual and settings.contextual_full_text
+    return KBView(headings, documents, tuple(texts), tuple(warnings), stores_context)
