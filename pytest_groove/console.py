@@ -135,16 +135,20 @@ class _GuardedRaw(io.RawIOBase):
             raise output_failure(exc, describe_fd(self._fd, self._name)) from None
 
 
-def guarded_text_stream(fd: int, name: str, encoding: str) -> TextIO:
-    """A text stream on ``fd`` that degrades characters and reports write failures."""
+def guarded_text_stream(fd: int, name: str, encoding: str, *, like: TextIO | None = None) -> TextIO:
+    """A text stream on ``fd`` that degrades characters and reports write failures.
+
+    ``like`` is the stream it stands in for: its line buffering and write-through
+    (``PYTHONUNBUFFERED``, ``-u``) are kept, so output interleaves as it did.
+    """
     raw = _GuardedRaw(fd, name)
     buffered = io.BufferedWriter(raw)
     return io.TextIOWrapper(
         buffered,
         encoding=encoding,
         errors=ERROR_HANDLER,
-        line_buffering=raw.isatty(),
-        write_through=False,
+        line_buffering=bool(getattr(like, "line_buffering", raw.isatty())),
+        write_through=bool(getattr(like, "write_through", False)),
     )
 
 
@@ -188,9 +192,13 @@ def guarded_stdio() -> Iterator[bool]:
     if 2 in closed or sys.stderr is None:
         sys.stderr = guarded_text_stream(2, "standard error", "utf-8")
     if real_out:
-        sys.stdout = guarded_text_stream(1, "standard output", sys.stdout.encoding or "utf-8")
+        sys.stdout = guarded_text_stream(
+            1, "standard output", sys.stdout.encoding or "utf-8", like=sys.stdout
+        )
     if real_err:
-        sys.stderr = guarded_text_stream(2, "standard error", sys.stderr.encoding or "utf-8")
+        sys.stderr = guarded_text_stream(
+            2, "standard error", sys.stderr.encoding or "utf-8", like=sys.stderr
+        )
     try:
         yield 1 not in closed and saved[0] is not None
     finally:

@@ -638,3 +638,26 @@ def test_a_worker_that_runs_no_golden_query_leaves_the_environment_alone(
     )
     result = project.run(".", "-n", "2", "-m", "not groove")
     result.assert_outcomes(passed=1)  # xdist counts no deselected items on the controller
+
+
+def test_unbuffered_output_of_a_test_beside_the_golden_queries_keeps_its_order(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # under -s the plugin watches standard output; a test's prints must still go out
+    # as the interpreter would send them (PYTHONUNBUFFERED: at once, between writes to
+    # the descriptor itself)
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    project.pytester.makepyfile(
+        test_order="""
+        import os
+
+        def test_prints_in_order():
+            print("first-line")
+            os.write(1, b"second-line\\n")
+            print("third-line")
+        """
+    )
+    result = project.pytester.runpytest_subprocess("--groove-kb", "kb", ".", "-s", "-q")
+    result.assert_outcomes(passed=5)
+    lines = [line.lstrip(".") for line in result.outlines if line.endswith("-line")]
+    assert lines == ["first-line", "second-line", "third-line"]

@@ -20,6 +20,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from typing import Any, Protocol, TextIO, cast
@@ -103,7 +104,7 @@ def guard_stdout(*, closed: bool = False) -> StdoutGuard:
     else:
         name = describe_fd(1, "standard output")
         encoding = getattr(original, "encoding", None) or "utf-8"
-        guarded = guarded_text_stream(1, name, encoding)
+        guarded = guarded_text_stream(1, name, encoding, like=original)
         guard = StdoutGuard(_KeepTty(guarded, original), original)
     sys.stdout = cast(TextIO, guard)
     return guard
@@ -135,14 +136,20 @@ class _RaisingStream:
 
 
 class _KeepTty:
-    """The guarded stream, answering ``isatty``/``encoding`` like the original."""
+    """The guarded stream, answering ``isatty``/``encoding`` like the original, and
+    as unbuffered as it was (``PYTHONUNBUFFERED``, ``-u``: every write goes out at
+    once, so a test's prints interleave with what it writes to the descriptor)."""
 
     def __init__(self, stream: TextIO, original: TextIO) -> None:
         self._stream = stream
         self._original = original
+        self._unbuffered = not isinstance(getattr(original, "buffer", None), io.BufferedIOBase)
 
     def write(self, text: str) -> int:
-        return self._stream.write(text)
+        written = self._stream.write(text)
+        if self._unbuffered:
+            self._stream.flush()
+        return written
 
     def flush(self) -> None:
         self._stream.flush()
