@@ -220,3 +220,14 @@ def test_title_and_footer_are_the_callers() -> None:
     out = text(replace(run(), findings=()), footer="Subset run.", title="groove")
     assert out.startswith("groove — ")
     assert out.endswith("\n\nSubset run.\n")
+
+
+def test_a_corpus_change_beside_a_disabled_diff_promises_no_delta() -> None:
+    other = fingerprint(limit=12)
+    out = text(
+        run(minutes=1, recall=0.4, corpus=corpus(646, 11215)),
+        run(minutes=0, recall=0.5, corpus=corpus(642, 11090), fp=other),
+    )
+    assert "corpus changed since last run (642 -> 646 documents" in out
+    assert "diff disabled" in out
+    assert "a delta below" not in out

@@ -102,7 +102,8 @@ def render_text(
         if comparison.corpus_changed:
             since = _since(comparison, choice)
             lines.append(f"    ⚠️ corpus changed since {since} ({comparison.corpus_phrase})")
-            lines.append("       a delta below may reflect that, not retrieval")
+            if comparison.compatible and diff is not None:  # else there is no delta below
+                lines.append("       a delta below may reflect that, not retrieval")
     lines.append("")
     lines += _aggregate_header(comparison, choice)
     for metric in summary_metrics(fp.k_values, fp.metrics or ()):
