@@ -125,7 +125,7 @@ def test_a_redirect_names_where_to_point_the_retriever(
     retriever = load_retriever(url_of(service, "/moved"), kb)
     with pytest.raises(GrooveError) as raised:
         retriever.search("q", 5)
-    assert "HTTP 301" in raised.value.message and "405" not in raised.value.message
+    assert "HTTP 301" in raised.value.message and "HTTP 405" not in raised.value.message
     assert f"redirected to {url_of(service, '/search')}; use that address" in raised.value.message
 
 
@@ -258,6 +258,31 @@ def test_error_lines_name_the_right_cause(kb: Path, tmp_path: Path) -> None:
     assert kb_relative(f"file://{spaced.as_posix().replace(' ', '%20')}/a.md", spaced) == "a.md"
     retriever = from_object(lambda q, n: [{"path": kb / "ops" / "rollback.md"}], kb)
     assert [hit.path for hit in retriever.search("q", 5)] == ["ops/rollback.md"]
+
+
+@pytest.mark.parametrize(
+    ("path", "advice"),
+    [
+        (
+            "https://wiki.example.com/ops/rollback.md",
+            "the hits carry URLs ('https://wiki.example.com/ops/rollback.md'), not files",
+        ),
+        (
+            "ops/rollback.md#how",
+            "the paths carry a #fragment ('ops/rollback.md#how'): return the file's path "
+            "alone ('ops/rollback.md') and the section as the hit's heading",
+        ),
+    ],
+)
+def test_a_url_or_a_fragment_is_quoted_whole_and_named(
+    kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, advice: str
+) -> None:
+    name = _module(
+        tmp_path, f"def search(query, limit):\n    return [{{'path': {path!r}}}]\n", monkeypatch
+    )
+    (error,) = _errors(_eval(kb, tmp_path, "--retriever", f"{name}:search", "--no-history"))
+    assert f"(e.g. {path!r})" in error
+    assert advice in error
 
 
 def test_an_async_retriever_is_refused_with_the_fix_and_no_warning(kb: Path) -> None:

@@ -35,6 +35,7 @@ from pytest_groove.evaluation.metric_table import RECALL, Metric
 from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retriever import ExternalRetriever, RetrieverKind
+from pytest_groove.search.retriever_hits import URL_PATH
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,18 @@ def _prefix_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
 
 
 def _likely_fix(path: str, kb_paths: Collection[str], kb: Path) -> str:
+    document, hash_mark, _fragment = path.partition("#")
+    if hash_mark and document in kb_paths:
+        return (
+            f"the paths carry a #fragment ({path!r}): return the file's path alone "
+            f"({document!r}) and the section as the hit's heading"
+        )
+    if URL_PATH.match(path):
+        return (
+            f"the hits carry URLs ({path!r}), not files of the KB: give each hit the "
+            "KB-relative path of the note it came from (a metadata key such as "
+            "LangChain's 'source' or LlamaIndex's 'file_path')"
+        )
     fix = _prefix_fix(path, kb_paths, kb)
     if fix is not None:
         return fix

@@ -312,6 +312,11 @@ def _iterable(value: Any) -> bool:
 # --------------------------------------------------------------------------- paths
 
 
+#: a URL of any scheme but file: (``https://wiki/a.md``): normalising it as a path
+#: would make ``https:/wiki/a.md`` of it
+URL_PATH = re.compile(r"^(?!file:)[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def kb_relative(path: str, kb: Path) -> str | None:
     """``path`` as a KB-relative POSIX path; None when it points outside the KB.
 
@@ -327,6 +332,8 @@ def kb_relative(path: str, kb: Path) -> str | None:
             path = urllib.parse.unquote(parsed.path)
         else:
             path = urllib.parse.unquote(path[len("file:") :])
+    if URL_PATH.match(path):
+        return path  # no file of the KB; kept as written, so a message quotes it whole
     if os.path.isabs(path):
         candidate = Path(os.path.normpath(path))
         for root in (Path(os.path.abspath(kb)), kb.resolve()):
