@@ -270,6 +270,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(500, "Internal Server Error")
             self.end_headers()
             return
+        if self.path == "/broken-says-why":
+            said = b"index  missing:\n rebuild it"
+            self.send_response(500, "Internal Server Error")
+            self.send_header("Content-Length", str(len(said)))
+            self.end_headers()
+            self.wfile.write(said)
+            return
         if self.path == "/html":
             body = b"<html>oops</html>"
         elif self.path == "/object":
@@ -312,6 +319,11 @@ def test_an_http_retriever_posts_query_and_limit(kb: Path, server: ThreadingHTTP
     ("path", "message"),
     [
         ("/broken", "answered HTTP 500 Internal Server Error for query 'q'"),
+        (
+            "/broken-says-why",
+            "answered HTTP 500 Internal Server Error for query 'q'; it said: "
+            "'index missing: rebuild it'",
+        ),
         ("/html", "did not answer with JSON"),
         ("/object", "answered a JSON dict; expected a list"),
         ("/slow", "did not answer within 0.5 s"),

@@ -159,6 +159,26 @@ def _read_by(response: Any, deadline: float) -> bytes | None:
     return b"".join(pieces)
 
 
+#: characters of an error answer's body quoted in the message (services say why there)
+_BODY_SHOWN = 200
+
+
+def _said(exc: urllib.error.HTTPError) -> str:
+    """``; it said: …`` -- the start of an error answer's body on one line, or ""."""
+    sock = _socket_of(exc)
+    if sock is not None:
+        sock.settimeout(1.0)  # a body that does not come is not worth waiting for
+    try:
+        data = exc.read(_BODY_SHOWN * 4)
+    except (OSError, ValueError, http.client.HTTPException):
+        return ""
+    text = " ".join(data.decode("utf-8", "replace").split())
+    if not text:
+        return ""
+    shown = text if len(text) <= _BODY_SHOWN else text[: _BODY_SHOWN - 1] + "…"
+    return f"; it said: {echo(shown)}"
+
+
 def _redirect_line(exc: urllib.error.HTTPError, url: str, name: str) -> str:
     location = exc.headers.get("Location") if exc.headers is not None else None
     text = f"retriever {name} answered HTTP {exc.code} {exc.reason}"
@@ -208,7 +228,7 @@ def http_fetch(
                 raise GrooveError(
                     f"{text}; pass its token with {flag('retriever-token-env')} VARIABLE"
                 ) from None
-            raise GrooveError(f"{text} for query {echo(query)}") from None
+            raise GrooveError(f"{text} for query {echo(query)}{_said(exc)}") from None
         except TimeoutError:
             raise RetrieverUnavailable(slow) from None
         except urllib.error.URLError as exc:
