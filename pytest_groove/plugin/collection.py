@@ -14,7 +14,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,8 @@ from pytest_groove.plugin.items import GROOVE_MARKER, GrooveGoldenFile, QueryRun
 
 #: set when ``--groove-kb`` without paths made the golden file pytest's only argument
 GOLDEN_ONLY_KEY = pytest.StashKey[bool]()
+#: False when collection was left without the golden file (particular tests named)
+GOLDEN_ROUTED_KEY = pytest.StashKey[bool]()
 #: the description of the markers golden tags become (how they are told from others')
 TAG_MARKER_SUFFIX = ": golden query tag (pytest-groove)"
 
@@ -111,6 +113,7 @@ def route_golden(config: pytest.Config, kb_from_cli: bool, golden: Path) -> None
     elif not kb_from_cli and typed_paths and args and all(_names_tests(a, base) for a in args):
         # the ini key (or addopts) asks for the golden queries beside a suite; naming
         # particular test files or node ids (an IDE's "run this test") asks for those
+        config.stash[GOLDEN_ROUTED_KEY] = False
         return
     elif not any(_walk_reaches(config, arg, base, golden) for arg in args):
         args.append(str(golden))
@@ -148,3 +151,44 @@ class GoldenCollector:
             parent, path=file_path, golden=self.golden, runner=self.runner
         )
         return collector
+
+
+def golden_may_run(config: pytest.Config, golden: GoldenSet) -> bool:
+    """Whether this session may run a golden query; False only when it surely runs none.
+
+    For a process that must prepare before any item is collected (an xdist controller
+    begins the evaluation before its workers start).  Sure means: the golden file was
+    left out of collection, or the ``-m`` expression selects none of the golden items
+    by the markers they are collected with (``groove`` and their tags' markers), as
+    ``pytest -m "not groove"`` does.  Anything it cannot judge (``-k``, an expression
+    this pytest's parser refuses) counts as "may run".
+    """
+    if not config.stash.get(GOLDEN_ROUTED_KEY, True):
+        return False
+    expression_text = config.getoption("markexpr", "") or ""
+    if not expression_text:
+        return True
+    try:
+        from _pytest.mark.expression import Expression  # pytest's own -m grammar
+
+        expression = Expression.compile(expression_text)
+    except Exception:  # not this pytest's, or not an expression: pytest itself will say
+        return True
+    for query in golden.queries:
+        names = {GROOVE_MARKER, *(m for m in map(tag_marker, query.tags) if m is not None)}
+        try:
+            if expression.evaluate(_carries(frozenset(names))):
+                return True
+        except Exception:
+            return True
+    return False
+
+
+def _carries(names: frozenset[str]) -> Callable[..., bool]:
+    """``-m``'s matcher for an item carrying the markers ``names`` (which take no
+    arguments, so ``-m "smoke(x=1)"`` selects none of them)."""
+
+    def carries(name: str, /, **kwargs: object) -> bool:
+        return not kwargs and name in names
+
+    return carries

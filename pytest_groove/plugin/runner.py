@@ -271,9 +271,9 @@ class ProcessRunner:
         share_cores_between_workers()  # before the engine's libraries load
         try:
             self.searcher = self._open_searcher(quiet=True)
+            self.evaluation = self.worker_evaluation(self.searcher)
         except GrooveError as exc:
             raise usage_error(exc) from None
-        self.evaluation = self.worker_evaluation(self.searcher)
         return self.evaluation
 
     # ------------------------------------------------------------------ per query

@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
+from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, RecordFormatError
+from pytest_groove.plugin.collection import golden_may_run
 from pytest_groove.plugin.runner import ProcessRunner
 from pytest_groove.search.searcher import Searcher
 
@@ -52,6 +54,16 @@ def worker_evaluation(
 ) -> Evaluation:
     """The evaluation a worker judges its items with, from the controller's hand-off."""
     payload = workerinput.get(WORKER_INPUT) or {}
+    if "fingerprint" not in payload:
+        # the controller judged that no golden query would be selected (collection.
+        # golden_may_run) and began nothing; a conftest that adds markers at collection
+        # can prove it wrong
+        raise GrooveError(
+            "a golden query was selected although the -m expression selects none of the "
+            "golden items by their own markers (groove and their tags), so the xdist "
+            "controller prepared no evaluation: select golden queries by their tags, or "
+            "run without -n"
+        )
     fingerprint = Fingerprint.from_json(payload.get("fingerprint"))
     return Evaluation(
         plan=plan,
@@ -84,12 +96,20 @@ class XdistHandOff:
     def __init__(self, runner: ProcessRunner) -> None:
         self.runner = runner
 
+    @property
+    def needed(self) -> bool:
+        """Whether the workers may run a golden query (else no index work at all:
+        ``pytest -n 2 -m "not groove"`` runs the project's tests only)."""
+        return golden_may_run(self.runner.config, self.runner.plan.golden)
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
         """Just before the workers start: bring the index up to date, begin."""
-        self.runner.begin()
+        if self.needed:
+            self.runner.begin()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """Hand each worker the fingerprint and each query's baseline."""
-        node.workerinput[WORKER_INPUT] = handoff_payload(self.runner.begin())
+        if self.needed:
+            node.workerinput[WORKER_INPUT] = handoff_payload(self.runner.begin())
