@@ -661,3 +661,36 @@ def test_unbuffered_output_of_a_test_beside_the_golden_queries_keeps_its_order(
     result.assert_outcomes(passed=5)
     lines = [line.lstrip(".") for line in result.outlines if line.endswith("-line")]
     assert lines == ["first-line", "second-line", "third-line"]
+
+
+@xdist_in_slow_run
+def test_a_failed_gate_is_a_failing_case_in_the_junit_file(
+    project: Project, dist: list[str]
+) -> None:
+    # a CI page that counts failed test cases must not show green for exit status 1
+    project.run("--junitxml=first.xml")
+    first = ET.parse(project.pytester.path / "first.xml").getroot()
+    assert "groove-gate" not in ET.tostring(first, encoding="unicode")
+    project.answer(WORSE)
+    result = project.run("--junitxml=gated.xml", "--groove-fail-on-regression", *dist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    root = ET.parse(project.pytester.path / "gated.xml").getroot()
+    cases = {case.get("name"): case for case in root.iter("testcase")}
+    gate = cases["groove-gate"]
+    assert gate.get("classname") == "kb.groove-eval"
+    (failure,) = gate.iter("failure")
+    assert "retrieval quality regressed by more than" in (failure.get("message") or "") + (
+        failure.text or ""
+    )
+    suite = root if root.tag == "testsuite" else next(root.iter("testsuite"))
+    failed_items = sum(1 for c in cases.values() if list(c.iter("failure")) and c is not gate)
+    assert int(suite.get("failures", "0")) == failed_items + 1
+    # the terminal counts only the items that ran
+    assert "groove-gate" not in result.stdout.str()
+    # a floor fails no item at all: the gate case is then the only failure
+    project.answer(MISSING)
+    floor = project.run("--junitxml=floor.xml", "--groove-fail-under", "recall@10=0.9", *dist)
+    assert floor.ret == pytest.ExitCode.TESTS_FAILED
+    floor_root = ET.parse(project.pytester.path / "floor.xml").getroot()
+    failing = [c.get("name") for c in floor_root.iter("testcase") if list(c.iter("failure"))]
+    assert "groove-gate" in failing

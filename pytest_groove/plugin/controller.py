@@ -65,6 +65,8 @@ from pytest_groove.plugin.runner import (
 
 CONTROLLER_NAME = "groove-controller"
 JUNIT_NAMES_NAME = "groove-junit-names"
+#: the JUnit test case a failed gate is written as (see JUnitClassName.gate_failed)
+GATE_CASE = "groove-gate"
 
 #: exit statuses after which a run counts as interrupted, whatever results arrived
 _BROKEN = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
@@ -110,6 +112,8 @@ class Finished:
     exitstatus: int
     #: the evaluation whose history save waits until the summary is out (None = none)
     pending: EvalOutcome | None = None
+    #: why the gate failed the session (None: it did not), for reports that list tests
+    gate_failure: str | None = None
 
 
 def finish(
@@ -140,11 +144,17 @@ def finish(
         stderr.append(f"ERROR: {pytest_message(exc)}")
         return Finished(None, tuple(stderr), pytest.ExitCode.USAGE_ERROR)
     stderr += _outcome_messages(outcome)
+    failed = None
+    if outcome.gate_failures:
+        failed = (
+            outcome.gate_message or f"retrieval gate failed: {', '.join(outcome.gate_failures)}"
+        )
     return Finished(
         _summary(outcome, interrupted),
         tuple(stderr),
         _exit_status(outcome, exitstatus),
         pending=outcome if outcome.staged is not None else None,
+        gate_failure=failed,
     )
 
 
@@ -255,6 +265,7 @@ class GrooveController:
     def pytest_keyboard_interrupt(self) -> None:
         self.interrupted = True
 
+    @pytest.hookimpl(tryfirst=True)  # before the JUnit writer writes its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.finished is not None:
             return
@@ -271,6 +282,9 @@ class GrooveController:
         self.pending_stderr.extend(self.finished.stderr)
         if self.finished.exitstatus != exitstatus:
             session.exitstatus = self.finished.exitstatus
+        junit = runner.config.pluginmanager.get_plugin(JUNIT_NAMES_NAME)
+        if isinstance(junit, JUnitClassName) and self.finished.gate_failure is not None:
+            junit.gate_failed(self.finished.gate_failure)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         summary = None if self.finished is None else self.finished.summary
@@ -375,3 +389,28 @@ class JUnitClassName:
                 xml.node_reporter(report).add_attribute("classname", junit_classname(golden))
         except (ImportError, AttributeError):
             return  # another pytest: keep its own classname
+
+    def gate_failed(self, message: str) -> None:
+        """Put the failed gate in the JUnit file as one failing test case, ``<golden
+        file>::groove-gate``: a CI page that counts failed test cases must not show
+        green for a session the gate failed (exit status 1)."""
+        golden = self._golden_nodeid()
+        nodeid = f"{golden}::{GATE_CASE}"
+        location = (golden, 0, GATE_CASE)
+        reports = [
+            pytest.TestReport(nodeid, location, {}, "failed", message, "call"),
+            pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"),
+        ]
+        try:
+            from _pytest.junitxml import xml_key
+
+            xml = self.runner.config.stash.get(xml_key, None)
+            if xml is None:
+                return
+            for report in reports:
+                # to the writer alone (for the terminal and other plugins no test ran),
+                # with the classname the golden items have
+                self.pytest_runtest_logreport(report)
+                xml.pytest_runtest_logreport(report)
+        except (ImportError, AttributeError):
+            return  # another pytest's writer: the exit status still says it
