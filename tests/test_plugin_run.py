@@ -694,3 +694,19 @@ def test_a_failed_gate_is_a_failing_case_in_the_junit_file(
     floor_root = ET.parse(project.pytester.path / "floor.xml").getroot()
     failing = [c.get("name") for c in floor_root.iter("testcase") if list(c.iter("failure"))]
     assert "groove-gate" in failing
+
+
+def test_a_session_stopped_after_every_golden_query_says_interrupted_not_subset(
+    project: Project,
+) -> None:
+    project.pytester.makepyfile(test_zz_fails="def test_fails():\n    assert 0\n")
+    result = project.run(".", "--sw")
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "Interrupted run (all 4 golden queries ran, but the session stopped early): not "
+            "recorded in the history and not gated."
+        ]
+    )
+    assert "Subset run" not in result.stdout.str()
+    assert not project.history_file.exists()

@@ -368,7 +368,14 @@ def _reports(
     """(text report, JSON report, first error writing the report files, a note per
     report file written)."""
     footer: str | None = None
-    if scope.subset:
+    if scope.subset and len(scope.per_query) == len(plan.golden.queries):
+        # every query has a result, but the session did not end as a whole run does
+        # (-x, --maxfail, --sw, a broken session): say that, not "subset"
+        footer = (
+            f"Interrupted run (all {len(scope.per_query)} golden queries ran, but the "
+            "session stopped early): not recorded in the history and not gated."
+        )
+    elif scope.subset:
         footer = (
             f"Subset run ({len(scope.per_query)} of {len(plan.golden.queries)} golden queries): "
             "not recorded in the history and not gated."
