@@ -189,3 +189,26 @@ def test_fuzz_golden_entries_load_or_fail_with_one_line(
     (entry,) = loaded.queries[0].expected
     assert "\0" not in entry.path and "\n" not in entry.path
     assert loaded.queries[0].query.replace("\0", " ").strip()
+
+
+def test_a_golden_file_left_mid_merge_names_the_conflict(tmp_path: Path) -> None:
+    text = (
+        "queries:\n"
+        "<<<<<<< HEAD\n"
+        '  - query: "how are chunks made"\n'
+        "    expected:\n"
+        '      - path: "a.md"\n'
+        "=======\n"
+        '  - query: "how are chunks cut"\n'
+        "    expected:\n"
+        '      - path: "a.md"\n'
+        ">>>>>>> feature\n"
+    )
+    message = _load(tmp_path, text).message
+    assert message.endswith(
+        "merge conflict markers at lines 2, 6 and 10: resolve the conflict, keeping the "
+        "queries of both sides you want"
+    )
+    # a lone line of equals signs is no conflict: the parser's own account stays
+    plain = _load(tmp_path, "queries:\n=======\n  - query: [\n").message
+    assert "merge conflict" not in plain and "invalid YAML" in plain

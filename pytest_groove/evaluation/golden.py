@@ -72,6 +72,7 @@ from pytest_groove.evaluation.golden_yaml import (
 from pytest_groove.evaluation.guarded_io import GOLDEN_CAP, read_guarded
 from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.files.merge_conflicts import conflict_marker_lines, has_conflict, line_list
 from pytest_groove.path_limits import path_refusal
 from pytest_groove.shapes import optional, read_bool, read_int
 
@@ -530,6 +531,13 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
         # GoldenLoader is a SafeLoader: no arbitrary Python objects are built.
         doc = yaml.load(text, Loader=GoldenLoader)
     except yaml.YAMLError as exc:
+        if has_conflict(text):
+            # the parser names the line after a marker; the cause is the merge
+            raise GrooveError(
+                f"{prefix}: merge conflict markers at "
+                f"{line_list(conflict_marker_lines(text))}: resolve the conflict, keeping "
+                "the queries of both sides you want"
+            ) from None
         raise GrooveError(f"{prefix}: {yaml_cause(exc)}" if looks_golden else not_golden) from None
     except RecursionError:
         raise GrooveError(f"{prefix}: invalid YAML: nested too deeply") from None

@@ -21,7 +21,7 @@ from typing import Any
 from pytest_groove.errors import GrooveError, clip, flag
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.evaluation.history_codec import decode_run, encode_run, is_compact
-from pytest_groove.evaluation.history_lines import line_list, scan_lines
+from pytest_groove.evaluation.history_lines import scan_lines
 from pytest_groove.evaluation.run import (
     RecordFormatError,
     RunRecord,
@@ -29,6 +29,7 @@ from pytest_groove.evaluation.run import (
     format_timestamp,
     parse_timestamp,
 )
+from pytest_groove.files.merge_conflicts import line_list
 
 HISTORY_FILE_NAME = ".groove-eval-history.json"
 #: how the guarded reader names this file in its refusals

@@ -19,12 +19,11 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: a line git leaves in a file whose merge conflicted (``diff3`` style included)
-_CONFLICT_MARKER = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?: |$)")
+from pytest_groove.files.merge_conflicts import is_conflict_marker
+
 #: the header lines of the layout the history is written in
 _FORMAT_LINE = re.compile(r'^"format"\s*:\s*(\d+)\s*,?$')
 _BASELINE_LINE = re.compile(r'^"baseline"\s*:\s*("(?:[^"\\]|\\.)*")\s*,?$')
@@ -49,7 +48,7 @@ def scan_lines(text: str) -> LineScan:
     """Every run, header and conflict marker on a line of its own in ``text``."""
     scan = LineScan()
     for number, line in enumerate(text.splitlines(), 1):
-        if _CONFLICT_MARKER.match(line):
+        if is_conflict_marker(line):
             scan.conflict_lines.append(number)
             continue
         stripped = line.strip()
@@ -73,12 +72,3 @@ def scan_lines(text: str) -> LineScan:
         if isinstance(raw, dict):
             scan.raw_runs.append((f"line {number}", raw))
     return scan
-
-
-def line_list(numbers: Sequence[int]) -> str:
-    """``line 4``, ``lines 4, 6 and 8``, ``lines 4, 6, 8, 12 and 3 more``."""
-    if len(numbers) == 1:
-        return f"line {numbers[0]}"
-    if len(numbers) <= 4:
-        return f"lines {', '.join(str(n) for n in numbers[:-1])} and {numbers[-1]}"
-    return f"lines {', '.join(str(n) for n in numbers[:4])} and {len(numbers) - 4} more"
