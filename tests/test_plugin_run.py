@@ -624,6 +624,7 @@ def test_a_test_beside_the_golden_queries_sees_the_collector_work(
     result.assert_outcomes(passed=5)
 
 
+@pytest.mark.slow  # a two-worker session of its own; the default run keeps other xdist ones
 def test_a_worker_that_runs_no_golden_query_leaves_the_environment_alone(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
