@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from cli_invoke import CliRun, invoke
+from kb_files import write_notes
 
 DOCS = {
     "caching.md": "## Cache invalidation\n\nThe ingest worker deletes the cached parcel status "
@@ -50,12 +51,7 @@ queries:
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    root.mkdir()
-    for name, text in DOCS.items():
-        (root / name).write_text(text, encoding="utf-8")
-    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
-    return root
+    return write_notes(tmp_path / "kb", {**DOCS, ".groove-eval.yml": GOLDEN})
 
 
 def groove_eval(kb: Path, *args: str, k: str = "1,3") -> CliRun:
@@ -93,7 +89,6 @@ def test_the_second_expected_document_lost_is_explained_by_what_displaced_it(
         "## Backoff\n\nafter status 429, honour retry-after\n", encoding="utf-8"
     )
     run, report = text_and_json(kb)
-    print(run.stdout)
     row = line_of(run.stdout, "cache-and-errors")
     # the first expected document kept rank 1: the second one is what was lost
     assert "recall@3: 1.00 → 0.50" in row
@@ -117,7 +112,6 @@ def test_an_edited_expected_document_is_named_before_what_outranks_it(
     )
     html = tmp_path / "r.html"
     run, report = text_and_json(kb, "--html", str(html))
-    print(run.stdout)
     row = line_of(run.stdout, "cache")
     assert "; `caching.md` (expected) changed since the baseline run; displaced by " in row
     assert row.index("(expected) changed") < row.index("displaced by")
@@ -139,7 +133,6 @@ def test_a_query_missed_in_the_baseline_too_was_displaced_by_nothing(kb: Path) -
         encoding="utf-8",
     )
     run, report = text_and_json(kb, k="1")
-    print(run.stdout)
     row = line_of(run.stdout, "wrong-answer")
     assert row.endswith("recall@1: 0.00 → 0.00")
     assert report["wrong-answer"]["displaced_by"] == []
@@ -154,7 +147,6 @@ def test_an_answer_an_ignore_rule_leaves_out_is_not_called_removed(
     assert groove_eval(kb).returncode == 0
     (kb / ".grooveignore").write_text("# drafts\ncach*.md\n", encoding="utf-8")
     run, report = text_and_json(kb, "--fail-on-regression")
-    print(run.stdout, run.stderr)
     assert run.returncode == 1  # a lost answer still fails the gate
     row = line_of(run.stdout, "cache")
     assert "removed from the knowledge base" not in row
@@ -189,7 +181,6 @@ def test_a_note_deleted_with_a_golden_edit_is_named_deleted_not_a_typo(kb: Path)
     golden = kb / ".groove-eval.yml"
     golden.write_text(GOLDEN.replace("friday", "saturday"), encoding="utf-8")
     run = groove_eval(kb)
-    print(run.stderr)
     assert run.returncode == 1
     assert "did you mean" not in run.stderr
     assert re.search(

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kb_files import write_notes
 from test_plugin_engine import DOCS, GOLDEN
 
 # see test_plugin_engine: the modules pytester's in-process runs must not re-import
@@ -78,7 +79,6 @@ def test_the_item_names_its_edited_answer_before_what_outranks_it(
         "## Storage\n\nLookups are held in Redis for thirty seconds.\n", encoding="utf-8"
     )
     result = run(pytester, "--groove-fail-on-regression")
-    print(result.stdout.str())
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -120,12 +120,7 @@ def eval_kb(kb: Path, *args: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def plain_kb(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    root.mkdir()
-    for name, text in DOCS.items():
-        (root / name).write_text(text, encoding="utf-8")
-    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
-    return root
+    return write_notes(tmp_path / "kb", {**DOCS, ".groove-eval.yml": GOLDEN})
 
 
 def test_a_note_quoting_a_query_shows_what_moved_and_what_displaced_the_answer(

@@ -8,13 +8,12 @@ import pytest
 
 from pytest_groove.config import IndexSettings
 from pytest_groove.search.hit_checks import (
+    HitCheckReport,
     check_retriever_hits,
     hits_outside_kb,
     kb_file_set,
     shallow_retriever,
 )
-from pytest_groove.search.hits import SearchHit
-from pytest_groove.search.retriever import from_object
 
 KB_FILES = frozenset({"guide/setup.md", "guide/faq.md", "ops/deploy.md"})
 
@@ -80,16 +79,22 @@ def test_deep_enough_or_a_small_kb_is_not_shallow() -> None:
     assert shallow_retriever("r", "langchain", [], 10) is None
 
 
-def test_check_retriever_hits_runs_both_over_search_hits(tmp_path: Path) -> None:
-    retriever = from_object(lambda q, n: [], tmp_path, name="r")
+def test_check_retriever_hits_runs_every_check_over_a_run(tmp_path: Path) -> None:
+    def check(paths: list[list[str]]) -> HitCheckReport:
+        return check_retriever_hits("r", "callable", tmp_path, paths, KB_FILES, 5)
 
-    def hit(path: str) -> SearchHit:
-        return SearchHit(rank=1, path=path, heading=None, score=0.0)
-
-    report = check_retriever_hits(retriever, [[hit("a/guide/faq.md")], []], KB_FILES, 5)
+    report = check([["a/guide/faq.md"], []])
     assert report.error is not None and "'a/guide/faq.md'" in report.error
     assert len(report.warnings) == 1 and "it is asked for limit=5" in report.warnings[0]
-    fine = check_retriever_hits(retriever, [[hit("guide/faq.md")] * 5] * 2, KB_FILES, 5)
+    empty = check([[], []])
+    assert empty.error is not None and "returned no hit for any of the 2 golden queries" in (
+        empty.error
+    )
+    # under the error: a share of the queries with a hit outside the KB is a warning
+    some = check([["guide/faq.md"] * 4 + ["elsewhere.md"], ["guide/faq.md"] * 5])
+    assert some.error is None and len(some.warnings) == 1
+    assert "1 of its 10 hits, in 1 of 2 queries" in some.warnings[0]
+    fine = check([["guide/faq.md"] * 5] * 2)
     assert fine.error is None and fine.warnings == ()
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import gc
 import json
-import shutil
 import sys
 import time
 import warnings
@@ -34,17 +33,12 @@ from pytest_groove.search.retriever import (
 from pytest_groove.search.retriever_http import public_url
 from pytest_groove.search.searcher import RetrieverSearcher
 
-EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 ANSWER = [{"path": "ops/release-train.md", "heading": "Schedule", "score": 1.0}]
 
 
 @pytest.fixture
-def kb(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    shutil.copytree(
-        EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*")
-    )
-    return root
+def kb(example_kb_copy: Path) -> Path:
+    return example_kb_copy
 
 
 def _module(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> str:

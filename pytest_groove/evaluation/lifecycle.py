@@ -195,8 +195,8 @@ def _deleted_since_stored(
     is now under a path that run did not have)."""
     if not paths:
         return {}
-    runs = sorted(trusted_runs(stored.runs), key=lambda run: run.timestamp, reverse=True)
-    held = [(run, document_digests(run.corpus)) for run in runs]
+    # newest first: the history is read in time order (history_format.read_history)
+    held = [(run, document_digests(run.corpus)) for run in trusted_runs(stored.runs)]
     now: Mapping[str, str] | None = None
     out: dict[str, str] = {}
     for path in paths:

@@ -33,8 +33,7 @@ from pytest_groove.config import IndexSettings
 from pytest_groove.errors import flag
 from pytest_groove.evaluation.metric_table import RECALL, Metric
 from pytest_groove.evaluation.metrics import normalise_heading
-from pytest_groove.search.hits import SearchHit
-from pytest_groove.search.retriever import ExternalRetriever, RetrieverKind
+from pytest_groove.search.retriever import RetrieverKind
 from pytest_groove.search.retriever_hits import URL_PATH
 
 
@@ -257,23 +256,19 @@ def kb_file_set(kb: Path, settings: IndexSettings) -> frozenset[str]:
 
 
 def check_retriever_hits(
-    retriever: ExternalRetriever,
-    hits: Sequence[Sequence[SearchHit]],
+    name: str,
+    kind: RetrieverKind,
+    kb: Path,
+    hit_paths: Sequence[Sequence[str]],
     kb_paths: Collection[str],
     deepest_k: int,
 ) -> HitCheckReport:
-    """The checks over one run's hits (one list per golden query)."""
-    paths = [[h.path for h in query] for query in hits]
-    error = no_hit_at_all(retriever.name, [len(query) for query in hits]) or hits_outside_kb(
-        retriever.name, paths, kb_paths, retriever.kb
-    )
-    found = [
-        None if error else some_hits_outside_kb(retriever.name, paths, kb_paths, retriever.kb),
-        shallow_retriever(
-            retriever.name, retriever.kind, [len(query) for query in hits], deepest_k,
-            len(kb_paths),
-        ),
-    ]  # fmt: skip
+    """The checks over one run's hits: each golden query's hit paths, best first."""
+    counts = [len(paths) for paths in hit_paths]
+    error = no_hit_at_all(name, counts) or hits_outside_kb(name, hit_paths, kb_paths, kb)
+    # below the error, a share of hits outside the KB still costs score
+    found = [] if error else [some_hits_outside_kb(name, hit_paths, kb_paths, kb)]
+    found.append(shallow_retriever(name, kind, counts, deepest_k, len(kb_paths)))
     return HitCheckReport(error=error, warnings=tuple(w for w in found if w))
 
 

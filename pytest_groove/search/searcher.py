@@ -302,31 +302,20 @@ class RetrieverSearcher:
 
     def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
         from pytest_groove.errors import GrooveError
-        from pytest_groove.search.hit_checks import (
-            hits_outside_kb,
-            no_hit_at_all,
-            shallow_retriever,
-            some_hits_outside_kb,
-        )
+        from pytest_groove.search.hit_checks import check_retriever_hits
 
-        documents = self.view.documents
-        paths = [[hit.path for hit in result.top_k] for result in results]
         name = self.identity.retriever or CUSTOM_MODEL
-        error = no_hit_at_all(name, [len(p) for p in paths]) or hits_outside_kb(
-            name, paths, documents, self.kb
-        )
-        if error is not None:
-            ending = " Nothing was recorded." if error.endswith("?") else "; nothing was recorded"
-            raise GrooveError(f"{error}{ending}")
-        some_outside = some_hits_outside_kb(name, paths, documents, self.kb)
         # a controller that never searched has no retriever of its own to ask
         kind = self.retriever.kind if self.built else "callable"
-        shallow = shallow_retriever(
-            name, kind, [len(result.top_k) for result in results], deepest_k, len(documents)
-        )
+        paths = [[hit.path for hit in result.top_k] for result in results]
+        report = check_retriever_hits(name, kind, self.kb, paths, self.view.documents, deepest_k)
+        if report.error is not None:
+            ending = "; nothing was recorded"
+            if report.error.endswith("?"):
+                ending = " Nothing was recorded."
+            raise GrooveError(f"{report.error}{ending}")
         warnings = list(self.retriever.warnings) if self.built else []
-        found = [w for w in (some_outside, shallow) if w]
-        return [*warnings, *found]
+        return [*warnings, *report.warnings]
 
     def close(self) -> None:
         return None
