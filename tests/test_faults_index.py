@@ -230,6 +230,10 @@ def test_an_unwritable_folder_with_a_current_index_is_used_as_it_is(
     report = run_indexer(kb_eval_copy, SETTINGS, progress=False)
     assert report.unchanged == 20 and report.chunks_embedded == 0
     assert any("not writable" in w for w in report.warnings)
+    # a forced rebuild cannot be done either, and is named as what was asked
+    with pytest.raises(IndexUnwritable) as forced:
+        run_indexer(kb_eval_copy, SETTINGS, progress=False, force=True)
+    assert "is to be rebuilt (--force) and cannot be written" in one_line(forced.value)
     with open_engine(kb_eval_copy, SETTINGS) as engine:
         assert engine.search("deploy", 3)
 

@@ -308,7 +308,7 @@ def test_a_folder_that_takes_no_file_gets_the_same_index_in_memory(
         raise OSError(28, "No space left on device")
 
     with monkeypatch.context() as patch:
-        patch.setattr(vectors, "write_atomic_with", full_disk)
+        patch.setattr(vectors, "write_sealed", full_disk)
         patch.setattr(Store, "all_vectors", lambda self: pytest.fail("built in full"))
         run_indexer(kb, SETTINGS)
         got = searches(kb, SETTINGS)  # the older cache, updated in memory

@@ -6,8 +6,9 @@ and a SHA-256 over every indexed document's path and stored digest of its chunks
 only on the index state, so it is kept in ``corpus-snapshot.json`` in the index
 folder with the database's random id and write generation (any write to the chunks
 bumps the generation): while they match, it is returned without reading a row.  The
-file is replaced atomically and is only an optimisation: one that cannot be written
-or read costs a recomputation.
+file is replaced atomically and sealed (:mod:`~pytest_groove.kb.cache_seal`), and is
+only an optimisation: one that cannot be written, read or vouched for costs a
+recomputation.
 
 The headings map the golden check reads before any search (:class:`IndexedHeadings`)
 is not kept: it holds every path and reads a document's headings only when asked.
@@ -24,7 +25,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from pytest_groove.files.atomic import write_atomic_with
+from pytest_groove.kb.cache_seal import open_vouched, write_sealed
 from pytest_groove.kb.records import CorpusSnapshot
 from pytest_groove.kb.store import Store
 
@@ -33,6 +34,8 @@ __all__ = ["CACHE_NAME", "IndexedHeadings", "cached_corpus_snapshot"]
 CACHE_NAME = "corpus-snapshot.json"
 #: the kept snapshot's layout (2: the digest of :data:`DIGEST_VERSION`, recorded with it)
 _SNAPSHOT_FORMAT = 2
+#: a kept snapshot is a few hundred bytes; anything longer is not one
+_CAP = 64 * 1024
 
 
 def cached_corpus_snapshot(store: Store) -> CorpusSnapshot:
@@ -62,13 +65,17 @@ def cached_corpus_snapshot(store: Store) -> CorpusSnapshot:
     data = json.dumps(record, separators=(",", ":")).encode("utf-8")
     # a read-only or full index folder recomputes it every time
     with contextlib.suppress(OSError):
-        write_atomic_with(path, lambda handle: handle.write(data), mode=0o644, sync=False)
+        write_sealed(path, lambda handle: handle.write(data))
     return snapshot
 
 
 def _read(path: Path, state: dict[str, Any]) -> CorpusSnapshot | None:
     try:
-        data: Any = json.loads(path.read_bytes())
+        handle = open_vouched(path)  # only a file its seal vouches for
+        if handle is None:
+            return None
+        with handle:
+            data: Any = json.loads(handle.read(_CAP))
         if any(data[key] != value for key, value in state.items()):
             return None
         return CorpusSnapshot(
@@ -77,8 +84,8 @@ def _read(path: Path, state: dict[str, Any]) -> CorpusSnapshot | None:
             digest=str(data["digest"]),
             digest_version=int(data["digest_version"]),
         )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # missing, damaged or of another state: computed again
+    except Exception:
+        return None  # missing, damaged in any way or of another state: computed again
 
 
 class IndexedHeadings(Mapping[str, set[str | None]]):

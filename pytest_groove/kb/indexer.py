@@ -24,6 +24,8 @@ from pytest_groove.config import DEFAULT_VECTOR_INDEX, IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path, flag
 from pytest_groove.kb.beneath import index_folder_beneath
+from pytest_groove.kb.cache_check import check_caches, remove_caches
+from pytest_groove.kb.cache_seal import is_vouched
 from pytest_groove.kb.heap import return_freed_memory
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_files import clear_planted
@@ -139,9 +141,10 @@ def index_kb(
         # a read-only checkout whose index is already current is simply used as it is
         report = current_read_only(kb, index_dir, settings, embedder, force, wants)
         if report is None:
+            # --force rebuilds even a current index: say which of the two stopped here
+            state = "is to be rebuilt (--force)" if force else "is missing or out of date"
             raise IndexUnwritable(
-                f"the index in {clip_path(index_dir)} is missing or out of date and cannot be "
-                "written "
+                f"the index in {clip_path(index_dir)} {state} and cannot be written "
                 f"there: {exc.reason}",
                 reason=exc.reason,
             ) from None
@@ -306,6 +309,10 @@ def _index_locked(
     note vectors of unchanged documents when they are wanted for the first time."""
     report = IndexReport()
     check_model(store, embedder, force)
+    if force:  # nothing derived is read: every cache is made again
+        remove_caches(store.path.parent)
+    else:  # a damaged cache is removed (one warning each) and made again
+        report.warnings.extend(check_caches(store.path.parent))
     if force:
         store.wipe(term_table=wants.term_table, note_vectors=wants.note_vectors)
     if wants.term_table:
@@ -379,19 +386,20 @@ def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
     index is dropped, so the two are never held at once.
     """
     directory, centre, kind = store.path.parent, caches.centre, caches.kind
-    if not cache_path(store, directory, centre=centre, kind=kind, notes=False).is_file():
+    # a cache is current when its seal vouches for it (kb/cache_seal.py)
+    if not is_vouched(cache_path(store, directory, centre=centre, kind=kind, notes=False)):
         # made (or updated) and written; dropped before anything else is made (a
         # flat one stays mapped, and the note rows and the search reuse that mapping)
         VectorIndex.load_for(store, directory, centre=centre, kind=kind)
     if not caches.notes:
         return
     if kind == DEFAULT_VECTOR_INDEX:
-        if not rows_path(store, directory, centre=centre).is_file():
+        if not is_vouched(rows_path(store, directory, centre=centre)):
             # the cache just written, mapped: an update reads only its new rows' pages
             plain = VectorIndex.load_for(store, directory, centre=centre, kind=kind)
             note_index_for(store, directory, plain, centre=centre, kind=kind)
         return
-    if not cache_path(store, directory, centre=centre, kind=kind, notes=True).is_file():
+    if not is_vouched(cache_path(store, directory, centre=centre, kind=kind, notes=True)):
         VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)
 
 

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.config import DEFAULT_VECTOR_INDEX
-from pytest_groove.files.atomic import write_atomic_with
+from pytest_groove.kb.cache_seal import SEAL_SUFFIX, open_vouched, seal_path, write_sealed
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vector_cache import (
@@ -51,7 +51,6 @@ from pytest_groove.kb.vector_cache import (
     cache_path,
     centred,
     older_generation,
-    open_cache_file,
 )
 from pytest_groove.kb.vectors import Means, VectorIndex, one_faiss_thread
 
@@ -107,9 +106,11 @@ class NoteRows:
 
     @classmethod
     def read(cls, path: Path, dim: int) -> NoteRows | None:
-        """The rows file at ``path``; None when absent, damaged or not of this shape."""
+        """The rows file at ``path``; None when absent, not vouched for by its seal
+        (:mod:`~pytest_groove.kb.cache_seal`), unreadable in any way or not of this
+        shape: the caller builds the rows again."""
         try:
-            handle = open_cache_file(path)  # checked, never followed
+            handle = open_vouched(path)  # checked, never followed
             if handle is None:
                 return None
             with handle, np.load(handle, allow_pickle=False) as saved:
@@ -122,12 +123,12 @@ class NoteRows:
                     notes=np.asarray(saved["notes"], dtype=np.float32),
                     centred=bool(saved["centred"]),
                 )
-        except (OSError, ValueError, KeyError):
-            return None
-        size = len(rows.ids)
-        if not (len(rows.docs) == len(rows.scale) == len(rows.inv_norm) == size) or (
-            rows.notes.shape != (len(rows.note_docs), dim)
-        ):
+            size = len(rows.ids)
+            if not (len(rows.docs) == len(rows.scale) == len(rows.inv_norm) == size) or (
+                rows.notes.shape != (len(rows.note_docs), dim)
+            ):
+                return None
+        except Exception:  # an empty, cut-short or garbled file (EOFError, BadZipFile, ...)
             return None
         return rows
 
@@ -408,12 +409,13 @@ def _write(path: Path, rows: NoteRows) -> None:
     every other note-carrying cache of this folder."""
     _WRITTEN.forget()
     try:
-        write_atomic_with(path, rows.write, mode=0o644, sync=False)
+        write_sealed(path, rows.write)
     except OSError:
         return
     _WRITTEN.keep(path, rows)
+    kept = {path, seal_path(path)}
     for old in path.parent.glob(f"{NOTES_CACHE_PREFIX}*"):
-        if old != path and old.suffix in (".faiss", ".npz"):
+        if old not in kept and old.name.endswith((".faiss", ".npz", SEAL_SUFFIX)):
             with contextlib.suppress(OSError):
                 old.unlink()
 

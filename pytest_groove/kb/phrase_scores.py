@@ -40,20 +40,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from zipfile import BadZipFile
+from typing import Any
 
 import apsw
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.kb.cache_seal import SEAL_SUFFIX, open_vouched, seal_path, write_sealed
 from pytest_groove.kb.store import FTS_TABLES, Store
-from pytest_groove.kb.vector_cache import open_cache_file
 from pytest_groove.kb.word_index import WordIndex
 
 __all__ = ["CACHE_PREFIX", "PhraseScores", "or_phrases"]
@@ -281,7 +280,8 @@ class PhraseScores:
         _, highest, count = self._state
         path = self._path
         try:
-            handle = open_cache_file(path)  # never through a link, a pipe or a folder
+            # never through a link, a pipe or a folder; only a file its seal vouches for
+            handle = open_vouched(path)
             if handle is None:
                 return
             with handle, np.load(handle, allow_pickle=False) as saved:
@@ -295,11 +295,14 @@ class PhraseScores:
                 return
             if len(rowids) != len(terms) or (len(rowids) and rowids.max() > highest):
                 return
-        except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, BadZipFile):
-            return  # damaged or foreign: the phrases are asked of SQLite again
+            keys = [
+                (str(table), str(phrase), tuple(float(w) for w in weights))
+                for table, phrase, weights in header["keys"]
+            ]
+        except Exception:  # damaged or foreign in any way: the phrases are asked again
+            return
         start = 0
-        for (table, phrase, weights), end in zip(header["keys"], ends.tolist(), strict=True):
-            key = (str(table), str(phrase), tuple(float(w) for w in weights))
+        for key, end in zip(keys, ends.tolist(), strict=True):
             self._keep(key, _PhraseRows(rowids[start:end], terms[start:end]))
             start = end
 
@@ -325,24 +328,21 @@ class PhraseScores:
             "keys": [[table, phrase, list(weights)] for table, phrase, weights in keys],
             "lengths": [len(r.rowids) for r in rows],
         }
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        arrays: dict[str, Any] = {
+            "header": np.array(json.dumps(header)),
+            # chunk ids below 2**31 (every real index) fit four bytes on disk
+            "rowids": np.concatenate([r.rowids for r in rows] or [np.zeros(0, np.int64)]).astype(
+                np.int32 if highest < 2**31 else np.int64
+            ),
+            "terms": np.concatenate([r.terms for r in rows] or [np.zeros(0)]),
+        }
         try:
-            np.savez(
-                tmp,
-                header=np.array(json.dumps(header)),
-                # chunk ids below 2**31 (every real index) fit four bytes on disk
-                rowids=np.concatenate([r.rowids for r in rows] or [np.zeros(0, np.int64)]).astype(
-                    np.int32 if highest < 2**31 else np.int64
-                ),
-                terms=np.concatenate([r.terms for r in rows] or [np.zeros(0)]),
-            )
-            os.replace(tmp, path)
+            write_sealed(path, lambda handle: np.savez(handle, **arrays))
         except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             return
         self._unsaved = 0
-        for old in path.parent.glob(f"{CACHE_PREFIX}*.npz"):
-            if old != path:
+        kept = {path, seal_path(path)}
+        for old in path.parent.glob(f"{CACHE_PREFIX}*"):
+            if old not in kept and old.name.endswith((".npz", SEAL_SUFFIX)):
                 with contextlib.suppress(OSError):
                     old.unlink()

@@ -16,9 +16,10 @@ the index folder, and reused:
   reads one small row a document.
 
 The file is named by a hash of the scan's version and its needles, so each golden
-set keeps its own; it is written to a temporary name and renamed (a reader sees a
-whole file or none), and a file that cannot be written (read-only index folder) or
-read (damaged) only costs a full scan.
+set keeps its own; it is written to a temporary name, renamed (a reader sees a
+whole file or none) and sealed (:mod:`~pytest_groove.kb.cache_seal`), and a file
+that cannot be written (read-only index folder), read or vouched for (damaged) only
+costs a full scan.
 
 PYTEST_DONT_REWRITE
 """
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_groove.kb.cache_seal import open_vouched, remove_with_seal, seal_path, write_sealed
 from pytest_groove.kb.records import ChunkText
 from pytest_groove.kb.store import Store
 
@@ -105,7 +107,9 @@ def _cached_scan(
     kept = _read(path, key, set(needles))
     if kept is not None and (kept.index_id, kept.generation) == (index_id, generation):
         with contextlib.suppress(OSError):
-            os.utime(path)  # in use: the last file another golden set's scan drops
+            # in use: the last file another golden set's scan drops (its seal's time:
+            # touching the file itself would move the identity its seal records)
+            os.utime(seal_path(path), follow_symlinks=False)
         return _as_indices(kept.quoted, needles)
     signatures = _signatures(store)
     old = {} if kept is None else kept.signature_by_path()
@@ -165,7 +169,11 @@ def _read(path: Path, key: str, needles: set[str]) -> _Kept | None:
     way (anything but lists of strings where they belong, a quote that is none of
     ``needles``): then it is scanned again and rewritten."""
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        handle = open_vouched(path)  # only a file its seal vouches for
+        if handle is None:
+            return None
+        with handle:
+            data: Any = json.loads(handle.read().decode("utf-8"))
         if data["format"] != _FORMAT or data["key"] != key:
             return None
         paths, signatures, quoted = data["paths"], data["signatures"], data["quoted"]
@@ -183,8 +191,8 @@ def _read(path: Path, key: str, needles: set[str]) -> _Kept | None:
             return None
         kept = {str(doc_path): tuple(texts) for doc_path, texts in quoted.items()}
         return _Kept(str(data["index_id"]), int(data["generation"]), paths, signatures, kept)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # missing or damaged: scanned again and rewritten
+    except Exception:
+        return None  # missing or damaged in any way: scanned again and rewritten
 
 
 def _write(path: Path, key: str, kept: _Kept) -> None:
@@ -197,27 +205,24 @@ def _write(path: Path, key: str, kept: _Kept) -> None:
         "signatures": kept.signatures,
         "quoted": {doc_path: list(texts) for doc_path, texts in kept.quoted.items()},
     }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     try:
-        tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), "utf-8")
-        os.replace(tmp, path)
+        write_sealed(path, lambda handle: handle.write(text))
     except OSError:
-        # an optimisation only: a read-only or full index folder scans every time
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        return
+        return  # an optimisation only: a read-only or full index folder scans every time
     others = sorted(
         (p for p in path.parent.glob(f"{CACHE_PREFIX}*.json") if p != path),
         key=_mtime,
         reverse=True,
     )
     for old in others[KEEP_FILES - 1 :]:
-        with contextlib.suppress(OSError):
-            old.unlink()
+        remove_with_seal(old)
 
 
 def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
+    """When the scan at ``path`` was last written or used (its seal's time)."""
+    times = []
+    for name in (path, seal_path(path)):
+        with contextlib.suppress(OSError):
+            times.append(name.lstat().st_mtime)
+    return max(times, default=0.0)

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import apsw
 
-from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.errors import GrooveError, IndexMissing, clip_path
 from pytest_groove.kb.corpus_digest import ChunkFields, document_digest
 from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
 from pytest_groove.kb.index_files import check_unchanged, identity_of, refuse_planted
@@ -211,9 +211,7 @@ class StoreConnection:
         with index_dir_faults(directory):
             refuse_planted(directory, DB_FILE_NAMES)
         if not create and not db_path.is_file():
-            raise GrooveError(
-                f"No index found at {clip_path(db_path)}. Run `groove index --kb-path <kb>` first."
-            )
+            raise IndexMissing(db_path)  # the door names the KB and the command
         if create:
             directory.mkdir(parents=True, exist_ok=True)
         elif not os.access(directory, os.W_OK):

@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 import struct
 import threading
 from collections.abc import Mapping, Sequence
@@ -43,6 +42,10 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.config import DEFAULT_VECTOR_INDEX
+from pytest_groove.kb.cache_pieces import Piece, carried_pieces, pieces_of
+from pytest_groove.kb.cache_seal import CACHE_FILE_CAP as CACHE_FILE_CAP
+from pytest_groove.kb.cache_seal import open_cache_file as open_cache_file
+from pytest_groove.kb.cache_seal import open_vouched, seal_of
 from pytest_groove.kb.scripts import chunk_opening, script_group
 from pytest_groove.kb.store import Store
 
@@ -57,22 +60,13 @@ __all__ = [
     "centring_applies",
     "file_identity",
     "older_generation",
+    "open_cache_file",
     "state_of",
     "state_path",
     "updated",
 ]
 
 T = TypeVar("T")
-
-#: a cache file larger than this is not read (a flat index of 1M 1024-dim vectors is 4 GiB)
-CACHE_FILE_CAP = 16 * 1024**3
-_CACHE_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
 
 
 def read_cached_index(handle: BinaryIO, *, mapped: bool) -> Any:
@@ -99,28 +93,6 @@ def file_identity(path: Path) -> tuple[int, int, int, int] | None:
     except OSError:
         return None
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def open_cache_file(path: Path) -> BinaryIO | None:
-    """A binary handle on a cache file, opened once and checked; None when absent.
-
-    Opened with ``O_NOFOLLOW`` and ``O_NONBLOCK`` and checked on that descriptor: a
-    symbolic link, a named pipe, a folder or a device in the cache's place is never
-    read (``OSError``); the cache is then rebuilt and renamed over it.  Everything is
-    read from this handle, never by name again.
-    """
-    try:
-        fd = os.open(path, _CACHE_OPEN_FLAGS)
-    except FileNotFoundError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_FILE_CAP:
-            raise OSError(f"{path} is not a regular cache file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
 
 
 CACHE_PREFIX = "vectors"
@@ -191,8 +163,10 @@ class CacheState:
 
     @classmethod
     def read(cls, path: Path, *, centre: bool, notes: bool) -> CacheState | None:
+        """The state file at ``path``; None when absent, not vouched for by its seal
+        (:mod:`~pytest_groove.kb.cache_seal`) or unreadable in any way."""
         try:
-            handle = open_cache_file(path)  # checked, never followed
+            handle = open_vouched(path)  # checked, never followed
             if handle is None:
                 return None
             with handle, np.load(handle, allow_pickle=False) as saved:
@@ -205,7 +179,7 @@ class CacheState:
                         int(d): int(h)
                         for d, h in zip(saved["note_docs"], saved["note_digests"], strict=True)
                     }
-        except (OSError, ValueError, KeyError):
+        except Exception:  # damaged in any way: the cache is built in full
             return None
         return cls(names, codes, digests)
 
@@ -319,6 +293,8 @@ class Update:
     #: the new index's ids, in row order
     ids: npt.NDArray[np.int64]
     state: CacheState
+    #: the older file's sealed pieces (kb/cache_pieces.py), None when not known
+    old_pieces: tuple[Piece, ...] | None = None
 
     def write(self, handle: BinaryIO) -> None:
         handle.write(self.layout.header_for(len(self.ids)))
@@ -331,6 +307,17 @@ class Update:
         handle.write(np.ascontiguousarray(self.added_rows, dtype="<f4").tobytes())
         handle.write(_COUNT.pack(len(self.ids)))
         handle.write(np.ascontiguousarray(self.ids, dtype="<i8").tobytes())
+
+    def pieces(self, fd: int) -> list[Piece]:
+        """The pieces of the file :meth:`write` wrote at ``fd``: the older file's pieces
+        inside the kept rows are carried over unread (an edit reads a few pieces)."""
+        if self.old_pieces is None:
+            return pieces_of(fd)
+        copies, at, row = [], FLAT_ROWS_AT, self.layout.row_bytes
+        for first, end in self.kept_ranges:
+            copies.append((at, FLAT_ROWS_AT + first * row, (end - first) * row))
+            at += (end - first) * row
+        return carried_pieces(fd, self.old_pieces, copies)
 
     def index(self) -> Any:
         self.source.seek(0)
@@ -434,15 +421,16 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
     state = CacheState.read(state_path(older), centre=centre, notes=notes)
     if state is None:
         return None
-    try:
-        handle = open_cache_file(older)  # checked, never followed
-    except OSError:
-        return None
+    # its kept rows are copied as they are: only a file its seal vouches for
+    handle = open_vouched(older)  # checked, never followed
     if handle is None:
         return None
     try:
         update = _update_from(store, handle, dim, state, centre)
-    except (OSError, ValueError, struct.error):
+        seal = seal_of(handle, older)
+        if update is not None and seal is not None:
+            update.old_pieces = seal.pieces
+    except Exception:  # anything that does not add up: built in full
         update = None
     if update is None:
         handle.close()

@@ -56,8 +56,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.config import DEFAULT_VECTOR_INDEX, VECTOR_INDEX_KINDS
-from pytest_groove.files.atomic import write_atomic_with
 from pytest_groove.kb import vector_cache as cache_update
+from pytest_groove.kb.cache_seal import SEAL_SUFFIX, open_vouched, seal_path, vouches, write_sealed
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.vector_cache import CACHE_PREFIX as CACHE_PREFIX
@@ -275,23 +275,11 @@ class VectorIndex:
         mapped = _MAPPED.get(cache)
         if mapped is not None and mapped.dimension == dim and mapped.size == store.counts()[1]:
             return mapped
-        try:
-            cached = open_cache_file(cache)
-            if cached is not None:
-                with cached:
-                    index = _read_cached_index(cached, mapped=kind == "flat")
-                means: Means = {}
-                saved_means = open_cache_file(means_file)
-                if saved_means is not None:
-                    with saved_means, np.load(saved_means, allow_pickle=False) as saved:
-                        means = {str(k): np.asarray(saved[k], dtype=np.float32) for k in saved}
-                if index.d == dim and index.ntotal == store.counts()[1]:
-                    loaded = cls(index, dim, means, kind)
-                    if kind == "flat":
-                        _MAPPED.keep(cache, loaded)
-                    return loaded
-        except (RuntimeError, OSError, ValueError):
-            pass  # a damaged cache (or a link, a pipe in its place) is rebuilt below
+        loaded = cls._read_cache(cache, means_file, dim, store.counts()[1], kind)
+        if loaded is not None:
+            if kind == "flat":
+                _MAPPED.keep(cache, loaded)
+            return loaded
         if kind == "flat":
             update = cache_update.updated(store, cache, dim, centre=centre, notes=notes)
             if update is not None:
@@ -300,7 +288,7 @@ class VectorIndex:
                     if written is not None:
                         return written
                     # the folder takes no file: the same index, made in memory
-                    with contextlib.suppress(RuntimeError, OSError, ValueError):
+                    with contextlib.suppress(Exception):
                         index = update.index()
                         if index.ntotal == len(update.ids):
                             return cls(index, dim, {}, kind)
@@ -323,16 +311,44 @@ class VectorIndex:
         return built
 
     @classmethod
+    def _read_cache(
+        cls, cache: Path, means_file: Path, dim: int, size: int, kind: str
+    ) -> VectorIndex | None:
+        """The cached index when its file and its means (if any) are vouched for by
+        their seals (:mod:`~pytest_groove.kb.cache_seal`) and read back as an index of
+        ``size`` rows of ``dim``; None otherwise (absent, damaged, a link or a pipe in
+        its place, anything faiss or numpy refuses): the caller builds it again."""
+        try:
+            cached = open_vouched(cache)
+            if cached is None:
+                return None
+            with cached:
+                index = _read_cached_index(cached, mapped=kind == "flat")
+            means: Means = {}
+            saved_means = open_cache_file(means_file)
+            if saved_means is not None:
+                with saved_means:
+                    if not vouches(saved_means, means_file):
+                        return None  # never read as "not centred"
+                    with np.load(saved_means, allow_pickle=False) as saved:
+                        means = {str(k): np.asarray(saved[k], dtype=np.float32) for k in saved}
+            if index.d != dim or index.ntotal != size:
+                return None
+            if any(mean.shape != (dim,) for mean in means.values()):
+                return None
+            return cls(index, dim, means, kind)
+        except Exception:  # a damaged cache is rebuilt, never fatal
+            return None
+
+    @classmethod
     def _write_update(
         cls, directory: Path, cache: Path, prefix: str, update: cache_update.Update
     ) -> VectorIndex | None:
         """Write the updated cache and its state, then map it; None when it cannot be
         written (or does not read back as the index the update makes)."""
         try:
-            write_atomic_with(
-                cache_update.state_path(cache), update.state.write, mode=0o644, sync=False
-            )
-            write_atomic_with(cache, update.write, mode=0o644, sync=False)
+            write_sealed(cache_update.state_path(cache), update.state.write)
+            write_sealed(cache, update.write, pieces=update.pieces)
             handle = open_cache_file(cache)
             if handle is None:
                 return None
@@ -355,22 +371,21 @@ class VectorIndex:
         state: cache_update.CacheState | None = None,
     ) -> None:
         # The cache is an optimisation: failing to write it (read-only checkout, full
-        # disk) must never fail a search, and a torn one is rebuilt, so it is written
-        # without fsync.  The means are written first: an index file without its
-        # means is never left behind to be read as "not centred".
+        # disk) must never fail a search.  Each file is sealed (kb/cache_seal.py): one
+        # that is torn or damaged later is rebuilt, never read.  The means are written
+        # first: an index file without its means is never left behind to be read as
+        # "not centred".
         means_file = cache.with_suffix(".npz")
         state_file = cache_update.state_path(cache)
         try:
             if state is not None:
-                write_atomic_with(state_file, state.write, mode=0o644, sync=False)
+                write_sealed(state_file, state.write)
             if self.means:
-                write_atomic_with(
+                write_sealed(
                     means_file,
                     lambda handle: np.savez(handle, **self.means),  # type: ignore[arg-type]
-                    mode=0o644,
-                    sync=False,
                 )
-            write_atomic_with(cache, self._write_index, mode=0o644, sync=False)
+            write_sealed(cache, self._write_index)
         except (OSError, RuntimeError):
             return
         _drop_other_caches(directory, prefix, {cache, means_file, state_file})
@@ -441,8 +456,10 @@ def _rows_match(written: VectorIndex, update: cache_update.Update) -> bool:
 
 
 def _drop_other_caches(directory: Path, prefix: str, keep: set[Path]) -> None:
-    """Remove this folder's other caches of ``prefix`` (older generations, other modes)."""
-    for old in [*directory.glob(f"{prefix}*.faiss"), *directory.glob(f"{prefix}*.npz")]:
-        if old not in keep:
+    """Remove this folder's other caches of ``prefix`` (older generations, other modes),
+    with their seals."""
+    kept = {*keep, *(seal_path(path) for path in keep)}
+    for old in directory.glob(f"{prefix}*"):
+        if old.name.endswith((".faiss", ".npz", SEAL_SUFFIX)) and old not in kept:
             with contextlib.suppress(OSError):
                 old.unlink()

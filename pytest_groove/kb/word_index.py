@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
@@ -40,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.kb.bm25_sweep import idf as fts5_idf
+from pytest_groove.kb.cache_seal import SEAL_SUFFIX, open_vouched, remove_with_seal, write_sealed
 from pytest_groove.kb.store import Store
 from pytest_groove.kb.trigram_fold import (
     FOLD,
@@ -49,7 +49,6 @@ from pytest_groove.kb.trigram_fold import (
     count_in,
     fold_phrase,
 )
-from pytest_groove.kb.vector_cache import open_cache_file
 from pytest_groove.kb.word_postings import (
     COLUMNS,
     Segment,
@@ -156,14 +155,14 @@ class WordIndex:
             return None
         try:
             segments = [read_segment(folder / name) for name in manifest["segments"]]
-        except (OSError, ValueError, KeyError, TypeError):
+            index = cls(
+                segments,
+                np.asarray(manifest["dead"], dtype=np.int64),
+                highest,
+                store.chunk_fields,
+            )
+        except Exception:  # a segment missing or damaged in any way: SQLite answers
             return None
-        index = cls(
-            segments,
-            np.asarray(manifest["dead"], dtype=np.int64),
-            highest,
-            store.chunk_fields,
-        )
         if (index.row_count, index.token_total) != _fts5_totals(store):
             return None  # out of step with the table: never score from it
         _OPENED[store] = (key, index)
@@ -306,13 +305,15 @@ def _manifest_path(folder: Path, index_id: str, generation: int) -> Path:
 
 
 def _read_manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest at ``path``; None when absent, not vouched for by its seal
+    (:mod:`~pytest_groove.kb.cache_seal`) or not one."""
     try:
-        handle = open_cache_file(path)  # never through a link, a pipe or a folder
+        handle = open_vouched(path)  # never through a link, a pipe or a folder
         if handle is None:
             return None
         with handle:
             manifest = json.loads(handle.read(_MANIFEST_CAP).decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except Exception:  # damaged in any way: the postings are built again
         return None
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
         return None
@@ -375,7 +376,6 @@ def refresh_word_index(store: Store) -> None:
     new_ids = np.setdiff1d(ids, covered, assume_unique=True)
     dead = np.union1d(dead, np.setdiff1d(covered, ids, assume_unique=True))
     entries: list[tuple[Segment, str | None]] = list(zip(segments, names, strict=True))
-    tmp = current.with_name(f".{current.name}.{os.getpid()}.tmp")
     try:
         if len(new_ids):
             entries += _build(store, new_ids, folder)
@@ -392,12 +392,9 @@ def refresh_word_index(store: Store) -> None:
             "segments": names + written,
             "dead": [int(d) for d in dead],
         }
-        with tmp.open("x", encoding="utf-8") as out:  # a new file, never a planted one
-            out.write(json.dumps(manifest))
-        os.replace(tmp, current)
+        data = json.dumps(manifest).encode("utf-8")
+        write_sealed(current, lambda handle: handle.write(data))
     except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         return
     _remove_others(folder, current, {*names, *written})
 
@@ -406,7 +403,7 @@ def _readable(folder: Path, manifest: dict[str, Any]) -> bool:
     try:
         for name in manifest["segments"]:
             read_segment(folder / str(name))
-    except (OSError, ValueError, KeyError, TypeError):
+    except Exception:  # missing or damaged in any way: built again
         return False
     return True
 
@@ -428,9 +425,10 @@ def _previous(
         try:
             names = [str(n) for n in manifest["segments"]]
             segments = [read_segment(folder / n) for n in names]
-        except (OSError, ValueError, KeyError, TypeError):
+            dead = np.asarray(manifest["dead"], dtype=np.int64)
+        except Exception:  # missing or damaged in any way: an older one, or built afresh
             continue
-        return segments, names, np.asarray(manifest["dead"], dtype=np.int64)
+        return segments, names, dead
     return [], [], np.zeros(0, dtype=np.int64)
 
 
@@ -481,8 +479,7 @@ def _build(
         return [(merge_segments(batches, np.zeros(0, dtype=np.int64)), None)]
     finally:
         for path in scratch:
-            with contextlib.suppress(OSError):
-                path.unlink()
+            remove_with_seal(path)
 
 
 def _compact(
@@ -514,22 +511,17 @@ def _compact(
 
 def _write_new(folder: Path, index_id: str, segment: Segment) -> str:
     name = f"{MANIFEST_PREFIX}{index_id}-{uuid.uuid4().hex[:12]}.seg"
-    tmp = folder / f".{name}.tmp"
-    try:
-        write_segment(segment, tmp)
-        os.replace(tmp, folder / name)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    write_segment(segment, folder / name)  # sealed, through a temporary file
     return name
 
 
 def _remove_others(folder: Path, keep_manifest: Path, keep: set[str]) -> None:
     """Drop older manifests and segment files no longer named (other index ids too),
     and scratch files a killed build left."""
+    kept = {keep_manifest.name, *keep}
+    kept |= {name + SEAL_SUFFIX for name in kept}
     for path in [*folder.glob(f"{MANIFEST_PREFIX}*"), *folder.glob(f".{MANIFEST_PREFIX}*")]:
-        if path == keep_manifest or path.name in keep:
+        if path.name in kept:
             continue
         with contextlib.suppress(OSError):
             path.unlink()

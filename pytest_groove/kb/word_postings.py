@@ -28,13 +28,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.kb.cache_seal import open_cache_file, vouches, write_sealed
 from pytest_groove.kb.trigram_fold import FOLD, MIN_FOLDED_CHARS, count_overlapping
-from pytest_groove.kb.vector_cache import open_cache_file
 
 __all__ = [
     "COLUMNS",
@@ -377,7 +377,12 @@ _ARRAYS = ("ascii_starts", "other_starts", "word_ends", "keys", "counts", "rows"
 
 
 def write_segment(segment: Segment, path: Path) -> None:
-    """Write ``segment`` to ``path`` (a new file; the caller renames it into place)."""
+    """Write ``segment`` to ``path``, sealed (:func:`~pytest_groove.kb.cache_seal.write_sealed`:
+    a temporary file renamed into place).  Raises :class:`OSError`."""
+    write_sealed(path, lambda handle: _write_to(segment, handle))
+
+
+def _write_to(segment: Segment, handle: BinaryIO) -> None:
     blobs: list[tuple[str, bytes, str]] = [
         ("ascii_words", segment.ascii_words.encode("utf-8"), "u1"),
         ("other_words", segment.other_words.encode("utf-8"), "u1"),
@@ -393,14 +398,11 @@ def write_segment(segment: Segment, path: Path) -> None:
         offset += -(-len(data) // _ALIGN) * _ALIGN
     header = json.dumps({"format": _FORMAT, "arrays": layout}).encode("utf-8")
     start = -(-(len(_MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
-    with path.open("xb") as handle:
-        handle.write(_MAGIC + struct.pack("<Q", len(header)) + header)
-        for (_, data, _), entry in zip(blobs, layout, strict=True):
-            handle.seek(start + int(entry["offset"]))
-            handle.write(data)
-        handle.truncate(start + offset)
-        handle.flush()
-        os.fsync(handle.fileno())
+    handle.write(_MAGIC + struct.pack("<Q", len(header)) + header)
+    for (_, data, _), entry in zip(blobs, layout, strict=True):
+        handle.seek(start + int(entry["offset"]))
+        handle.write(data)
+    handle.truncate(start + offset)
 
 
 def _narrowest(array: npt.NDArray[Any]) -> str:
@@ -413,14 +415,26 @@ def _narrowest(array: npt.NDArray[Any]) -> str:
 
 
 def read_segment(path: Path) -> Segment:
-    """Map the segment at ``path``; raises ValueError (or OSError) for a damaged file."""
+    """Map the segment at ``path``; raises ValueError (or OSError) for a file its seal
+    does not vouch for (:mod:`~pytest_groove.kb.cache_seal`) or that does not add up."""
     handle = open_cache_file(path)  # never through a link, a pipe or a folder
     if handle is None:
         raise FileNotFoundError(path)
     with handle:
+        if not vouches(handle, path):
+            raise ValueError("not the bytes its writer sealed")
         if os.fstat(handle.fileno()).st_size == 0:
             raise ValueError("empty")
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return _parse(mapped)
+    except ValueError:
+        raise
+    except Exception as exc:  # KeyError, TypeError, struct.error, ...: not a segment
+        raise ValueError("not a word-postings segment") from exc
+
+
+def _parse(mapped: mmap.mmap) -> Segment:
     if mapped[: len(_MAGIC)] != _MAGIC:
         raise ValueError("not a word-postings segment")
     (size,) = struct.unpack("<Q", mapped[len(_MAGIC) : len(_MAGIC) + 8])
