@@ -94,8 +94,9 @@ def test_unknown_model_is_clear(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()
     out = groove("index", "--kb-path", str(kb), "--model", "no-such-model")
-    assert out.returncode != 0
-    assert out.stderr.startswith("Error:") and "no-such-model" in out.stderr
+    assert out.returncode == 2  # a bad flag value
+    assert out.stderr.startswith("groove index: error: unknown embedding model 'no-such-model'")
+    assert out.stderr.count("\n") == 1
 
 
 def test_an_in_process_command_leaves_the_collector_as_it_found_it(
@@ -109,3 +110,18 @@ def test_an_in_process_command_leaves_the_collector_as_it_found_it(
     assert groove("search", "--kb-path", str(tmp_path), "--model", "hash", "q").returncode == 1
     # what the command froze after its imports is given back, after success and error
     assert gc.get_freeze_count() == frozen_before
+
+
+def test_a_note_named_with_a_line_break_stays_on_its_line(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    (kb / "ops").mkdir(parents=True)
+    body = "## Rollback\n\nRoll the release back with the deploy tool, then page the owner.\n"
+    (kb / "ops" / "new\nline.md").write_text("# Odd name\n\n" + body, encoding="utf-8")
+    (kb / "ops" / "plain.md").write_text("# Plain\n\n" + body, encoding="utf-8")
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    done = groove("search", "--kb-path", kb, "--model", "hash", "roll the release back")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if not line.startswith("(low")]
+    # every line is a hit ("  1. path#heading  (score ...)") or its indented snippet
+    assert all(line.lstrip()[:2] in {"1.", "2."} or line.startswith("     ") for line in lines)
+    assert any("ops/new\\nline.md#Rollback" in line for line in lines)

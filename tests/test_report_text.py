@@ -210,6 +210,19 @@ def test_custom_retriever_and_reranker_are_shown() -> None:
     )
 
 
+def test_a_custom_retrievers_corpus_line_counts_the_kb_documents_not_chunks() -> None:
+    """The chunks are groove's own chunking of the KB files, not the retriever's: a
+    run measured with a custom retriever counts the documents it is judged against."""
+    fp = fingerprint(retriever="team_search:search")
+    out = text(run(fp=fp, corpus=corpus(11, 34)))
+    assert (
+        "  corpus: 11 docs in the knowledge base (the hits are judged against them; the "
+        "retriever's own chunks are not counted)\n"
+    ) in out
+    assert "34 chunks" not in out
+    assert "  corpus: 11 docs / 34 chunks\n" in text(run(corpus=corpus(11, 34)))
+
+
 def test_wide_labels_keep_a_space_before_the_value() -> None:
     fp = fingerprint(k_values=(1000,))
     out = text(run(fp=fp, recall=1.0))

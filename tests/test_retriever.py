@@ -78,7 +78,6 @@ def test_a_callable_with_dicts_objects_and_search_hits(kb: Path) -> None:
         ({"path": "a.md"}, "must return a list of hits, got dict"),
         (42, "must return a list of hits, got int"),
         ([{"heading": "x"}], "hit 1 has no path"),
-        ([{"path": "a.md"}, {"path": "/etc/passwd"}], "hit 2 ('/etc/passwd') is outside the"),
         ([{"path": "a.md", "heading": 3}], "hit 1 has a heading that is not text"),
         ([{"path": "a.md", "score": "high"}], "hit 1 has a score that is not a number"),
     ],
@@ -159,16 +158,22 @@ def test_a_langchain_retriever_with_markdown_header_metadata(kb: Path) -> None:
     assert triples(retriever.search("q", 1)) == [("guide/setup.md", "Installing", 0.9)]
 
 
-def test_a_langchain_document_outside_the_kb_names_the_hit(kb: Path) -> None:
+def test_a_langchain_document_outside_the_kb_keeps_its_path(kb: Path) -> None:
+    """A path outside the KB names no KB file: kept as written, for the run's checks
+    to judge (one such hit never stops the run)."""
     pytest.importorskip("langchain_core")
     from langchain_core.documents import Document
     from langchain_core.runnables import RunnableLambda
 
     outside = RunnableLambda(
-        lambda q: [Document(page_content="x", metadata={"source": "/srv/x.md"})]
+        lambda q: [
+            Document(page_content="x", metadata={"source": "/srv/x.md"}),
+            Document(page_content="x", metadata={"source": "../elsewhere/y.md"}),
+            Document(page_content="x", metadata={"source": str(kb / "guide" / "a.md")}),
+        ]
     )
-    with pytest.raises(GrooveError, match=r"hit 1 \('/srv/x.md'\) is outside the knowledge base"):
-        from_object(outside, kb, name="lc").search("q", 5)
+    hits = from_object(outside, kb, name="lc").search("q", 5)
+    assert [hit.path for hit in hits] == ["/srv/x.md", "../elsewhere/y.md", "guide/a.md"]
 
 
 # --------------------------------------------------------------------------- LlamaIndex
@@ -205,7 +210,9 @@ def test_a_llamaindex_retriever_over_markdown_node_parser_nodes(kb: Path) -> Non
     assert triples(retriever.search("vat", 10)) == [
         ("guide/billing.md", "Billing", 1.0),
         ("guide/billing.md", "Invoices and VAT", 0.5),
-        ("guide/billing.md", "VAT numbers", 1 / 3),
+        # the line read as the KB reads it, closing hashes kept; the searcher matches
+        # this spelling or CommonMark's against the document's headings
+        ("guide/billing.md", "VAT numbers  ##", 1 / 3),
         ("guide/billing.md", "Refunds", 0.25),
         ("f.md", None, 0.0),
     ]

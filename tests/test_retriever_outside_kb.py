@@ -32,6 +32,10 @@ queries:
     query: "how often are tokens rotated"
     expected:
       - path: "api/tokens.md"
+  - id: redeploy
+    query: "which build do I redeploy"
+    expected:
+      - path: "ops/rollback.md"
 """
 
 RETRIEVER = """\
@@ -71,6 +75,8 @@ def test_groove_eval_stops_with_one_line_naming_the_fix(project: Path) -> None:
     assert len(errors) == 1, done.stderr
     assert "'kb/ops/rollback.md'" in errors[0] or "'kb/api/tokens.md'" in errors[0]
     assert "relative to the working directory" in errors[0]
+    # stopped once the first three queries showed it (the early stop says so)
+    assert "in the first 3 queries it answered" in errors[0]
     assert "Traceback" not in done.stderr
     assert not (project / "kb" / ".groove-eval-history.json").exists()
 
@@ -84,6 +90,8 @@ def test_pytest_fails_one_item_and_stops(project: Path) -> None:
     )  # fmt: skip
     output = done.stdout + done.stderr
     assert done.returncode == pytest.ExitCode.INTERRUPTED, output
-    assert "1 failed" in output and "relative to the working directory" in output
+    # the first two queries miss; the third shows that none can match, and stops
+    assert "3 failed" in output and "relative to the working directory" in output
+    assert "in the first 3 queries it answered" in output
     assert "Traceback" not in output and "INTERNALERROR" not in output
     assert not (project / "kb" / ".groove-eval-history.json").exists()

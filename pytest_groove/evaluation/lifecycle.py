@@ -67,7 +67,8 @@ class Evaluation:
         assert self.searcher is not None, "an evaluation begun without a searcher"
         plan = self.plan
         hits = self.searcher.search(query.query, plan.depth)
-        # hits no KB file holds cannot be judged: stop at the first such query
+        # hits no KB file holds cannot be judged: the searcher stops the run once its
+        # first queries' hits show that none will be
         self.searcher.check_hits(hits)
         return evaluate_query(query, hits, plan.k_values, plan.metrics)
 

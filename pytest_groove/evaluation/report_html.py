@@ -13,8 +13,10 @@ reading rather than diffing:
   counted);
 - a per-query delta chart (recall and nDCG at the largest k, now minus baseline),
   only when a comparable baseline exists;
-- the per-query table: id, query, expected entries with their ranks, metrics and
-  the top hits.
+- the per-query table: id, query, expected entries with their ranks, every metric
+  the run measured (a small grid with a column per k for the per-k metrics, then
+  RR -- and AP, R-prec when measured -- on one line) and the top hits (the folded
+  summary names the top hit as ``path#heading``).
 
 Every number comes from the :class:`~pytest_groove.evaluation.run.RunRecord` and
 :class:`~pytest_groove.evaluation.compare.Comparison` the other reports use, every
@@ -71,10 +73,11 @@ from pytest_groove.evaluation.html_plots import (
 from pytest_groove.evaluation.metric_table import (
     RECALL,
     Metric,
+    MetricKind,
     all_metrics,
-    summary_metrics,
 )
 from pytest_groove.evaluation.metrics import entry_satisfied, expected_ranks
+from pytest_groove.evaluation.report_text import describe_corpus
 from pytest_groove.evaluation.run import QueryResult, RunRecord, format_timestamp
 from pytest_groove.evaluation.significance import with_p_value
 from pytest_groove.evaluation.verdict import RunVerdicts, comparison_verdicts
@@ -195,7 +198,7 @@ def _fingerprint_rows(run: RunRecord) -> list[tuple[str, str]]:
         ("queries", str(run.aggregate.query_count)),
     ]
     if run.corpus is not None:
-        rows.append(("corpus", f"{run.corpus.documents} docs / {run.corpus.chunks} chunks"))
+        rows.append(("corpus", describe_corpus(run)))
     if fp.retriever is not None:
         rows.append(("retriever", fp.retriever))
     summary = [f"golden {fp.golden_hash[:12]}", f"metric_version {fp.metric_version}"]
@@ -322,9 +325,27 @@ class _Hits:
 
     shown: list[_Hit]
     more: int
-    top_path: str
+    #: the top hit as the hits are spelled, ``path#heading`` (``path`` without one)
+    top_label: str
     top_rank: int
     first_wanted: int | None
+
+
+@dataclass(frozen=True)
+class _MetricRow:
+    """One per-k metric of a query: its name without ``@k`` and its value at each k."""
+
+    name: str
+    values: list[str]
+
+
+@dataclass(frozen=True)
+class _Metrics:
+    """Every metric the run measured, for one query: a grid of the per-k metrics (a
+    column per k) and the metrics measured once (RR, AP, R-prec) as ``name value``."""
+
+    per_k: list[_MetricRow]
+    single: list[tuple[str, str]]
 
 
 def _hits(result: QueryResult, k: int) -> _Hits | None:
@@ -342,7 +363,34 @@ def _hits(result: QueryResult, k: int) -> _Hits | None:
     ]
     first_wanted = next((hit.rank for hit in hits if hit.wanted), None)
     more = len(result.top_k) - len(shown)
-    return _Hits(hits, more, shown[0].path, shown[0].rank, first_wanted)
+    top = shown[0]
+    return _Hits(hits, more, _entry_label(top.path, top.heading), top.rank, first_wanted)
+
+
+def _metric_name(kind: MetricKind) -> str:
+    """A per-k metric's row name: its per-query label without the ``@k``."""
+    return kind.query_label.replace("@{k}", "")
+
+
+def _metrics(result: QueryResult, ks: Sequence[int], measured: Sequence[MetricKind]) -> _Metrics:
+    values = result.metrics
+    return _Metrics(
+        per_k=[
+            _MetricRow(_metric_name(kind), [_num(Metric(kind, k).of_query(values), 2) for k in ks])
+            for kind in measured
+            if kind.per_k
+        ],
+        single=[
+            (kind.query_label, _num(Metric(kind).of_query(values), 2))
+            for kind in measured
+            if not kind.per_k
+        ],
+    )
+
+
+#: width of the metrics grid's name column and of each of its k columns (rem)
+_METRIC_NAME_REM = 4.2
+_METRIC_VALUE_REM = 2.6
 
 
 @dataclass(frozen=True)
@@ -353,7 +401,7 @@ class _QueryRow:
     #: (entry, "rank N" or "not retrieved") per expected entry
     expected: list[tuple[str, str]]
     first: str
-    values: list[str]
+    metrics: _Metrics
     delta: _DeltaCell | None
     hits: _Hits | None
     #: "miss", "regressed" or None
@@ -368,14 +416,16 @@ def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> d
     show_delta = comparison.compatible
     limits = comparison.limits
     recall = Metric(RECALL, k)
-    shown = summary_metrics(ks)
+    # every metric the run measured: the default three and the optional ones it asked for
+    measured = list(dict.fromkeys(m.kind for m in all_metrics(ks, run.fingerprint.metrics or ())))
     # (header, column width): fixed widths keep the table inside a 1280-pixel window
-    # (a header breaks between words or before its "@k", never inside a word)
+    # (a header breaks between words or before its "@k", never inside a word); the
+    # metrics share one column, a small grid with a column per k
     columns = [("#", "2rem"), ("id", "9rem"), ("verdict", "6rem"), ("query", "9.4rem")]
     columns += [("expected", "10rem"), ("first expected rank", "4.4rem")]
     if show_delta:
         columns.append(("baseline rank", "4.4rem"))
-    columns += [(m.query_label, "3rem" if m.k is None else "4rem") for m in shown]
+    columns.append(("metrics", f"{_METRIC_NAME_REM + _METRIC_VALUE_REM * len(ks):g}rem"))
     if show_delta:
         columns.append((f"Δ {recall.query_label}", "4.4rem"))
     columns.append((f"top {k} hits", "auto"))
@@ -400,7 +450,7 @@ def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> d
                     for entry, rank in zip(result.expected, ranks, strict=True)
                 ],
                 first=str(min(found)) if found else "—",
-                values=[_num(m.of_query(result.metrics), 2) for m in shown],
+                metrics=_metrics(result, ks, measured),
                 delta=_delta_cell(change, limits.for_metric(recall.threshold_key)),
                 hits=_hits(result, k),
                 css=VERDICT_CSS[verdict.verdict],
@@ -411,8 +461,7 @@ def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> d
         "k": k,
         "threshold": f"{limits.for_metric(recall.threshold_key):g}",
         "columns": columns,
-        # the first metric column (its header labels each metric cell on a phone)
-        "metric_offset": 7 if show_delta else 6,
+        "ks": list(ks),
         "compared": show_delta,
         "rows": rows,
     }

@@ -69,6 +69,23 @@ def _since(comparison: Comparison, choice: BaselineChoice | None) -> str:
     return "last run"
 
 
+def describe_corpus(run: RunRecord) -> str:
+    """The corpus the run was judged against, as every report says it.  A custom
+    retriever keeps its own chunks: it counts the KB's documents alone, not groove's
+    chunking of them."""
+    assert run.corpus is not None
+    if run.fingerprint.retriever is not None:
+        return (
+            f"{run.corpus.documents} docs in the knowledge base (the hits are judged "
+            "against them; the retriever's own chunks are not counted)"
+        )
+    return f"{run.corpus.documents} docs / {run.corpus.chunks} chunks"
+
+
+def _corpus_line(run: RunRecord) -> str:
+    return f"  corpus: {describe_corpus(run)}"
+
+
 def render_text(
     run: RunRecord,
     comparison: Comparison,
@@ -98,7 +115,7 @@ def render_text(
         line2 += f"    retriever: {fp.retriever}"
     lines.append(line2)
     if run.corpus is not None:
-        lines.append(f"  corpus: {run.corpus.documents} docs / {run.corpus.chunks} chunks")
+        lines.append(_corpus_line(run))
         if comparison.corpus_changed:
             since = _since(comparison, choice)
             lines.append(f"    ⚠️ corpus changed since {since} ({comparison.corpus_phrase})")

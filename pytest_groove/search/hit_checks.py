@@ -16,25 +16,27 @@ second, :func:`shallow_retriever` the third into one warning line;
 :func:`some_hits_outside_kb` (hits outside the KB in more than a quarter of the
 queries) and :func:`heading_spelling` (a heading spelt ``## Schedule``, ``**Schedule**``
 or ``Doc > Schedule`` read as the document's ``Schedule``; one that is no heading of
-its document is warned about).
+its document is warned about).  The fix each path message suggests is
+:mod:`~pytest_groove.search.path_advice`'s; entries pinned to a heading lost to
+headingless hits are :mod:`~pytest_groove.search.headingless`'s warning.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from pytest_groove.config import IndexSettings
 from pytest_groove.errors import flag
 from pytest_groove.evaluation.metric_table import RECALL, Metric
 from pytest_groove.evaluation.metrics import normalise_heading
+from pytest_groove.search.heading_lines import readings, without_closing_hashes
+from pytest_groove.search.path_advice import likely_fix
 from pytest_groove.search.retriever import RetrieverKind
-from pytest_groove.search.retriever_hits import URL_PATH
 
 
 @dataclass(frozen=True)
@@ -45,64 +47,20 @@ class HitCheckReport:
     warnings: tuple[str, ...]
 
 
-def _prefix_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
-    """How ``path`` becomes a KB path by dropping leading folders, said as a fix."""
-    parts = PurePosixPath(path).parts
-    for cut in range(1, len(parts)):
-        rest = PurePosixPath(*parts[cut:]).as_posix()
-        if rest in kb_paths:
-            prefix = PurePosixPath(*parts[:cut]).as_posix()
-            kb_text = PurePosixPath(os.path.normpath(kb).replace(os.sep, "/")).as_posix()
-            whence = (
-                "relative to the working directory"
-                if prefix == kb_text or prefix == kb.name
-                else f"to start with {prefix}/"
-            )
-            return (
-                f"the paths look {whence}: set each hit's path (LangChain metadata "
-                f"['source'], LlamaIndex metadata['file_path']) to the KB-relative path "
-                f"({rest!r}) or to an absolute path inside the KB"
-            )
-    return None
-
-
-def _likely_fix(path: str, kb_paths: Collection[str], kb: Path) -> str:
-    document, hash_mark, _fragment = path.partition("#")
-    if hash_mark and document in kb_paths:
-        return (
-            f"the paths carry a #fragment ({path!r}): return the file's path alone "
-            f"({document!r}) and the section as the hit's heading"
-        )
-    if URL_PATH.match(path):
-        return (
-            f"the hits carry URLs ({path!r}), not files of the KB: give each hit the "
-            "KB-relative path of the note it came from (a metadata key such as "
-            "LangChain's 'source' or LlamaIndex's 'file_path')"
-        )
-    fix = _prefix_fix(path, kb_paths, kb)
-    if fix is not None:
-        return fix
-    lowered = {p.lower(): p for p in kb_paths}
-    if path.lower() in lowered:
-        return f"the KB has {lowered[path.lower()]!r}: paths are compared byte for byte"
-    name = PurePosixPath(path).name
-    same_name = sorted(p for p in kb_paths if PurePosixPath(p).name == name)
-    if same_name:
-        return f"the KB has {same_name[0]!r}: return paths relative to the KB, {kb}"
-    return (
-        f"no KB file has that name: is the retriever built over another folder than {kb}? "
-        "Return paths relative to the KB (or absolute ones inside it)"
-    )
-
-
 def hits_outside_kb(
-    retriever: str, hit_paths: Sequence[Sequence[str]], kb_paths: Collection[str], kb: Path
+    retriever: str,
+    hit_paths: Sequence[Sequence[str]],
+    kb_paths: Collection[str],
+    kb: Path,
+    *,
+    scope: str = "",
 ) -> str | None:
     """One error line when no hit, or most hits, of the run name no file of the KB.
 
     ``hit_paths`` holds each query's hit paths as normalised (KB-relative);
-    ``kb_paths`` the KB's files as the index names them.  A run without hits is
-    left to :func:`shallow_retriever`.
+    ``kb_paths`` the KB's files as the index names them; ``scope`` says which hits
+    were looked at when not the whole run's (`` in the first 3 queries it answered``).  A run
+    without hits is left to :func:`shallow_retriever`.
     """
     every = [path for paths in hit_paths for path in paths]
     outside = [path for path in every if path not in kb_paths]
@@ -111,9 +69,9 @@ def hits_outside_kb(
     sample = outside[0]
     share = "none" if len(outside) == len(every) else f"only {len(every) - len(outside)}"
     return (
-        f"retriever {retriever}: {share} of its {len(every)} hits name a file of the "
-        f"knowledge base {kb} (e.g. {sample!r}), so no golden entry can match; "
-        f"{_likely_fix(sample, kb_paths, kb)}"
+        f"retriever {retriever}: {share} of its {len(every)} hits{scope} name a file of "
+        f"the knowledge base {kb} (e.g. {sample!r}), so no golden entry can match; "
+        f"{likely_fix(sample, kb_paths, kb)}"
     )
 
 
@@ -138,7 +96,7 @@ def some_hits_outside_kb(
     return (
         f"retriever {retriever}: {len(outside)} of its {len(every)} hits, in {len(touched)} "
         f"of {len(hit_paths)} queries, name no file of the knowledge base {kb} (e.g. "
-        f"{sample!r}) and can never match a golden entry; {_likely_fix(sample, kb_paths, kb)}"
+        f"{sample!r}) and can never match a golden entry; {likely_fix(sample, kb_paths, kb)}"
     )
 
 
@@ -154,46 +112,68 @@ def no_hit_at_all(retriever: str, returned: Sequence[int]) -> str | None:
     )
 
 
-#: a heading spelt as its Markdown line: ``## Schedule`` (and a closing run of ``#``)
-_ATX = re.compile(r"#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
 #: emphasis or code around a whole heading: ``**Schedule**``, ``_Schedule_``, `` `x` ``
 _WRAPPED = re.compile(r"(\*\*|__|\*|_|`)(.+)\1")
 #: the separator of a breadcrumb (``Release train > Schedule``), as the KB's own
 _CRUMB = " > "
 
 
-def _unmarked(heading: str) -> str:
-    text = heading.strip()
-    atx = _ATX.fullmatch(text)
-    if atx is not None:
-        text = atx.group(1).strip()
+def _unwrapped(text: str) -> str:
     while (wrapped := _WRAPPED.fullmatch(text)) is not None and wrapped.group(2).strip():
         text = wrapped.group(2).strip()
     return text
 
 
-def document_headings(headings: Iterable[str | None], contexts: Iterable[str | None]) -> set[str]:
-    """A document's headings (and its title, the first part of each chunk's breadcrumb),
-    normalised as the hit rule compares them."""
-    known = {normalise_heading(h) for h in headings if h}
-    for context in contexts:
-        if context:
-            known.add(normalise_heading(context.split(_CRUMB)[0]))
+def _unmarked(heading: str) -> list[str]:
+    """The spellings ``heading`` may stand for: its Markdown line read the KB's way
+    (a closing ``##`` kept), then CommonMark's (dropped), each also unwrapped."""
+    found: list[str] = []
+    for reading in readings(heading):
+        for text in (reading, _unwrapped(reading)):
+            if text and text not in found:
+                found.append(text)
+    return found
+
+
+def document_headings(
+    headings: Iterable[str | None], contexts: Iterable[str | None]
+) -> dict[str, str]:
+    """A document's headings (and its title, the first part of each chunk's breadcrumb)
+    as the hit rule compares them, each mapped to the document's spelling.
+
+    A heading the KB reads with a closing run of ``#`` (``## Limits ##`` is
+    ``Limits ##``) is also known without it, as CommonMark reads the line.
+    """
+    spelt = [h for h in headings if h]
+    spelt += [context.split(_CRUMB)[0] for context in contexts if context]
+    known: dict[str, str] = {}
+    for heading in spelt:
+        known.setdefault(normalise_heading(heading), heading)
+    for heading in spelt:
+        bare = without_closing_hashes(heading)
+        if bare:
+            known.setdefault(normalise_heading(bare), heading)
     return known
 
 
-def heading_spelling(heading: str, known: Collection[str]) -> tuple[str, bool]:
+def heading_spelling(heading: str, known: Mapping[str, str]) -> tuple[str, bool]:
     """``heading`` as its document spells it, and whether it is one of ``known``
     (:func:`document_headings`).
 
     ``## Schedule`` and ``**Schedule**`` are read as ``Schedule``; a breadcrumb
-    ``Doc > Schedule`` as its last part when the whole string is no heading.
+    ``Doc > Schedule`` as its last part when the whole string is no heading; a
+    heading line with a closing ``##`` both as the KB reads it and as CommonMark
+    does, so whichever the document holds matches.
     """
-    if normalise_heading(heading) in known:
-        return heading, True
-    for candidate in (_unmarked(heading), _unmarked(heading.split(_CRUMB.strip())[-1])):
-        if candidate and normalise_heading(candidate) in known:
-            return candidate, True
+    spelt = known.get(normalise_heading(heading))
+    if spelt is not None:
+        # as given when it is the document's heading (case and spaces aside), else the
+        # document's spelling it stands for (``Limits`` for the document's ``Limits ##``)
+        return (heading if normalise_heading(spelt) == normalise_heading(heading) else spelt), True
+    for candidate in (*_unmarked(heading), *_unmarked(heading.split(_CRUMB.strip())[-1])):
+        found = known.get(normalise_heading(candidate))
+        if found is not None:
+            return found, True
     return heading, False
 
 
@@ -211,14 +191,23 @@ def _depth_advice(kind: RetrieverKind, k: int) -> str:
     if kind == "langchain":
         return (
             f"a LangChain retriever returns its own k hits: use "
-            f"as_retriever(search_kwargs={{'k': {k}}}), or set BM25Retriever's k = {k}"
+            f"as_retriever(search_kwargs={{'k': {k}}}), or set BM25Retriever's k = {k}; "
+            "one that merges chunks into their parent documents (ParentDocumentRetriever, "
+            "MultiVectorRetriever) returns fewer documents than its k by design, since "
+            "several chunks share a parent: raise its search_kwargs k well above "
+            f"{k} so that {k} distinct documents come back"
         )
     if kind == "llamaindex":
         return (
             f"a LlamaIndex retriever returns its own similarity_top_k hits: use "
-            f"index.as_retriever(similarity_top_k={k})"
+            f"index.as_retriever(similarity_top_k={k}); one that merges nodes into their "
+            "parents (AutoMergingRetriever, RecursiveRetriever) returns fewer than that by "
+            f"design: raise the base retriever's similarity_top_k well above {k}"
         )
-    return f"it is asked for limit={k} hits: return up to that many"
+    return (
+        f"it is asked for limit={k} hits: return up to that many (a service that merges "
+        "chunks into their documents should search more chunks than it returns)"
+    )
 
 
 def shallow_retriever(

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_groove.errors import one_line
+
 #: between a hit's path and its heading wherever people read one (pytest failures,
 #: ``groove search``): the ``path#heading`` spelling of the TREC run and qrels files
 #: (docs/interop.md), so a label copied from one matches the others
@@ -15,8 +17,11 @@ HEADING_SEPARATOR = "#"
 
 
 def hit_label(path: str, heading: str | None) -> str:
-    """``path#heading``, or ``path`` for a hit or expected entry without a heading."""
-    return path if not heading else f"{path}{HEADING_SEPARATOR}{heading}"
+    """``path#heading``, or ``path`` for a hit or expected entry without a heading, for
+    people: a line break or control character in a note's name is escaped, so every
+    report keeps one hit to a line."""
+    label = path if not heading else f"{path}{HEADING_SEPARATOR}{heading}"
+    return one_line(label)
 
 
 @dataclass

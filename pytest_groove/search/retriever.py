@@ -18,7 +18,8 @@ one of:
 
 How each shape of hit is read is :mod:`pytest_groove.search.retriever_hits`.  A
 relative path is taken as relative to the KB; an absolute path inside the KB is made
-relative to it, one outside the KB is an error naming the hit.  Whatever goes wrong
+relative to it, one outside the KB is kept as written (it names no KB file, and the
+searcher's run checks say what such hits cost).  Whatever goes wrong
 is one :class:`GrooveError` line that names the retriever; a service that is down is
 :class:`RetrieverUnavailable`.  Anything the user's code prints while it is imported
 or searches goes to standard error, so ``groove eval --format json`` stays JSON.
@@ -302,7 +303,13 @@ def _import_attribute(spec: str) -> Any:
             "my_search:retriever) or an http:// URL"
         )
     module_name, attribute = match.groups()
-    cwd = os.getcwd()
+    try:
+        cwd = os.getcwd()
+    except FileNotFoundError:
+        raise GrooveError(
+            f"retriever {echo(spec)}: the working directory no longer exists (deleted?), so "
+            f"{module_name} cannot be looked for there; cd into the project folder"
+        ) from None
     if cwd not in sys.path:
         # `groove eval` runs from a console script whose sys.path lacks the project
         sys.path.insert(0, cwd)

@@ -38,9 +38,6 @@ from pytest_groove.search.hits import SearchHit
 #: MarkdownHeaderTextSplitter examples use "Header 1".."Header 6" (the key names
 #: are the user's choice, so "h2", "Heading 2", "header_2" are accepted as well)
 _HEADER_KEY = re.compile(r"(?:header|heading|h)[ _-]?([1-6])", re.IGNORECASE)
-#: an ATX heading line, as LlamaIndex's MarkdownNodeParser starts each node with one
-#: (its own pattern is ``^(#+)\s(.*)``); a closing run of ``#`` is not part of the text
-_ATX_HEADING = re.compile(r"#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
 
 #: where the path is looked for in a metadata mapping when no key is configured
 _PATH_KEYS = ("path", "source", "file_path", "file_name")
@@ -134,13 +131,21 @@ def _deepest_header(meta: Mapping[str, Any]) -> str | None:
 
 
 def own_heading(text: object) -> str | None:
-    """The heading a chunk's text opens with (its first line, when that is ``# ...``)."""
+    """The heading a chunk's text opens with (its first line, when that is ``# ...``).
+
+    LlamaIndex's MarkdownNodeParser starts each node with its heading line (its own
+    pattern is ``^(#+)\\s(.*)``).  The line is read as the KB reads it, a closing
+    ``##`` kept (``## Rate limits ##`` is ``Rate limits ##``); the searcher also tries
+    the CommonMark reading against the document's headings
+    (:mod:`~pytest_groove.search.heading_lines`).
+    """
     if not isinstance(text, str):
         return None
+    from pytest_groove.search.heading_lines import kb_reading
+
     for line in text.splitlines():
         if line.strip():
-            match = _ATX_HEADING.fullmatch(line.strip())
-            return (match.group(1).strip() or None) if match else None
+            return kb_reading(line)
     return None
 
 
@@ -317,12 +322,25 @@ def _iterable(value: Any) -> bool:
 URL_PATH = re.compile(r"^(?!file:)[A-Za-z][A-Za-z0-9+.-]*://")
 
 
+def _below(candidate: Path, roots: tuple[Path, ...]) -> str | None:
+    """``candidate`` relative to the first of ``roots`` it lies in ("" for a root)."""
+    for root in roots:
+        try:
+            return candidate.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return None
+
+
 def kb_relative(path: str, kb: Path) -> str | None:
     """``path`` as a KB-relative POSIX path; None when it points outside the KB.
 
-    A relative path is already KB-relative (``./`` and ``a/../b`` are tidied);
-    an absolute one must lie inside the KB (compared after resolving the KB, so a
-    KB reached through a symlink still matches).  Nothing is read.
+    A relative path is relative to the KB (``./`` and ``a/../b`` are tidied); an
+    absolute one must lie inside the KB, compared with the KB as given and resolved
+    (a KB reached through a symlink still matches).  A path outside the KB as
+    written is resolved too (``os.path.realpath``: ``/tmp`` -> ``/private/tmp`` on
+    macOS, a link to the KB) and accepted when it lands inside the KB.  Paths are
+    resolved, never opened: nothing is read.
     """
     if path.startswith("file://"):
         # a file URI: its path is percent-encoded (file:///srv/my%20kb/a.md), and
@@ -336,17 +354,17 @@ def kb_relative(path: str, kb: Path) -> str | None:
         return path  # no file of the KB; kept as written, so a message quotes it whole
     if os.path.isabs(path):
         candidate = Path(os.path.normpath(path))
-        for root in (Path(os.path.abspath(kb)), kb.resolve()):
-            try:
-                relative = candidate.relative_to(root).as_posix()
-            except ValueError:
-                continue
-            return relative if relative not in ("", ".") else None
-        return None
-    normal = os.path.normpath(path.replace("\\", "/")).replace("\\", "/")
-    if normal == ".." or normal.startswith("../") or normal in ("", "."):
-        return None
-    return PurePosixPath(normal).as_posix()
+        relative = _below(candidate, (Path(os.path.abspath(kb)), kb.resolve()))
+    else:
+        normal = os.path.normpath(path.replace("\\", "/")).replace("\\", "/")
+        if normal != ".." and not normal.startswith("../"):
+            return PurePosixPath(normal).as_posix() if normal not in ("", ".") else None
+        candidate = Path(os.path.abspath(kb)) / normal
+        relative = None
+    if relative is None:
+        # outside as written: where it really leads (a link, /tmp -> /private/tmp)
+        relative = _below(Path(os.path.realpath(candidate)), (kb.resolve(),))
+    return relative if relative not in (None, "", ".") else None
 
 
 # --------------------------------------------------------------------------- hits
@@ -386,8 +404,8 @@ def normalise_hits(
     Each hit needs a string path; heading may be missing, None or blank; score may be
     missing (then 0.0) but must be a number when given.  A score that is NaN or
     infinite is taken as 0.0 and ``on_warning`` is told, at most once per answer.
-    With ``kb`` given, paths are made KB-relative and a path outside the KB is
-    refused.
+    With ``kb`` given, paths inside the KB are made KB-relative; a path outside it
+    is kept as written (it can never match a golden entry).
     """
     if inspect.isawaitable(raw):
         if inspect.iscoroutine(raw):
@@ -424,13 +442,10 @@ def normalise_hits(
                 f'metadata["file_path"], or name the key with {flag("retriever-path-key")}'
             )
         if kb is not None:
+            # a path outside the KB is kept as written: it names no KB file, and the
+            # searcher's checks judge the run's share of such hits (hit_checks.py)
             relative = kb_relative(path, kb)
-            if relative is None:
-                raise GrooveError(
-                    f"retriever {retriever}: hit {position} ({echo(path)}) is outside the "
-                    f"knowledge base {kb}; return paths relative to it or inside it"
-                )
-            path = relative
+            path = relative if relative is not None else path
         if isinstance(heading, str) and not heading.strip():
             heading = None  # Chroma's metadata cannot hold None: "" stands for none
         if heading is not None and not isinstance(heading, str):

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 #: the model name recorded in the fingerprint of a run measured with a retriever
 CUSTOM_MODEL = "custom"
 
+#: a custom retriever's first queries (with hits) in one process that, all answered
+#: with hits outside the KB and none inside, stop the run before it ends
+EARLY_STOP_QUERIES = 3
+
 
 @dataclass(frozen=True)
 class SearcherIdentity:
@@ -76,8 +80,9 @@ class Searcher(Protocol):
         """The documents that quote golden queries verbatim (the golden-quote scan)."""
 
     def check_hits(self, hits: Sequence[SearchHit]) -> None:
-        """Raise :class:`~pytest_groove.errors.StopsTheRun` when one query's hits show
-        that no answer of this searcher can be judged (they name no KB file)."""
+        """Raise :class:`~pytest_groove.errors.StopsTheRun` when the hits so far show
+        that no answer of this searcher can be judged (they name no KB file); called
+        after each query's search, in every process that searches."""
 
     def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
         """What the run's answers suggest is wrong (too few hits, NaN scores ...);
@@ -193,9 +198,16 @@ class RetrieverSearcher:
         self.kb = kb
         self.settings = settings
         self._view: KBView | None = None
-        #: each document's headings and title, normalised (read at the first heading)
-        self._known: dict[str, set[str]] | None = None
+        #: each document's headings and title, normalised -> as spelt (read at first need)
+        self._known: dict[str, dict[str, str]] | None = None
         self._told_heading = False
+        #: the hit paths of the queries answered so far in this process, while none had a
+        #: hit in the KB (the early stop's evidence: check_hits)
+        self._outside_only: list[list[str]] = []
+        #: whether a query answered in this process had a hit in the KB
+        self._kb_hit_seen = False
+        #: whether check_hits stopped the run (its line already said why)
+        self._stopped = False
 
     @property
     def retriever(self) -> ExternalRetriever:
@@ -224,9 +236,28 @@ class RetrieverSearcher:
         return SearcherIdentity(model=CUSTOM_MODEL, retriever=name)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
-        return self._spelt(self.retriever.search(query, limit))
+        return self._spelt(self._mapped(self.retriever.search(query, limit)))
 
-    def _known_headings(self) -> dict[str, set[str]]:
+    def _mapped(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """Paths the KB does not have, mapped when a decoded or Unicode-normalised
+        spelling names exactly one KB file (:mod:`~pytest_groove.search.hit_paths`)."""
+        documents = self.view.documents
+        if all(hit.path in documents for hit in hits):
+            return hits
+        from dataclasses import replace
+
+        from pytest_groove.search.hit_paths import kb_path_for
+
+        mapped: list[SearchHit] = []
+        for hit in hits:
+            if hit.path not in documents:
+                path = kb_path_for(hit.path, documents, self.kb)
+                if path is not None:
+                    hit = replace(hit, path=path)
+            mapped.append(hit)
+        return mapped
+
+    def _known_headings(self) -> dict[str, dict[str, str]]:
         if self._known is None:
             from pytest_groove.search.hit_checks import document_headings
 
@@ -286,22 +317,35 @@ class RetrieverSearcher:
         return scan_golden_quotes(results, self.view.texts)
 
     def check_hits(self, hits: Sequence[SearchHit]) -> None:
-        from pytest_groove.errors import StopsTheRun
-        from pytest_groove.search.hit_checks import hits_outside_kb
-
-        if not hits:
+        """Stop early only on conclusive evidence: the first
+        :data:`EARLY_STOP_QUERIES` queries of this process that got hits got none in
+        the KB.  Once a query had a KB hit, one whose hits all lie outside (a store
+        holding another source's notes too) never stops the run; the run's own check
+        (:meth:`answer_warnings`) judges the share of such hits."""
+        if not hits or self._kb_hit_seen:
             return
         documents = self.view.documents
         if any(hit.path in documents for hit in hits):
+            self._kb_hit_seen = True
+            self._outside_only.clear()
             return
+        self._outside_only.append([hit.path for hit in hits])
+        if len(self._outside_only) < EARLY_STOP_QUERIES:
+            return
+        from pytest_groove.errors import StopsTheRun
+        from pytest_groove.search.hit_checks import hits_outside_kb
+
+        scope = f" in the first {len(self._outside_only)} queries it answered"
         message = hits_outside_kb(
-            self.retriever.name, [[hit.path for hit in hits]], documents, self.kb
+            self.retriever.name, self._outside_only, documents, self.kb, scope=scope
         )
         if message is not None:
+            self._stopped = True
             raise StopsTheRun(f"{message}; nothing was recorded")
 
     def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
         from pytest_groove.errors import GrooveError
+        from pytest_groove.search.headingless import headingless_hits
         from pytest_groove.search.hit_checks import check_retriever_hits
 
         name = self.identity.retriever or CUSTOM_MODEL
@@ -309,13 +353,16 @@ class RetrieverSearcher:
         kind = self.retriever.kind if self.built else "callable"
         paths = [[hit.path for hit in result.top_k] for result in results]
         report = check_retriever_hits(name, kind, self.kb, paths, self.view.documents, deepest_k)
-        if report.error is not None:
+        if report.error is not None and not self._stopped:
+            # (a run check_hits stopped was told why once; the queries before the
+            # stop are summed up, not recorded)
             ending = "; nothing was recorded"
             if report.error.endswith("?"):
                 ending = " Nothing was recorded."
             raise GrooveError(f"{report.error}{ending}")
         warnings = list(self.retriever.warnings) if self.built else []
-        return [*warnings, *report.warnings]
+        lost = headingless_hits(name, results)
+        return [*warnings, *report.warnings, *([lost] if lost else [])]
 
     def close(self) -> None:
         return None
