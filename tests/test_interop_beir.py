@@ -142,9 +142,29 @@ def test_file_names_are_safe_and_unique() -> None:
     assert names["a_b"] == "a_b-3.md"  # case-insensitive file systems see A_b.md
     assert names[".hidden"] == "_.hidden.md"
     assert names[""] == "_.md"
-    assert names["ü"] == "_-2.md"
+    assert names["ü"] == "ü.md"  # a letter, in any script, is kept
     assert len(names["x" * 300]) == 123
     assert len(set(names.values())) == 7
+
+
+def test_each_unsafe_character_becomes_one_underscore_and_letters_stay() -> None:
+    ids = ["a//b", "a/b", "a b\tc", "日本語", "日本", "東京/大阪", "é", "e\u0301", "x\u200by"]
+    names = note_names([*ids, "😀", "Straße", "STRASSE", "con", "Nul.txt", "中" * 150])
+    assert [names[i] for i in ids] == [
+        "a__b.md",  # one `_` per character: not the same name as `a/b`
+        "a_b.md",
+        "a_b_c.md",
+        "日本語.md",
+        "日本.md",
+        "東京_大阪.md",
+        "é.md",
+        "é-2.md",  # the same letter once composed (NFC): a file system may equate them
+        "x_y.md",  # a zero-width space is no letter
+    ]
+    assert names["😀"] == "_.md"  # a symbol is replaced
+    assert (names["Straße"], names["STRASSE"]) == ("Straße.md", "STRASSE-2.md")  # casefold
+    assert (names["con"], names["Nul.txt"]) == ("_con.md", "_Nul.txt.md")  # Windows devices
+    assert len(names["中" * 150].encode("utf-8")) <= 255 - len("-99")
 
 
 def test_a_text_line_never_opens_a_section() -> None:
@@ -173,6 +193,68 @@ def test_bad_json_names_the_file_and_line(
     err = _error(capsys, source, "--kb-path", tmp_path / "kb")
     assert f"{source / 'corpus.jsonl'}:7: not a JSON object" in err
     assert not (tmp_path / "kb").exists()  # nothing written
+
+
+def test_unicode_ids_round_trip_through_index_and_evaluation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = [
+        {"_id": "文書/一", "title": "Rollback", "text": "Revert a release to the previous build."},
+        {"_id": "a//b", "title": "Canary", "text": "Ship a build to a small share of users."},
+        {"_id": "a/b", "title": "Pager", "text": "Escalate an incident to the on-call engineer."},
+    ]
+    qrels = [("q1", "文書/一", 1), ("q2", "a//b", 1), ("q2", "a/b", 0)]
+    source = write_dataset(tmp_path / "unicode", documents, qrels)
+    kb = tmp_path / "kb"
+    code, _out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    assert (code, err) == (0, "")
+    assert sorted(p.name for p in kb.glob("*.md")) == ["a__b.md", "a_b.md", "文書_一.md"]
+    code, out, err = groove(
+        capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["aggregate"]["recall_at_k"]["10"] == 1.0
+
+
+def test_a_conflicting_repeated_judgement_is_refused_with_both_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = [("q1", "d1", 2), ("q1", "d1", 1), ("q2", "d2", 1)]
+    source = write_dataset(tmp_path / "twice", qrels=qrels)
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert err == (
+        f"Error: {source / 'qrels' / 'test.tsv'}:3: query 'q1' and corpus id 'd1' were judged "
+        "on line 2 already, with another score (2 there, 1 here); keep one of the two lines\n"
+    )
+    assert not (tmp_path / "kb").exists()
+    # a judgement that drops to 0 on a later line would have dropped the query
+    source = write_dataset(tmp_path / "dropped", qrels=[("q2", "d2", 1), ("q2", "d2", 0)])
+    assert "(1 there, 0 here)" in _error(capsys, source, "--kb-path", tmp_path / "kb")
+
+
+def test_an_identical_repeated_judgement_is_accepted(tmp_path: Path) -> None:
+    source = write_dataset(tmp_path / "same", qrels=[("q1", "d1", 2), ("q1", "d1", 2)])
+    assert main(["import", "beir", str(source), "--kb-path", str(tmp_path / "kb")]) == 0
+    raw = yaml.safe_load((tmp_path / "kb" / ".groove-eval.yml").read_text(encoding="utf-8"))
+    assert raw["queries"][0]["expected"] == [{"path": "d1.md", "grade": 2}]
+
+
+def test_bytes_that_are_not_utf8_are_named_by_line_and_offset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_dataset(tmp_path / "latin")
+    corpus = source / "corpus.jsonl"
+    lines = corpus.read_bytes().splitlines(keepends=True)
+    # a BOM and CRLF line ends before it: the line and the offset still count right
+    lines[0] = b"\xef\xbb\xbf" + lines[0].replace(b"\n", b"\r\n")
+    lines[2] = lines[2].replace(b"Escalate", b"Escal\xe9te")
+    corpus.write_bytes(b"".join(lines))
+    offset = len(lines[0]) + len(lines[1]) + lines[2].index(b"\xe9")
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert err == (
+        f"Error: {corpus}:3: not UTF-8 text (first bad byte 0xe9 at byte offset {offset} of "
+        "the file); re-download or re-encode the file\n"
+    )
 
 
 def test_an_unknown_corpus_id_in_the_qrels(

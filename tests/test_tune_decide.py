@@ -483,3 +483,43 @@ def test_moving_the_same_values_between_queries_is_not_a_degradation() -> None:
     v = decide(table, {"recall@5": recall})
     assert v.violations == ()
     assert v.adopt
+
+
+# --------------------------------------------------------------------------- repeated queries
+
+
+def test_copies_of_a_query_count_once_in_the_statistics() -> None:
+    """Tripled rows shrink the paired SE by about sqrt(3) and turn a rejection into an
+    adoption; as units (held out whole, counted once) they decide as the 12 queries do."""
+    table = _between_two_and_three_se()
+    once = decide(table, same(table))
+    tripled = np.repeat(table, 3, axis=0)
+    assert decide(tripled, same(tripled)).adopt  # the defect: copies look independent
+    units = [(3 * i, 3 * i + 1, 3 * i + 2) for i in range(12)]
+    v = decide(tripled, same(tripled), units=units)
+    assert not v.adopt and v.failed == once.failed == (3,)
+    assert (v.held_out_mean, v.paired_se, v.stability) == (
+        once.held_out_mean,
+        once.paired_se,
+        once.stability,
+    )
+    assert v.loo.diffs == once.loo.diffs and v.loo.folds == 12
+    assert v.loo.units == tuple(units) and v.loo.effective == tuple(range(36))
+
+
+def test_phase_w_lists_the_selected_triple_before_those_it_ties_with() -> None:
+    # flat: every triple ties, the default is selected -- grid order alone leaves it out
+    ranking = phase_w_ranking(flat(3), [0, 1, 2], chosen=DEFAULT_INDEX)
+    assert ranking[0] == (DEFAULT_INDEX, 0.5) and len(ranking) == 5
+    # eight triples tie above the default; the centre tie-break picks the sixth of them
+    table = flat(3, 0.5)
+    table[:, list(PHASE_W_COLUMNS[:8])] = 0.9
+    refit = decide(table, same(table)).refit.index
+    assert refit == PHASE_W_COLUMNS[5]
+    assert refit not in [c for c, _ in phase_w_ranking(table, [0, 1, 2])]
+    ranking = phase_w_ranking(table, [0, 1, 2], chosen=refit)
+    assert [c for c, _ in ranking] == [refit, *PHASE_W_COLUMNS[:4]]
+    # a triple that beats the pick by more than the plateau tolerance stays above it
+    table[:, PHASE_W_COLUMNS[7]] = 0.95
+    ranking = phase_w_ranking(table, [0, 1, 2], chosen=refit)
+    assert [c for c, _ in ranking[:2]] == [PHASE_W_COLUMNS[7], refit]

@@ -12,7 +12,13 @@ from test_tune_sweep import FakeSource, fixed
 
 from pytest_groove.config import FusionParams, parse_settings
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
-from pytest_groove.tune.grid import DEFAULT_INDEX, Condition, condition_index, toml_snippet
+from pytest_groove.tune.grid import (
+    DEFAULT_CONDITION,
+    DEFAULT_INDEX,
+    Condition,
+    condition_index,
+    toml_snippet,
+)
 from pytest_groove.tune.report import TuneResult, analyse, render_json, render_text, to_json
 from pytest_groove.tune.sweep import MetricTable, run_preflight
 
@@ -210,3 +216,37 @@ def test_phase_rows_in_the_text(n: int) -> None:
     first_w = text.split("at k=60:\n")[1].splitlines()[0]
     assert first_w.strip().startswith(Condition.from_index(WINNER).label)
     assert DEFAULT_INDEX != WINNER
+
+
+def test_phase_w_always_lists_the_selected_weights() -> None:
+    result = _result(12)  # a flat landscape: every weight triple ties, the default wins
+    assert result.verdict.refit.index == DEFAULT_INDEX
+    phase_w = render_text(result).split("Phase W")[1].split("Phase K")[0]
+    first = phase_w.splitlines()[1]
+    assert first.split() == [*DEFAULT_CONDITION.label.split(), "nDCG@5", "0.5000", "<-", "selected"]
+    assert phase_w.count("<- selected") == 1
+    rows = to_json(result)["grid"]["top_weight_conditions"]
+    assert rows[0]["condition"] == DEFAULT_CONDITION.to_json()
+
+
+def test_repeated_texts_count_once_in_the_report() -> None:
+    src = FakeSource(
+        vec={t: [1, 2, 3] for t in ("alpha", "beta", "  ALPHA ")},
+        fts={t: fixed([4, 5]) for t in ("alpha", "beta", "  ALPHA ")},
+    )
+    expected = (ExpectedEntry("doc4.md"),)
+    queries = [
+        GoldenQuery(id="a1", query="alpha", expected=expected),
+        GoldenQuery(id="b", query="beta", expected=expected),
+        GoldenQuery(id="a2", query="  ALPHA ", expected=expected),  # same text, normalised
+    ]
+    pre = run_preflight(src, queries, 10, K_VALUES)
+    table = MetricTable.empty(3, K_VALUES)
+    result = analyse("kb", "kb/.groove-eval.yml", "hash", pre, table)
+    assert result.verdict.loo.folds == 2
+    data = to_json(result)
+    assert data["repeated_queries"] == [["a1", "a2"]]
+    assert data["effective_query_count"] == 3 and data["loo"]["folds"] == 2
+    text = render_text(result)
+    assert "repeated texts: 1 effective queries repeat another's text" in text
+    assert "## Grid (coordinate descent over 2 distinct texts of the 3 effective queries)" in text

@@ -125,10 +125,8 @@ def test_preflight_classifies_effective_and_insensitive_queries() -> None:
         chunks=4,
     )
     queries = [gq("alpha", "doc3.md"), gq("beta", "doc5.md"), gq("gamma", "doc6.md")]
-    queries.append(GoldenQuery(id="empty", query="zz", expected=()))
     pre = run_preflight(src, queries, limit=10, k_values=(1, 5, 10))
     assert [q.diagnostics.id for q in pre.queries] == ["alpha", "beta", "gamma"]
-    assert pre.skipped == ["empty"]
     assert [q.diagnostics.fts_candidates for q in pre.queries] == [2, 1, 0]
     assert pre.effective == [0]
     assert pre.pool_size == 50
@@ -136,6 +134,18 @@ def test_preflight_classifies_effective_and_insensitive_queries() -> None:
     assert pre.queries[0].vec_ids == [1, 2, 3]
     assert pre.queries[0].diagnostics.vec_fts_overlap == 1
     assert pre.context_axis_noop
+
+
+def test_a_query_without_expected_entries_is_refused_not_skipped() -> None:
+    """No silent, log-only skip: a golden set built in code gets the loader's answer."""
+    src = FakeSource(vec={"alpha": [1, 2], "zz": [7]}, fts={"alpha": fixed([1, 2])})
+    queries = [gq("alpha", "doc1.md"), GoldenQuery(id="empty", query="zz", expected=(), line=7)]
+    with pytest.raises(GrooveError) as caught:
+        run_preflight(src, queries, limit=10, k_values=(5,))
+    message = str(caught.value)
+    assert message.startswith("golden query `empty` (line 7) has no expected entry")
+    assert "\n" not in message
+    assert src.fts_calls == []  # refused before anything was fetched
 
 
 def test_preflight_flags_idf_clamp_and_overlap() -> None:

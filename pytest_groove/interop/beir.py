@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -42,8 +43,15 @@ QRELS_DIR = "qrels"
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 #: longest file stem written (ids can be long; the collision suffix comes on top)
 MAX_STEM = 120
+#: ... in UTF-8 bytes: a file name may hold 255, and non-ASCII letters take up to 4 each
+MAX_STEM_BYTES = 200
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_SAFE_ASCII = re.compile(r"[A-Za-z0-9._-]")
+#: names Windows reserves for devices, with any extension (``con.md`` cannot be made)
+_WINDOWS_DEVICES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{name}{n}" for name in ("COM", "LPT") for n in range(1, 10)]
+)
+_BOM = b"\xef\xbb\xbf"
 _HEADING_START = re.compile(r"^(\s{0,3})#", re.MULTILINE)
 _DASH_TOKEN = re.compile(r"(?<!\S)-\S+")
 
@@ -79,19 +87,42 @@ def _fail(where: str, problem: str, fix: str) -> GrooveError:
     return GrooveError(f"{where}: {problem}; {fix}")
 
 
+def _raw_lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The file's lines as bytes, each with its line break, split where text mode
+    splits them: at a line feed, a carriage return + line feed, or a lone carriage
+    return (UTF-8 never uses these bytes inside a character)."""
+    for chunk in handle:
+        if b"\r" in chunk:
+            yield from chunk.splitlines(keepends=True)
+        else:
+            yield chunk
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line) of a UTF-8 text file; blank lines skipped."""
+    """(1-based line number, line) of a UTF-8 text file (a BOM allowed); blank lines
+    skipped.  Bytes that are not UTF-8 are named by line and byte offset."""
     if not path.is_file():
         raise _fail(
             str(path), "no such file", "point the import at a BEIR dataset folder (unzipped)"
         )
+    offset = 0
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            for number, line in enumerate(handle, start=1):
+        with path.open("rb") as handle:
+            for number, raw in enumerate(_raw_lines(handle), start=1):
+                data = raw[len(_BOM) :] if number == 1 and raw.startswith(_BOM) else raw
+                try:
+                    line = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    bad = offset + len(raw) - len(data) + exc.start
+                    raise _fail(
+                        f"{path}:{number}",
+                        f"not UTF-8 text (first bad byte 0x{data[exc.start]:02x} at byte "
+                        f"offset {bad} of the file)",
+                        "re-download or re-encode the file",
+                    ) from None
+                offset += len(raw)
                 if line.strip():
                     yield number, line.rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise _fail(str(path), "not UTF-8 text", "re-download or re-encode the file") from None
     except OSError as exc:
         raise _fail(str(path), f"cannot be read ({exc.strerror or exc})", "check it") from None
 
@@ -164,6 +195,8 @@ def qrels_path(source: Path, split: str) -> Path:
 def read_qrels(path: Path, documents: set[str], queries: set[str]) -> dict[str, dict[str, int]]:
     """``query id -> {document id: score}`` in file order; ids checked against the rest."""
     judged: dict[str, dict[str, int]] = {}
+    #: the line each (query, document) judgement was read from
+    lines: dict[tuple[str, str], int] = {}
     for index, (number, line) in enumerate(_lines(path)):
         where = f"{path}:{number}"
         fields = line.split("\t")
@@ -186,31 +219,66 @@ def read_qrels(path: Path, documents: set[str], queries: set[str]) -> dict[str, 
                 f"corpus id {doc_id!r} is not in {CORPUS_FILE}",
                 "fix the id or drop the line",
             )
-        judged.setdefault(query_id, {})[doc_id] = score
+        scores = judged.setdefault(query_id, {})
+        if doc_id in scores and scores[doc_id] != score:
+            raise _fail(
+                where,
+                f"query {query_id!r} and corpus id {doc_id!r} were judged on line "
+                f"{lines[(query_id, doc_id)]} already, with another score "
+                f"({scores[doc_id]} there, {score} here)",
+                "keep one of the two lines",
+            )
+        # an identical repeat says nothing new: the first line stays the one named
+        lines.setdefault((query_id, doc_id), number)
+        scores[doc_id] = score
     return judged
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def note_names(ids: Sequence[str]) -> dict[str, str]:
-    """``document id -> file name``: ``[A-Za-z0-9._-]`` kept, other runs become ``_``.
+def _safe_char(char: str) -> str:
+    """``char`` when a file name may hold it on every platform, else ``_``.
 
-    No leading dot (hidden files are not indexed), at most :data:`MAX_STEM` characters,
-    and unique even on a case-insensitive file system: a later id whose name is taken
-    gets ``-2``, ``-3``... in corpus order.
+    Kept: ASCII letters, digits, ``.``, ``_``, ``-``, and any other Unicode letter,
+    combining mark or digit (category L*, M*, N*); every other character --
+    separators, punctuation, symbols, whitespace, control and format characters --
+    becomes one ``_`` each.
+    """
+    if char.isascii():
+        return char if _SAFE_ASCII.fullmatch(char) else "_"
+    return char if unicodedata.category(char)[0] in "LMN" else "_"
+
+
+def _stem(doc_id: str) -> str:
+    """The file stem of ``doc_id`` (NFC), at most :data:`MAX_STEM` characters and
+    :data:`MAX_STEM_BYTES` UTF-8 bytes, never hidden and never a Windows device name."""
+    stem = "".join(_safe_char(char) for char in unicodedata.normalize("NFC", doc_id))
+    stem = stem[:MAX_STEM]
+    while len(stem.encode("utf-8")) > MAX_STEM_BYTES:
+        stem = stem[:-1]
+    if not stem or stem.startswith(".") or stem.split(".")[0].upper() in _WINDOWS_DEVICES:
+        stem = f"_{stem}"
+    return stem
+
+
+def note_names(ids: Sequence[str]) -> dict[str, str]:
+    """``document id -> file name``: each character a file name may not hold becomes
+    ``_`` (:func:`_safe_char`; Unicode letters and digits are kept).
+
+    No leading dot (hidden files are not indexed), at most :data:`MAX_STEM` characters
+    (and :data:`MAX_STEM_BYTES` bytes), and unique even on a case-insensitive file
+    system: a later id whose name is taken gets ``-2``, ``-3``... in corpus order.
     """
     names: dict[str, str] = {}
     taken: set[str] = set()
     for doc_id in ids:
-        stem = _UNSAFE.sub("_", doc_id)[:MAX_STEM]
-        if not stem or stem.startswith("."):
-            stem = f"_{stem}"
+        stem = _stem(doc_id)
         name, counter = f"{stem}.md", 1
-        while name.lower() in taken:
+        while name.casefold() in taken:
             counter += 1
             name = f"{stem}-{counter}.md"
-        taken.add(name.lower())
+        taken.add(name.casefold())
         names[doc_id] = name
     return names
 

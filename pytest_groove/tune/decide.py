@@ -26,7 +26,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from pytest_groove.evaluation.metric_table import METRIC_KINDS, NDCG, Metric, parse_metric
 from pytest_groove.evaluation.metrics import ordered_mean
@@ -39,8 +38,7 @@ from pytest_groove.tune.grid import (
     N_WEIGHT_TRIPLES,
     Condition,
 )
-
-FloatArray = npt.NDArray[np.float64]
+from pytest_groove.tune.units import FloatArray, unit_table
 
 #: two scores closer than this are a plateau (a tie) for the selection
 EPS_PLATEAU = 1e-9
@@ -241,8 +239,11 @@ class LooResult:
     effective: tuple[int, ...]
     #: condition selected with each effective query held out (same order)
     fold_selections: tuple[int, ...]
-    #: the held-out query's primary metric under its fold's selection minus under the default
+    #: the held-out unit's primary metric under its fold's selection minus under the default
     diffs: tuple[float, ...]
+    #: the rows of each unit (held out together, counted once), in golden order of
+    #: their first row; one row each unless queries repeat a text
+    units: tuple[tuple[int, ...], ...] = ()
 
     @property
     def folds(self) -> int:
@@ -272,19 +273,35 @@ class LooResult:
         return permutation_p_value(self.diffs)
 
 
-def nested_loo(ndcg5: FloatArray, effective: Sequence[int] | None = None) -> LooResult:
+def _units(
+    n_rows: int, effective: Sequence[int] | None, units: Sequence[Sequence[int]] | None
+) -> tuple[tuple[int, ...], ...]:
+    if units is not None:
+        return tuple(tuple(unit) for unit in units)
+    rows = range(n_rows) if effective is None else effective
+    return tuple((row,) for row in rows)
+
+
+def nested_loo(
+    ndcg5: FloatArray,
+    effective: Sequence[int] | None = None,
+    units: Sequence[Sequence[int]] | None = None,
+) -> LooResult:
     """Refit on every effective query, and one fold per query held out.
 
     Each difference uses the fold's *own* selection on its held-out query;
     reusing the refit there would put the selection bias straight back in.
+    ``units`` (replacing ``effective``) groups rows that count as one query: a
+    unit is held out whole and contributes one difference, of its rows' mean.
     """
     table = np.asarray(ndcg5, dtype=np.float64)
     _check_table(table)
-    rows = tuple(range(table.shape[0])) if effective is None else tuple(effective)
-    n = len(rows)
+    groups = _units(table.shape[0], effective, units)
+    rows = tuple(sorted(row for unit in groups for row in unit))
+    n = len(groups)
     if n == 0:
         return LooResult(select_from_means(np.zeros(N_CONDITIONS)), rows, (), ())
-    sub = table[list(rows)]
+    sub = unit_table(table, groups)
     total = sub.sum(axis=0)
     refit = select_from_means(total / n)
     selections: list[int] = []
@@ -296,7 +313,7 @@ def nested_loo(ndcg5: FloatArray, effective: Sequence[int] | None = None) -> Loo
         sel = select_from_means(train)
         selections.append(sel)
         diffs.append(float(sub[j, sel] - sub[j, DEFAULT_INDEX]))
-    return LooResult(refit, rows, tuple(selections), tuple(diffs))
+    return LooResult(refit, rows, tuple(selections), tuple(diffs), groups)
 
 
 # --------------------------------------------------------------------------- decision
@@ -457,6 +474,7 @@ def decide(
     secondary: Mapping[str, FloatArray],
     *,
     effective: Sequence[int] | None = None,
+    units: Sequence[Sequence[int]] | None = None,
     multiplier: float = ADOPT_SE_MULTIPLIER,
     min_delta: float = ADOPT_MIN_MEAN_DELTA,
 ) -> Verdict:
@@ -468,7 +486,8 @@ def decide(
     ``effective`` lists the rows whose ranking can react to the fusion parameters
     (default: all rows): selection, LOO and the statistics use only those, while
     criterion 5 compares the secondary metrics over every row, because production
-    sees every query.
+    sees every query.  ``units`` (replacing ``effective``) groups the rows that
+    ask the same text: selection, LOO and the statistics count each group once.
     """
     table = np.asarray(ndcg5, dtype=np.float64)
     _check_table(table)
@@ -477,7 +496,7 @@ def decide(
             raise ValueError(
                 f"secondary metric {name!r} has shape {np.shape(other)}, expected {table.shape}"
             )
-    loo = nested_loo(table, effective)
+    loo = nested_loo(table, effective, units)
     return decide_from_loo(loo, secondary, multiplier=multiplier, min_delta=min_delta)
 
 
@@ -510,11 +529,22 @@ def per_query_impact(ndcg5: FloatArray, refit: int) -> QueryImpact:
 
 
 def phase_w_ranking(
-    ndcg5: FloatArray, rows: Sequence[int], top: int = 5
+    ndcg5: FloatArray, rows: Sequence[int], top: int = 5, chosen: int | None = None
 ) -> list[tuple[int, float]]:
-    """The best weight triples at k=60 by mean score (stable: ties keep grid order)."""
+    """The best weight triples at k=60 by mean score (ties keep grid order).
+
+    ``chosen`` (any condition: its weight triple at k=60 is meant) is the triple
+    Phase W picked: it is listed before every triple it ties with (within the
+    selection's plateau tolerance) and is always among the ``top``, so the list
+    never leaves out what the selection chose.
+    """
     means = condition_means(np.asarray(ndcg5, dtype=np.float64), rows)
     ranked = sorted(PHASE_W_COLUMNS, key=lambda c: -float(means[c]))
+    if chosen is not None:
+        pick = (chosen // N_K) * N_K + DEFAULT_K_INDEX
+        ranked.remove(pick)
+        at = sum(1 for c in ranked if means[c] > means[pick] + EPS_PLATEAU)
+        ranked.insert(min(at, top - 1), pick)
     return [(c, float(means[c])) for c in ranked[:top]]
 
 

@@ -42,6 +42,7 @@ from pytest_groove.tune.grid import (
     toml_snippet,
 )
 from pytest_groove.tune.sweep import MetricTable, Preflight
+from pytest_groove.tune.units import unit_table
 
 BOLD = "\x1b[1m"
 DIM = "\x1b[90m"
@@ -77,9 +78,13 @@ def analyse(
     kb_path: str, golden_path: str, model: str, pre: Preflight, table: MetricTable
 ) -> TuneResult:
     """Run the decision on a filled metric table and collect the report's numbers."""
-    effective = pre.effective
-    verdict = decide(table.primary, table.secondary(), effective=effective)
+    # queries repeating a text are one unit of the selection and the statistics
+    units = pre.units
+    verdict = decide(table.primary, table.secondary(), units=units)
     refit = verdict.refit.index
+    # the grid rows are the means the selection compared: one row per unit
+    per_unit = unit_table(table.primary, units)
+    rows = range(len(units))
     return TuneResult(
         kb_path=kb_path,
         golden_path=golden_path,
@@ -88,8 +93,8 @@ def analyse(
         table=table,
         verdict=verdict,
         impact=per_query_impact(table.primary, refit),
-        top_weights=phase_w_ranking(table.primary, effective),
-        k_sweep=phase_k_sweep(table.primary, effective, refit),
+        top_weights=phase_w_ranking(per_unit, rows, chosen=refit),
+        k_sweep=phase_k_sweep(per_unit, rows, refit),
     )
 
 
@@ -131,6 +136,14 @@ def render_text(result: TuneResult, color: bool = False) -> str:
     loo = v.loo
     q_total = len(pre.queries)
     e_total = len(pre.effective)
+    units = pre.units
+    # queries that repeat a text count once: say what the statistics counted
+    counted = (
+        f"{e_total} effective queries"
+        if len(units) == e_total
+        else f"{len(units)} distinct text{'' if len(units) == 1 else 's'} of the "
+        f"{e_total} effective queries"
+    )
     out: list[str] = []
     add = out.append
 
@@ -147,6 +160,11 @@ def render_text(result: TuneResult, color: bool = False) -> str:
         f"  queries: {q_total} total / {e_total} effective (FTS candidates >= 2)   "
         f"primary metric: {PRIMARY.label}"
     )
+    if len(units) != e_total:
+        add(
+            f"  repeated texts: {e_total - len(units)} effective queries repeat another's "
+            f"text; each text counts once below (N = {len(units)})"
+        )
     if pre.context_axis_noop:
         add(
             "  WARNING: no chunk has context text, so the bm25_context_weight axis is a "
@@ -171,17 +189,19 @@ def render_text(result: TuneResult, color: bool = False) -> str:
         add(s.dim(line))
 
     add("")
-    add(s.bold(f"## Grid (coordinate descent over {e_total} effective queries)"))
+    add(s.bold(f"## Grid (coordinate descent over {counted})"))
     add("  Phase W — the five best bm25 weight sets at k=60:")
+    picked = v.refit.weight_index
     for cond, score in result.top_weights:
-        add(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}")
+        mark = "   <- selected" if Condition.from_index(cond).weight_index == picked else ""
+        add(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}{mark}")
     add("  Phase K — rrf_k at the winning weights:")
     for cond, score in result.k_sweep:
         add(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}")
 
     add("")
     add(s.bold("## Nested leave-one-query-out CV"))
-    add(f"  refit (all {e_total} queries): {v.refit.label}")
+    add(f"  refit (all {counted}): {v.refit.label}")
     add(f"  folds: {loo.folds}")
     add(f"  held-out mean delta vs default: {v.held_out_mean:+.4f}   (threshold {v.min_delta:.4f})")
     add(
@@ -302,6 +322,9 @@ def to_json(result: TuneResult) -> dict[str, Any]:
         "context_axis_noop": pre.context_axis_noop,
         "query_count": len(pre.queries),
         "effective_query_count": len(pre.effective),
+        "repeated_queries": [
+            [pre.queries[row].diagnostics.id for row in unit] for unit in loo.units if len(unit) > 1
+        ],
         "diagnostics": [q.diagnostics.to_json() for q in pre.queries],
         "grid": {
             "rrf_k": list(RRF_K_VALUES),

@@ -22,7 +22,6 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip
 from pytest_groove.evaluation.metric_table import RECALL, RR, Metric
 from pytest_groove.evaluation.metrics import (
     AggregateMetrics,
@@ -54,6 +53,7 @@ from pytest_groove.tune.grid import (
     weight_triple_index,
     weight_triples,
 )
+from pytest_groove.tune.units import Units, query_units
 
 if TYPE_CHECKING:
     pass
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 FloatArray = npt.NDArray[np.float64]
 Log = Callable[[str], None]
 
-_log = logging.getLogger(__name__)
 
 #: a query is effective (can react to the fusion knobs) with this many FTS candidates
 MIN_FTS_CANDIDATES = 2
@@ -191,8 +190,6 @@ class Timings:
 @dataclass
 class Preflight:
     queries: list[PreparedQuery]
-    #: ids of golden queries dropped because they expect nothing
-    skipped: list[str]
     limit: int
     k_values: tuple[int, ...]
     pool_size: int
@@ -210,6 +207,12 @@ class Preflight:
         return [i for i, q in enumerate(self.queries) if q.diagnostics.effective]
 
     @property
+    def units(self) -> Units:
+        """The effective rows grouped by query text (:mod:`.units`): each group counts
+        once in the selection and the statistics."""
+        return query_units([q.golden for q in self.queries], self.effective)
+
+    @property
     def context_axis_noop(self) -> bool:
         """No chunk has context text, so bm25_context_weight multiplies zeros."""
         return self.context_chunks == 0
@@ -218,6 +221,21 @@ class Preflight:
 def candidate_pool(limit: int) -> int:
     """Per-leg candidates: ``max(5 * limit, 50)`` -- a floor, not a cap."""
     return pool_sizes(limit, mmr=False, reranker=False).per_leg_n
+
+
+def refuse_unscorable(queries: Sequence[GoldenQuery]) -> None:
+    """Raise :class:`GrooveError` for the first query without an expected entry.
+
+    The golden loader refuses such a query already; a golden set built in code is
+    refused here, in one line, rather than measured without it.
+    """
+    for query in queries:
+        if not query.expected:
+            at = f" (line {query.line})" if query.line > 0 else ""
+            raise GrooveError(
+                f"golden query `{clip(query.id)}`{at} has no expected entry, so it cannot be "
+                "scored; name at least one `path` it should find (nothing was measured)"
+            )
 
 
 def run_preflight(
@@ -234,18 +252,13 @@ def run_preflight(
     ``note_order`` (only with ``document_first``) also fetches each query's
     note-carrying vector list, so the sweep orders documents as search does.
 
-    A golden query with no expected entries cannot be scored and is skipped with
-    a logged warning (the golden loader normally refuses those already).
+    A golden query with no expected entry cannot be scored: it is refused with one
+    line, as the golden loader refuses it (:func:`refuse_unscorable`), never
+    skipped.
     """
     timings = Timings()
-    usable: list[GoldenQuery] = []
-    skipped: list[str] = []
-    for query in queries:
-        if query.expected:
-            usable.append(query)
-        else:
-            _log.warning("skipping golden query with no expected hits: %s", query.query)
-            skipped.append(query.id)
+    refuse_unscorable(queries)
+    usable = list(queries)
     parsed = [parse_query(q.query) for q in usable]
     pool = candidate_pool(limit)
     chunk_total = source.chunk_count()
@@ -301,7 +314,6 @@ def run_preflight(
         prepared.append(entry)
     return Preflight(
         queries=prepared,
-        skipped=skipped,
         limit=limit,
         k_values=tuple(k_values),
         pool_size=pool,
