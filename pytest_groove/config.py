@@ -25,6 +25,7 @@ from pytest_groove.errors import GrooveError, UsageError, clip, clip_path, clip_
 from pytest_groove.evaluation.guarded_io import read_guarded
 from pytest_groove.evaluation.metric_names import read_metric_names
 from pytest_groove.files.regular import read_regular_file
+from pytest_groove.list_values import EmptyItem, ascii_int, split_items
 from pytest_groove.path_limits import config_path
 from pytest_groove.settings import (
     CONFIG_FILE_NAME,
@@ -274,12 +275,11 @@ def _parse_index(top: _Section) -> IndexSettings:
 
 
 def _parse_index_dir(top: _Section) -> Path | None:
-    if "index_dir" not in top._data:
-        return None
-    raw = top._data.pop("index_dir")
-    if not isinstance(raw, str) or not raw:
-        raise GrooveError(f"invalid config {top.source}: index_dir must be a non-empty string")
-    return config_path(top.source, "index_dir", raw, flag("index-dir"))
+    def index_dir(value: Any, path: str) -> Path:
+        # relative to the directory of the config file that names it, like [eval].golden
+        return config_path(top.source, "index_dir", _text(value, path), flag("index-dir"))
+
+    return top.pop("index_dir", index_dir)
 
 
 def _parse_parsers(sec: _Section | None) -> dict[str, Any]:
@@ -505,20 +505,26 @@ def parse_bool_flag(name: str, text: str) -> bool:
 
 
 def parse_k_list(name: str, text: str) -> tuple[int, ...]:
-    """``--k 1,5,10`` → (1, 5, 10); every k must be a whole number >= 1."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts:
+    """``--k 1,5,10`` → (1, 5, 10); every k a whole number from 1 to :data:`K_MAX`,
+    written in the digits 0-9, with no empty item (``1,,5``)."""
+    if not text.strip():
         raise UsageError(f"{name} needs a comma-separated list of whole numbers, e.g. 1,5,10")
+    try:
+        parts = split_items(text)
+    except EmptyItem as exc:
+        raise UsageError(f"{name}: {exc} (e.g. {name} 1,5,10)") from None
     values: list[int] = []
     for part in parts:
         try:
-            k = int(part)
+            k = ascii_int(part)
         except ValueError:
             raise UsageError(
                 f"{name}: {clip_repr(part)} is not a whole number (use e.g. {name} 1,5,10)"
             ) from None
         if k < 1:
-            raise UsageError(f"{name}: every k must be at least 1 (got {k})")
+            raise UsageError(f"{name}: every k must be at least 1 (got {int_text(k)})")
+        if k > K_MAX:  # results are capped anyway; a longer k cannot be printed
+            raise UsageError(f"{name}: every k must be at most {K_MAX:,} (got {int_text(k)})")
         values.append(k)
     return tuple(values)
 

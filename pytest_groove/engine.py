@@ -17,9 +17,10 @@ import numpy.typing as npt
 from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
-from pytest_groove.errors import GrooveError, clip_path, flag
+from pytest_groove.errors import GrooveError, IndexMissing, clip_path, flag
 from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
+from pytest_groove.index_command import missing_index
 from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.corpus_cache import IndexedHeadings, cached_corpus_snapshot
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
@@ -324,7 +325,10 @@ def open_engine(
     index_dir = index_dir_for(kb, settings, embedder.name)
     with index_dir_faults(index_dir):
         index_folder_beneath(kb, index_dir, create=False)
-    store = Store.open(index_dir, create=False)
+    try:
+        store = Store.open(index_dir, create=False)
+    except IndexMissing as exc:
+        raise missing_index(exc, kb) from None  # the doors add the flags they were given
     try:
         with index_faults(store.path, store.conn):
             recorded = store.get_meta("embedding_model")

@@ -311,6 +311,10 @@ OPTIONS: tuple[Option, ...] = (
 
 OPTIONS_BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
 
+#: the kinds whose flag may repeat, the lists merged: ``--k 1,5 --k 10`` is ``--k 1,5,10``
+#: (every other flag given twice counts once, the last, as argparse has it)
+LIST_KINDS: frozenset[Kind] = frozenset({"klist", "metrics"})
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -358,6 +362,29 @@ class RunOptions:
     origins: tuple[tuple[str, str], ...] = ()
 
 
+#: (option, option it cannot go with): given both, the first would be silently ignored
+CONTRADICTIONS: tuple[tuple[str, str], ...] = (
+    ("freeze-baseline", "no-history"),
+    ("baseline", "no-history"),
+    ("baseline", "no-diff"),
+)
+
+
+def contradiction(options: RunOptions, spell: Callable[[str], str]) -> str | None:
+    """The refusal of the first pair of :data:`CONTRADICTIONS` that ``options`` gives
+    both of, the options named by ``spell(name)``; None when there is none."""
+
+    def given(name: str) -> bool:
+        value = getattr(options, name.replace("-", "_"))
+        return value is not None and value is not False
+
+    for name, other in CONTRADICTIONS:
+        if given(name) and given(other):
+            needs = "the history" if other == "no-history" else "a comparison"
+            return f"{spell(name)} needs {needs}: drop {spell(other)}"
+    return None
+
+
 #: the options that make the gate (their source is named when the gate is loosened)
 GATE_OPTIONS = frozenset({"threshold", "fail-under", "significance"})
 
@@ -377,10 +404,22 @@ def read_run_options(value_of: Callable[[Option], Any]) -> RunOptions:
             value = bool(value)
         elif option.kind == "klist" and value is not None:
             value = tuple(value) or None
+        elif option.kind == "metrics" and value is not None:
+            value = _merged_metrics(value)
         elif option.kind == "path" and value is not None:
             value = Path(value)
         values[field.name] = value
     return RunOptions(**values)
+
+
+def _merged_metrics(names: Any) -> tuple[str, ...]:
+    """The metrics of a repeated ``--metrics`` once each, in report order (``--metrics
+    recall`` asks for none of the optional ones: still given, so ``[eval].metrics``
+    does not apply)."""
+    from pytest_groove.evaluation.metric_names import OPTIONAL_METRICS
+
+    given = set(names)
+    return tuple(name for name in OPTIONAL_METRICS if name in given)
 
 
 # --------------------------------------------------------------------------- checks
@@ -415,16 +454,22 @@ def _parse_klist(name: str, text: str) -> tuple[int, ...]:
 
 def _parse_metrics(name: str, text: str) -> tuple[str, ...]:
     from pytest_groove.evaluation.metric_names import parse_metric_names
+    from pytest_groove.list_values import EmptyItem, split_items
 
-    names = [part for part in text.split(",") if part.strip()]
-    if not names:
+    if not text.strip():
         raise ValueError(f"{name} needs a comma-separated list of metrics, e.g. precision,map")
+    try:
+        names = split_items(text)
+    except EmptyItem as exc:
+        raise ValueError(f"{name}: {exc} (e.g. {name} precision,map)") from None
     return parse_metric_names(names, name)
 
 
 def _parse_limit(name: str, text: str) -> int:
+    from pytest_groove.list_values import ascii_int
+
     try:
-        value = int(text.strip())
+        value = ascii_int(text)
     except ValueError:
         raise ValueError(f"{name} takes a whole number of hits (got {clip_repr(text)})") from None
     if value < 1:
@@ -443,8 +488,10 @@ def _parse_tristate(name: str, text: str) -> bool:
 
 
 def _parse_unit(name: str, text: str) -> float:
+    from pytest_groove.list_values import ascii_float
+
     try:
-        value = float(text.strip())
+        value = ascii_float(text)
     except ValueError:
         raise ValueError(f"{name} must be a number in [0, 1] (got {clip_repr(text)})") from None
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
@@ -463,8 +510,10 @@ def _parse_threshold(name: str, text: str) -> str:
 
 
 def _parse_alpha(name: str, text: str) -> float:
+    from pytest_groove.list_values import ascii_float
+
     try:
-        value = float(text.strip())
+        value = ascii_float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or not 0.0 < value < 1.0:
@@ -496,8 +545,10 @@ def _parse_vindex(name: str, text: str) -> str:
 
 
 def _parse_seconds(name: str, text: str) -> float:
+    from pytest_groove.list_values import ascii_float
+
     try:
-        value = float(text.strip())
+        value = ascii_float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:

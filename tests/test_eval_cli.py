@@ -49,6 +49,12 @@ queries:
 
 Answers = dict[str, list[tuple[str, str | None]]]
 
+#: the cap note when no --limit was given: it names the k the number came from
+K_CAP_NOTE = (
+    "groove eval: note: k 2000 exceeds the retrieval cap; using 1000 (for that k and for the "
+    "limit, which defaults to the largest k)\n"
+)
+
 #: what the fake engine returns per query text
 GOOD: Answers = {
     "What does the k parameter in RRF do?": [
@@ -437,7 +443,7 @@ def test_run_json_format(kb: Path, engine: FakeEngine) -> None:
 def test_repeated_k_flags_and_the_limit_cap_note(kb: Path, engine: FakeEngine) -> None:
     code, out, err = invoke("--kb-path", str(kb), "--k", "5", "--k", "1,2000", "--no-history")
     assert code == 0
-    assert err == "groove eval: note: limit 2000 exceeds the retrieval cap; using 1000\n"
+    assert err == K_CAP_NOTE
     assert "limit: 1000" in out and "recall@1000" in out
     assert engine.limits == [1000, 1000]
 
@@ -447,7 +453,8 @@ def test_a_k_over_the_cap_alone_gives_the_limit_note(kb: Path, engine: FakeEngin
     largest k as requested, before capping (spec-eval §3.2, as the reference)."""
     code, out, err = invoke("--kb-path", str(kb), "--k", "2000", "--no-history")
     assert code == 0
-    assert err == "groove eval: note: limit 2000 exceeds the retrieval cap; using 1000\n"
+    # named for where the number came from: no --limit was given, the largest k was
+    assert err == K_CAP_NOTE
     assert "limit: 1000" in out and "recall@1000" in out
 
 

@@ -2,7 +2,8 @@
 
 spec-eval §3.2: when no limit is given, the default limit is the largest k *as
 requested* (before capping), so a k over the retrieval cap alone produces the
-limit-cap note -- the reference tool does exactly that, and so do both doors here.
+cap note -- as the reference tool does, and both doors here; the note then names the
+k, where the number came from, rather than a limit nobody gave.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from pytest_groove.evaluation.plan import plan_evaluation
 from pytest_groove.options import RunOptions
 
 NOTE = f"note: limit 2000 exceeds the retrieval cap; using {SEARCH_LIMIT_MAX}"
+K_NOTE = (
+    f"note: k 2000 exceeds the retrieval cap; using {SEARCH_LIMIT_MAX} (for that k and for "
+    "the limit, which defaults to the largest k)"
+)
 
 
 @pytest.fixture
@@ -31,14 +36,14 @@ def kb(tmp_path: Path) -> Path:
 
 def test_a_k_over_the_cap_alone_gives_the_limit_note(kb: Path) -> None:
     setup = plan_evaluation(kb, RunOptions(k=(2000,)))
-    assert setup.notes == (NOTE,)
+    assert setup.notes == (K_NOTE,)
     assert (setup.k_values, setup.limit, setup.depth) == ((1000,), 1000, 1000)
 
 
 def test_a_k_over_the_cap_in_the_config_gives_the_same_note(kb: Path) -> None:
     (kb / "groove.toml").write_text("[eval]\nk_values = [1, 2000]\n", encoding="utf-8")
     setup = plan_evaluation(kb, RunOptions())
-    assert setup.notes == (NOTE,)
+    assert setup.notes == (K_NOTE,)
     assert (setup.k_values, setup.limit) == ((1, 1000), 1000)
 
 

@@ -81,3 +81,27 @@ def test_round_down() -> None:
     assert round_down(0.85, 0.01) == 0.85
     assert round_down(0.8567, 0.05) == 0.85
     assert round_down(1.0, 0.01) == 1.0
+
+
+def test_raise_in_the_string_form_changes_only_the_raised_numbers(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/cli.md: only the changed numbers differ -- the spaces after the commas, the
+    spelling of the names, a floor that stays (``0.90``) and the quotes as written."""
+    config = kb / "groove.toml"
+    finish(kb, ALL - {0, 1, 2})  # recall@5 = MRR = nDCG@10 = 0.85
+    for written, raised in (
+        (
+            '[eval]\nfail_under = "recall@5=0.5, MRR = 0.90 ,nDCG@10=0.10"  # floors\n',
+            '[eval]\nfail_under = "recall@5=0.85, MRR = 0.90 ,nDCG@10=0.85"  # floors\n',
+        ),
+        (
+            "[eval]\nfail_under = 'recall@5 = 0.5,  mrr=0.9'\n",
+            "[eval]\nfail_under = 'recall@5 = 0.85,  mrr=0.9'\n",
+        ),
+    ):
+        config.write_text(written, encoding="utf-8")
+        assert main(["floors", "--kb-path", str(kb), "--raise"]) == 0
+        assert "raised" in capsys.readouterr().out
+        assert config.read_text(encoding="utf-8") == raised

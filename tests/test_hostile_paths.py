@@ -282,7 +282,12 @@ def _generated_kb_paths(capsys: pytest.CaptureFixture[str], text: str, command: 
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     assert code in (1, 2), captured.err
-    errors = [line for line in captured.err.splitlines() if line.startswith(("Error:", "usage"))]
+    # an input error, or a refused flag value (one `groove <command>: error:` line)
+    errors = [
+        line
+        for line in captured.err.splitlines()
+        if line.startswith("Error:") or (line.startswith("groove") and ": error: " in line)
+    ]
     assert errors, captured.err
 
 

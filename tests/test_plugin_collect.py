@@ -260,7 +260,12 @@ def test_missing_index_with_no_reindex_is_a_usage_error(project: pytest.Pytester
     (project.path / "conftest.py").unlink()  # use the built-in engine
     (project.path / "kb" / "notes.md").write_text("# Notes\n\nsome text\n")
     result = project.runpytest("--groove-kb", "kb", "--groove-model", "hash", "--groove-no-reindex")
-    _one_error_line(result, r"No index found at .*index\.db\. Drop --groove-no-reindex")
+    kb = re.escape(str(project.path / "kb"))
+    _one_error_line(
+        result,
+        rf"No index found at .*index\.db\. Run `groove index --kb-path {kb} --model hash` "
+        r"first \(or drop --groove-no-reindex so the index is built\)\.",
+    )
     assert not (project.path / "kb" / ".groove-eval-history.json").exists()
 
 

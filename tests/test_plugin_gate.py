@@ -19,7 +19,9 @@ def test_a_floor_fails_the_first_session(project: Project) -> None:
     result = project.run("--groove-fail-under", "recall@10=0.9")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["groove: floor gate FAILED (recall@10 0.750 < floor 0.9); *"])
-    result.stderr.fnmatch_lines(["*under its floor*--groove-fail-under sets the floors*"])
+    result.stderr.fnmatch_lines(
+        ["*under its floor*--groove-fail-under on the command line sets the floors*"]
+    )
 
 
 def test_a_threshold_of_one_in_the_ini_file_is_named(project: Project) -> None:

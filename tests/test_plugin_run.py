@@ -356,7 +356,12 @@ def test_a_k_over_the_cap_alone_gives_the_limit_note(project: Project) -> None:
     """As ``groove eval --k 2000``: the default limit is the largest k as requested."""
     result = project.run("--groove-k", "2000", "--groove-no-history")
     assert result.ret == pytest.ExitCode.OK
-    result.stderr.fnmatch_lines(["groove: note: limit 2000 exceeds the retrieval cap; using 1000"])
+    result.stderr.fnmatch_lines(
+        [
+            "groove: note: k 2000 exceeds the retrieval cap; using 1000 (for that k and for the "
+            "limit, which defaults to the largest k)"
+        ]
+    )
     result.stdout.fnmatch_lines(["  model: custom    reranker: none    limit: 1000    *"])
 
 

@@ -3,8 +3,9 @@
 Every subcommand is a thin door onto the same engine the pytest plugin uses: this
 module holds ``main``, ``index`` and ``search``; ``eval`` and ``tune`` have their own
 modules, and the arguments the subcommands share are in :mod:`.args`.  Input
-problems end as one ``Error: ...`` line on stderr and a non-zero exit status, never
-a traceback.
+problems end as one ``Error: ...`` line on stderr and a non-zero exit status, a bad
+flag value as one ``groove <command>: error: ...`` line and status 2 (whoever finds
+it: argparse or the plan), never a traceback.
 
 PYTEST_DONT_REWRITE
 """
@@ -21,22 +22,23 @@ from pathlib import Path
 
 from pytest_groove import __version__
 from pytest_groove.cli.args import (
+    GrooveParser,
     add_format_argument,
     add_kb_arguments,
     add_pipeline_arguments,
+    error_line,
     load_cli_settings,
-    whole_number,
+    option_type,
+    run_options,
 )
 from pytest_groove.config import Settings
-from pytest_groove.errors import GrooveError, OutputFailed, spell_flags
+from pytest_groove.engine_names import check_config_names, check_flag_names
+from pytest_groove.errors import GrooveError, IndexMissing, OutputFailed, spell_flags
 from pytest_groove.search.hits import hit_label
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-
-#: ``groove search --limit 0`` is a valid (empty) request
-non_negative_int = whole_number(0)
 
 
 # --------------------------------------------------------------------------- index
@@ -46,8 +48,10 @@ def _run_index(args: argparse.Namespace) -> int:
     from pytest_groove.embed.registry import get_embedder
     from pytest_groove.engine import run_indexer
 
+    check_flag_names(run_options(args))  # an unknown --model is named first
     settings = load_cli_settings(args)
-    embedder = get_embedder(settings.index.model)  # an unknown model is named first
+    check_config_names(settings, reranker=False)  # ... then one groove.toml names
+    embedder = get_embedder(settings.index.model)
     _refuse_an_empty_kb(args.kb_path, settings)
     report = run_indexer(
         args.kb_path,
@@ -88,9 +92,17 @@ def _refuse_an_empty_kb(kb: Path, settings: Settings) -> None:
 
 def _run_search(args: argparse.Namespace) -> int:
     from pytest_groove.engine import open_engine
+    from pytest_groove.index_command import missing_index
 
+    run = run_options(args)
+    check_flag_names(run)  # a bad --model / --reranker before the config is read
     settings = load_cli_settings(args)
-    with open_engine(args.kb_path, settings, reindex=False) as engine:
+    check_config_names(settings)
+    try:
+        engine = open_engine(args.kb_path, settings, reindex=False)
+    except IndexMissing as exc:
+        raise missing_index(exc, args.kb_path, run) from None
+    with engine:
         response = engine.search_response(args.query, args.limit)
     if args.format == "json":
         payload = {
@@ -117,7 +129,7 @@ def _run_search(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = GrooveParser(
         prog="groove",
         description="Index a Markdown knowledge base, search it, and measure retrieval quality.",
     )
@@ -137,10 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_pipeline_arguments(p_search)
     p_search.add_argument(
         "--limit",
-        type=non_negative_int,
+        type=option_type("limit"),
         default=5,
         metavar="N",
-        help="how many hits to show (default: 5; 0 is an empty answer)",
+        help="how many hits to show (default: 5; capped at 1000)",
     )
     add_format_argument(p_search)
     p_search.add_argument("query", help="the query text (prefix a word with - to exclude it)")
@@ -164,21 +176,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     :mod:`pytest_groove.console`): characters the terminal's encoding lacks degrade to
     ASCII, and a closed, full or broken output is one ``Error:`` line, not a traceback.
     """
-    from pytest_groove.console import guarded_stdio
+    try:
+        from pytest_groove.console import guarded_stdio
 
-    with guarded_stdio() as stdout_open:
-        if not stdout_open:
-            print(
-                "Error: standard output is closed; redirect it to a file or /dev/null "
-                "instead of closing it",
-                file=sys.stderr,
-            )
-            return EXIT_ERROR
-        return _main(argv)
+        with guarded_stdio() as stdout_open:
+            if not stdout_open:
+                print(
+                    "Error: standard output is closed; redirect it to a file or /dev/null "
+                    "instead of closing it",
+                    file=sys.stderr,
+                )
+                return EXIT_ERROR
+            return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before the command started (while its modules load, the parser is
+        # built or the arguments are read) is an interruption too, not a traceback
+        _report("interrupted")
+        return 130
 
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        # `groove` alone asks what there is: the commands, not an error about one
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     args = parser.parse_args(argv)
     # the modules a command runs are imported by now: their objects live as long as
     # the process, so the collector stops walking them (a full collection walks every
@@ -192,7 +214,7 @@ def _main(argv: Sequence[str] | None) -> int:
         # inside the boundary: a report still buffered can fail here (/dev/full)
         sys.stdout.flush()
     except GrooveError as exc:
-        _report(f"Error: {exc.message}")
+        _report(error_line(exc, args))
         return exc.exit_code
     except KeyboardInterrupt:
         _report("interrupted")

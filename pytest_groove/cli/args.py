@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from pytest_groove.config import Settings
-from pytest_groove.errors import GrooveError, clip_path, clip_repr
-from pytest_groove.options import OPTIONS_BY_NAME, Option, RunOptions, read_run_options
+from pytest_groove.errors import GrooveError, UsageError, clip_path
+from pytest_groove.options import (
+    LIST_KINDS,
+    OPTIONS_BY_NAME,
+    Option,
+    RunOptions,
+    read_run_options,
+)
 from pytest_groove.paths import check_os_path
 
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are
@@ -37,12 +44,46 @@ PIPELINE_OPTIONS = (
 GOLDEN_OPTIONS = ("golden", "k")
 
 
+#: the exit status of a bad flag value (argparse's own)
+EXIT_USAGE = 2
+
+
+#: the words argparse puts before a refused value's message
+_ARGUMENT_PREFIX = re.compile(r"argument (--[\w-]+): ")
+
+
+class GrooveParser(argparse.ArgumentParser):
+    """argparse, with a refused flag as one line: ``groove eval: error: ...``, exit 2.
+
+    The same line a bad value found later (:class:`UsageError`, e.g. ``--threshold``
+    naming a k the run does not measure) is printed as (:func:`error_line`), so every
+    bad flag value reads alike; the usage is one ``--help`` away.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        # argparse says "argument --k: " before a message that names the flag itself
+        named = _ARGUMENT_PREFIX.match(message)
+        if named is not None and message[named.end() :].startswith(named.group(1)):
+            message = message[named.end() :]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def error_line(exc: GrooveError, args: argparse.Namespace) -> str:
+    """The line ``groove`` prints for ``exc``: a bad flag value (:class:`UsageError`) as
+    argparse words its refusals (``groove eval: error: ...``), anything else ``Error: ...``."""
+    if isinstance(exc, UsageError):
+        command = getattr(args, "command", None)
+        prog = f"groove {command}" if command else "groove"
+        return f"{prog}: error: {exc.message}"
+    return f"Error: {exc.message}"
+
+
 def _argparse_type(option: Option) -> Callable[[str], Any]:
     def convert(text: str) -> Any:
         try:
             value = option.parse(option.cli_flag, text)
         except ValueError as exc:
-            # argparse prints "groove eval: error: argument --k: <message>", exit 2
+            # "groove eval: error: <message>", exit 2 (GrooveParser)
             raise argparse.ArgumentTypeError(str(exc)) from None
         return Path(value) if option.kind == "path" else value
 
@@ -61,8 +102,8 @@ def add_options(
         text = help.get(name, option.help)
         if option.kind == "flag":
             parser.add_argument(option.cli_flag, action="store_true", help=text)
-        elif option.kind == "klist":
-            # may repeat: --k 1,5 --k 10 is --k 1,5,10
+        elif option.kind in LIST_KINDS:
+            # may repeat: --k 1,5 --k 10 is --k 1,5,10 (--metrics alike)
             parser.add_argument(
                 option.cli_flag,
                 type=_argparse_type(option),
@@ -124,21 +165,10 @@ def load_cli_settings(args: argparse.Namespace) -> Settings:
     return settings_for(args.kb_path, run)
 
 
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type for a whole number >= ``minimum``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number, got {clip_repr(text)}"
-            ) from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {value}")
-        return value
-
-    return parse
+def option_type(name: str) -> Callable[[str], Any]:
+    """The argparse type of the table's option ``name`` (``groove search --limit`` takes
+    the ``--limit`` of ``eval``, checked alike)."""
+    return _argparse_type(OPTIONS_BY_NAME[name])
 
 
 def check_kb(kb: Path) -> None:
@@ -169,5 +199,5 @@ def run_reporting_errors(
         # the report may be what failed (a full or closed output): the error line wins
         with contextlib.suppress(GrooveError, OSError, ValueError):
             out.flush()
-        err.write(f"Error: {exc.message}\n")
+        err.write(error_line(exc, args) + "\n")
         return exc.exit_code

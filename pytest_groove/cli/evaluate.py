@@ -27,12 +27,14 @@ from pytest_groove.cli.args import (
     run_options,
     run_reporting_errors,
 )
-from pytest_groove.errors import GrooveError, UsageError, spell_flags
+from pytest_groove.engine_names import check_config_names
+from pytest_groove.errors import IndexMissing, spell_flags
 from pytest_groove.evaluation.compare import color_enabled
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.lifecycle import begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
 from pytest_groove.evaluation.report_json import dumps_json_report
+from pytest_groove.index_command import missing_index
 from pytest_groove.search.searcher import (
     EngineOpener,
     RetrieverSearcher,
@@ -95,24 +97,6 @@ def _note(message: str, stream: TextIO) -> None:
     stream.write(f"{PROG}: {spell_flags(message)}\n")
 
 
-def _check_config_model(plan: EvalPlan) -> None:
-    """A model named in ``groove.toml`` that no backend knows is a config error (exit 1)
-    naming the file, found before any index work; a bad ``--model`` stays a usage error."""
-    if plan.options.model is not None:
-        return
-    from pytest_groove.config import CONFIG_FILE_NAME
-    from pytest_groove.embed.registry import check_model_name
-
-    options = plan.options
-    path = options.config if options.config is not None else plan.kb / CONFIG_FILE_NAME
-    try:
-        check_model_name(plan.settings.index.model)
-    except UsageError as exc:
-        if not path.is_file():
-            raise
-        raise GrooveError(f"invalid config {path}: {exc.message}") from None
-
-
 def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Searcher:
     """The ``--retriever``, else the built-in engine (refreshed unless ``--no-reindex``)."""
     options = plan.options
@@ -122,14 +106,19 @@ def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Searche
         retriever = retriever_for_run(options, plan.kb)
         assert retriever is not None
         return RetrieverSearcher(retriever, plan.kb, plan.settings)
-    _check_config_model(plan)
+    # a model or reranker groove.toml names that nothing knows: one line naming the
+    # file, before any index work (a bad --model / --reranker was refused by the plan)
+    check_config_names(plan.settings)
 
     def log(line: str) -> None:
         sys.stderr.write(f"{PROG}: {spell_flags(line)}\n")
 
-    return open_engine_searcher(
-        plan.kb, plan.settings, reindex=not options.no_reindex, log=log, opener=opener
-    )
+    try:
+        return open_engine_searcher(
+            plan.kb, plan.settings, reindex=not options.no_reindex, log=log, opener=opener
+        )
+    except IndexMissing as exc:
+        raise missing_index(exc, plan.kb, options, no_reindex=options.no_reindex) from None
 
 
 def _evaluate(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import check_kb, run_reporting_errors
+from pytest_groove.list_values import ascii_float
 
 PROG = "groove floors"
 
@@ -49,7 +50,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 def _step(text: str) -> float:
     try:
-        value = float(text)
+        value = ascii_float(text)
     except ValueError:
         value = -1.0
     if not 0.0 < value <= 0.5:

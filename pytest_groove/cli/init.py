@@ -52,7 +52,10 @@ def _write_new(path: Path, text: str) -> bool:
     try:
         handle = open_new(path)
     except OSError as exc:
-        raise GrooveError(f"could not create {path}: {exc.strerror or exc}") from None
+        raise GrooveError(
+            f"could not create {path}: {exc.strerror or exc} (make the knowledge base "
+            "folder writable, or write the two starter files by hand: docs/cli.md#groove-init)"
+        ) from None
     if handle is None:
         return False
     try:

@@ -4,9 +4,10 @@ Order of a run: resolve settings (flags > ``groove.toml`` > defaults) with the s
 code ``groove eval`` uses, load the golden file, open (and by default refresh) the
 index, then inside one read snapshot: pre-flight, the exit-2 gate, warnings, the
 sweep, the decision.  stdout gets the report only; progress, notes and warnings go
-to stderr in ASCII.  Exit status: 0 for a report (whatever the verdict), 2 when no
-golden query can react to the fusion parameters or a flag is bad, 1 for any other
-error.  tune applies nothing and writes no history.
+to stderr in ASCII (but for the em dash of the seed's context warning, ``WARNING —``,
+which a terminal that cannot show it gets as ``-``).  Exit status: 0 for a report
+(whatever the verdict), 2 when no golden query can react to the fusion parameters or a
+flag is bad, 1 for any other error.  tune applies nothing and writes no history.
 
 PYTEST_DONT_REWRITE
 """
@@ -27,7 +28,7 @@ from pytest_groove.cli.args import (
     run_options,
     run_reporting_errors,
 )
-from pytest_groove.errors import spell_flags
+from pytest_groove.errors import IndexMissing, spell_flags
 
 if TYPE_CHECKING:
     from pytest_groove.config import SearchSettings
@@ -41,7 +42,7 @@ EXIT_NOT_MEASURABLE = 2
 SMALL_N_WARN = 50
 
 CONTEXT_NOOP_WARNING = (
-    "groove tune: WARNING: every chunk has an empty context column, so the\n"
+    "groove tune: WARNING — every chunk has an empty context column, so the\n"
     "bm25_context_weight axis is a no-op on this KB (contextual retrieval is off).\n"
     'Its rows below mean "not measured", not "has no effect".\n'
 )
@@ -150,17 +151,28 @@ class _TuneSetup:
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # heavy imports (numpy tables, the engine) only once a run really starts
     from pytest_groove.engine import open_engine
+    from pytest_groove.engine_names import check_config_names
+    from pytest_groove.index_command import missing_index
+    from pytest_groove.tune.golden_check import check_golden_against_index
     from pytest_groove.tune.sweep import build_metric_table
 
     run = _setup(args, err)
     settings = run.plan.settings
     settings = replace(settings, search=replace(settings.search, reranker="none"))
-    engine = open_engine(
-        run.plan.kb, settings, reindex=not args.no_reindex, log=lambda line: _warn(err, line)
-    )
+    check_config_names(settings)  # a model groove.toml names that nothing knows
+    try:
+        engine = open_engine(
+            run.plan.kb, settings, reindex=not args.no_reindex, log=lambda line: _warn(err, line)
+        )
+    except IndexMissing as exc:
+        raise missing_index(
+            exc, run.plan.kb, run.plan.options, no_reindex=args.no_reindex
+        ) from None
     try:
         # one read snapshot: every candidate list describes the same index state
         with engine.read_snapshot():
+            # the golden set against the index, exactly as groove eval checks it
+            check_golden_against_index(run.plan, engine)
             pre = _preflight(engine, run, err)
             if pre is None:
                 return EXIT_NOT_MEASURABLE
@@ -212,6 +224,7 @@ def _config_notes(search: SearchSettings, err: TextIO) -> None:
 def _preflight(source: CandidateSource, run: _TuneSetup, err: TextIO) -> Preflight | None:
     """Which queries can react to the fusion parameters; None (after saying why) if none."""
     from pytest_groove.tune.sweep import run_preflight
+    from pytest_groove.tune.units import repeated_text_warning
 
     pre = run_preflight(
         source,
@@ -239,10 +252,14 @@ def _preflight(source: CandidateSource, run: _TuneSetup, err: TextIO) -> Preflig
                 f"  insensitive: {q.diagnostics.id} (FTS candidates = "
                 f"{q.diagnostics.fts_candidates}; the fusion parameters cannot move it)\n"
             )
-    if len(effective) < SMALL_N_WARN:
+    # queries repeating another's text count once (tune/units.py)
+    repeated = repeated_text_warning([q.golden for q in pre.queries], pre.units)
+    if repeated is not None:
+        _warn(err, repeated)
+    if len(pre.units) < SMALL_N_WARN:
         _warn(
             err,
-            f"WARNING: effective N = {len(effective)} is below {SMALL_N_WARN}, the usual "
+            f"WARNING: effective N = {len(pre.units)} is below {SMALL_N_WARN}, the usual "
             "minimum number of topics in IR evaluation; treat the numbers below as "
             "suggestive, not conclusive.",
         )

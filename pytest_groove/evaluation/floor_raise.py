@@ -13,12 +13,14 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import tomlkit
+from tomlkit.items import String
 
 from pytest_groove.config import load_settings
 from pytest_groove.errors import GrooveError
@@ -120,19 +122,35 @@ def _spelled_key(floors: Any, key: str) -> str:
     raise FloorError(f"{key} not found")
 
 
+def respelled(spec: str, raised: Mapping[str, float]) -> str:
+    """``spec`` (the option's ``metric=number,...`` form) with the number of each floor
+    in ``raised`` replaced; every other character -- names, spacing, the numbers of the
+    floors that stay -- as written."""
+    parsed = dict(parse_floors(spec).pairs)  # checked already; the keys as stored
+    parts = []
+    for part in spec.split(","):
+        name, sep, value = part.partition("=")
+        key = floor_metric(name).threshold_key
+        if key in raised and key in parsed:
+            number = value.strip()
+            start = value.index(number)
+            value = f"{value[:start]}{raised[key]:g}{value[start + len(number) :]}"
+        parts.append(f"{name}{sep}{value}")
+    return ",".join(parts)
+
+
 def apply_raise(kb: Path, config: Path | None, step: float = DEFAULT_STEP) -> FloorReport:
     """Raise the floors in place; returns what changed (the file is untouched if nothing)."""
     report = plan_raise(kb, config, step)
     if not report.changed:
         return report
     source, doc, floors = _config_and_floors(kb, config)
-    raised = {change.key: change.raised for change in report.changed}
-    if isinstance(floors, str):
-        spec = parse_floors(str(floors))
-        text = ",".join(
-            f"{key}={raised.get(key) if key in raised else value:g}" for key, value in spec.pairs
+    raised = {c.key: c.raised for c in report.changed if c.raised is not None}
+    if isinstance(floors, String):
+        # the string as the user wrote it, quotes and all, but for the raised numbers
+        doc["eval"]["fail_under"] = String.from_raw(
+            respelled(str(floors), raised), type_=floors.type
         )
-        doc["eval"]["fail_under"] = text
     else:
         for key, value in raised.items():
             floors[_spelled_key(floors, key)] = value

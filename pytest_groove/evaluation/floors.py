@@ -25,6 +25,7 @@ from pytest_groove.evaluation.metric_table import (
     metric_names_hint,
     parse_metric,
 )
+from pytest_groove.list_values import EmptyItem, ascii_float, split_items
 from pytest_groove.shapes import ShapeError
 
 #: an example for help texts and messages (the threshold spellings of the table)
@@ -63,7 +64,7 @@ class Floors:
 
 def _floor_value(text: str, key: str) -> float:
     try:
-        value = float(text)
+        value = ascii_float(text)
     except ValueError:
         raise FloorError(f"{key}: {text.strip()[:40]!r} is not a number") from None
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
@@ -97,8 +98,12 @@ def parse_floors(text: str) -> Floors:
     spec = text.strip()
     if not spec:
         raise FloorError(f"empty: give metric=number pairs such as {FLOORS_EXAMPLE}")
+    try:
+        parts = split_items(spec)
+    except EmptyItem as exc:
+        raise FloorError(f"{exc} (for example {FLOORS_EXAMPLE})") from None
     items: list[tuple[str, float | str]] = []
-    for part in spec.split(","):
+    for part in parts:
         name, sep, value = part.partition("=")
         if not sep:
             raise FloorError(

@@ -30,10 +30,12 @@ import pytest
 
 from pytest_groove.options import (
     GATE_OPTIONS,
+    LIST_KINDS,
     OPTIONS,
     OPTIONS_BY_NAME,
     Option,
     RunOptions,
+    contradiction,
     read_run_options,
 )
 
@@ -84,6 +86,17 @@ def add_options(parser: pytest.Parser) -> None:
                     dest=_dest(option),
                     help=option.help,
                 )
+            elif option.kind in LIST_KINDS:
+                # may repeat: --groove-k 1,5 --groove-k 10 is --groove-k 1,5,10
+                group.addoption(
+                    option.pytest_flag,
+                    dest=_dest(option),
+                    default=None,
+                    action="extend",
+                    metavar=option.metavar,
+                    type=_argparse_type(option),
+                    help=f"{option.help}; may repeat",
+                )
             else:
                 group.addoption(
                     option.pytest_flag,
@@ -133,7 +146,16 @@ def _ini_value(config: pytest.Config, option: Option) -> Any:
     """The ini value of ``option`` parsed and validated, None when unset."""
     if not option.ini:
         return None
-    raw = config.getini(option.ini_key)
+    where = config.inipath or "the ini file"
+    try:
+        raw = config.getini(option.ini_key)
+    except (ValueError, pytest.UsageError) as exc:
+        # pytest reads a bool key itself: "invalid truth value 'maybe'", naming neither
+        # the key nor the file (a ValueError before pytest 9, a UsageError since)
+        got = str(exc).removeprefix("invalid truth value ")
+        raise pytest.UsageError(
+            f"invalid {option.ini_key} in {where}: {option.ini_key} takes true or false (got {got})"
+        ) from None
     if _unset(raw):
         return None
     if option.kind == "flag":
@@ -141,7 +163,6 @@ def _ini_value(config: pytest.Config, option: Option) -> Any:
     try:
         value = option.parse(option.ini_key, str(raw))
     except ValueError as exc:
-        where = config.inipath or "the ini file"
         raise pytest.UsageError(f"invalid {option.ini_key} in {where}: {exc}") from None
     if option.kind == "path":
         return _ini_base(config) / value
@@ -197,15 +218,21 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
 
     run = read_run_options(lambda option: _lookup(config, option))
     run = replace(run, origins=_ini_origins(config))
-    if run.freeze_baseline and run.no_history:
-        raise pytest.UsageError(
-            "--groove-freeze-baseline needs the history: drop --groove-no-history"
-        )
+    refusal = contradiction(run, lambda name: _spelled(config, OPTIONS_BY_NAME[name]))
+    if refusal is not None:
+        raise pytest.UsageError(refusal)
     if run.html is not None:
         _check_html(config)
     return PluginOptions(
         kb=Path(kb), kb_from_cli=kb_cli is not None and _typed(config, kb_option), run=run
     )
+
+
+def _spelled(config: pytest.Config, option: Option) -> str:
+    """``option`` as this session was given it: its flag, else its ini key and file."""
+    if _cli_value(config, option) is not None:
+        return option.pytest_flag
+    return f"{option.ini_key} in {config.inipath or 'the ini file'}"
 
 
 def _typed(config: pytest.Config, option: Option) -> bool:

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_groove.errors import GrooveError, StopsTheRun, spell_flags
+from pytest_groove.engine_names import check_config_names
+from pytest_groove.errors import GrooveError, IndexMissing, StopsTheRun, spell_flags
 from pytest_groove.evaluation.golden import node_ids
 from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
@@ -117,7 +118,17 @@ class ProcessRunner:
             raise GrooveError(
                 f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)"
             )
-        self.plan: EvalPlan = plan_evaluation(kb, options.run, prog=PROG)
+        # a hook's embedder or retriever stands in for the names (the hook is asked
+        # only when the evaluation begins), so those are checked only without one
+        embedder_hook = bool(config.hook.pytest_groove_embedder.get_hookimpls())
+        self.plan: EvalPlan = plan_evaluation(
+            kb, options.run, prog=PROG, check_model=not embedder_hook
+        )
+        if (
+            options.run.retriever is None
+            and not config.hook.pytest_groove_retriever.get_hookimpls()
+        ):
+            check_config_names(self.plan.settings, model=not embedder_hook)
         self.golden_path = resolve_path(
             Path(self.plan.golden.path), "golden file", "--groove-golden", require_utf8=False
         )
@@ -240,14 +251,13 @@ class ProcessRunner:
 
     def _check_index_exists(self, embedder_name: str) -> None:
         from pytest_groove.engine import index_dir_for
+        from pytest_groove.index_command import index_command
         from pytest_groove.kb.store import DB_FILE_NAME
 
         db = index_dir_for(self.kb, self.plan.settings, embedder_name) / DB_FILE_NAME
         if not db.is_file():
-            raise GrooveError(
-                f"No index found at {db}. Drop --groove-no-reindex (the plugin then "
-                f"builds it) or run `groove index --kb-path {self.kb}` first."
-            )
+            command = index_command(self.kb, self.plan.options)
+            raise IndexMissing(db, command, no_reindex=True)
 
     def begin(self) -> Evaluation:
         """Controller or single process: open the searcher and begin the evaluation
