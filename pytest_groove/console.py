@@ -86,7 +86,7 @@ def describe_fd(fd: int, fallback: str) -> str:
 def output_failure(exc: OSError, where: str) -> OutputFailed:
     if exc.errno == errno.EPIPE:
         detail = "the reading end of the pipe was closed"
-        fix = "keep the reader open until groove finishes"
+        fix = "keep the reader open until the run finishes"
     elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
         detail = "no space left on the device"
         fix = "free some space or redirect the output elsewhere"

@@ -11,7 +11,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 #: brackets an option's name inside a message (see :func:`flag`); not printable, so a
 #: value quoted through :func:`clip` can never forge one
@@ -39,6 +39,18 @@ def spell_flags(message: str, door: Door = "cli") -> str:
     parts = message.split(_FLAG_MARK)
     # tokens stand at the odd places of the split (text, name, text, name, ...)
     return "".join(prefix + part if at % 2 else part for at, part in enumerate(parts))
+
+
+def spell_flags_within(value: Any, door: Door = "cli") -> Any:
+    """``value`` (a JSON-shaped object) with every string in it passed through
+    :func:`spell_flags`: a report object names options the way its door spells them."""
+    if isinstance(value, str):
+        return spell_flags(value, door)
+    if isinstance(value, dict):
+        return {key: spell_flags_within(item, door) for key, item in value.items()}
+    if isinstance(value, list):
+        return [spell_flags_within(item, door) for item in value]
+    return value
 
 
 class GrooveError(Exception):
@@ -90,6 +102,28 @@ class IndexUnwritable(GrooveError):
         self.reason = reason
 
 
+class IndexMissing(GrooveError):
+    """No index where one is looked for (``groove search``, ``--no-reindex``).
+
+    ``command`` is the ``groove index`` line that builds it, as the door that knows the
+    flags spells it (:func:`pytest_groove.index_command.index_command`); ``no_reindex``
+    says the flag of that name is why nothing was built.
+    """
+
+    def __init__(
+        self,
+        db_path: object,
+        command: str = "groove index --kb-path <kb>",
+        *,
+        no_reindex: bool = False,
+    ) -> None:
+        hint = f" (or drop {flag('no-reindex')} so the index is built)" if no_reindex else ""
+        super().__init__(f"No index found at {clip_path(db_path)}. Run `{command}` first{hint}.")
+        self.db_path = db_path
+        self.command = command
+        self.no_reindex = no_reindex
+
+
 class IndexCorrupt(GrooveError):
     """The index database is damaged.  It is a cache of the KB, so rebuilding it is safe."""
 
@@ -111,6 +145,12 @@ def _escaped(ch: str) -> str:
     return (
         ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
     )
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters, line breaks and lone surrogates escaped (not
+    cut): a name shown on a line of output stays on that line."""
+    return text if text.isprintable() else "".join(_escaped(ch) for ch in text)
 
 
 def _fit(text: str, budget: int) -> tuple[str, bool]:

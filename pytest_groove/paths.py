@@ -14,6 +14,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from pytest_groove.errors import GrooveError, clip_path
@@ -39,11 +40,16 @@ def os_path_problem(path: Path | str, *, require_utf8: bool = True) -> str | Non
         except UnicodeEncodeError:
             # os.fsdecode smuggles bytes that are not UTF-8 in as lone surrogates; the
             # index stores paths as UTF-8 text, so such a folder cannot be indexed
-            return "is not valid UTF-8 (a name in it holds bytes of another encoding); rename it"
+            return _not_utf8(text)
     try:
         raw = os.fsencode(os.path.abspath(text))
     except UnicodeEncodeError:  # a lone surrogate no byte decodes to
         return "holds a character no file name can (a lone surrogate)"
+    except FileNotFoundError:  # os.getcwd() of a folder deleted under the process
+        return (
+            "is relative, and the working directory no longer exists (deleted?); "
+            "cd into an existing folder, or give an absolute path"
+        )
     if len(raw) >= PATH_MAX_BYTES:
         return (
             f"is {len(raw):,} bytes long (made absolute), over the {PATH_MAX_BYTES - 1:,} the "
@@ -56,6 +62,20 @@ def os_path_problem(path: Path | str, *, require_utf8: bool = True) -> str | Non
             "allows; use a shorter name"
         )
     return None
+
+
+def _not_utf8(text: str) -> str:
+    """Why a name decoded with lone surrogates is refused: its bytes, or the locale."""
+    encoding = sys.getfilesystemencoding()
+    try:
+        os.fsencode(text).decode("utf-8")
+    except (UnicodeError, ValueError):
+        return "is not valid UTF-8 (a name in it holds bytes of another encoding); rename it"
+    # valid UTF-8 bytes, read under a locale that decodes file names otherwise
+    return (
+        f"cannot be read as UTF-8 text: this process decodes file names as {encoding} "
+        "(the locale); run it under a UTF-8 locale (LC_ALL=C.UTF-8) or with PYTHONUTF8=1"
+    )
 
 
 def check_os_path(path: Path | str, what: str, flags: str, *, require_utf8: bool = True) -> None:

@@ -236,6 +236,46 @@ def test_path_faults_are_one_line(kb_eval_copy: Path, tmp_path: Path, case: str)
     assert history.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["eval", "index", "search", "tune", "history"])
+def test_a_deleted_working_directory_is_one_line(tmp_path: Path, command: str) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    args = [command, "--kb-path", "../kb", *HASH] + (["q"] if command == "search" else [])
+    if command == "history":
+        args = [command, "--kb-path", "../kb"]
+    # the shell's cwd is removed under the process, as `rm -rf` of a checkout does
+    script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'
+    proc = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), *GROOVE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    line = single_error(proc)
+    assert "the working directory no longer exists" in line and "--kb-path" in line
+
+
+def test_a_utf8_kb_name_under_an_ascii_locale_names_the_locale(tmp_path: Path) -> None:
+    kb = tmp_path / "notes ✓"
+    kb.mkdir()
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    proc = subprocess.run(
+        [*GROOVE, "index", "--kb-path", str(kb), *HASH],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        errors="replace",
+    )
+    if proc.returncode == 0:
+        pytest.skip("this interpreter reads file names as UTF-8 under the C locale")
+    line = single_error(proc)
+    # the name is valid UTF-8: renaming it is not the fix, the locale is
+    assert "this process decodes file names as ascii (the locale)" in line
+    assert "PYTHONUTF8=1" in line and "rename it" not in line
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -331,3 +371,19 @@ def test_an_ascii_terminal_gets_ascii(shared_kb: Path, env: dict[str, str]) -> N
     assert proc.stdout.isascii() and proc.stderr.isascii()
     assert b"groove eval - " in proc.stdout  # the em dash, degraded
     assert b"Traceback" not in proc.stderr
+
+
+def test_ctrl_c_while_the_command_starts_is_interrupted_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cli_invoke import invoke
+
+    import pytest_groove.cli as cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    # the signal lands while the parser is built, before the command's own boundary
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    run_ = invoke("eval", "--kb-path", "kb")
+    assert (run_.returncode, run_.stderr) == (130, "interrupted\n")

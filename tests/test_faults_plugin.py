@@ -208,6 +208,21 @@ def test_a_report_on_a_full_device_records_nothing(
     assert not [p for p in kb.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_a_reader_that_went_away_is_named_once(pytester: pytest.Pytester, kb: Path) -> None:
+    before = _recorded(pytester, kb)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        status, stderr = _pytest_with_stdout(pytester, write_end)
+    finally:
+        os.close(write_end)
+    assert status == pytest.ExitCode.USAGE_ERROR, stderr
+    (error,) = [line for line in stderr.splitlines() if line.startswith("ERROR:")]
+    assert "standard output (a pipe): the reading end of the pipe was closed" in error
+    assert error.count("(a pipe)") == 1 and "until the run finishes" in error
+    assert (kb / ".groove-eval-history.json").read_bytes() == before
+
+
 def test_a_closed_stdout_is_a_usage_error(pytester: pytest.Pytester, kb: Path) -> None:
     before = _recorded(pytester, kb)
     status, stderr = _pytest_with_stdout(pytester, None)

@@ -37,6 +37,8 @@ def test_tags_naming_pytest_behaviour_markers_are_refused(tmp_path: Path, tag: s
     error = _load(tmp_path, _golden(tags=f"[smoke, {tag}]"))
     assert f"tag `{tag}` would become pytest's `{tag}` marker" in error.message
     assert "queries[0].tags[1]" in error.message and "at line 5" in error.message
+    # the suggested name is filled in, not printed as a placeholder
+    assert f"(for example `needs-{tag}`)" in error.message and "{" not in error.message
 
 
 @pytest.mark.parametrize(

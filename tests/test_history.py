@@ -897,6 +897,23 @@ def test_a_cut_off_history_keeps_the_runs_on_whole_lines(hist: Path) -> None:
     assert "skipped 1 of 3 stored run(s)" in message and "line 6: not a whole JSON" in message
 
 
+@pytest.mark.parametrize("bad", [b"\xe9", b"\xff\xfe", b"\xc3"])
+def test_a_byte_that_is_not_utf8_costs_only_its_line(hist: Path, bad: bytes) -> None:
+    frozen = replace(run(minutes=1), frozen=True)
+    lines = encode_history([run(minutes=3), run(minutes=2), frozen]).split(b"\n")
+    newest = next(i for i, line in enumerate(lines) if line.startswith(b'{"'))
+    cut = lines[newest].index(b'"golden_hash"')
+    lines[newest] = lines[newest][:cut] + bad + lines[newest][cut:]
+    hist.write_bytes(b"\n".join(lines))
+    warnings: list[str] = []
+    runs = load_history(hist, warnings=warnings)
+    # the frozen baseline and the other run survive; the damaged line is named
+    assert stamps(runs) == [2, 1] and [r.frozen for r in runs] == [False, True]
+    (message,) = warnings
+    assert "not JSON as a whole (not UTF-8 text (" in message
+    assert f"line {newest + 1}: not UTF-8 text" in message and "starting fresh" not in message
+
+
 def test_a_conflict_between_two_frozen_markers_freezes_neither(hist: Path) -> None:
     ours, theirs = replace(run(minutes=2), frozen=True), replace(run(minutes=3), frozen=True)
     head_ours = encode_history([ours]).split(b"\n")[2]

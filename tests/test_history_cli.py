@@ -161,6 +161,23 @@ def test_eval_refuses_bad_baselines_and_thresholds_before_any_search(kb: Path) -
     assert not (kb / ".groove").exists()  # nothing was indexed or searched
 
 
+@pytest.mark.parametrize(
+    "floor", ["map=0.5", "precision@5=0.01", "hit_rate@5=0.01", "r_precision=0.01"]
+)
+def test_a_floor_on_an_optional_metric_not_measured_is_refused(kb: Path, floor: str) -> None:
+    # read as 0, such a floor failed every run (exit 1) for a metric never measured
+    key = floor.partition("=")[0]
+    flagged = groove("eval", "--kb-path", kb, "--model", "hash", "--fail-under", floor)
+    assert flagged.returncode == 2, flagged.stderr
+    assert f"names {key}, which this run does not measure; ask for it with --metrics" in (
+        flagged.stderr
+    )
+    (kb / "groove.toml").write_text(f'[eval]\nfail_under = "{floor}"\n', encoding="utf-8")
+    configured = groove("eval", "--kb-path", kb, "--model", "hash")
+    assert configured.returncode == 2 and "[eval].fail_under in " in configured.stderr
+    assert not (kb / ".groove").exists()  # nothing was indexed or searched
+
+
 def test_eval_refuses_an_incompatible_named_baseline(kb: Path) -> None:
     assert groove("eval", "--kb-path", kb, "--model", "hash", "--k", "1,5").returncode == 0
     (recorded,) = load_history(kb / HISTORY_FILE_NAME)
@@ -255,3 +272,25 @@ def test_eval_exits_1_for_an_invalid_groove_toml_naming_the_file(
     assert done.stderr.startswith(f"Error: invalid config {kb / 'groove.toml'}")
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (kb / ".groove").exists()
+
+
+@pytest.mark.parametrize("command", ["freeze", "delete"])
+def test_editing_a_history_that_cannot_be_written_names_no_eval_flag(
+    kb: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import errno
+
+    from pytest_groove.files import atomic
+
+    assert groove("eval", "--kb-path", kb, "--model", "hash").returncode == 0
+    stamp = load_history(kb / HISTORY_FILE_NAME)[0].timestamp.isoformat()
+
+    def read_only(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(atomic, "write_atomic", read_only)
+    done = groove("history", command, stamp, "--kb-path", kb)
+    assert done.returncode == 1
+    assert "Read-only file system" in done.stderr and "directory is writable" in done.stderr
+    # `groove history` has no --no-history: the advice must not send anyone there
+    assert "--no-history" not in done.stderr

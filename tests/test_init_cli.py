@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import shutil
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from cli_invoke import invoke as groove
+from config_keys import accepted_keys, keys_of
 
 from pytest_groove.config import Settings, parse_settings
 from pytest_groove.evaluation.golden import load_golden
@@ -68,17 +70,24 @@ def test_the_toml_starter_uncommented_is_every_default(kb: Path) -> None:
     assert groove("init", "--kb-path", kb).returncode == 0
     text = (kb / "groove.toml").read_text("utf-8")
     assert tomllib.loads(text) == {}  # everything commented out
-    keys = [
+    lines = [
         line[2:]
         for line in text.splitlines()
         if line.startswith("# ") and ("=" in line or line.startswith("# ["))
     ]
-    settings = parse_settings(tomllib.loads("\n".join(keys)), kb / "groove.toml")
+    # every key the reader accepts is shown ...
+    shown = keys_of("\n".join(lines))
+    assert sorted(accepted_keys(kb / "groove.toml") - shown) == []
+    # ... and each one not marked as an example is at its default
+    defaulted = [line for line in lines if "# example" not in line]
+    settings = parse_settings(tomllib.loads("\n".join(defaulted)), kb / "groove.toml")
     defaults = Settings()
     assert settings.index == defaults.index
     assert settings.search == defaults.search
-    assert settings.eval.k_values == defaults.eval.k_values
-    assert settings.eval.regression_threshold == defaults.eval.regression_threshold
+    assert replace(settings.eval, golden=None) == replace(defaults.eval, golden=None)
+    assert settings.retriever == defaults.retriever
+    # ... and the examples are accepted too
+    parse_settings(tomllib.loads("\n".join(lines)), kb / "groove.toml")
 
 
 def test_init_never_overwrites(kb: Path) -> None:
@@ -93,3 +102,20 @@ def test_init_never_overwrites(kb: Path) -> None:
 def test_init_needs_a_folder(tmp_path: Path) -> None:
     done = groove("init", "--kb-path", tmp_path / "missing")
     assert done.returncode == 1 and done.stderr.startswith("Error: knowledge base not found")
+
+
+def test_a_read_only_kb_is_one_line_with_the_way_out(
+    kb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import pytest_groove.cli.init as init
+
+    def read_only(path: Path) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(init, "open_new", read_only)
+    done = groove("init", "--kb-path", kb)
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: could not create ") and "Read-only" in done.stderr
+    assert "make the knowledge base folder writable" in done.stderr

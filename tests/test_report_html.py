@@ -32,7 +32,7 @@ from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.compare import compare
 from pytest_groove.evaluation.finish import finish_evaluation
 from pytest_groove.evaluation.lifecycle import Evaluation, pick_baseline_for
-from pytest_groove.evaluation.metrics import aggregate
+from pytest_groove.evaluation.metrics import QueryMetrics, aggregate
 from pytest_groove.evaluation.plan import plan_evaluation, read_stored_runs
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
 from pytest_groove.evaluation.report_html import (
@@ -313,6 +313,61 @@ def test_the_per_query_table_shows_ranks_hits_and_findings() -> None:
     assert "<code>notes/leak.md</code>: deep (rank 2), other (not in top_k)" in html
 
 
+def _metric_grid(html: str) -> list[list[str]]:
+    """The first query's metrics cell: the grid's rows, then the single metrics' line."""
+    cell = html.split('<td class="metrics" data-label="metrics">', 1)[1]
+    cell = cell.split('<td data-label="hits">', 1)[0]
+    rows = [re.findall(r"<t[hd]>([^<]*)</t[hd]>", row) for row in cell.split("<tr>")[1:]]
+    single = re.findall(r'<span class="metric-name">([^<]*)</span> ([^<]*)</span>', cell)
+    return [*rows, [part for pair in single for part in pair]]
+
+
+@needs_matplotlib
+def test_the_per_query_table_shows_every_metric_the_run_measured() -> None:
+    values = QueryMetrics(
+        recall_at_k={1: 0.0, 5: 0.5, 10: 1.0},
+        reciprocal_rank=0.25,
+        ndcg_at_k={1: 0.11, 5: 0.55, 10: 0.77},
+    )
+    result = replace(f.query("q"), metrics=values)
+    run = with_query(scored(5, [1.0]), 0, result)
+    html = render_html_report(run, compare(run, None, 0.05), [], title="t")
+    assert _metric_grid(html) == [
+        ["", "@1", "@5", "@10"],
+        ["recall", "0.00", "0.50", "1.00"],
+        ["nDCG", "0.11", "0.55", "0.77"],  # nDCG at every k, not only the largest
+        ["RR", "0.25"],
+    ]
+    # (the optional metrics are not there: they show only when the run measured them)
+    # a run that asked for the optional metrics shows them too
+    measured = replace(
+        values,
+        precision_at_k={1: 0.0, 5: 0.2, 10: 0.1},
+        hit_rate_at_k={1: 0.0, 5: 1.0, 10: 1.0},
+        average_precision=0.31,
+        r_precision=0.0,
+    )
+    fp = f.fingerprint(metrics=("precision", "hit_rate", "map", "r_precision"))
+    run = replace(run, fingerprint=fp, per_query=(replace(result, metrics=measured),))
+    html = render_html_report(run, compare(run, None, 0.05), [], title="t")
+    assert _metric_grid(html)[3:] == [
+        ["P", "0.00", "0.20", "0.10"],
+        ["success", "0.00", "1.00", "1.00"],
+        ["RR", "0.25", "AP", "0.31", "R-prec", "0.00"],
+    ]
+
+
+@needs_matplotlib
+def test_the_hits_summary_names_the_top_hits_heading() -> None:
+    top = (TopHit(1, "ops/deploy.md", "Roll back", 0.9), TopHit(2, "a.md", None, 0.5))
+    with_heading = replace(f.query("h", expected=("a.md",)), top_k=top)
+    without = replace(with_heading, id="p", top_k=(TopHit(1, "a.md", None, 0.9),))
+    run = replace(scored(5, [1.0, 1.0]), per_query=(with_heading, without))
+    html = render_html_report(run, compare(run, None, 0.05), [], title="t")
+    assert "2 hits, top: <code>ops/deploy.md#Roll back</code>" in html
+    assert "✓ 1 hits, top: <code>a.md</code>" in html
+
+
 @needs_matplotlib
 def test_the_delta_chart_keeps_the_queries_that_moved_most() -> None:
     n = MAX_DELTA_ROWS + 5
@@ -401,7 +456,7 @@ def test_an_unwritable_html_report_is_reported_like_the_json_one(tmp_path: Path)
     assert outcome.exit_code == 1
     assert outcome.error is not None
     assert outcome.error.startswith(f"could not write the HTML report {blocker / 'report.html'}")
-    assert outcome.recorded  # the history was saved before the reports
+    assert not outcome.recorded  # a run whose report failed is not recorded
 
 
 # --------------------------------------------------------------------------- missing extra

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_invoke import invoke
 from eval_factories import corpus, finding, fingerprint, query, run
 
 from pytest_groove.evaluation.compare import compare
@@ -158,3 +161,42 @@ def test_the_printed_report_is_stable() -> None:
     now = run(minutes=1, corpus=corpus(), per_query=[query("a"), query("b", 0.0)])
     built = build_json_report(now, compare(now, run(minutes=0), T), recorded=True)
     assert dumps_json_report(built) == dumps_json_report(json.loads(dumps_json_report(built)))
+
+
+# --------------------------------------------------------------------------- the page
+
+JSON_DOC = Path(__file__).resolve().parents[1] / "docs" / "json-report.md"
+_ROW_KEY = re.compile(r"^\| `([a-z_]+)` \|")
+
+
+def documented_keys(section: str) -> list[str]:
+    """The keys the table under ``## <section>`` of docs/json-report.md lists, in order."""
+    text = JSON_DOC.read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return [m.group(1) for line in body.splitlines() if (m := _ROW_KEY.match(line))]
+
+
+def test_the_page_lists_the_top_level_keys_in_the_order_written() -> None:
+    assert documented_keys("Top level") == KEYS
+
+
+def test_every_key_of_a_real_report_is_on_the_page(example_kb_copy: Path) -> None:
+    """A run with every optional metric, the significance test, the approximate vector
+    index and a baseline: each key it writes is documented (sqlite-utils' way)."""
+    args = [
+        "eval", "--kb-path", example_kb_copy, "--model", "hash", "--vector-index", "hnsw",
+        "--metrics", "precision,hit_rate,map,r_precision", "--significance", "0.05",
+    ]  # fmt: skip
+    assert invoke(*args).returncode == 0
+    run_ = invoke(*args, "--format", "json")
+    assert run_.returncode == 0, run_.stderr
+    data = json.loads(run_.stdout)
+    assert data["previous"] is not None and data["diff_p"] is not None
+    for section, keys in (
+        ("`fingerprint`", data["fingerprint"]),
+        ("`aggregate`", data["aggregate"]),
+        ("`per_query[]`", data["per_query"][0]),
+    ):
+        missing = sorted(set(keys) - set(documented_keys(section)))
+        assert not missing, f"docs/json-report.md ## {section} does not list {missing}"
+    assert set(documented_keys("`per_query[]`")) == set(data["per_query"][0])

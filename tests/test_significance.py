@@ -79,6 +79,41 @@ def test_every_metric_gets_a_p_value_in_the_shape_of_the_diff() -> None:
     assert p.to_json() == {"recall_at_k": {"5": 0.125}, "mrr": 0.125, "ndcg_at_k": {"5": 0.125}}
 
 
+def test_copies_of_a_question_are_one_observation() -> None:
+    """Four queries asked three times each: the test sees four differences, not twelve
+    (counted apart, 12 same-sign flips reach p = 0.0005 from a p = 0.125 set)."""
+    pairs = [(metrics(0.0, 0.0), metrics(1.0, 1.0))] * 4
+    once = paired_p_values(pairs, (5,)).of(Metric(RR))
+    copies = [pair for pair in pairs for _ in range(3)]
+    keys = [f"Question {at}" for at in range(4) for _ in range(3)]
+    assert paired_p_values(copies, (5,)).of(Metric(RR)) < 0.001  # counted apart
+    assert paired_p_values(copies, (5,), keys).of(Metric(RR)) == once == 0.125
+
+
+def test_repeated_golden_texts_do_not_make_a_drop_significant() -> None:
+    """Through the comparison: ids differ, the text differs only in case and spaces."""
+    from eval_factories import query, run
+
+    from pytest_groove.evaluation.compare import compare
+    from pytest_groove.evaluation.run import RunRecord
+
+    def runs(copies: int) -> tuple[RunRecord, RunRecord]:
+        texts = [f"how do I {word}" for word in ("deploy", "roll back", "page", "rotate")]
+        per_query = [
+            (f"q{at}-{copy}", text.upper() if copy else f"  {text} ")
+            for at, text in enumerate(texts)
+            for copy in range(copies)
+        ]
+        now = run(minutes=1, per_query=[query(i, 0.0, 0.0, text=t) for i, t in per_query])
+        before = run(minutes=0, per_query=[query(i, 1.0, 1.0, text=t) for i, t in per_query])
+        return now, before
+
+    p_once = compare(*runs(1), 0.05).p_values
+    p_thrice = compare(*runs(3), 0.05).p_values
+    assert p_once is not None and p_thrice is not None
+    assert p_thrice.of(Metric(RR)) == p_once.of(Metric(RR)) == 0.125
+
+
 def test_p_formatting_and_the_alpha_rule() -> None:
     assert format_p(0.0312) == "p=0.031"
     assert format_p(0.0001) == "p<0.001"

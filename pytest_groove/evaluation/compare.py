@@ -37,10 +37,11 @@ from pytest_groove.evaluation.metric_table import (
     parse_metric,
 )
 from pytest_groove.evaluation.metrics import FALLBACK_K, aggregate, is_miss
-from pytest_groove.evaluation.records import ExpectedEntry
+from pytest_groove.evaluation.records import ExpectedEntry, question_key
 from pytest_groove.evaluation.run import Fingerprint, QueryResult, RunRecord
 from pytest_groove.evaluation.significance import PValues, paired_p_values
 from pytest_groove.kb.records import CorpusSnapshot
+from pytest_groove.list_values import EmptyItem, ascii_float, split_items
 
 GOLDEN_CHANGED = "golden changed since last run"
 CONFIG_CHANGED = "config or metric version changed since last run"
@@ -108,7 +109,7 @@ class ThresholdError(ValueError):
 def _threshold_value(text: str, key: str | None) -> float:
     where = f"{key}: " if key else ""
     try:
-        value = float(text)
+        value = ascii_float(text)
     except ValueError:
         raise ThresholdError(f"{where}{text[:40]!r} is not a number") from None
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
@@ -128,8 +129,12 @@ def parse_thresholds(text: str, default: float) -> Thresholds:
         raise ThresholdError("empty: give one number, or metric=number pairs")
     if "=" not in spec and "," not in spec:
         return Thresholds(_threshold_value(spec, None))
+    try:
+        parts = split_items(spec)
+    except EmptyItem as exc:
+        raise ThresholdError(f"{exc} (for example {THRESHOLD_EXAMPLE})") from None
     pairs: list[tuple[str, float]] = []
-    for part in spec.split(","):
+    for part in parts:
         name, sep, value = part.partition("=")
         key = metric_key(name)
         if not sep:
@@ -503,8 +508,11 @@ def compare(
 def _p_values(run: RunRecord, baseline: RunRecord) -> PValues:
     """The paired test over the queries both runs have (:func:`match_queries`)."""
     paired = match_queries(run.per_query, baseline)
-    pairs = [(q.metrics, b.metrics) for q, b in zip(run.per_query, paired, strict=True) if b]
-    return paired_p_values(pairs, run.fingerprint.k_values)
+    matched = [(q, b) for q, b in zip(run.per_query, paired, strict=True) if b]
+    pairs = [(q.metrics, b.metrics) for q, b in matched]
+    # copies of one question are one observation of the test
+    units = [question_key(q.query) for q, _ in matched]
+    return paired_p_values(pairs, run.fingerprint.k_values, units)
 
 
 def gate_failures(comparison: Comparison, threshold: float | Thresholds | None = None) -> list[str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_groove.errors import Door, GrooveError, flag, spell_flags
+from pytest_groove.errors import Door, GrooveError, flag, spell_flags, spell_flags_within
 from pytest_groove.evaluation.compare import (
     Comparison,
     compare,
@@ -250,18 +250,42 @@ def _finish(
     if verdict.floor_failures:
         gate_lines.append(floors_message(plan, verdict.floor_failures))
     pending, error = _save(plan, scope, runs, run, warnings)
-    recorded = pending is not None
-    if recorded and not staged:
-        assert pending is not None
-        try:
-            pending.commit()
-        except GrooveError as exc:
-            recorded, error = False, exc.raw_message
-        pending = None
     try:
-        text, report, report_error, written = _reports(
-            plan, scope, run, comparison, choice, runs, recorded, color, verdicts
-        )
+        # The report files come before the history is committed: a run whose report
+        # could not be written is not recorded (a retry would record it twice).  Each
+        # is still written when another failed; the first error wins.
+        report_error, written = _write_artefacts(plan, run, comparison, runs, verdicts)
+        if report_error is not None and pending is not None:
+            pending.discard()
+            pending = None
+
+        def reports(recorded: bool) -> tuple[str, dict[str, Any]]:
+            return _reports(plan, scope, run, comparison, choice, recorded, color, verdicts, door)
+
+        text, report = reports(pending is not None)
+        json_path, json_written = plan.options.json, False
+        if json_path is not None:
+            json_error = _write_json(json_path, report)
+            json_written = json_error is None
+            if json_written:
+                written.insert(0, f"JSON report written to {json_path}")
+            elif pending is not None:
+                pending.discard()
+                pending = None
+                text, report = reports(False)
+            report_error = report_error or json_error
+        recorded = pending is not None
+        if recorded and not staged:
+            assert pending is not None
+            try:
+                pending.commit()
+            except GrooveError as exc:
+                recorded, error = False, exc.raw_message
+                # the JSON report already written said the run would be recorded
+                text, report = reports(False)
+                if json_path is not None and json_written:
+                    _write_json(json_path, report)
+            pending = None
     except BaseException:
         if pending is not None:
             pending.discard()
@@ -360,13 +384,13 @@ def _reports(
     run: RunRecord,
     comparison: Comparison,
     choice: BaselineChoice | None,
-    runs: Sequence[RunRecord],
     recorded: bool,
     color: bool,
     verdicts: RunVerdicts | None = None,
-) -> tuple[str, dict[str, Any], str | None, list[str]]:
-    """(text report, JSON report, first error writing the report files, a note per
-    report file written)."""
+    door: Door = "cli",
+) -> tuple[str, dict[str, Any]]:
+    """(text report, JSON report) of a run recorded or not; the JSON report names
+    options as ``door`` spells them."""
     footer: str | None = None
     if scope.subset and len(scope.per_query) == len(plan.golden.queries):
         # every query has a result, but the session did not end as a whole run does
@@ -391,16 +415,25 @@ def _reports(
         title=plan.prog,
         verdicts=verdicts,
     )
-    report = build_json_report(run, comparison, recorded=recorded, verdicts=verdicts)
-    # Each report is written even when an earlier write failed: CI should not lose its
-    # JSON artefact because the history file could not be saved.  The first error wins.
+    # a gate setting's source ("--significance on the command line") is a flag token
+    report = spell_flags_within(
+        build_json_report(run, comparison, recorded=recorded, verdicts=verdicts), door
+    )
+    return text, report
+
+
+def _write_artefacts(
+    plan: EvalPlan,
+    run: RunRecord,
+    comparison: Comparison,
+    runs: Sequence[RunRecord],
+    verdicts: RunVerdicts | None,
+) -> tuple[str | None, list[str]]:
+    """Write the HTML report and the TREC files asked for (their content does not
+    depend on whether the run is recorded): (the first error, a note per file written)."""
     errors: list[str | None] = []
     written: list[str] = []
     options = plan.options
-    if options.json is not None:
-        errors.append(_write_json(options.json, report))
-        if errors[-1] is None:
-            written.append(f"JSON report written to {options.json}")
     if options.html is not None:
         errors.append(
             _write_html(options.html, run, comparison, runs, f"{plan.prog} report", verdicts)
@@ -412,7 +445,7 @@ def _reports(
             errors.append(_write_trec(trec_path, what, run))
             if errors[-1] is None:
                 written.append(f"TREC {what} file written to {trec_path}")
-    return text, report, next((e for e in errors if e is not None), None), written
+    return next((e for e in errors if e is not None), None), written
 
 
 def _write_json(path: Path, report: dict[str, Any]) -> str | None:

@@ -42,7 +42,7 @@ from pytest_groove.evaluation.gate_record import (
     describe_setting,
     looser_settings,
 )
-from pytest_groove.evaluation.metric_table import parse_metric
+from pytest_groove.evaluation.metric_table import parse_metric, unasked_optional
 from pytest_groove.evaluation.run import RunRecord
 from pytest_groove.evaluation.significance import format_p, significant
 from pytest_groove.options import OPTIONS_BY_NAME, RunOptions
@@ -66,9 +66,12 @@ class GatePlan:
     significance: float | None = None
 
 
-def resolve_gate(options: RunOptions, settings: Settings, k_values: Sequence[int]) -> GatePlan:
+def resolve_gate(
+    options: RunOptions, settings: Settings, k_values: Sequence[int], metrics: Sequence[str] = ()
+) -> GatePlan:
     """``--fail-under`` over ``[eval].fail_under``, ``--significance`` over
-    ``[eval].significance``; :class:`UsageError` for a floor at a k not measured."""
+    ``[eval].significance``; :class:`UsageError` for a floor at a k not measured or
+    on an optional metric (``metrics``: the run's ``--metrics`` keys) not asked for."""
     if options.fail_under is not None:
         try:
             floors = parse_floors(options.fail_under)
@@ -84,6 +87,13 @@ def resolve_gate(options: RunOptions, settings: Settings, k_values: Sequence[int
         raise UsageError(
             f"{where} names {', '.join(unknown)}, which this run does not measure "
             f"(k values: {measured})"
+        )
+    # a floor on a metric that is never measured would read as 0 and always fail
+    unasked = unasked_optional((key for key, _ in floors.pairs), metrics)
+    if unasked:
+        raise UsageError(
+            f"{where} names {', '.join(unasked)}, which this run does not measure; "
+            f"ask for it with {flag('metrics')} or [eval].metrics"
         )
     alpha = options.significance
     return GatePlan(floors, alpha if alpha is not None else settings.eval.significance)
@@ -168,9 +178,10 @@ def gate_verdict(
 
 
 def floors_message(plan: EvalPlan, failures: Sequence[str]) -> str:
+    """The gate's line for floors not reached, naming where the floors were set."""
     return (
         f"{plan.prog}: retrieval quality is under its floor ({', '.join(failures)}). "
-        f"Exit status 1 because {flag('fail-under')} sets the floors "
+        f"Exit status 1 because {setting_source(plan, FLOORS_SETTING)} sets the floors "
         f"({plan.gate.floors.describe()})."
     )
 

@@ -412,7 +412,7 @@ def _parse_tags(query_map: LineDict, where: str) -> tuple[str, ...]:
             fail(
                 item_where,
                 f"tag `{clip(tag)}` would become pytest's `{marker}` marker and change "
-                "this query's outcome; rename it (for example `needs-{marker}`)",
+                f"this query's outcome; rename it (for example `needs-{marker}`)",
                 item_line,
             )
         tags.append(tag)

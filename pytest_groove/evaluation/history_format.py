@@ -21,6 +21,7 @@ from typing import Any
 from pytest_groove.errors import GrooveError, clip, flag
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.evaluation.history_codec import decode_run, encode_run, is_compact
+from pytest_groove.evaluation.history_json import holds_repeated, parse_json, runs_of_every_copy
 from pytest_groove.evaluation.history_lines import scan_lines
 from pytest_groove.evaluation.run import (
     RecordFormatError,
@@ -135,74 +136,6 @@ def _check_format(value: Any) -> None:
         raise HistoryTooNew(value)
 
 
-class _Repeated(dict[str, Any]):
-    """A JSON object in which some key is written more than once (the last one reads).
-
-    ``pairs`` keeps every ``(key, value)`` as written, so a ``runs`` list written
-    twice (a bad merge, a hand edit) gives the runs of every copy.
-    """
-
-    pairs: list[tuple[str, Any]]
-
-
-def _parse_json(text: str) -> tuple[Any, bool]:
-    """The JSON document of ``text``, and whether any object in it repeats a key."""
-    repeats: list[str] = []
-
-    def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj = dict(pairs)
-        if len(obj) == len(pairs):
-            return obj
-        repeats.append("")
-        repeated = _Repeated(obj)
-        repeated.pairs = pairs
-        return repeated
-
-    return json.loads(text, object_pairs_hook=build), bool(repeats)
-
-
-def _repeated_keys(obj: _Repeated) -> list[str]:
-    seen: set[str] = set()
-    keys: list[str] = []
-    for key, _value in obj.pairs:
-        if key in seen and key not in keys:
-            keys.append(key)
-        seen.add(key)
-    return keys
-
-
-def _holds_repeated(value: Any) -> bool:
-    """Whether some object inside ``value`` repeats a key."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, _Repeated):
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
-def _raw_runs(doc: dict[str, Any], duplicated: list[str]) -> list[Any]:
-    """Every stored run: those of each ``runs`` list when the key is written twice."""
-    if not isinstance(doc, _Repeated):
-        if "runs" not in doc:
-            raise RecordFormatError("top level: missing key 'runs'")
-        if not isinstance(doc["runs"], list):
-            raise RecordFormatError("runs: expected a list")
-        return list(doc["runs"])
-    duplicated.extend(f"top level: {clip(key)}" for key in _repeated_keys(doc))
-    copies = [value for key, value in doc.pairs if key == "runs"]
-    if not copies:
-        raise RecordFormatError("top level: missing key 'runs'")
-    lists = [copy for copy in copies if isinstance(copy, list)]
-    if not lists:
-        raise RecordFormatError("runs: expected a list")
-    return [raw for copy in lists for raw in copy]
-
-
 #: a ``\uD800``-``\uDFFF`` escape: the only way JSON text can carry a surrogate
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
@@ -252,9 +185,14 @@ def read_history(data: bytes) -> ParsedHistory:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RecordFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        # one bad byte costs the line it is on, not the file: its other runs are read
+        why = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        salvaged = _salvage(data.decode("utf-8", "surrogateescape"), why)
+        if salvaged is None:
+            raise RecordFormatError(why) from None
+        return salvaged
     try:
-        doc, repeats = _parse_json(text)
+        doc, repeats = parse_json(text)
     except RecursionError:
         raise RecordFormatError("JSON nested too deeply") from None
     except ValueError as exc:  # json.JSONDecodeError, oversized integer literals
@@ -266,7 +204,7 @@ def read_history(data: bytes) -> ParsedHistory:
         raise RecordFormatError("top level: expected an object with a 'runs' list")
     _check_format(doc.get("format"))
     duplicated: list[str] = []
-    raw_runs = [(f"runs[{i}]", raw) for i, raw in enumerate(_raw_runs(doc, duplicated))]
+    raw_runs = [(f"runs[{i}]", raw) for i, raw in enumerate(runs_of_every_copy(doc, duplicated))]
     runs, skipped, repaired = _decode_runs(
         raw_runs, _SURROGATE_ESCAPE.search(data) is not None, duplicated if repeats else None
     )
@@ -294,7 +232,7 @@ def _decode_runs(
     skipped: list[str] = []
     repaired: list[str] = []
     for where, raw in raw_runs:
-        if duplicated is not None and _holds_repeated(raw):
+        if duplicated is not None and holds_repeated(raw):
             duplicated.append(where)
         try:
             changed = False
@@ -365,7 +303,9 @@ def _salvage(text: str, why: str) -> ParsedHistory | None:
     if not scan.raw_runs:
         return None
     runs, bad, repaired = _decode_runs(
-        scan.raw_runs, _SURROGATE_ESCAPE.search(text.encode()) is not None, None
+        scan.raw_runs,
+        _SURROGATE_ESCAPE.search(text.encode("utf-8", "surrogateescape")) is not None,
+        None,
     )
     if not runs:
         return None

@@ -5,7 +5,10 @@ committed file stops being JSON leave whole runs on lines of their own:
 
 - a merge that conflicted: git puts both branches' lines between its ``<<<<<<<``,
   ``=======`` and ``>>>>>>>`` lines (``|||||||`` too in the ``diff3`` style);
-- a file cut off partway (a full disk on another tool's write, a bad copy).
+- a file cut off partway (a full disk on another tool's write, a bad copy);
+- bytes that are not UTF-8 (a bad copy, an editor saving in another encoding): the
+  text is decoded with each such byte kept as a lone surrogate
+  (``surrogateescape``), and only the lines holding one are lost.
 
 :func:`scan_lines` finds, on each line, a run's JSON object, a header line
 (``"format"``, ``"baseline"``) or a conflict marker; what the runs mean is left to
@@ -27,6 +30,8 @@ from pytest_groove.files.merge_conflicts import is_conflict_marker
 #: the header lines of the layout the history is written in
 _FORMAT_LINE = re.compile(r'^"format"\s*:\s*(\d+)\s*,?$')
 _BASELINE_LINE = re.compile(r'^"baseline"\s*:\s*("(?:[^"\\]|\\.)*")\s*,?$')
+#: a byte that was not UTF-8, as ``surrogateescape`` decoding keeps it
+_UNDECODED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 @dataclass
@@ -51,6 +56,10 @@ def scan_lines(text: str) -> LineScan:
         if is_conflict_marker(line):
             scan.conflict_lines.append(number)
             continue
+        if _UNDECODED_BYTE.search(line) is not None:
+            if line.strip().removesuffix(",").rstrip().startswith("{"):
+                scan.broken.append(f"line {number}: not UTF-8 text")
+            continue  # a header line with such a byte is no header either
         stripped = line.strip()
         header = _FORMAT_LINE.match(stripped)
         if header:

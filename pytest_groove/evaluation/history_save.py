@@ -41,11 +41,14 @@ from pytest_groove.files.lock import LockTimeout, acquire_lock, holding
 LOCK_TIMEOUT_SECONDS = 120.0
 
 
-def _write_failed(what: str, path: Path, exc: OSError) -> GrooveError:
-    return GrooveError(
-        f"could not write the {what} {path}: {exc.strerror or exc} "
-        f"(check that the directory is writable, or pass {flag('no-history')})"
-    )
+#: how an evaluation gets past a history it cannot write: by not recording the run
+RECORDING = f"check that the directory is writable, or pass {flag('no-history')}"
+#: how `groove history freeze` / `delete` get past it: there is no other way
+EDITING = "check that the directory is writable: the history cannot be changed otherwise"
+
+
+def _write_failed(what: str, path: Path, exc: OSError, remedy: str = RECORDING) -> GrooveError:
+    return GrooveError(f"could not write the {what} {path}: {exc.strerror or exc} ({remedy})")
 
 
 def _write_temp(path: Path, data: bytes, *, what: str, mode: int) -> Path:
@@ -65,11 +68,12 @@ def _move_into_place(tmp: Path, path: Path, *, what: str) -> None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace the history ``path`` with ``data`` (keeping its permission bits)."""
+    """Replace the history ``path`` with ``data`` (keeping its permission bits); only
+    ``groove history`` edits do."""
     try:
         atomic.write_atomic(path, data)
     except OSError as exc:
-        raise _write_failed("eval history", path, exc) from None
+        raise _write_failed("eval history", path, exc, EDITING) from None
 
 
 def _temp_file_pattern(path: Path) -> str:
@@ -87,26 +91,25 @@ def remove_stale_temp_files(path: Path) -> int:
     return atomic.remove_stale_temp_files(path, _temp_file_pattern(path))
 
 
-def _write_backup(path: Path, data: bytes) -> Path:
+def _write_backup(path: Path, data: bytes, remedy: str = RECORDING) -> Path:
     """Keep ``data`` (the history's bytes as read) in a backup no one has used yet."""
     try:
         backup = atomic.write_backup(data, lambda: new_backup_path(path), atomic.file_mode(path))
     except OSError as exc:
-        raise _backup_failed(Path(exc.filename), exc) from None
+        raise _backup_failed(Path(exc.filename), exc, remedy) from None
     if backup is None:
         raise GrooveError(f"could not find a free name for a backup of the eval history {path}")
     return backup
 
 
-def _backup_failed(backup: Path, exc: OSError) -> GrooveError:
+def _backup_failed(backup: Path, exc: OSError, remedy: str = RECORDING) -> GrooveError:
     return GrooveError(
         f"could not write the eval history backup {backup}: {exc.strerror or exc}; the "
-        "history was left as it is (check that the directory is writable, or pass "
-        f"{flag('no-history')})"
+        f"history was left as it is ({remedy})"
     )
 
 
-def _acquire_lock(path: Path) -> filelock.BaseFileLock:
+def _acquire_lock(path: Path, remedy: str = RECORDING) -> filelock.BaseFileLock:
     """Take ``<file>.lock``; one clear :class:`GrooveError` when it cannot be had."""
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,15 +128,14 @@ def _acquire_lock(path: Path) -> filelock.BaseFileLock:
         ) from None
     except OSError as exc:
         raise GrooveError(
-            f"could not lock the eval history {lock_path}: {exc.strerror or exc}; make the "
-            f"folder writable or pass {flag('no-history')} to evaluate without recording the run"
+            f"could not lock the eval history {lock_path}: {exc.strerror or exc} ({remedy})"
         ) from None
 
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Hold ``<file>.lock`` for the body."""
-    with holding(_acquire_lock(path)):
+    """Hold ``<file>.lock`` for the body of a ``groove history`` edit."""
+    with holding(_acquire_lock(path, EDITING)):
         yield
 
 
@@ -167,7 +169,7 @@ def _replace(path: Path, current: _Current, encoded: bytes) -> None:
     remove_stale_temp_files(path)
     if current.data is not None and current.damaged:
         # before the rewrite: if the copy fails, the original stays in place
-        _write_backup(path, current.data)
+        _write_backup(path, current.data, EDITING)
     _write_atomic(path, encoded)
 
 

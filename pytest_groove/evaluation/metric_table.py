@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
@@ -326,6 +326,18 @@ def parse_metric(name: str) -> Metric | None:
             found = next((group for group in match.groups() if group is not None), None)
             return Metric(kind, None if found is None else int(found))
     return None
+
+
+def unasked_optional(keys: Iterable[str], metrics: Collection[str]) -> list[str]:
+    """The ``keys`` (threshold or floor spellings) naming an optional metric that
+    ``metrics`` (the run's ``--metrics`` keys) does not ask for: they could never apply."""
+    return [
+        key
+        for key in keys
+        if (metric := parse_metric(key)) is not None
+        and metric.kind.optional
+        and metric.kind.key not in metrics
+    ]
 
 
 def _example() -> str:

@@ -32,6 +32,7 @@ from pytest_groove.config import (
     normalise_k_values,
     with_overrides,
 )
+from pytest_groove.engine_names import check_flag_names
 from pytest_groove.errors import UsageError, flag
 from pytest_groove.evaluation.compare import ThresholdError, Thresholds, parse_thresholds
 from pytest_groove.evaluation.gate_policy import GatePlan, resolve_gate
@@ -39,13 +40,18 @@ from pytest_groove.evaluation.golden import load_golden, resolve_golden_path
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP
 from pytest_groove.evaluation.history import find_run, history_path, load_history
 from pytest_groove.evaluation.history_trust import untrusted_warnings
-from pytest_groove.evaluation.metric_table import parse_metric
+from pytest_groove.evaluation.metric_table import unasked_optional
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.run import RunRecord
-from pytest_groove.options import RunOptions
+from pytest_groove.options import RunOptions, contradiction
 
 #: the note printed (after a ``prog: `` prefix) when the limit is lowered to the cap
 LIMIT_CAP_NOTE = "note: limit {requested} exceeds the retrieval cap; using {cap}"
+#: the same note when no limit was given and the largest k is what went over the cap
+K_CAP_NOTE = (
+    "note: k {requested} exceeds the retrieval cap; using {cap} (for that k and for the "
+    "limit, which defaults to the largest k)"
+)
 MMR_IGNORED_NOTE = "MMR override values were provided but effective MMR is off; values ignored"
 
 
@@ -139,8 +145,9 @@ def read_stored_runs(plan: EvalPlan) -> StoredRuns:
 
 def check_option_combinations(options: RunOptions) -> None:
     """Options that contradict each other, or need an extra that is missing."""
-    if options.no_history and options.freeze_baseline:
-        raise UsageError(f"{flag('freeze-baseline')} needs the history: drop {flag('no-history')}")
+    refusal = contradiction(options, flag)
+    if refusal is not None:
+        raise UsageError(refusal)
     if options.html is not None:
         # before any index work or search: a missing extra should not cost a run
         from pytest_groove.evaluation.report_html import check_html_available
@@ -155,6 +162,7 @@ def plan_evaluation(
     prog: str = "groove eval",
     read_history: bool = False,
     golden: GoldenSet | None = None,
+    check_model: bool = True,
 ) -> EvalPlan:
     """Check everything that needs neither an index nor a search, once.
 
@@ -162,9 +170,11 @@ def plan_evaluation(
     run before any index work); the plugin reads it when the evaluation begins, so a
     session that selects no golden query never touches it.  Raises
     :class:`~pytest_groove.errors.GrooveError` (a bad config or golden file) or
-    :class:`UsageError` (contradicting or bad option values).
+    :class:`UsageError` (contradicting or bad option values).  ``check_model`` False
+    leaves the ``--model`` name alone (a pytest hook supplies the embedder).
     """
     check_option_combinations(options)
+    check_flag_names(options, model=check_model)
     settings = settings_for(kb, options)
     options = with_retriever_settings(options, settings)
     raw_k = options.k if options.k is not None else settings.eval.k_values
@@ -175,7 +185,9 @@ def plan_evaluation(
     requested_limit = options.limit if options.limit is not None else max(raw_k)
     limit = min(requested_limit, SEARCH_LIMIT_MAX)
     if limit < requested_limit:
-        notes.append(LIMIT_CAP_NOTE.format(requested=requested_limit, cap=SEARCH_LIMIT_MAX))
+        # named for where the number came from: a --limit, or the largest k
+        note = LIMIT_CAP_NOTE if options.limit is not None else K_CAP_NOTE
+        notes.append(note.format(requested=requested_limit, cap=SEARCH_LIMIT_MAX))
     if (options.mmr_lambda is not None or options.mmr_same_doc_penalty is not None) and not (
         settings.search.mmr.enabled
     ):
@@ -201,7 +213,7 @@ def plan_evaluation(
         metrics=metrics,
         prog=prog,
         notes=tuple(notes),
-        gate=resolve_gate(options, settings, k_values),
+        gate=resolve_gate(options, settings, k_values, metrics),
     )
     if read_history:
         plan = replace(plan, stored=read_stored_runs(plan))
@@ -264,13 +276,7 @@ def resolve_thresholds(
             f"(k values: {measured})"
         )
     # an optional metric the run is not asked to measure could never apply either
-    unasked = [
-        key
-        for key, _ in thresholds.per_metric
-        if (metric := parse_metric(key)) is not None
-        and metric.kind.optional
-        and metric.kind.key not in metrics
-    ]
+    unasked = unasked_optional((key for key, _ in thresholds.per_metric), metrics)
     if unasked:
         raise UsageError(
             f"{flag('threshold')} names {', '.join(unasked)}, which this run does not measure; "

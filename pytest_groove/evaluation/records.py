@@ -5,6 +5,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 
@@ -47,3 +48,10 @@ class GoldenSet:
     #: SHA-256 hex of the exact file bytes
     hash: str
     queries: tuple[GoldenQuery, ...] = field(default_factory=tuple)
+
+
+def question_key(text: str) -> str:
+    """What two golden queries must share to ask the same question: the text in
+    Unicode NFKC, case folded, runs of whitespace as one space.  Copies are one
+    observation to a statistic over queries (the sign-flip test, tune's folds)."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())

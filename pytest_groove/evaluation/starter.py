@@ -172,12 +172,20 @@ def golden_starter(documents: Sequence[DocumentOutline], total: int) -> str:
 
 
 def toml_starter(defaults: Settings) -> str:
-    """``groove.toml`` with every key at its default, commented out."""
+    """``groove.toml`` with every key at its default, commented out.
+
+    Every key the config reader accepts is here (a test compares the two), each with
+    its default; a key whose default is "not set" (an optional gate, a retriever's
+    name) shows an example, and its comment starts with ``example``.
+    """
     idx, search, ev = defaults.index, defaults.search, defaults.eval
     fusion, mmr, parent = search.fusion, search.mmr, search.parent_retriever
 
     def toml_list(values: Sequence[object]) -> str:
         return "[" + ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in values) + "]"
+
+    def boolean(value: bool) -> str:
+        return str(value).lower()
 
     body = [
         "# groove.toml: settings of this knowledge base (docs/configuration.md).",
@@ -187,16 +195,23 @@ def toml_starter(defaults: Settings) -> str:
         f'# reranker = "{search.reranker or "none"}"',
         f"# exclude_dirs = {toml_list(idx.exclude_dirs)}",
         f"# exclude_headings = {toml_list(idx.exclude_headings)}",
-        "# (index_dir: where the index lives; default <kb>/.groove/<model>/, e.g. a CI cache)",
+        '# index_dir = ".cache/groove"  # example; default <kb>/.groove/<model>/',
+        f'# vector_index = "{idx.vector_index}"       # or "hnsw" (approximate)',
         "",
         "# [parsers]",
         f"# enabled = {toml_list(idx.parsers)}",
         "",
         "# [contextual]",
-        f"# enabled = {str(idx.contextual).lower()}",
+        f"# enabled = {boolean(idx.contextual)}",
+        f"# full_text = {boolean(idx.contextual_full_text)}",
         "",
         "# [search]",
         f"# min_confidence_ratio = {search.min_confidence_ratio}",
+        f"# fts_query_version = {search.fts_query_version}",
+        f"# vector_centring = {boolean(search.vector_centring)}",
+        f"# fts_script_gate = {boolean(search.fts_script_gate)}",
+        f"# document_first = {boolean(search.document_first)}",
+        f"# note_order = {boolean(search.note_order)}",
         "",
         "# [search.fusion]",
         f"# rrf_k = {fusion.rrf_k}",
@@ -205,12 +220,12 @@ def toml_starter(defaults: Settings) -> str:
         f"# bm25_content_weight = {fusion.bm25_content_weight}",
         "",
         "# [search.mmr]",
-        f"# enabled = {str(mmr.enabled).lower()}",
+        f"# enabled = {boolean(mmr.enabled)}",
         f"# lambda = {mmr.lambda_}",
         f"# same_doc_penalty = {mmr.same_doc_penalty}",
         "",
         "# [search.parent_retriever]",
-        f"# enabled = {str(parent.enabled).lower()}",
+        f"# enabled = {boolean(parent.enabled)}",
         f"# whole_doc_threshold_tokens = {parent.whole_doc_threshold_tokens}",
         f"# max_expanded_tokens = {parent.max_expanded_tokens}",
         "",
@@ -219,5 +234,15 @@ def toml_starter(defaults: Settings) -> str:
         f"# history_size = {ev.history_size}",
         f"# k_values = {toml_list(ev.k_values)}",
         f"# regression_threshold = {ev.regression_threshold}",
+        "# significance = 0.05  # example; default off: a drop counts only with p < this",
+        '# fail_under = "mrr=0.8"  # example; default: no floors',
+        f"# metrics = {toml_list(ev.metrics)}  # also: precision, hit_rate, map, r_precision",
+        "",
+        "# [retriever]  # a team's own retriever (docs/retrievers.md); default: none",
+        '# name = "team-search-v2"  # example',
+        "# timeout = 30.0  # example",
+        '# token_env = "SEARCH_TOKEN"  # example',
+        '# path_key = "source"  # example',
+        '# heading_key = "heading"  # example',
     ]
     return "\n".join(body) + "\n"

@@ -27,7 +27,7 @@ from typing import Any, Protocol, TextIO, cast
 
 import pytest
 
-from pytest_groove.console import describe_fd, fd_is_open, guarded_text_stream, output_failure
+from pytest_groove.console import fd_is_open, guarded_text_stream, output_failure
 from pytest_groove.errors import OutputFailed
 
 
@@ -102,9 +102,9 @@ def guard_stdout(*, closed: bool = False) -> StdoutGuard:
         # already replaced (pytester, an IDE runner): watch that stream as it is
         guard = StdoutGuard(_RaisingStream(original), original)
     else:
-        name = describe_fd(1, "standard output")
+        # the guarded descriptor says what it is (a pipe, /dev/full) when a write fails
         encoding = getattr(original, "encoding", None) or "utf-8"
-        guarded = guarded_text_stream(1, name, encoding, like=original)
+        guarded = guarded_text_stream(1, "standard output", encoding, like=original)
         guard = StdoutGuard(_KeepTty(guarded, original), original)
     sys.stdout = cast(TextIO, guard)
     return guard
