@@ -1,5 +1,7 @@
-"""The README's opening sample and examples/README.md's "try a regression" are true as
-written: the shipped example KB, the default model, caching.md moved away and back."""
+"""The README's opening sample, examples/README.md's "try a regression" and the figures
+of docs/pytest-plugin.md's first example are true as written: the shipped example KB,
+the default model (the default run's one real-model session), caching.md moved away
+and back."""
 
 from __future__ import annotations
 
@@ -30,6 +32,16 @@ def readme_sample() -> list[str]:
     return [line for line in lines if line.strip() not in ("...", "")]
 
 
+def documented_aggregate() -> list[str]:
+    """The aggregate block of the first console example of docs/pytest-plugin.md."""
+    page = (ROOT / "docs" / "pytest-plugin.md").read_text(encoding="utf-8")
+    example = page.split("```console", 1)[1].split("```", 1)[0].splitlines()
+    start = example.index("Aggregate") + 1
+    block = example[start : example.index("", start)]
+    assert len(block) == 5, block
+    return block
+
+
 def test_the_readme_sample_and_the_examples_regression_are_true(
     pytester: pytest.Pytester,
 ) -> None:
@@ -37,7 +49,13 @@ def test_the_readme_sample_and_the_examples_regression_are_true(
     assert "move `examples/kb/api/caching.md` away" in examples
     kb = pytester.path / "kb"
     shutil.copytree(ROOT / "examples" / "kb", kb, ignore=LOCAL_STATE)
-    assert pytester.runpytest("--groove-kb", "kb/").ret == pytest.ExitCode.OK
+    first = pytester.runpytest("--groove-kb", "kb/")
+    assert first.ret == pytest.ExitCode.OK, first.stdout.str()
+    # the default model on the shipped example: every query passes, with the figures
+    # docs/pytest-plugin.md shows
+    first.assert_outcomes(passed=14)
+    first.stdout.fnmatch_lines(["  model: e5-small *queries: 14", "  corpus: 11 docs / * chunks"])
+    first.stdout.fnmatch_lines(["Aggregate", *documented_aggregate()], consecutive=True)
     moved_away = pytester.path / "caching.md"
     (kb / "api" / "caching.md").rename(moved_away)
 

@@ -141,8 +141,16 @@ def _pinned_entries_found(report: dict[str, Any]) -> list[str]:
     return found
 
 
+def _as_written(command: str) -> Any:
+    # LlamaIndex's and Qdrant's imports cost seconds: their doc commands run in the slow
+    # run, the libraries themselves in the default one (tests/test_retriever_libraries.py)
+    heavy = any(f"{module}:" in command for module in ("llamaindex_search", "qdrant_search"))
+    return pytest.param(command, marks=pytest.mark.slow) if heavy else command
+
+
 @pytest.mark.parametrize(
-    "command", [c for c in commands() if "http://" not in c and c != "pytest --groove-kb kb"]
+    "command",
+    [_as_written(c) for c in commands() if "http://" not in c and c != "pytest --groove-kb kb"],
 )
 def test_each_command_runs_as_written(project: Path, command: str, tmp_path: Path) -> None:
     _needs(command)

@@ -725,6 +725,7 @@ def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # the default run renders the phone layout in a real browser
 @needs_matplotlib
 @pytest.mark.skipif(chromium() is None, reason="no headless Chromium installed (Debian: chromium)")
 def test_the_report_fits_a_1280_pixel_window_in_chromium(tmp_path: Path) -> None:
