@@ -79,6 +79,19 @@ def test_every_metric_gets_a_p_value_in_the_shape_of_the_diff() -> None:
     assert p.to_json() == {"recall_at_k": {"5": 0.125}, "mrr": 0.125, "ndcg_at_k": {"5": 0.125}}
 
 
+def test_the_detectable_drop_counts_each_question_once() -> None:
+    rng = random.Random(5)
+    per_query = [metrics(rng.choice((0.0, 0.5, 1.0)), rng.choice((0.0, 1.0))) for _ in range(30)]
+    once = detectable_drop_line(per_query, (5,))
+    thrice = detectable_drop_line(
+        [q for q in per_query for _ in range(3)],
+        (5,),
+        [f"question {at}" for at in range(30) for _ in range(3)],
+    )
+    # 90 copies of 30 questions can tell what 30 can, not what 90 independent ones could
+    assert thrice == once.replace("with 30 queries", "with 90 queries (30 distinct)")
+
+
 def test_copies_of_a_question_are_one_observation() -> None:
     """Four queries asked three times each: the test sees four differences, not twelve
     (counted apart, 12 same-sign flips reach p = 0.0005 from a p = 0.125 set)."""

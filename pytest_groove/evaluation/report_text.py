@@ -15,6 +15,7 @@ from pytest_groove.evaluation.compare import Comparison, format_delta
 from pytest_groove.evaluation.explain_text import failure_lines, moved_lines
 from pytest_groove.evaluation.history import BaselineChoice
 from pytest_groove.evaluation.metric_table import summary_metrics
+from pytest_groove.evaluation.records import question_key
 from pytest_groove.evaluation.run import RunRecord, display_timestamp
 from pytest_groove.evaluation.significance import detectable_drop_line, with_p_value
 from pytest_groove.evaluation.verdict import RunVerdicts, comparison_verdicts
@@ -136,7 +137,9 @@ def render_text(
         lines[-1] = with_p_value(lines[-1], comparison.p_values, metric)
     if comparison.p_values is not None:
         # what the p-values above can and cannot show, at this set's size
-        lines.append(f"  {detectable_drop_line([q.metrics for q in run.per_query], fp.k_values)}")
+        per_query = [q.metrics for q in run.per_query]
+        units = [question_key(q.query) for q in run.per_query]
+        lines.append(f"  {detectable_drop_line(per_query, fp.k_values, units)}")
 
     # one verdict per query (evaluation/verdict.py), the same the items and the
     # JSON and HTML reports show

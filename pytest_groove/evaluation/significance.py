@@ -214,13 +214,29 @@ def _recall_metric(k_values: Sequence[int]) -> Metric:
     return Metric(RECALL, 5 if 5 in k_values or not k_values else max(k_values))
 
 
-def detectable_drop_line(per_query: Sequence[QueryMetrics], k_values: Sequence[int]) -> str:
+def detectable_drop_line(
+    per_query: Sequence[QueryMetrics], k_values: Sequence[int], units: Sequence[str] | None = None
+) -> str:
     """``with 30 queries, drops under 0.062 in MRR and 0.081 in <recall at 5> cannot be
-    told from chance (p < 0.05)``."""
-    n = len(per_query)
+    told from chance (p < 0.05)``.
+
+    ``units`` names each query's question (as for :func:`paired_p_values`): copies of
+    one question are one observation here too, their values averaged.
+    """
+    keys = list(units) if units is not None else [str(at) for at in range(len(per_query))]
     metrics = [Metric(RR), _recall_metric(k_values)]
-    drops = [detectable_drop([m.of_query(q) for q in per_query]) for m in metrics]
+
+    def unit_values(metric: Metric) -> list[float]:
+        grouped: dict[str, list[float]] = {}
+        for key, query in zip(keys, per_query, strict=True):
+            grouped.setdefault(key, []).append(metric.of_query(query))
+        return [math.fsum(values) / len(values) for values in grouped.values()]
+
+    drops = [detectable_drop(unit_values(m)) for m in metrics]
+    n, distinct = len(per_query), len(set(keys))
     queries = f"{n} quer{'y' if n == 1 else 'ies'}"
+    if distinct < n:
+        queries = f"{queries} ({distinct} distinct)"
     if any(drop is None for drop in drops):
         return f"with {queries}, no drop in any metric can be told from chance (p < 0.05)"
     parts = " and ".join(
