@@ -785,10 +785,19 @@ def test_the_report_fits_a_390_pixel_phone_in_chromium(tmp_path: Path) -> None:
     assert shot.is_file(), done.stderr
     measured = tmp_path / "measured.html"
     measured.write_text(phone_frame(report + _PHONE_MEASURE, 390), encoding="utf-8")
-    dom = browse(measured, "--window-size=500,2400", "--dump-dom").stdout
-    found = re.search(r'<body[^>]*data-measure="(\d+)x(\d+)x(\d+)"', dom)
-    assert found is not None, dom[-500:]
-    viewport, width, tallest_card = (int(found.group(i)) for i in (1, 2, 3))
-    assert viewport == 390  # the frame really is a phone's width
-    assert width <= viewport  # nothing scrolls sideways
-    assert tallest_card <= 400  # a query is a card of a few lines, not 700 pixels of air
+    tallest_card = None
+    # on a loaded machine the frame can be measured before its layout settles (a card
+    # then reads 900 pixels tall once in a while): a settled layout is never taller, so
+    # the smallest of up to three readings is the layout's own
+    for _attempt in range(3):
+        dom = browse(measured, "--window-size=500,2400", "--dump-dom").stdout
+        found = re.search(r'<body[^>]*data-measure="(\d+)x(\d+)x(\d+)"', dom)
+        assert found is not None, dom[-500:]
+        viewport, width, tallest = (int(found.group(i)) for i in (1, 2, 3))
+        assert viewport == 390  # the frame really is a phone's width
+        assert width <= viewport  # nothing scrolls sideways
+        tallest_card = tallest if tallest_card is None else min(tallest_card, tallest)
+        if tallest_card <= 400:
+            break
+    # a query is a card of a few lines, not 700 pixels of air
+    assert tallest_card is not None and tallest_card <= 400, tallest_card
