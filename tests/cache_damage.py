@@ -110,3 +110,14 @@ def assert_one_warning_naming(run: CliRun, path: Path) -> None:
 def copy_kb(source: Path, target: Path) -> Path:
     shutil.copytree(source, target, ignore=LOCAL_STATE)
     return target
+
+
+def evaluated_example(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The example KB copied into ``tmp_path``, evaluated once (every derived file
+    written), and what it measured: the undamaged figures a damaged index must match."""
+    from conftest import EXAMPLE_KB
+
+    kb = copy_kb(EXAMPLE_KB, tmp_path / "kb")
+    run, report = eval_json(kb, "--no-history")
+    assert run.returncode == 0, run.stderr
+    return kb, measured(report)

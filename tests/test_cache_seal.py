@@ -16,11 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cache_damage import copy_kb, derived_files, eval_json, index_dir, measured, warnings_of
+from cache_damage import (
+    derived_files,
+    eval_json,
+    evaluated_example,
+    index_dir,
+    measured,
+    warnings_of,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLE_KB
 from pytest_groove.kb import cache_pieces, cache_seal
 from pytest_groove.kb.cache_seal import (
     SEAL_SUFFIX,
@@ -37,10 +43,7 @@ from pytest_groove.kb.cache_seal import (
 @pytest.fixture
 def example(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     """The example KB, evaluated once (every derived file written) and what it measured."""
-    kb = copy_kb(EXAMPLE_KB, tmp_path / "kb")
-    run, report = eval_json(kb, "--no-history")
-    assert run.returncode == 0, run.stderr
-    return kb, measured(report)
+    return evaluated_example(tmp_path)
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from cache_damage import (
     damage,
     derived_files,
     eval_json,
+    evaluated_example,
     index_dir,
     measured,
     warnings_of,
@@ -45,10 +46,7 @@ pytest_plugins = ["pytester"]
 @pytest.fixture
 def example(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     """The example KB, evaluated once (every derived file written) and what it measured."""
-    kb = copy_kb(EXAMPLE_KB, tmp_path / "kb")
-    run, report = eval_json(kb, "--no-history")
-    assert run.returncode == 0, run.stderr
-    return kb, measured(report)
+    return evaluated_example(tmp_path)
 
 
 # ----------------------------------------------------------- the reviewer's reproductions
