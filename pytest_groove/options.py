@@ -44,6 +44,7 @@ Kind = Literal[
     "alpha",
     "floors",
     "metrics",
+    "retriever",
 ]
 
 
@@ -232,7 +233,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "retriever",
-        "text",
+        "retriever",
         "measure your own retriever instead of the built-in search: module:attr (a callable "
         "(query, limit), a LangChain or a LlamaIndex retriever) or an http:// search URL",
         "SPEC",
@@ -556,6 +557,16 @@ def _parse_seconds(name: str, text: str) -> float:
     return value
 
 
+def _parse_retriever(name: str, text: str) -> str:
+    from pytest_groove.search.retriever_spec import spec_problem
+
+    value = _parse_text(name, text)
+    problem = spec_problem(value)
+    if problem is not None:
+        raise ValueError(f"{name} {clip_repr(value)}: {problem}")
+    return value
+
+
 def _parse_flag(name: str, text: str) -> bool:
     raise ValueError(f"{name} takes no value")  # flags are store_true; never parsed
 
@@ -574,4 +585,5 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
     "alpha": _parse_alpha,
     "floors": _parse_floors,
     "metrics": _parse_metrics,
+    "retriever": _parse_retriever,
 }

@@ -73,6 +73,12 @@ def _one_usage_line(done: CliRun, command: str = "eval") -> str:
         (["--threshold", "recall@7=0.1"], "--threshold names recall@7, which this run"),
         (["--fail-under", "recall@7=0.5"], "--fail-under names recall@7, which this run"),
         (["--freeze-baseline", "--no-history"], "--freeze-baseline needs the history"),
+        # the form of a retriever spec is the flag's value; whether it imports is not
+        (["--retriever", "my_search"], "--retriever 'my_search': expected module:attribute"),
+        (["--retriever", "a:b:c"], "--retriever 'a:b:c': expected module:attribute"),
+        (["--retriever", "http:localhost:8000"], "a URL needs the // after http:"),
+        (["--retriever", "https://"], "not an http:// or https:// URL with a host"),
+        (["--retriever", "http://h:port/s"], "URL with a host and a numeric port"),
     ],
 )
 def test_every_bad_flag_value_is_one_usage_line_and_exit_2(

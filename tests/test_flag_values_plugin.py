@@ -63,6 +63,7 @@ def test_bad_values_the_plan_finds_are_one_line(
         ("--groove-k=\u0663", "--groove-k: '\u0663' is not a whole number"),
         ("--groove-metrics=map,,precision", "--groove-metrics: 'map,,precision' has an empty"),
         ("--groove-fail-under=mrr=\u0660.\u0665", "mrr: '\u0660.\u0665' is not a number"),
+        ("--groove-retriever=my_search", "'my_search': expected module:attribute"),
     ],
 )
 def test_empty_items_and_other_digits_are_refused(project: Project, arg: str, says: str) -> None:
@@ -87,6 +88,16 @@ def test_a_bad_ini_boolean_names_the_key_and_the_file(project: Project) -> None:
     assert _one_error_line(project.run()) == (
         f"ERROR: invalid groove_no_history in {ini}: groove_no_history takes true or false "
         "(got 'maybe')"
+    )
+
+
+def test_a_misspelt_ini_retriever_is_refused_naming_the_key(project: Project) -> None:
+    project.pytester.makeini("[pytest]\ngroove_retriever = http:localhost:8000/search\n")
+    ini = project.pytester.path / "tox.ini"
+    assert _one_error_line(project.run()) == (
+        f"ERROR: invalid groove_retriever in {ini}: groove_retriever "
+        "'http:localhost:8000/search': expected module:attribute (for example "
+        "my_search:retriever) or an http:// URL; a URL needs the // after http:"
     )
 
 

@@ -63,6 +63,7 @@ from pytest_groove.search.retriever_http import (
     public_url,
     resolve_timeout,
 )
+from pytest_groove.search.retriever_spec import FORM, MODULE_ATTRIBUTE, is_url, spec_problem
 
 #: the model name recorded in the fingerprint of a run measured with a retriever
 CUSTOM_MODEL = "custom"
@@ -292,16 +293,11 @@ def from_object(
     )
 
 
-_SPEC = re.compile(r"([A-Za-z_][\w.]*):([A-Za-z_][\w.]*)")
-
-
 def _import_attribute(spec: str) -> Any:
-    match = _SPEC.fullmatch(spec)
-    if match is None:
-        raise GrooveError(
-            f"retriever {echo(spec)}: expected module:attribute (for example "
-            "my_search:retriever) or an http:// URL"
-        )
+    problem = spec_problem(spec)
+    match = MODULE_ATTRIBUTE.fullmatch(spec)
+    if problem is not None or match is None:
+        raise GrooveError(f"retriever {echo(spec)}: {problem or FORM}")
     module_name, attribute = match.groups()
     try:
         cwd = os.getcwd()
@@ -352,7 +348,7 @@ def load_retriever(
     Python retriever is refused, since it would not be sent anywhere.
     """
     text = spec.strip()
-    if text.startswith(("http://", "https://")):
+    if is_url(text):
         label = name or public_url(text)
         fetch = http_fetch(text, label, timeout=resolve_timeout(timeout), token_env=token_env)
         return ExternalRetriever(

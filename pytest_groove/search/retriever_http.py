@@ -35,6 +35,7 @@ from typing import Any
 
 from pytest_groove.errors import GrooveError, StopsTheRun, flag
 from pytest_groove.search.retriever_hits import echo
+from pytest_groove.search.retriever_spec import url_problem
 
 #: seconds an HTTP retriever may take to answer one query, unless configured
 HTTP_TIMEOUT_SECONDS = 30.0
@@ -117,9 +118,9 @@ def public_url(url: str) -> str:
 
 
 def check_url(url: str) -> None:
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise GrooveError(f"retriever {echo(url)}: not an http:// or https:// URL with a host")
+    problem = url_problem(url)
+    if problem is not None:
+        raise GrooveError(f"retriever {echo(url)}: {problem}")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
