@@ -178,7 +178,13 @@ def nan_mrr(raw: dict[str, Any]) -> None:
     raw["aggregate"]["mrr"] = None  # NaN is stored as null
 
 
-@pytest.mark.parametrize("change", [zero_mrr, nan_mrr])
+def zero_mrr_and_drop_the_digest(raw: dict[str, Any]) -> None:
+    # deleting the key must not be a cheaper edit than fixing the digest up
+    raw["aggregate"]["mrr"] = 0.0
+    del raw["digest"]
+
+
+@pytest.mark.parametrize("change", [zero_mrr, nan_mrr, zero_mrr_and_drop_the_digest])
 def test_an_edited_baseline_is_named_and_never_used(kb: Path, change: Any) -> None:
     first = finish(kb, ALL)
     second = finish(kb, ALL)
@@ -188,11 +194,11 @@ def test_an_edited_baseline_is_named_and_never_used(kb: Path, change: Any) -> No
     outcome = finish(kb, set(), fail_on_regression=True)
     assert outcome.comparison.baseline is not None
     assert outcome.comparison.baseline.timestamp == first.run.timestamp
-    assert any(label(second) in w and "does not match its digest" in w for w in outcome.warnings)
+    assert any(label(second) in w and "does not match its content" in w for w in outcome.warnings)
     assert outcome.exit_code == 1  # compared with the honest run, the drop is caught
     # the mark survives the rewrite that saved this run: no laundering by re-saving
     assert [r.edited for r in load_history(kb / HISTORY_FILE_NAME)] == [False, True, False]
-    with pytest.raises(GrooveError, match="cannot be used: its content does not match"):
+    with pytest.raises(GrooveError, match="cannot be used: its digest is missing or does not"):
         finish(kb, ALL, baseline=label(second))
 
 
@@ -219,7 +225,7 @@ def test_history_verify_catches_an_edited_run(kb: Path, capsys: pytest.CaptureFi
     edit_newest_run(kb, zero_mrr)
     assert main(["history", "verify", "--kb-path", str(kb)]) == 1
     out = capsys.readouterr().out
-    assert f"{label(second)}: its content does not match its digest" in out
+    assert f"{label(second)}: its digest is missing or does not match its content" in out
     assert "1 of 2 run(s) in " in out
 
 
@@ -231,7 +237,7 @@ def test_an_edited_run_cannot_be_frozen(kb: Path, capsys: pytest.CaptureFixture[
     assert main(["history", "freeze", label(second), "--kb-path", str(kb)]) == 1
     err = capsys.readouterr().err
     assert f"the run {label(second)} in " in err
-    assert "cannot be the frozen baseline: its content does not match its digest" in err
+    assert "cannot be the frozen baseline: its digest is missing or does not match its content" in err
     assert (kb / HISTORY_FILE_NAME).read_bytes() == before
 
 

@@ -8,7 +8,9 @@ regression), or a forged run with a future timestamp (always the newest).  So:
   key, canonical form).  A run whose digest does not match was edited after it was
   written: it is named in a warning and never used as the baseline, and it stays
   marked (its digest is written as :data:`EDITED` from then on) so a later save does
-  not launder it.  Runs written before digests existed have none and are trusted.
+  not launder it.  A run in this version's compact layout always has one, so one
+  without is untrusted too (deleting the key is the cheapest edit of all); only a
+  format-1 run, written before digests existed, is trusted without one.
 - a run dated after now (beyond :data:`CLOCK_SLACK`) is named and never chosen.
 
 The digest is no signature: anyone can recompute it.  It catches the quiet edit, not a
@@ -51,10 +53,13 @@ def stamp(obj: dict[str, Any], edited: bool) -> dict[str, Any]:
     return obj
 
 
-def was_edited(obj: Mapping[str, Any]) -> bool:
-    """The stored object carries a digest that does not match its content."""
+def was_edited(obj: Mapping[str, Any], *, digest_required: bool = True) -> bool:
+    """The stored object's digest does not match its content, or is missing where
+    every run is written with one (``digest_required``: the compact layout)."""
     stored = obj.get(DIGEST_KEY)
-    return stored is not None and stored != content_digest(obj)
+    if stored is None:
+        return digest_required
+    return stored != content_digest(obj)
 
 
 def in_future(run: RunRecord, now: datetime | None = None) -> bool:
@@ -64,7 +69,10 @@ def in_future(run: RunRecord, now: datetime | None = None) -> bool:
 def untrusted(run: RunRecord, now: datetime | None = None) -> str | None:
     """Why ``run`` cannot be a baseline (None: it can)."""
     if run.edited:
-        return "its content does not match its digest (edited after it was recorded)"
+        return (
+            "its digest is missing or does not match its content (edited after it was "
+            "recorded)"
+        )
     if in_future(run, now):
         return "it is dated in the future"
     return None
