@@ -200,3 +200,58 @@ def test_a_note_renamed_with_a_golden_edit_names_its_new_path(kb: Path) -> None:
     run = groove_eval(kb)
     assert run.returncode == 1
     assert "it was renamed to `cache.md` (the same bytes) since the run of " in run.stderr
+
+
+def test_the_gate_line_calls_a_renamed_answer_renamed(kb: Path) -> None:
+    assert groove_eval(kb).returncode == 0
+    (kb / "caching.md").rename(kb / "cache.md")
+    run = groove_eval(kb, "--fail-on-regression")
+    assert run.returncode == 1
+    assert "answer of cache renamed? (caching.md → cache.md)" in run.stderr
+    assert "answer of cache removed" not in run.stderr
+
+
+HEADED = GOLDEN.replace(
+    '      - path: "caching.md"\n  - id: schedule',
+    '      - path: "caching.md"\n        heading: "Cache invalidation"\n  - id: schedule',
+)
+
+
+def test_a_heading_an_edit_renamed_is_a_lost_answer_not_a_golden_error(kb: Path) -> None:
+    (kb / ".groove-eval.yml").write_text(HEADED, encoding="utf-8")
+    assert groove_eval(kb).returncode == 0
+    caching = kb / "caching.md"
+    caching.write_text(
+        caching.read_text(encoding="utf-8").replace("## Cache invalidation", "## Cache purge"),
+        encoding="utf-8",
+    )
+    run = groove_eval(kb, "--fail-on-regression")
+    assert "golden file" not in run.stderr, run.stderr
+    assert "`caching.md` (expected) changed since the baseline run" in line_of(run.stdout, "cache")
+    # the baseline (checked against this golden file) had the heading; the edit lost it,
+    # so the query is a miss the gate sees, not a typo in the golden file
+    assert line_of(run.stdout, "cache").startswith("  ✗ cache")
+    # with no run that had it, the heading is the golden file's mistake again
+    alone = groove_eval(kb, "--no-history")
+    assert alone.returncode == 1
+    assert "expected heading `Cache invalidation` is not a heading of `caching.md`" in (
+        alone.stderr
+    )
+
+
+def test_a_note_deleted_since_an_edited_run_is_not_called_a_typo(kb: Path) -> None:
+    assert groove_eval(kb).returncode == 0
+    history = kb / ".groove-eval-history.json"
+    history.write_text(
+        re.sub(r'"mrr":[0-9.]+', '"mrr":0.3', history.read_text(encoding="utf-8"), count=1),
+        encoding="utf-8",
+    )
+    (kb / "caching.md").unlink()
+    run = groove_eval(kb, "--fail-on-regression")
+    assert run.returncode == 1
+    assert "did you mean" not in run.stderr
+    assert re.search(
+        r"expected path `caching\.md` is not in the index: the note was deleted since the "
+        r"run of \S+Z in the history \(a run that cannot be the baseline\), which indexed it",
+        run.stderr,
+    ), run.stderr

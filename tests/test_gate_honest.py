@@ -237,7 +237,7 @@ def test_an_edited_run_cannot_be_frozen(kb: Path, capsys: pytest.CaptureFixture[
     assert main(["history", "freeze", label(second), "--kb-path", str(kb)]) == 1
     err = capsys.readouterr().err
     assert f"the run {label(second)} in " in err
-    assert "cannot be the frozen baseline: its digest is missing or does not match its content" in err
+    assert "cannot be the frozen baseline: its digest is missing or does not match" in err
     assert (kb / HISTORY_FILE_NAME).read_bytes() == before
 
 
@@ -305,3 +305,41 @@ def test_the_html_report_shows_the_p_value_beside_the_delta(kb: Path, tmp_path: 
     page = tmp_path / "report.html"
     finish(kb, ALL - {0, 1}, html=page)
     assert "↓ 0.100, p=0.500</td>" in page.read_text(encoding="utf-8")
+
+
+def unfreeze_by_hand(kb: Path) -> None:
+    """Delete the history's one-line frozen-baseline marker, as a hand edit would."""
+    path = kb / HISTORY_FILE_NAME
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(x for x in lines if not x.startswith('  "baseline": ')), "utf-8")
+
+
+def test_a_frozen_baseline_unfrozen_by_hand_is_named_once(kb: Path) -> None:
+    frozen = finish(kb, ALL, freeze_baseline=True)
+    assert finish(kb, set(range(10))).exit_code == 0  # compared with the frozen run
+    unfreeze_by_hand(kb)
+    third = finish(kb, set(range(10)), fail_on_regression=True)
+    assert third.exit_code == 0  # the worse run is now the baseline: the drop is unseen...
+    [line] = [w for w in third.warnings if w.startswith("the gate is looser")]
+    assert f"frozen_baseline none (baseline run: {label(frozen)})" in line  # ...but said
+    assert f"`groove history freeze {label(frozen)}` freezes it again" in line
+    assert [i.setting for i in third.comparison.gate_loosened] == ["frozen_baseline"]
+    again = finish(kb, set(range(10)))
+    assert not any(w.startswith("the gate is looser") for w in again.warnings)
+
+
+def test_a_deleted_frozen_run_is_named_and_another_frozen_one_is_no_loosening(
+    kb: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frozen = finish(kb, ALL, freeze_baseline=True)
+    second = finish(kb, ALL)
+    assert main(["history", "delete", label(frozen), "--kb-path", str(kb)]) == 0
+    [line] = [w for w in finish(kb, ALL).warnings if w.startswith("the gate is looser")]
+    assert "which no longer holds that run (deleted)" in line
+    finish(kb, ALL, freeze_baseline=True)
+    assert main(["history", "freeze", label(second), "--kb-path", str(kb)]) == 0
+    capsys.readouterr()
+    after = finish(kb, ALL)  # compared with the run frozen on purpose
+    assert after.comparison.baseline is not None
+    assert after.comparison.baseline.timestamp == second.run.timestamp
+    assert after.comparison.gate_loosened == ()

@@ -122,6 +122,23 @@ def unindexed_paths(golden: GoldenSet, indexed: Mapping[str, Collection[str | No
     return list(dict.fromkeys(missing))
 
 
+def unmatched_heading_paths(
+    golden: GoldenSet, indexed: Mapping[str, Collection[str | None]]
+) -> list[str]:
+    """Indexed expected paths with an expected heading none of their chunks carries,
+    in golden order, once each."""
+    out: list[str] = []
+    for query in golden.queries:
+        for entry in query.expected:
+            headings = indexed.get(entry.path)
+            if headings is None or entry.heading is None:
+                continue
+            named = {normalise_heading(h) for h in headings if h is not None}
+            if normalise_heading(entry.heading) not in named:
+                out.append(entry.path)
+    return list(dict.fromkeys(out))
+
+
 def check_expected_entries(
     golden: GoldenSet,
     indexed: Mapping[str, Collection[str | None]],
@@ -129,6 +146,7 @@ def check_expected_entries(
     removed: Collection[str] = (),
     why_unindexed: Callable[[str], str | None] | None = None,
     deleted: Mapping[str, str] | None = None,
+    changed: Collection[str] = (),
 ) -> None:
     """Raise :class:`GrooveError` unless every expected entry names indexed content.
 
@@ -138,7 +156,10 @@ def check_expected_entries(
     (it was in the baseline run's corpus) is no mistake of the golden file: the
     document was deleted since, and the query scores it as a miss.  A path in
     ``deleted`` (a stored run that is not the baseline had it) was deleted too: its
-    phrase says since when, instead of suggesting a typo.  ``why_unindexed`` says why
+    phrase says since when, instead of suggesting a typo.  A heading missing from a
+    path in ``changed`` (the document was edited since the baseline run, which was
+    checked against this same golden file, so the heading was there) was lost to that
+    edit: the query scores it as a miss, as it does a deleted document.  ``why_unindexed`` says why
     a file still on disk is not indexed (default: :func:`why_not_indexed` with the
     default settings).
     """
@@ -152,6 +173,8 @@ def check_expected_entries(
         for entry in query.expected:
             if entry.path in removed and entry.path not in indexed:
                 continue
+            if entry.path in changed and entry.path in indexed:
+                continue  # only its heading can be missing: lost to the edit
             problem = _problem(entry, indexed, kb, why_unindexed, deleted or {})
             if problem is not None:
                 problems.append((entry.line or query.line, problem))
@@ -190,7 +213,8 @@ def check_before_search(
     removed: Collection[str] = (),
     why_unindexed: Callable[[str], str | None] | None = None,
     deleted: Mapping[str, str] | None = None,
+    changed: Collection[str] = (),
 ) -> None:
     """Both checks, in the order a user fixes them: an empty KB, then the golden entries."""
     check_kb_has_documents(indexed, kb, parsers)
-    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted)
+    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted, changed)

@@ -156,12 +156,18 @@ class _Scope:
     will_record: bool
 
 
-def _nothing_to_gate(plan: EvalPlan, comparison: Comparison) -> str:
+def _nothing_to_gate(plan: EvalPlan, comparison: Comparison, stored: Sequence[RunRecord]) -> str:
     """The gate was asked for but had no run to compare with: say so, or it passes mute."""
     if plan.options.no_history:
         why = f"{flag('no-history')} reads no stored run"
     elif plan.options.no_diff:
         why = f"{flag('no-diff')} compares with no stored run"
+    elif comparison.baseline is None and stored:
+        # runs are stored, but none may be the baseline (edited by hand, dated ahead)
+        why = (
+            f"the {len(stored)} stored run{'s' if len(stored) != 1 else ''} cannot be trusted "
+            "as the baseline (see the warning above)"
+        )
     elif comparison.baseline is None:
         why = "no earlier run is stored"
     else:
@@ -224,13 +230,20 @@ def _finish(
         corpus = with_document_digests(searcher.corpus_snapshot(), searcher.document_digests())
         findings = searcher.quote_findings(scope.per_query)
     run = build_run(evaluation.fingerprint, scope.per_query, corpus, findings)
-    run = replace(run, gate=gate_record(plan.thresholds, plan.gate))
     choice = evaluation.choice
+    frozen = choice.baseline if choice is not None and choice.frozen else None
+    run = replace(run, gate=gate_record(plan.thresholds, plan.gate, frozen))
     runs = list(evaluation.stored.runs)
     shown = _shown_baseline(choice, scope)
     comparison = compare(run, shown, plan.thresholds)
     assert run.gate is not None
-    loose = loosened(plan, run.gate, comparison.baseline if comparison.compatible else None)
+    loose = loosened(
+        plan,
+        run.gate,
+        comparison.baseline if comparison.compatible else None,
+        runs,
+        named=choice is not None and choice.named,
+    )
     comparison = replace(comparison, gate_loosened=loose)
     gate_applies = plan.options.fail_on_regression and not scope.subset
     verdict = gate_verdict(plan, comparison, regression_gate=gate_applies, subset=scope.subset)
@@ -239,7 +252,7 @@ def _finish(
     removed = removed_answer_failures(verdicts) if gate_applies else []
     failures = [*verdict.failures, *removed]
     if gate_applies and not (comparison.baseline is not None and comparison.compatible):
-        warnings.append(_nothing_to_gate(plan, comparison))
+        warnings.append(_nothing_to_gate(plan, comparison, runs))
     if loose:
         warnings.append(str(loosened_warning(loose)))
     if verdict.unconfirmed:

@@ -35,6 +35,7 @@ from pytest_groove.evaluation.floors import (
 )
 from pytest_groove.evaluation.gate_record import (
     FLOORS_SETTING,
+    FROZEN_SETTING,
     SIGNIFICANCE_SETTING,
     THRESHOLD_SETTING,
     GateRecord,
@@ -42,8 +43,9 @@ from pytest_groove.evaluation.gate_record import (
     describe_setting,
     looser_settings,
 )
+from pytest_groove.evaluation.history_trust import untrusted
 from pytest_groove.evaluation.metric_table import parse_metric, unasked_optional
-from pytest_groove.evaluation.run import RunRecord
+from pytest_groove.evaluation.run import RunRecord, format_timestamp
 from pytest_groove.evaluation.significance import format_p, significant
 from pytest_groove.options import OPTIONS_BY_NAME, RunOptions
 
@@ -99,13 +101,19 @@ def resolve_gate(
     return GatePlan(floors, alpha if alpha is not None else settings.eval.significance)
 
 
-def gate_record(thresholds: Thresholds, gate: GatePlan) -> GateRecord:
-    """What a run records of the gate it was held to."""
+def gate_record(
+    thresholds: Thresholds, gate: GatePlan, frozen_baseline: RunRecord | None = None
+) -> GateRecord:
+    """What a run records of the gate it was held to (and the frozen run it was
+    compared with, if it was)."""
     return GateRecord(
         threshold=thresholds.default,
         thresholds=thresholds.per_metric,
         floors=gate.floors.pairs,
         significance=gate.significance,
+        frozen_baseline=None
+        if frozen_baseline is None
+        else format_timestamp(frozen_baseline.timestamp),
     )
 
 
@@ -124,12 +132,23 @@ def setting_source(plan: EvalPlan, setting: str) -> str:
     return f"the built-in default of [eval].{setting}"
 
 
-def loosened(plan: EvalPlan, now: GateRecord, baseline: RunRecord | None) -> tuple[Loosened, ...]:
-    """The settings of ``now`` looser than the baseline run's gate (none recorded: none)."""
+def loosened(
+    plan: EvalPlan,
+    now: GateRecord,
+    baseline: RunRecord | None,
+    stored: Sequence[RunRecord] = (),
+    named: bool = False,
+) -> tuple[Loosened, ...]:
+    """The settings of ``now`` looser than the baseline run's gate (none recorded: none).
+
+    ``stored`` (the history as read) tells what became of a frozen run the baseline run
+    was compared with and this one is not; ``named`` (``--baseline RUN``) is a choice
+    made on purpose, never a loosening.
+    """
     if baseline is None or baseline.gate is None:
         return ()
     before = baseline.gate
-    return tuple(
+    out = [
         Loosened(
             setting=setting,
             now=describe_setting(now, setting),
@@ -137,6 +156,30 @@ def loosened(plan: EvalPlan, now: GateRecord, baseline: RunRecord | None) -> tup
             source=setting_source(plan, setting),
         )
         for setting in looser_settings(now, before, plan.k_values)
+    ]
+    if before.frozen_baseline is not None and now.frozen_baseline is None and not named:
+        out.append(
+            Loosened(
+                setting=FROZEN_SETTING,
+                now="none",
+                baseline=before.frozen_baseline,
+                source=_unfrozen_because(plan, before.frozen_baseline, stored),
+            )
+        )
+    return tuple(out)
+
+
+def _unfrozen_because(plan: EvalPlan, frozen: str, stored: Sequence[RunRecord]) -> str:
+    """What became of the frozen run, and how to freeze it again."""
+    kept = next((r for r in stored if format_timestamp(r.timestamp) == frozen), None)
+    if kept is None:
+        return f"{plan.history_path}, which no longer holds that run (deleted)"
+    why = untrusted(kept)
+    if why is not None:
+        return f"{plan.history_path}, where that run cannot be the baseline: {why}"
+    return (
+        f"{plan.history_path}, whose `baseline` marker no longer names that run (removed by "
+        f"hand, or lost in a merge?); `groove history freeze {frozen}` freezes it again"
     )
 
 

@@ -4,7 +4,9 @@ Every run records the thresholds, floors and significance level in effect
 (:class:`GateRecord`, the run's ``gate`` object), so a later run can tell when its own
 gate is looser than its baseline's: a threshold raised (``regression_threshold = 1.0``
 turns the regression gate off without a word), a floor lowered or dropped, the
-significance rule switched on or its level lowered.  :func:`loosened_settings` names
+significance rule switched on or its level lowered, or the frozen baseline it was
+compared with no longer frozen (the history's one-line ``baseline`` marker deleted by
+hand or lost in a merge, the run deleted).  :func:`looser_settings` names
 each such setting once; the door prints them as one warning line and the JSON report
 lists them (``gate_loosened``).
 
@@ -31,6 +33,8 @@ from pytest_groove.shapes import (
 THRESHOLD_SETTING = "regression_threshold"
 FLOORS_SETTING = "fail_under"
 SIGNIFICANCE_SETTING = "significance"
+#: not a groove.toml key: the frozen run a run was compared with
+FROZEN_SETTING = "frozen_baseline"
 #: a looser value must differ by more than this (float noise is not a loosening)
 _EPSILON = 1e-12
 
@@ -47,6 +51,14 @@ def _pairs(raw: Any, path: str) -> tuple[tuple[str, float], ...]:
     return tuple(values.items())
 
 
+def _timestamp_text(raw: Any, path: str) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > 64:
+        raise shape_error(path, "expected a run's timestamp")
+    return raw
+
+
 @dataclass(frozen=True)
 class GateRecord:
     """The gate in effect for one run."""
@@ -59,6 +71,8 @@ class GateRecord:
     floors: tuple[tuple[str, float], ...] = ()
     #: ``--significance ALPHA`` (None = off: every drop over its threshold counts)
     significance: float | None = None
+    #: the timestamp of the frozen run this run was compared with (None: not a frozen one)
+    frozen_baseline: str | None = None
 
     def threshold_for(self, key: str) -> float:
         return next((value for named, value in self.thresholds if named == key), self.threshold)
@@ -76,12 +90,15 @@ class GateRecord:
         return "off" if self.significance is None else f"{self.significance:g}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             THRESHOLD_SETTING: self.threshold,
             "thresholds": dict(self.thresholds),
             FLOORS_SETTING: dict(self.floors),
             SIGNIFICANCE_SETTING: self.significance,
         }
+        if self.frozen_baseline is not None:
+            out[FROZEN_SETTING] = self.frozen_baseline
+        return out
 
     @classmethod
     def from_json(cls, raw: Any, path: str = "gate") -> GateRecord:
@@ -92,6 +109,7 @@ class GateRecord:
             thresholds=_pairs(obj.get("thresholds", {}), where(path, "thresholds")),
             floors=_pairs(obj.get(FLOORS_SETTING, {}), where(path, FLOORS_SETTING)),
             significance=None if alpha is None else _unit(alpha, where(path, SIGNIFICANCE_SETTING)),
+            frozen_baseline=_timestamp_text(obj.get(FROZEN_SETTING), where(path, FROZEN_SETTING)),
         )
 
 
@@ -99,7 +117,7 @@ class GateRecord:
 class Loosened:
     """One setting of this run's gate that is looser than the baseline run's."""
 
-    #: ``regression_threshold``, ``fail_under`` or ``significance``
+    #: ``regression_threshold``, ``fail_under``, ``significance`` or ``frozen_baseline``
     setting: str
     now: str
     baseline: str

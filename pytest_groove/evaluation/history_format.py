@@ -359,8 +359,8 @@ def _damage_message(path: Path, parsed: ParsedHistory) -> str:
     if parsed.orphan_marker is not None:
         parts.append(
             f"its frozen-baseline marker ({parsed.orphan_marker}) names no single stored run "
-            "(a merge that kept the other side's header?), so no run is frozen; "
-            "`groove history freeze RUN` freezes one"
+            "(a merge that kept the other side's header?), so no run is frozen and the next "
+            "save drops the marker; `groove history freeze RUN` freezes one"
         )
     if parsed.repaired:
         parts.append(

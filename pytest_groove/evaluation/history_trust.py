@@ -59,7 +59,7 @@ def was_edited(obj: Mapping[str, Any], *, digest_required: bool = True) -> bool:
     stored = obj.get(DIGEST_KEY)
     if stored is None:
         return digest_required
-    return stored != content_digest(obj)
+    return bool(stored != content_digest(obj))
 
 
 def in_future(run: RunRecord, now: datetime | None = None) -> bool:
@@ -69,10 +69,7 @@ def in_future(run: RunRecord, now: datetime | None = None) -> bool:
 def untrusted(run: RunRecord, now: datetime | None = None) -> str | None:
     """Why ``run`` cannot be a baseline (None: it can)."""
     if run.edited:
-        return (
-            "its digest is missing or does not match its content (edited after it was "
-            "recorded)"
-        )
+        return "its digest is missing or does not match its content (edited after it was recorded)"
     if in_future(run, now):
         return "it is dated in the future"
     return None

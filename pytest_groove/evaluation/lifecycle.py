@@ -24,9 +24,13 @@ from dataclasses import dataclass, field
 from pytest_groove.errors import clip
 from pytest_groove.evaluation.compare import match_queries, query_regressed
 from pytest_groove.evaluation.corpus_files import DIGEST_CHARS, CorpusDelta, document_digests
-from pytest_groove.evaluation.expected_check import check_before_search, unindexed_paths
+from pytest_groove.evaluation.expected_check import (
+    check_before_search,
+    unindexed_paths,
+    unmatched_heading_paths,
+)
 from pytest_groove.evaluation.history_baseline import BaselineChoice, find_run, pick_baseline
-from pytest_groove.evaluation.history_trust import refuse_untrusted, trusted_runs
+from pytest_groove.evaluation.history_trust import refuse_untrusted, trusted_runs, untrusted
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.records import GoldenQuery
 from pytest_groove.evaluation.run import (
@@ -188,16 +192,42 @@ def _baseline_paths(choice: BaselineChoice | None) -> Collection[str]:
     return document_digests(choice.baseline.corpus) or {}
 
 
+def _digests_now(searcher: Searcher) -> dict[str, str]:
+    """This corpus's per-document digests, cut as stored runs keep them."""
+    with searcher.read_snapshot():
+        digests = searcher.document_digests() or {}
+    return {p: d[:DIGEST_CHARS] for p, d in digests.items()}
+
+
+def _changed_since_baseline(
+    paths: Sequence[str], choice: BaselineChoice | None, searcher: Searcher
+) -> set[str]:
+    """Those of ``paths`` whose document the baseline run held with other bytes.
+
+    The baseline was checked against this golden file (its fingerprint holds the file's
+    hash), so an expected heading it had and the document now lacks went with the edit.
+    """
+    before = _baseline_paths(choice)
+    if not paths or not before:
+        return set()
+    assert isinstance(before, Mapping)
+    now = _digests_now(searcher)
+    return {p for p in paths if p in before and p in now and now[p] != before[p]}
+
+
 def _deleted_since_stored(
     paths: Sequence[str], stored: StoredRuns, searcher: Searcher
 ) -> dict[str, str]:
-    """For each of ``paths`` the newest trusted stored run's corpus held, how the
-    golden-file message says it went: deleted since that run, or renamed (its digest
-    is now under a path that run did not have)."""
+    """For each of ``paths`` the newest stored run's corpus held, how the golden-file
+    message says it went: deleted since that run, or renamed (its digest is now under a
+    path that run did not have).  Trusted runs are asked first; a run edited by hand
+    still shows the note was there (it is evidence for a message, never a baseline)."""
     if not paths:
         return {}
     # newest first: the history is read in time order (history_format.read_history)
-    held = [(run, document_digests(run.corpus)) for run in trusted_runs(stored.runs)]
+    trusted = trusted_runs(stored.runs)
+    ordered = [*trusted, *(run for run in stored.runs if run not in trusted)]
+    held = [(run, document_digests(run.corpus)) for run in ordered]
     now: Mapping[str, str] | None = None
     out: dict[str, str] = {}
     for path in paths:
@@ -207,10 +237,10 @@ def _deleted_since_stored(
         run, files = found
         assert files is not None
         if now is None:
-            with searcher.read_snapshot():
-                digests = searcher.document_digests() or {}
-            now = {p: d[:DIGEST_CHARS] for p, d in digests.items()}
+            now = _digests_now(searcher)
         when = f"the run of {format_timestamp(run.timestamp)} in the history"
+        if untrusted(run) is not None:
+            when += " (a run that cannot be the baseline)"
         moved = CorpusDelta(now=now, before=files).renamed_to(path)
         if moved is not None:
             out[path] = f"it was renamed to `{clip(moved)}` (the same bytes) since {when}"
@@ -240,17 +270,26 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     if headings is not None:
         removed: Collection[str] = ()
         deleted: dict[str, str] = {}
+        changed: set[str] = set()
         missing = unindexed_paths(plan.golden, headings)
+        unmatched = unmatched_heading_paths(plan.golden, headings)
+        if missing or unmatched:
+            picked = _read_and_pick(plan, fingerprint)
         if missing:
+            assert picked is not None
             # an expected path the baseline run's corpus held was deleted since: a
             # lost answer the run scores, not a golden-file mistake
-            picked = _read_and_pick(plan, fingerprint)
             removed = _baseline_paths(picked[1])
             # one another stored run held (the golden file changed with it, say): no
             # typo either, and the message says so
             deleted = _deleted_since_stored(
                 [p for p in missing if p not in removed], picked[0], searcher
             )
+        if unmatched:
+            assert picked is not None
+            # an expected heading the edited document no longer has: lost, like a
+            # deleted document, when the baseline (same golden file) still had it
+            changed = _changed_since_baseline(unmatched, picked[1], searcher)
 
         def why_unindexed(path: str) -> str | None:
             return why_not_indexed(plan.kb, path, plan.settings.index)
@@ -265,6 +304,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
             removed,
             why_unindexed,
             deleted,
+            changed,
         )
     stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
     return Evaluation(

@@ -325,9 +325,14 @@ def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
     out = []
     for verdict in verdicts.removed_answers:
         left_out = {path for path, _ in verdict.unindexed}
-        gone = [p for p in verdict.removed if p not in left_out]
+        moved = dict(verdict.renamed)
+        gone = [p for p in verdict.removed if p not in left_out and p not in moved]
         if gone:
             out.append(f"answer of {verdict.id} removed ({', '.join(gone)})")
+        if moved:
+            # the same bytes under a new path: the golden file still names the old one
+            pairs = ", ".join(f"{old} → {new}" for old, new in moved.items())
+            out.append(f"answer of {verdict.id} renamed? ({pairs})")
         if left_out:
             kept = [p for p in verdict.removed if p in left_out]
             out.append(f"answer of {verdict.id} no longer indexed ({', '.join(kept)})")
