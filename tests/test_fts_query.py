@@ -548,3 +548,12 @@ def test_property_fts5_never_rejects_a_compiled_query(fts_db: apsw.Connection, t
         return
     if expression is not None:
         run_match(fts_db, expression)
+
+
+@pytest.mark.parametrize("text", ["\x00", "\x00\x00 ", ' "\x00" '])
+def test_a_query_of_nuls_quotes_and_blanks_is_refused_as_the_golden_file_refuses_it(
+    text: str,
+) -> None:
+    # NUL is dropped before searching: such a query would answer with arbitrary hits
+    with pytest.raises(GrooveError, match="is empty: give at least one term"):
+        fts_query.parse_query(text)

@@ -20,12 +20,12 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_groove.config import EvalSettings, Settings
-from pytest_groove.errors import UsageError, flag
+from pytest_groove.errors import GrooveError, UsageError, flag
 from pytest_groove.evaluation.compare import Comparison, Thresholds
 from pytest_groove.evaluation.floors import (
     FloorError,
@@ -74,26 +74,33 @@ def resolve_gate(
     """``--fail-under`` over ``[eval].fail_under``, ``--significance`` over
     ``[eval].significance``; :class:`UsageError` for a floor at a k not measured or
     on an optional metric (``metrics``: the run's ``--metrics`` keys) not asked for."""
+    refusal: Callable[[str], GrooveError]
     if options.fail_under is not None:
         try:
             floors = parse_floors(options.fail_under)
         except FloorError as exc:
             raise UsageError(f"{flag('fail-under')}: {exc}") from None
         where = flag("fail-under")
+        refusal = UsageError  # a bad flag value: exit 2
     else:
         floors = Floors(settings.eval.fail_under)
-        where = f"[eval].fail_under in {settings.source}"
+        where = "[eval].fail_under"
+
+        def refusal(message: str) -> GrooveError:
+            # the value is the file's: a config error naming it (exit 1), as any other
+            return GrooveError(f"invalid config {settings.source}: {message}")
+
     unknown = floors.unknown_k(k_values)
     if unknown:
         measured = ", ".join(str(k) for k in k_values)
-        raise UsageError(
+        raise refusal(
             f"{where} names {', '.join(unknown)}, which this run does not measure "
             f"(k values: {measured})"
         )
     # a floor on a metric that is never measured would read as 0 and always fail
     unasked = unasked_optional((key for key, _ in floors.pairs), metrics)
     if unasked:
-        raise UsageError(
+        raise refusal(
             f"{where} names {', '.join(unasked)}, which this run does not measure; "
             f"ask for it with {flag('metrics')} or [eval].metrics"
         )

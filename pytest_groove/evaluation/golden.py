@@ -104,6 +104,10 @@ _PATH_FORBIDDEN = {"\x00": "NUL", "\n": "newline", "\r": "carriage return"}
 # --------------------------------------------------------------------------- locating
 
 
+class GoldenMissing(GrooveError):
+    """Nothing at the golden file's path."""
+
+
 def resolve_golden_path(kb: Path, cli: Path | None, config: Path | None) -> Path:
     """Which golden file to read: ``--golden``, else ``[eval].golden``, else the default.
 
@@ -510,7 +514,7 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     """
     data = read_guarded(path, "golden file", GOLDEN_CAP, within=kb)
     if data is None:
-        raise GrooveError(f"no golden file at {clip_path(path)} {_MISSING_HINT}")
+        raise GoldenMissing(f"no golden file at {clip_path(path)} {_MISSING_HINT}")
     prefix = f"failed to parse golden file: {clip_path(path)}"
     try:
         text = data.decode("utf-8")
@@ -520,6 +524,14 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
             f"{prefix}: not valid UTF-8 (first bad byte at offset {exc.start}, line {line}); "
             "save the file as UTF-8"
         ) from None
+    nul = data.find(b"\x00")
+    if nul >= 0 and data.count(b"\x00") * 4 >= len(data):
+        # UTF-16/32 without a byte-order mark decodes as UTF-8 full of NULs: say so
+        # rather than "not a golden file" (a quarter of the bytes: never a stray NUL)
+        raise GrooveError(
+            f"{prefix}: a quarter or more of its bytes are NUL (first at offset "
+            f"{nul}): saved as UTF-16 or UTF-32? save the file as UTF-8"
+        )
     # A file with no `queries` key is not a golden file at all (a wrong path,
     # `golden = "/etc/shadow"`): its messages never quote any of its content.
     looks_golden = _LOOKS_GOLDEN.search(text) is not None

@@ -81,7 +81,15 @@ def _refuse(what: str, kind: RefusalKind, reason: str) -> ReadRefused:
     return ReadRefused(f"refusing to read the {what}: {reason}", kind)
 
 
-def _not_regular(path: Path, what: str) -> ReadRefused:
+def _not_regular(path: Path, what: str, mode: int | None = None) -> ReadRefused:
+    if mode is not None and stat.S_ISDIR(mode):
+        # a path naming a folder is a wrong path (a flag or setting pointing at the KB
+        # or a subfolder), not a folder to replace with a file
+        return _refuse(
+            what,
+            "not_regular",
+            f"{clip_path(path)} is a folder, not a file; name the {what} itself",
+        )
     return _refuse(
         what,
         "not_regular",
@@ -189,7 +197,7 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
         info = os.fstat(fd)
         # Order matters only for which reason is shown; it follows the reference.
         if not stat.S_ISREG(info.st_mode):
-            raise _not_regular(path, what)
+            raise _not_regular(path, what, info.st_mode)
         if info.st_nlink > 1:
             raise _hard_link(path, what)
         if info.st_size > cap:

@@ -119,6 +119,11 @@ def _acquire_lock(path: Path, remedy: str = RECORDING) -> filelock.BaseFileLock:
             f"refusing to use the history lock file {lock_path}: it is a symbolic link; "
             "delete it and run again"
         )
+    if lock_path.is_dir():
+        raise GrooveError(
+            f"refusing to use the history lock file {lock_path}: a folder is in its place; "
+            "remove the folder and run again"
+        )
     try:
         return acquire_lock(lock_path, LOCK_TIMEOUT_SECONDS)
     except LockTimeout:

@@ -33,11 +33,11 @@ from pytest_groove.config import (
     with_overrides,
 )
 from pytest_groove.engine_names import check_flag_names
-from pytest_groove.errors import UsageError, flag
+from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
 from pytest_groove.evaluation.compare import ThresholdError, Thresholds, parse_thresholds
 from pytest_groove.evaluation.gate_policy import GatePlan, resolve_gate
-from pytest_groove.evaluation.golden import load_golden, resolve_golden_path
-from pytest_groove.evaluation.guarded_io import HISTORY_CAP
+from pytest_groove.evaluation.golden import GoldenMissing, load_golden, resolve_golden_path
+from pytest_groove.evaluation.guarded_io import HISTORY_CAP, ReadRefused
 from pytest_groove.evaluation.history import find_run, history_path, load_history
 from pytest_groove.evaluation.history_trust import untrusted_warnings
 from pytest_groove.evaluation.metric_table import unasked_optional
@@ -200,7 +200,7 @@ def plan_evaluation(
         options.threshold, settings.eval.regression_threshold, k_values, metrics
     )
     if golden is None:
-        golden = load_golden(resolve_golden_path(kb, options.golden, settings.eval.golden), kb)
+        golden = _load_named_golden(kb, options, settings)
     plan = EvalPlan(
         kb=kb,
         options=options,
@@ -235,6 +235,26 @@ def settings_for(kb: Path, options: RunOptions) -> Settings:
             parent_retriever=options.parent_retriever,
         ),
     )
+
+
+def _load_named_golden(kb: Path, options: RunOptions, settings: Settings) -> GoldenSet:
+    """The golden set; a file that is missing or no file at all, when ``[eval].golden``
+    named it, is refused naming that setting too -- the fix is there."""
+    path = resolve_golden_path(kb, options.golden, settings.eval.golden)
+    named_by_config = options.golden is None and settings.eval.golden is not None
+    try:
+        return load_golden(path, kb)
+    except GoldenMissing:
+        if not named_by_config:
+            raise
+        raise GrooveError(
+            f"no golden file at {clip_path(path)}, which [eval].golden in {settings.source} "
+            "names; fix the setting or create the file"
+        ) from None
+    except ReadRefused as exc:
+        if not named_by_config:
+            raise
+        raise GrooveError(f"{exc.message} ([eval].golden in {settings.source})") from None
 
 
 def with_retriever_settings(options: RunOptions, settings: Settings) -> RunOptions:

@@ -188,6 +188,14 @@ def index_folder_beneath(kb: Path, index_dir: Path, *, create: bool) -> None:
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
                     raise
+                place = "/".join(relative[: at + 1])
+                if _is_plain_file(fd, part):
+                    # a note or the config itself: a wrong setting, never a file to remove
+                    raise GrooveError(
+                        f"refusing the index folder {clip_path(index_dir)}: {place} inside "
+                        "the knowledge base is a file, not a folder; point index_dir (or "
+                        f"{flag('index-dir')}) at a folder"
+                    ) from None
                 raise GrooveError(
                     f"refusing the index folder {clip_path(index_dir)}: "
                     f"{'/'.join(relative[: at + 1])} "
@@ -199,6 +207,14 @@ def index_folder_beneath(kb: Path, index_dir: Path, *, create: bool) -> None:
             fd = child
     finally:
         os.close(fd)
+
+
+def _is_plain_file(dir_fd: int, name: str) -> bool:
+    """``name`` in the folder ``dir_fd`` is a regular file (not followed if a link)."""
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _relative_inside(kb: Path, path: Path) -> list[str] | None:
