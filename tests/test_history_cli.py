@@ -177,9 +177,7 @@ def test_a_floor_on_an_optional_metric_not_measured_is_refused(kb: Path, floor: 
     # the file's value: a config error naming the file (exit 1), not a bad flag (exit 2)
     assert configured.returncode == 1, configured.stderr
     assert configured.stderr.startswith(f"Error: invalid config {kb / 'groove.toml'}: ")
-    assert f"[eval].fail_under names {key}, which this run does not measure" in (
-        configured.stderr
-    )
+    assert f"[eval].fail_under names {key}, which this run does not measure" in (configured.stderr)
     assert not (kb / ".groove").exists()  # nothing was indexed or searched
 
 

@@ -702,11 +702,14 @@ def test_a_failed_gate_is_a_failing_case_in_the_junit_file(
     assert "groove-gate" in failing
 
 
+@pytest.mark.parametrize("stop", ["--sw", "-x", "--maxfail=1"])
 def test_a_session_stopped_after_every_golden_query_says_interrupted_not_subset(
-    project: Project,
+    project: Project, stop: str
 ) -> None:
+    # -x / --maxfail end with exit status 1, not "interrupted": the stop is seen all
+    # the same (pytest's shouldfail), so the run is not recorded as a whole one
     project.pytester.makepyfile(test_zz_fails="def test_fails():\n    assert 0\n")
-    result = project.run(".", "--sw")
+    result = project.run(".", stop)
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -715,4 +718,26 @@ def test_a_session_stopped_after_every_golden_query_says_interrupted_not_subset(
         ]
     )
     assert "Subset run" not in result.stdout.str()
+    assert not project.history_file.exists()
+
+
+def test_a_skipped_golden_item_under_a_gate_says_the_gate_did_not_run(project: Project) -> None:
+    project.pytester.makeconftest(
+        RETRIEVER_CONFTEST + "\n\nimport pytest as _pytest\n\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        if item.name == items[0].name:\n"
+        "            item.add_marker(_pytest.mark.skip(reason='flaky'))\n"
+        "    [i for i in items if 'db' in i.fixturenames]  # as many conftests do\n"
+    )
+    result = project.run("--groove-fail-on-regression", "--groove-fail-under", "mrr=0.99")
+    result.assert_outcomes(passed=3, skipped=1)
+    assert result.ret == pytest.ExitCode.OK  # a subset is never gated...
+    result.stdout.fnmatch_lines(  # ...and the section's last line says so in capitals
+        [
+            "groove: WARNING: only 3 of 4 golden queries ran: --groove-fail-on-regression and "
+            "the floors (mrr=0.99) did NOT run (only a whole run is gated; a skipped or "
+            "deselected golden item makes a subset)"
+        ]
+    )
     assert not project.history_file.exists()

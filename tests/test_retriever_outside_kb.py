@@ -81,17 +81,20 @@ def test_groove_eval_stops_with_one_line_naming_the_fix(project: Path) -> None:
     assert not (project / "kb" / ".groove-eval-history.json").exists()
 
 
-def test_pytest_fails_one_item_and_stops(project: Path) -> None:
+def test_pytest_fails_one_item_skips_the_rest_and_runs_the_other_tests(project: Path) -> None:
+    (project / "test_own.py").write_text("def test_own():\n    pass\n", encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--groove-kb", "kb",
-         "--groove-retriever", "team_search:retriever"],
+         "--groove-retriever", "team_search:retriever", "test_own.py"],
         cwd=project, capture_output=True, text=True, timeout=300,
         env={**os.environ, "NO_COLOR": "1"},
     )  # fmt: skip
     output = done.stdout + done.stderr
-    assert done.returncode == pytest.ExitCode.INTERRUPTED, output
-    # the first two queries miss; the third shows that none can match, and stops
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, output
+    # the first two queries miss; the third shows that none can match and stops the
+    # golden queries (any later one is skipped with its line), not the project's tests
     assert "3 failed" in output and "relative to the working directory" in output
+    assert "1 passed" in output  # test_own.py ran
     assert "in the first 3 queries it answered" in output
     assert "Traceback" not in output and "INTERNALERROR" not in output
     assert not (project / "kb" / ".groove-eval-history.json").exists()

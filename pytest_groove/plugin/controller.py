@@ -59,6 +59,7 @@ from pytest_groove.plugin.runner import (
     PROG,
     REPORT_NAME,
     REPORT_RESULT,
+    REPORT_STOPPED,
     ProcessRunner,
     pytest_message,
 )
@@ -124,6 +125,7 @@ def finish(
     interrupted: bool,
     exitstatus: int,
     color: bool = False,
+    stopped: bool = False,
 ) -> Finished:
     """Evaluate what ran: the summary, the stderr lines and the session's exit status.
 
@@ -132,7 +134,7 @@ def finish(
     ``interrupted``: Ctrl-C was seen, or pytest's exit status says the run broke.
     """
     if evaluation is None or not results:
-        return Finished(nothing_ran_line(plan), (), exitstatus)
+        return Finished(nothing_ran_line(plan, stopped), (), exitstatus)
     plan = evaluation.plan
     stderr = [f"{PROG}: {spell_flags(note, 'pytest')}" for note in plan.notes]
     complete = len(results) == len(plan.golden.queries) and not interrupted
@@ -149,8 +151,11 @@ def finish(
         failed = (
             outcome.gate_message or f"retrieval gate failed: {', '.join(outcome.gate_failures)}"
         )
+    summary = _summary(outcome, interrupted)
+    if not complete:
+        summary += _gate_dropped_line(plan, len(results), interrupted)
     return Finished(
-        _summary(outcome, interrupted),
+        summary,
         tuple(stderr),
         _exit_status(outcome, exitstatus),
         pending=outcome if outcome.staged is not None else None,
@@ -158,7 +163,7 @@ def finish(
     )
 
 
-def nothing_ran_line(plan: EvalPlan) -> str:
+def nothing_ran_line(plan: EvalPlan, stopped: bool = False) -> str:
     """Said when the session ran no golden query: whatever else passed, the gate did not.
 
     Other tests may have run (``-k``, ``-m "not groove"``, ``--ignore``, a conftest's
@@ -167,13 +172,41 @@ def nothing_ran_line(plan: EvalPlan) -> str:
     the last line the groove section prints.
     """
     total = len(plan.golden.queries)
-    line = f"{PROG}: no golden query ran (0 of {total}); the retrieval gate did not run"
+    what = (
+        f"no golden query was scored (0 of {total}): the first one searched stopped the "
+        "rest, see its failure"
+        if stopped
+        else f"no golden query ran (0 of {total})"
+    )
+    line = f"{PROG}: {what}; the retrieval gate did not run"
     if plan.options.fail_on_regression:
         line = (
-            f"{PROG}: WARNING: no golden query ran (0 of {total}): the retrieval gate "
-            "asked for by --groove-fail-on-regression did NOT run"
+            f"{PROG}: WARNING: {what}: the retrieval gate asked for by "
+            "--groove-fail-on-regression did NOT run"
         )
     return line + "\n"
+
+
+def _gate_dropped_line(plan: EvalPlan, ran: int, interrupted: bool) -> str:
+    """Said when a gate was asked for and the run is not whole (a skip, a deselect, -x):
+    its exit status would otherwise read as "retrieval passed its gate"."""
+    asked = []
+    if plan.options.fail_on_regression:
+        asked.append("--groove-fail-on-regression")
+    if plan.gate.floors.pairs:
+        asked.append(f"the floors ({plan.gate.floors.describe()})")
+    if not asked:
+        return ""
+    total = len(plan.golden.queries)
+    why = (
+        "the session stopped early"
+        if interrupted or ran == total
+        else f"only {ran} of {total} golden queries ran"
+    )
+    return (
+        f"{PROG}: WARNING: {why}: {' and '.join(asked)} did NOT run (only a whole "
+        "run is gated; a skipped or deselected golden item makes a subset)\n"
+    )
 
 
 def _summary(outcome: EvalOutcome, interrupted: bool) -> str:
@@ -234,6 +267,8 @@ class GrooveController:
         #: results seen on reports, by item name
         self.results: dict[str, QueryResult] = {}
         self.interrupted = False
+        #: a golden item reported that its process's golden queries had stopped
+        self.stopped = False
         self.finished: Finished | None = None
         #: messages for stderr not yet written
         self.pending_stderr: list[str] = []
@@ -253,6 +288,8 @@ class GrooveController:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
             return
+        if getattr(report, REPORT_STOPPED, False):
+            self.stopped = True  # in this process or in an xdist worker
         raw = getattr(report, REPORT_RESULT, None)
         name = getattr(report, REPORT_NAME, None)
         if raw is None or not isinstance(name, str):
@@ -275,9 +312,15 @@ class GrooveController:
             runner.plan,
             runner.evaluation,
             self.ordered_results(),
-            interrupted=self.interrupted or exitstatus in _BROKEN,
+            # -x / --maxfail stop the session with exit status 1 after every golden
+            # query may have run: the rest of the session is missing all the same
+            interrupted=self.interrupted
+            or exitstatus in _BROKEN
+            or bool(session.shouldfail)
+            or bool(session.shouldstop),
             exitstatus=exitstatus,
             color=_use_color(runner.config),
+            stopped=self.stopped,
         )
         self.pending_stderr.extend(self.finished.stderr)
         if self.finished.exitstatus != exitstatus:

@@ -29,6 +29,9 @@ from pytest_groove.search.hits import hit_label
 class QueryRunner(Protocol):
     """What an item needs of its process: search a query, judge it against the baseline."""
 
+    #: why the golden queries of this process stopped (None: they did not)
+    stopped: str | None
+
     @property
     def k_values(self) -> tuple[int, ...]: ...
 
@@ -125,16 +128,22 @@ class GrooveQueryItem(pytest.Item):
         self.runner = runner
         #: set by runtest; read by the plugin's makereport hook
         self.groove_result: QueryResult | None = None
+        #: a golden query takes no fixtures (conftest hooks that read the names of an
+        #: item's fixtures, as of any pytest Function or DoctestItem, find none)
+        self.fixturenames: list[str] = []
 
     def runtest(self) -> None:
         runner = self.runner
+        if runner.stopped is not None:
+            pytest.skip(f"not searched: {runner.stopped}")
         try:
             result = runner.run_query(self.position, self.query)
         except StopsTheRun as exc:
             # every later query would fail the same way (a service down, hits no KB file
-            # holds): this item fails with the one line, and the session stops after it
-            # -- in every xdist worker too, through pytest's own shouldstop
-            self.session.shouldstop = exc.message
+            # holds): this item fails with the one line and the later golden items of
+            # this process are skipped with it -- not one identical failure (and one
+            # wait) each -- while the project's other tests still run
+            runner.stopped = exc.message
             raise QueryFailed(exc.message) from None
         self.groove_result = result
         self.user_properties.extend(runner.junit_properties(result))

@@ -67,6 +67,8 @@ PROG = "groove"
 REPORT_RESULT = "groove_result"
 #: report attribute carrying the item's name (the key results are stored under)
 REPORT_NAME = "groove_name"
+#: report attribute set when the golden queries of the item's process had stopped
+REPORT_STOPPED = "groove_stopped"
 #: where the active plugin keeps its runner
 RUNNER_KEY = pytest.StashKey["ProcessRunner"]()
 
@@ -141,6 +143,9 @@ class ProcessRunner:
         self._embedded: set[str] = set()
         #: whether :meth:`_open_searcher` froze the collector (undone at the config's cleanup)
         self._collector_frozen = False
+        #: the one line that stopped the golden queries in this process (a service
+        #: down, hits no KB file holds): every later golden item is skipped with it
+        self.stopped: str | None = None
         #: whether this process collected golden queries only (set at collection's end):
         #: only then may the collector be frozen -- see :meth:`_open_searcher`
         self._only_golden_items = False
@@ -396,6 +401,8 @@ class ProcessRunner:
         report = yield
         if isinstance(item, GrooveQueryItem) and call.when == "call":
             setattr(report, REPORT_NAME, item.name)
+            if self.stopped is not None:
+                setattr(report, REPORT_STOPPED, True)
             if item.groove_result is not None:
                 setattr(report, REPORT_RESULT, item.groove_result.to_json())
         return report
