@@ -127,3 +127,12 @@ def test_the_floor_gate_names_the_ini_key_that_set_the_floors(project: Project) 
     result = project.run("--groove-no-history")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stderr.fnmatch_lines([f"*under its floor*because groove_fail_under in {ini} sets*"])
+
+
+def test_a_second_knowledge_base_is_refused_not_dropped(project: Project) -> None:
+    (project.pytester.path / "kb2").mkdir()
+    line = _one_error_line(project.run("--groove-kb", "kb2"))  # run() passes --groove-kb kb
+    assert line.startswith("ERROR: --groove-kb names 2 knowledge bases (")
+    assert line.endswith("a session evaluates one: run pytest once per knowledge base")
+    # the same folder twice (addopts and the command line, say) is one knowledge base
+    assert project.run("--groove-kb", "./kb").ret == pytest.ExitCode.OK

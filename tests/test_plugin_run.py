@@ -741,3 +741,31 @@ def test_a_skipped_golden_item_under_a_gate_says_the_gate_did_not_run(project: P
         ]
     )
     assert not project.history_file.exists()
+
+
+def test_under_q_the_summary_says_the_own_tests_did_not_run(project: Project) -> None:
+    project.pytester.makepyfile(test_own="def test_own():\n    pass\n")
+    result = project.run("-q", "-k", "test_own")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        ["groove: running only the golden queries (no test paths given); to run your own "
+         "tests as well, name them: pytest --groove-kb kb tests/"]
+    )  # fmt: skip
+
+
+def test_under_s_the_projects_tests_see_a_text_stream_as_stdout(project: Project) -> None:
+    # the plugin's guard of standard output stands in for sys.stdout: a test (or a
+    # library it calls) checking what sys.stdout is must see no difference
+    project.pytester.makepyfile(
+        test_own="import io, sys\n"
+        "def test_own():\n"
+        "    assert isinstance(sys.stdout, io.TextIOBase), type(sys.stdout)\n"
+        "    assert sys.stdout.encoding and not sys.stdout.closed\n"
+        "    assert sys.stdout.fileno() == 1\n"
+        "    print('printed by the test')\n"
+    )
+    result = project.pytester.runpytest_subprocess(
+        "--groove-kb", "kb", "test_own.py", "-s", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["*printed by the test*"])

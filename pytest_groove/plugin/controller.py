@@ -335,6 +335,11 @@ class GrooveController:
             terminalreporter.write_sep("=", "groove retrieval quality")
             for line in summary.rstrip("\n").split("\n"):
                 terminalreporter.write_line(line)
+            only = self.runner.golden_only_line()
+            if only is not None and self.runner.config.getoption("verbose", 0) < 0:
+                # -q prints no header, where this line is: the project's own tests
+                # not running must not go unsaid
+                terminalreporter.write_line(only)
         self.record()
         self.flush_stderr()
 

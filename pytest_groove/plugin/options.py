@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -102,6 +103,9 @@ def add_options(parser: pytest.Parser) -> None:
                     option.pytest_flag,
                     dest=_dest(option),
                     default=None,
+                    # every --groove-kb is kept, so a second knowledge base is refused
+                    # rather than silently dropped (one KB per session)
+                    action="append" if option.name == "kb" else "store",
                     metavar=option.metavar,
                     type=_argparse_type(option),
                     help=option.help,
@@ -173,6 +177,15 @@ def _cli_value(config: pytest.Config, option: Option) -> Any:
     if not option.plugin_flag:
         return None
     value = config.getoption(_dest(option), default=None)
+    if option.name == "kb" and isinstance(value, list):  # kept per occurrence
+        here = config.invocation_params.dir
+        given = list(dict.fromkeys(os.path.normpath(here / v) for v in value))
+        if len(given) > 1:
+            raise pytest.UsageError(
+                f"{option.pytest_flag} names {len(given)} knowledge bases ({', '.join(given)}); "
+                "a session evaluates one: run pytest once per knowledge base"
+            )
+        value = value[-1]
     if option.kind == "path" and value is not None:
         return config.invocation_params.dir / value
     return value

@@ -39,14 +39,50 @@ class _Stream(Protocol):
     def isatty(self) -> bool: ...
 
 
-class StdoutGuard:
-    """A text stream that records its first write failure and swallows the rest."""
+class StdoutGuard(io.TextIOBase):
+    """A text stream that records its first write failure and swallows the rest.
+
+    An :class:`io.TextIOBase`, as ``sys.stdout`` is: a test under ``-s`` (or a library
+    it calls) that checks ``isinstance(sys.stdout, io.TextIOBase)`` must see no
+    difference.  What the base class would answer for itself -- encoding, errors,
+    ``fileno``, ``closed`` -- is the stream's underneath.
+    """
 
     def __init__(self, stream: _Stream, replaced: TextIO) -> None:
+        super().__init__()
         self._stream = stream
         self._replaced = replaced
         #: the one-line description of the first failed write (None = all went out)
         self.failure: str | None = None
+
+    @property
+    def encoding(self) -> Any:  # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> Any:  # type: ignore[override]
+        return getattr(self._stream, "errors", None)
+
+    @property
+    def newlines(self) -> Any:  # type: ignore[override]
+        return getattr(self._stream, "newlines", None)
+
+    @property
+    def closed(self) -> bool:
+        return bool(getattr(self._stream, "closed", False))
+
+    def fileno(self) -> int:
+        return cast(int, self._stream.fileno())  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        # the base class's close would only mark this object closed (and its
+        # finaliser would write the flush): closing is the stream's own business
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+
+    def __del__(self) -> None:
+        return None
 
     def restore(self) -> None:
         """Put back the ``sys.stdout`` this guard replaced (at the session's end)."""

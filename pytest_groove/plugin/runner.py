@@ -385,16 +385,25 @@ class ProcessRunner:
             f"groove: kb {self.kb}, golden {self.golden_path.name} "
             f"({len(self.plan.golden.queries)} queries), {engine}"
         ]
-        if config.stash.get(GOLDEN_ONLY_KEY, False):
-            try:
-                kb_arg = os.path.relpath(self.kb, config.invocation_params.dir)
-            except ValueError:  # another drive on Windows
-                kb_arg = str(self.kb)
-            lines.append(
-                "groove: running only the golden queries (no test paths given); to run your "
-                f"own tests as well, name them: pytest --groove-kb {kb_arg} tests/"
-            )
+        only = self.golden_only_line()
+        if only is not None:
+            lines.append(only)
         return lines
+
+    def golden_only_line(self) -> str | None:
+        """Said when ``--groove-kb`` without test paths replaced the project's own tests
+        (None: it did not).  In the header, and under ``-q`` (no header) in the summary."""
+        config = self.config
+        if not config.stash.get(GOLDEN_ONLY_KEY, False):
+            return None
+        try:
+            kb_arg = os.path.relpath(self.kb, config.invocation_params.dir)
+        except ValueError:  # another drive on Windows
+            kb_arg = str(self.kb)
+        return (
+            "groove: running only the golden queries (no test paths given); to run your "
+            f"own tests as well, name them: pytest --groove-kb {kb_arg} tests/"
+        )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
