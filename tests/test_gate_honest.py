@@ -343,3 +343,21 @@ def test_a_deleted_frozen_run_is_named_and_another_frozen_one_is_no_loosening(
     assert after.comparison.baseline is not None
     assert after.comparison.baseline.timestamp == second.run.timestamp
     assert after.comparison.gate_loosened == ()
+
+
+def test_a_retry_compared_with_the_run_that_failed_its_gate_says_so(kb: Path) -> None:
+    good = finish(kb, ALL)
+    failed = finish(kb, set(range(10)), fail_on_regression=True)
+    assert failed.exit_code == 1
+    [stored_failed, _] = load_history(kb / HISTORY_FILE_NAME)
+    assert stored_failed.gate is not None and "MRR" in stored_failed.gate.failed
+    # the retry is compared with the failed run (every run is recorded, as the seed
+    # says), so it passes -- and says what it is compared with
+    retry = finish(kb, set(range(10)), fail_on_regression=True)
+    assert retry.exit_code == 0
+    [line] = [w for w in retry.warnings if "failed its own gate" in w]
+    assert line.startswith(f"the baseline run {label(failed)} failed its own gate (")
+    assert f"`groove history freeze {label(good)}` compares with the run before it" in line
+    # a baseline named on purpose (or frozen) is a choice: no such line
+    frozen = finish(kb, set(range(10)), baseline=label(failed))
+    assert not any("failed its own gate" in w for w in frozen.warnings)

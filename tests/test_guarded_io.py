@@ -123,7 +123,8 @@ def test_hard_link_is_refused(tmp_path: Path) -> None:
 def test_directory_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "g.yml"
     folder.mkdir()
-    with pytest.raises(ReadRefused, match="is not a regular file") as info:
+    # a folder is named as one: the fix is another path, not "replace it with a file"
+    with pytest.raises(ReadRefused, match="is a folder, not a file; name the golden") as info:
         read_guarded(folder, "golden file", 100)
     assert info.value.kind == "not_regular"
 

@@ -33,6 +33,7 @@ from pytest_groove.evaluation.compare import (
 from pytest_groove.evaluation.corpus_files import with_document_digests
 from pytest_groove.evaluation.findings import findings_warning
 from pytest_groove.evaluation.gate_policy import (
+    failed_baseline_warning,
     floors_message,
     gate_record,
     gate_verdict,
@@ -255,6 +256,9 @@ def _finish(
         warnings.append(_nothing_to_gate(plan, comparison, runs))
     if loose:
         warnings.append(str(loosened_warning(loose)))
+    failed_before = failed_baseline_warning(choice, runs)
+    if failed_before is not None and comparison.compatible:
+        warnings.append(failed_before)
     if verdict.unconfirmed:
         warnings.append(unconfirmed_note(plan, verdict.unconfirmed))
     gate_lines = []
@@ -262,6 +266,8 @@ def _finish(
         gate_lines.append(_regression_message(plan, comparison, [*verdict.regressions, *removed]))
     if verdict.floor_failures:
         gate_lines.append(floors_message(plan, verdict.floor_failures))
+    # what failed the gate is recorded with the run: a later run compared with it says so
+    run = replace(run, gate=replace(run.gate, failed=tuple(failures)))
     pending, error = _save(plan, scope, runs, run, warnings)
     try:
         # The report files come before the history is committed: a run whose report

@@ -43,7 +43,8 @@ from pytest_groove.evaluation.gate_record import (
     describe_setting,
     looser_settings,
 )
-from pytest_groove.evaluation.history_trust import untrusted
+from pytest_groove.evaluation.history_baseline import BaselineChoice
+from pytest_groove.evaluation.history_trust import trusted_runs, untrusted
 from pytest_groove.evaluation.metric_table import parse_metric, unasked_optional
 from pytest_groove.evaluation.run import RunRecord, format_timestamp
 from pytest_groove.evaluation.significance import format_p, significant
@@ -174,6 +175,42 @@ def loosened(
             )
         )
     return tuple(out)
+
+
+def failed_baseline_warning(
+    choice: BaselineChoice | None, stored: Sequence[RunRecord]
+) -> str | None:
+    """Said when the baseline is a run that failed its own gate (None: it is not).
+
+    Every run is recorded, a failed one too, and the next run is compared with it: a
+    CI retry of a failed job, on a runner that kept the history, would pass against
+    the very run that failed.  Unless that run was chosen on purpose (frozen, named).
+    """
+    if choice is None or choice.baseline is None or choice.frozen or choice.named:
+        return None
+    baseline = choice.baseline
+    if baseline.gate is None or not baseline.gate.failed:
+        return None
+    stamp = format_timestamp(baseline.timestamp)
+    before = next(
+        (
+            r
+            for r in trusted_runs(stored)
+            if r.fingerprint == baseline.fingerprint and r.timestamp < baseline.timestamp
+        ),
+        None,
+    )
+    keep = (
+        f"`groove history freeze {format_timestamp(before.timestamp)}` compares with the run "
+        "before it"
+        if before is not None
+        else f"`groove history delete {stamp}` drops it"
+    )
+    return (
+        f"the baseline run {stamp} failed its own gate ({'; '.join(baseline.gate.failed)}) "
+        "and was recorded, as every run is: this run is compared with it, so what it lost "
+        f"is not counted again; {keep}"
+    )
 
 
 def _unfrozen_because(plan: EvalPlan, frozen: str, stored: Sequence[RunRecord]) -> str:

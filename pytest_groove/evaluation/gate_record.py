@@ -35,6 +35,8 @@ FLOORS_SETTING = "fail_under"
 SIGNIFICANCE_SETTING = "significance"
 #: not a groove.toml key: the frozen run a run was compared with
 FROZEN_SETTING = "frozen_baseline"
+#: the run's gate failures, as recorded with it
+FAILED_KEY = "failed"
 #: a looser value must differ by more than this (float noise is not a loosening)
 _EPSILON = 1e-12
 
@@ -59,6 +61,12 @@ def _timestamp_text(raw: Any, path: str) -> str | None:
     return raw
 
 
+def _failures(raw: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise shape_error(path, "expected a list of texts")
+    return tuple(raw)
+
+
 @dataclass(frozen=True)
 class GateRecord:
     """The gate in effect for one run."""
@@ -73,6 +81,8 @@ class GateRecord:
     significance: float | None = None
     #: the timestamp of the frozen run this run was compared with (None: not a frozen one)
     frozen_baseline: str | None = None
+    #: what failed this run's gate when it was recorded (empty: it passed, or no gate)
+    failed: tuple[str, ...] = ()
 
     def threshold_for(self, key: str) -> float:
         return next((value for named, value in self.thresholds if named == key), self.threshold)
@@ -98,6 +108,8 @@ class GateRecord:
         }
         if self.frozen_baseline is not None:
             out[FROZEN_SETTING] = self.frozen_baseline
+        if self.failed:
+            out[FAILED_KEY] = list(self.failed)
         return out
 
     @classmethod
@@ -110,6 +122,7 @@ class GateRecord:
             floors=_pairs(obj.get(FLOORS_SETTING, {}), where(path, FLOORS_SETTING)),
             significance=None if alpha is None else _unit(alpha, where(path, SIGNIFICANCE_SETTING)),
             frozen_baseline=_timestamp_text(obj.get(FROZEN_SETTING), where(path, FROZEN_SETTING)),
+            failed=_failures(obj.get(FAILED_KEY, []), where(path, FAILED_KEY)),
         )
 
 

@@ -88,7 +88,8 @@ def _not_regular(path: Path, what: str, mode: int | None = None) -> ReadRefused:
         return _refuse(
             what,
             "not_regular",
-            f"{clip_path(path)} is a folder, not a file; name the {what} itself",
+            f"{clip_path(path)} is a folder, not a file; name the {what} itself (or move "
+            "the folder out of its way)",
         )
     return _refuse(
         what,
