@@ -266,7 +266,7 @@ def test_hard_linked_history_is_refused_and_untouched(hist: Path, tmp_path: Path
 
 def test_a_directory_in_place_of_the_history_is_refused(hist: Path) -> None:
     hist.mkdir()
-    with pytest.raises(GrooveError, match="is a folder, not a file; .*move the folder out"):
+    with pytest.raises(GrooveError, match=r"is a folder, not a file; .*move the folder out"):
         load_history(hist)
 
 
