@@ -769,3 +769,19 @@ def test_under_s_the_projects_tests_see_a_text_stream_as_stdout(project: Project
     )
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(["*printed by the test*"])
+
+
+def test_a_golden_file_outside_the_rootdir_is_said_with_the_way_out(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("docs")
+    (outside / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    for rel, text in KB_FILES.items():
+        (outside / rel).parent.mkdir(parents=True, exist_ok=True)
+        (outside / rel).write_text(text, encoding="utf-8")
+    pytester.makeini(f"[pytest]\ngroove_kb = {outside}\ngroove_model = hash\n")
+    result = pytester.runpytest("--co")
+    result.stdout.fnmatch_lines(
+        ["groove: the golden file * is outside pytest's rootdir (*), so its items are named "
+         "`::<id>`; run pytest from a folder above both (or pass --rootdir) for full node ids"]
+    )  # fmt: skip

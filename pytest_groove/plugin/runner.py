@@ -388,6 +388,16 @@ class ProcessRunner:
         only = self.golden_only_line()
         if only is not None:
             lines.append(only)
+        try:
+            self.golden_path.relative_to(config.rootpath)
+        except ValueError:
+            # pytest names a file outside its rootdir by nothing but "::<id>" (an empty
+            # JUnit classname, node ids no IDE can run): say why, and the way out
+            lines.append(
+                f"groove: the golden file {self.golden_path} is outside pytest's rootdir "
+                f"({config.rootpath}), so its items are named `::<id>`; run pytest from a "
+                "folder above both (or pass --rootdir) for full node ids"
+            )
         return lines
 
     def golden_only_line(self) -> str | None:
