@@ -28,6 +28,7 @@ from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_di
 from pytest_groove.kb.note_index import note_index_for
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store import Store
+from pytest_groove.kb.tie_order import TieOrder
 from pytest_groove.kb.vectors import VectorIndex
 from pytest_groove.paths import check_os_path, resolve_path
 from pytest_groove.search.fts_query import TERMS_QUERY_VERSION, ParsedQuery
@@ -223,6 +224,11 @@ class Engine:
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self.embedder.embed_queries(list(texts))
+
+    def tie_order(self) -> TieOrder:
+        """How the index orders equal scores (tune fuses with it as search does)."""
+        with self._faults():
+            return self._searcher.tie_order()
 
     def vector_leg(
         self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.metrics import QueryMetrics, aggregate, query_metrics
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.kb.tie_order import IN_ID_ORDER, TieOrder
 from pytest_groove.search.fts_query import ParsedQuery
 from pytest_groove.search.fusion import fuse_rrf
 from pytest_groove.search.hits import SearchHit
@@ -47,6 +48,9 @@ class FakeSource:
     labels: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     fts_calls: list[tuple[str, Weights, int]] = field(default_factory=list)
     embed_count: int | None = None
+
+    def tie_order(self) -> TieOrder:
+        return IN_ID_ORDER  # the fake's ids are in corpus order
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         n = len(texts) if self.embed_count is None else self.embed_count

@@ -129,7 +129,9 @@ def _acquire_lock(path: Path, remedy: str = RECORDING) -> filelock.BaseFileLock:
     except LockTimeout:
         raise GrooveError(
             f"timed out after {LOCK_TIMEOUT_SECONDS:g} s waiting for {lock_path}: another "
-            "groove run is saving the eval history (delete the lock file if none is)"
+            "groove or pytest run is saving the eval history; wait for it to finish, or stop "
+            "it (a run that exits releases the lock: remove the file only if no run is "
+            "active, as after a crash on a network file system)"
         ) from None
     except OSError as exc:
         raise GrooveError(

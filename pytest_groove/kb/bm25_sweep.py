@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from pytest_groove.kb.tie_order import IN_ID_ORDER, TieOrder
+
 #: FTS5's bm25 constants
 _K1 = 1.2
 _B = 0.75
@@ -85,7 +87,10 @@ def best_rowids(hits: PhraseHits, weights: Sequence[float], limit: int) -> list[
 
 
 def best_rowids_per_triple(
-    hits: PhraseHits, triples: Sequence[Sequence[float]], limit: int
+    hits: PhraseHits,
+    triples: Sequence[Sequence[float]],
+    limit: int,
+    tie: TieOrder = IN_ID_ORDER,
 ) -> list[list[int]]:
     """:func:`best_rowids` for every triple, scoring all of them in one numpy pass."""
     if limit <= 0 or not len(hits.rowids):
@@ -101,6 +106,6 @@ def best_rowids_per_triple(
             cut = np.partition(scores, limit - 1)[limit - 1]
             keep = scores <= cut
             scores, rowids = scores[keep], rowids[keep]
-        order = np.lexsort((rowids, scores))[:limit]
+        order = np.lexsort((tie.keys(rowids), scores))[:limit]
         out.append([int(r) for r in rowids[order]])
     return out

@@ -145,6 +145,12 @@ def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveE
         return IndexUnwritable(
             f"cannot open the index {clip_path(db_path)}: {reason}", reason=reason
         )
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        # another process holds the database: nothing is damaged, nothing to rebuild
+        return GrooveError(
+            f"the index {clip_path(db_path)} is busy: another process is writing it "
+            f"({exc}); run again once it has finished"
+        )
     return GrooveError(f"the index {clip_path(db_path)} failed: {exc}; {REBUILD_HINT}")
 
 

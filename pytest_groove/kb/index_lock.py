@@ -10,7 +10,9 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,17 +50,34 @@ def probe_lock_file(index_dir: Path) -> None:
     os.close(fd)
 
 
+def _say_waiting(lock_path: Path, timeout: float) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no stderr to say it on
+        print(
+            f"groove: waiting for {clip_path(lock_path)}: another groove or pytest run is "
+            f"updating this index (waiting up to {timeout:.0f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 @contextmanager
 def index_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     """Hold ``<index_dir>/index.lock`` for the duration of the block."""
     lock_path = index_dir / LOCK_FILE_NAME
     probe_lock_file(index_dir)
     try:
-        lock = acquire_lock(lock_path, timeout)
+        try:
+            lock = acquire_lock(lock_path, 0)
+        except LockTimeout:
+            # a wait of minutes must not be an empty log (a CI job on a shared workspace)
+            _say_waiting(lock_path, timeout)
+            lock = acquire_lock(lock_path, timeout)
     except LockTimeout:
         raise GrooveError(
-            f"another indexer has held {clip_path(lock_path)} for {timeout:.0f}s; "
-            "wait for it or remove a stale lock file"
+            f"another groove or pytest run has held {clip_path(lock_path)} for "
+            f"{timeout:.0f}s; wait for it to finish, or stop it (a run that exits "
+            "releases the lock: remove the file only if no run is active, as after a "
+            "crash on a network file system)"
         ) from None
     except OSError as exc:
         raise os_fault(exc, lock_path) from None

@@ -45,6 +45,7 @@ from pytest_groove.config import DEFAULT_VECTOR_INDEX
 from pytest_groove.kb.cache_seal import SEAL_SUFFIX, open_vouched, seal_path, write_sealed
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
+from pytest_groove.kb.tie_order import IN_ID_ORDER, TieOrder
 from pytest_groove.kb.vector_cache import (
     NOTES_CACHE_PREFIX,
     KeptCopy,
@@ -332,8 +333,11 @@ class NoteCarryingIndex(VectorIndex):
     def size(self) -> int:
         return len(self._rows.ids)
 
-    def search(self, query: npt.NDArray[np.float32], n: int) -> list[int]:
-        """Up to ``n`` chunk ids, most similar first (ties: lower id first).
+    def search(
+        self, query: npt.NDArray[np.float32], n: int, tie: TieOrder = IN_ID_ORDER
+    ) -> list[int]:
+        """Up to ``n`` chunk ids, most similar first (ties in ``tie`` order: by default
+        lower id first).
 
         Every row is scored from the chunk index's inner products; the rows within
         :data:`_RESCORE_MARGIN` of the n-th score are then scored again on the rows
@@ -360,7 +364,7 @@ class NoteCarryingIndex(VectorIndex):
             part = candidates[start : start + _BLOCK_ROWS]
             rows = self.rows(part)
             exact[start : start + len(part)] = _inner_products(q, faiss.swig_ptr(rows), len(part))
-        order = np.lexsort((self._ids[candidates], -exact))[:n]
+        order = np.lexsort((tie.keys(self._ids[candidates]), -exact))[:n]
         return [int(i) for i in self._ids[candidates[order]]]
 
     def rows(self, positions: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.float32]:

@@ -53,6 +53,7 @@ import numpy.typing as npt
 
 from pytest_groove.kb.cache_seal import SEAL_SUFFIX, open_vouched, seal_path, write_sealed
 from pytest_groove.kb.store import FTS_TABLES, Store
+from pytest_groove.kb.tie_order import IN_ID_ORDER, TieOrder
 from pytest_groove.kb.word_index import WordIndex
 
 __all__ = ["CACHE_PREFIX", "PhraseScores", "or_phrases"]
@@ -135,19 +136,20 @@ class PhraseScores:
         weights: tuple[float, float, float],
         limit: int,
         table: str = "fts_chunks",
+        tie: TieOrder = IN_ID_ORDER,
     ) -> list[int]:
-        """Same as :meth:`Store.fts_candidates` (best bm25 first, ties: lower id)."""
+        """Same as :meth:`Store.fts_candidates` (best bm25 first, ties in ``tie`` order)."""
         phrases = or_phrases(expression) if limit > 0 and table in FTS_TABLES else None
         if phrases is None:
-            return self.store.fts_candidates(expression, weights, limit, table)
+            return self.store.fts_candidates(expression, weights, limit, table, tie)
         positive, negative = phrases
         try:
             with self.store.read_snapshot():
-                top = self._ranked(positive, negative, weights, limit, table)
+                top = self._ranked(positive, negative, weights, limit, table, tie)
         except apsw.SQLError:
             top = None  # a phrase SQLite refuses: the plain statement reports it
         if top is None:
-            return self.store.fts_candidates(expression, weights, limit, table)
+            return self.store.fts_candidates(expression, weights, limit, table, tie)
         return top
 
     def _ranked(
@@ -157,6 +159,7 @@ class PhraseScores:
         weights: tuple[float, float, float],
         limit: int,
         table: str,
+        tie: TieOrder = IN_ID_ORDER,
     ) -> list[int] | None:
         """The ranked list; None when the plain statement must answer instead."""
         scored = self._scored(positive, negative, weights, table)
@@ -168,7 +171,7 @@ class PhraseScores:
             cut = np.partition(scores, limit - 1)[limit - 1]
             inside = scores <= cut
             rowids, scores = rowids[inside], scores[inside]
-        order = np.lexsort((rowids, scores))[:limit]
+        order = np.lexsort((tie.keys(rowids), scores))[:limit]
         return [int(r) for r in rowids[order]]
 
     def _scored(

@@ -14,6 +14,7 @@ import numpy as np
 from pytest_groove.errors import GrooveError, clip_repr
 from pytest_groove.kb.bm25_sweep import PhraseHits, idf
 from pytest_groove.kb.store_schema import FTS_TABLES, StoreConnection
+from pytest_groove.kb.tie_order import IN_ID_ORDER, TIE_SLACK, TieOrder
 
 
 class _PhraseHitCollector:
@@ -73,19 +74,33 @@ class StoreFullText(StoreConnection):
         weights: tuple[float, float, float],
         limit: int,
         table: str = "fts_chunks",
+        tie: TieOrder = IN_ID_ORDER,
     ) -> list[int]:
-        """Chunk ids matching ``match_expr`` in ``table``, best bm25 first (ties: lower id)."""
+        """Chunk ids matching ``match_expr`` in ``table``, best bm25 first (ties: in
+        ``tie`` order, by default lower id)."""
         if limit <= 0:
             return []
         if table not in FTS_TABLES:
             raise ValueError(f"unknown full-text table {table!r}")
         try:
-            rows = self.conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ? "
-                f"ORDER BY bm25({table}, ?, ?, ?), rowid LIMIT ?",
-                (match_expr, *weights, limit),
-            )
-            return [int(r[0]) for r in rows]
+            if tie.by_id:
+                rows = self.conn.execute(
+                    f"SELECT rowid FROM {table} WHERE {table} MATCH ? "
+                    f"ORDER BY bm25({table}, ?, ?, ?), rowid LIMIT ?",
+                    (match_expr, *weights, limit),
+                )
+                return [int(r[0]) for r in rows]
+            # ids out of corpus order: the rows tying at the cut are ordered here
+            scored = [
+                (float(score), int(rowid))
+                for rowid, score in self.conn.execute(
+                    f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} "
+                    f"WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?",
+                    (*weights, match_expr, limit + TIE_SLACK),
+                )
+            ]
+            scored.sort(key=lambda pair: (pair[0], tie.key(pair[1])))
+            return [rowid for _, rowid in scored[:limit]]
         except apsw.SQLError as exc:
             raise GrooveError(
                 f"full-text query {clip_repr(match_expr)} was refused by SQLite: {exc}"

@@ -17,6 +17,7 @@ from pytest_groove.kb.corpus_digest import DIGEST_VERSION, corpus_digest, docume
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
 from pytest_groove.kb.store_schema import StoreConnection
+from pytest_groove.kb.tie_order import TieOrder, tie_order
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,30 @@ class StoreReader(StoreConnection):
                 (OPENING_CHARS,),
             )
         }
+
+    def tie_order(self) -> TieOrder:
+        """How this state of the index orders equal scores (:mod:`.tie_order`): read
+        once per generation, as one string from the (document, chunk order) index."""
+        generation = self.generation
+        kept: tuple[int, TieOrder] | None = getattr(self, "_tie_order", None)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        row = self.conn.execute(
+            "SELECT group_concat(document_id || ',' || id) "
+            "FROM chunks INDEXED BY idx_chunks_doc_order"
+        ).fetchone()
+        chunks = (
+            np.zeros((0, 2), dtype=np.int64)
+            if row is None or row[0] is None
+            else _integers(str(row[0])).reshape(-1, 2)
+        )
+        documents = [
+            (int(doc_id), str(path))
+            for doc_id, path in self.conn.execute("SELECT id, path FROM documents")
+        ]
+        order = tie_order(chunks, documents)
+        self._tie_order = (generation, order)
+        return order
 
     def chunk_documents(self) -> dict[int, int]:
         """Every chunk's document id, by chunk id."""

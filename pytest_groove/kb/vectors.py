@@ -60,6 +60,7 @@ from pytest_groove.kb import vector_cache as cache_update
 from pytest_groove.kb.cache_seal import SEAL_SUFFIX, open_vouched, seal_path, vouches, write_sealed
 from pytest_groove.kb.scripts import script_group
 from pytest_groove.kb.store import Store
+from pytest_groove.kb.tie_order import IN_ID_ORDER, TIE_SLACK, TieOrder
 from pytest_groove.kb.vector_cache import CACHE_PREFIX as CACHE_PREFIX
 from pytest_groove.kb.vector_cache import CENTRING_MIN_SHARE as CENTRING_MIN_SHARE
 from pytest_groove.kb.vector_cache import NOTES_CACHE_PREFIX as NOTES_CACHE_PREFIX
@@ -410,21 +411,27 @@ class VectorIndex:
         """The vector this index holds for ``chunk_id`` (to check it against the store)."""
         return np.asarray(self._index.reconstruct(int(chunk_id)), dtype=np.float32)
 
-    def search(self, query: npt.NDArray[np.float32], n: int) -> list[int]:
-        """Up to ``n`` chunk ids, most similar first (ties: lower id first)."""
+    def search(
+        self, query: npt.NDArray[np.float32], n: int, tie: TieOrder = IN_ID_ORDER
+    ) -> list[int]:
+        """Up to ``n`` chunk ids, most similar first (ties in ``tie`` order: by
+        default lower id first)."""
         n = min(n, self.size)
         if n <= 0:
             return []
+        # ids out of corpus order: fetch past the cut, so the rows tying at it are
+        # chosen in corpus order rather than in faiss's
+        fetch = n if tie.by_id else min(n + TIE_SLACK, self.size)
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
         if self._graph is not None:
             # the search breadth must cover the results asked for
-            self._graph.hnsw.efSearch = max(HNSW_EF_SEARCH, n)
+            self._graph.hnsw.efSearch = max(HNSW_EF_SEARCH, fetch)
         with one_faiss_thread():
-            scores, ids = self._index.search(q, n)
+            scores, ids = self._index.search(q, fetch)
         pairs = [(float(s), int(i)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
         # faiss does not promise an order among equal scores; the gate needs one
-        pairs.sort(key=lambda p: (-p[0], p[1]))
-        return [i for _, i in pairs]
+        pairs.sort(key=lambda p: (-p[0], tie.key(p[1])))
+        return [i for _, i in pairs[:n]]
 
 
 #: the flat cache this process mapped last: the indexer's refresh, the note rows and

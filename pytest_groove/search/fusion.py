@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.config import SEARCH_LIMIT_MAX
+from pytest_groove.kb.tie_order import IN_ID_ORDER, TieOrder
 
 #: default RRF constant (``[search.fusion].rrf_k``)
 RRF_K_DEFAULT = 60.0
@@ -69,12 +70,14 @@ def fuse_rrf(
     fts_ids: Sequence[int],
     rrf_k: float = RRF_K_DEFAULT,
     limit: int | None = None,
+    tie: TieOrder = IN_ID_ORDER,
 ) -> list[tuple[int, float]]:
     """Fuse two ranked id lists into ``[(chunk_id, score)]``, best first.
 
-    Order: score descending, then chunk id ascending.  ``limit=None`` keeps every
-    fused id (the MMR path); otherwise the list is cut to ``limit`` entries.
-    The returned floats are exactly the float32 sums.
+    Order: score descending, then ``tie`` order (by default chunk id ascending; for an
+    index whose ids left corpus order, the order a fresh build's ids would have).
+    ``limit=None`` keeps every fused id (the MMR path); otherwise the list is cut to
+    ``limit`` entries.  The returned floats are exactly the float32 sums.
     """
     _check_k(rrf_k)
     _check_limit(limit)
@@ -87,17 +90,20 @@ def fuse_rrf(
             key = int(chunk_id)
             previous = totals.get(key)
             totals[key] = term if previous is None else np.float32(previous + term)
-    return order_fused({cid: float(score) for cid, score in totals.items()}, limit)
+    return order_fused({cid: float(score) for cid, score in totals.items()}, limit, tie)
 
 
-def order_fused(scores: Mapping[int, float], limit: int | None = None) -> list[tuple[int, float]]:
-    """Sort ``{chunk_id: score}`` by score descending, then id ascending; cut to ``limit``.
+def order_fused(
+    scores: Mapping[int, float], limit: int | None = None, tie: TieOrder = IN_ID_ORDER
+) -> list[tuple[int, float]]:
+    """Sort ``{chunk_id: score}`` by score descending, then ``tie`` order (id ascending
+    by default); cut to ``limit``.
 
-    The id tie-break makes the order total, so equal scores never depend on
-    dictionary or database order.
+    The tie-break makes the order total, so equal scores never depend on dictionary
+    or database order -- nor, through ``tie``, on the index's history.
     """
     _check_limit(limit)
-    fused = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    fused = sorted(scores.items(), key=lambda item: (-item[1], tie.key(item[0])))
     return fused if limit is None else fused[:limit]
 
 
@@ -161,8 +167,10 @@ class RrfSweep:
         vector_ids: Sequence[int],
         rrf_ks: Sequence[float],
         limit: int | None = None,
+        tie: TieOrder = IN_ID_ORDER,
     ) -> None:
         _check_limit(limit)
+        self.tie = tie
         if len(rrf_ks) == 0:
             raise ValueError("rrf_ks must name at least one k")
         self.rrf_ks: tuple[float, ...] = tuple(float(k) for k in rrf_ks)
@@ -186,7 +194,12 @@ class RrfSweep:
         scores: ScoreArray = np.zeros((len(self.rrf_ks), union.size), dtype=np.float32)
         _add_terms(scores, np.searchsorted(union, vector), self._terms_for(vector.size))
         _add_terms(scores, np.searchsorted(union, fts), self._terms_for(fts.size))
-        order = np.argsort(-scores, axis=1, kind="stable")
+        if self.tie.by_id:
+            order = np.argsort(-scores, axis=1, kind="stable")
+        else:
+            # equal scores in corpus order, not in id order (see fuse_rrf)
+            keys = self.tie.keys(union)
+            order = np.stack([np.lexsort((keys, -row)) for row in scores])
         if self.limit is not None:
             order = order[:, : self.limit]
         return [
@@ -200,9 +213,10 @@ def fuse_rrf_ranks(
     fts_ids: Sequence[int],
     rrf_ks: Sequence[float],
     limit: int | None = None,
+    tie: TieOrder = IN_ID_ORDER,
 ) -> list[FusedRanking]:
     """One-shot :class:`RrfSweep`: the fused rankings of two lists at each ``k``."""
-    return RrfSweep(vector_ids, rrf_ks, limit).fuse(fts_ids)
+    return RrfSweep(vector_ids, rrf_ks, limit, tie).fuse(fts_ids)
 
 
 # --------------------------------------------------------------------------- pool sizes

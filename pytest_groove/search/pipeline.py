@@ -26,6 +26,7 @@ from pytest_groove.kb.bm25_sweep import best_rowids_per_triple
 from pytest_groove.kb.phrase_scores import PhraseScores
 from pytest_groove.kb.scripts import chunk_opening, script_group
 from pytest_groove.kb.store import ChunkRow, Store
+from pytest_groove.kb.tie_order import TieOrder
 from pytest_groove.kb.vectors import VectorIndex
 from pytest_groove.search.confidence import low_confidence
 from pytest_groove.search.documents import documents_first
@@ -114,13 +115,19 @@ class HybridSearcher:
 
     # ------------------------------------------------------------------ legs
 
+    def tie_order(self) -> TieOrder:
+        """How this state of the index orders equal scores: in corpus order, so an
+        updated index ranks as a fresh build of the same notes
+        (:mod:`pytest_groove.kb.tie_order`)."""
+        return self.store.tie_order()
+
     def vector_leg(
         self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
     ) -> list[int]:
         """Up to ``n`` chunk ids by vector similarity, ``-term`` exclusions applied."""
         filtered = bool(parsed.exclusions)
         query_vector = self.vectors.prepare_query(query_vector, parsed.positive)
-        ids = self.vectors.search(query_vector, vector_fetch(n, filtered))
+        ids = self.vectors.search(query_vector, vector_fetch(n, filtered), self.tie_order())
         return self._first_kept(ids, parsed, n) if filtered else ids[:n]
 
     def note_vector_leg(
@@ -131,7 +138,7 @@ class HybridSearcher:
             return []
         filtered = bool(parsed.exclusions)
         query_vector = self.note_vectors.prepare_query(query_vector, parsed.positive)
-        ids = self.note_vectors.search(query_vector, vector_fetch(n, filtered))
+        ids = self.note_vectors.search(query_vector, vector_fetch(n, filtered), self.tie_order())
         return self._first_kept(ids, parsed, n) if filtered else ids[:n]
 
     def fts_leg(
@@ -150,7 +157,7 @@ class HybridSearcher:
             return []
         filtered = bool(parsed.exclusions)
         ids = self.phrase_scores.candidates(
-            parsed.fts, weights, fts_fetch(n, filtered), parsed.fts_table
+            parsed.fts, weights, fts_fetch(n, filtered), parsed.fts_table, self.tie_order()
         )
         ids = self._first_kept(ids, parsed, n) if filtered else ids
         if vector_ids is not None and ids and self.fts_out_of_reach(parsed, vector_ids, ids[0]):
@@ -173,7 +180,7 @@ class HybridSearcher:
             return [[] for _ in weights]
         filtered = bool(parsed.exclusions)
         hits = self.store.fts_phrase_hits(parsed.fts, parsed.fts_table)
-        lists = best_rowids_per_triple(hits, weights, fts_fetch(n, filtered))
+        lists = best_rowids_per_triple(hits, weights, fts_fetch(n, filtered), self.tie_order())
         if filtered:
             kept = set(self._drop_excluded(sorted({c for ids in lists for c in ids}), parsed))
             lists = [[cid for cid in ids if cid in kept][:n] for ids in lists]
@@ -286,12 +293,13 @@ class HybridSearcher:
         fts_all = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n)
         fts_ids = self.gate_fts(parsed, fts_all, vec_ids, settings)
         fused_limit = None if by_document else plan.fused_limit
-        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit)
+        tie = self.tie_order()
+        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit, tie)
         note_fused: list[tuple[int, float]] = []
         if by_note:
             note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed)
             note_fts = self.gate_fts(parsed, fts_all, note_ids, settings)
-            note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None)
+            note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None, tie)
         candidates = sorted({cid for cid, _ in [*fused, *note_fused]})
         # Only a reranker reads the text of the whole pool; otherwise ordering needs
         # each candidate's document, and the text is read for the hits alone.

@@ -39,6 +39,7 @@ from pytest_groove.evaluation.metrics import (
     query_metrics,
 )
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.kb.tie_order import TieOrder
 from pytest_groove.search.documents import documents_first
 from pytest_groove.search.fts_query import ParsedQuery, parse_query
 from pytest_groove.search.fusion import FusedRanking, RrfSweep, pool_sizes
@@ -74,6 +75,8 @@ class CandidateSource(Protocol):
     """What the sweep needs from an open index; :class:`~pytest_groove.engine.Engine` is one."""
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+    def tie_order(self) -> TieOrder: ...
 
     def vector_leg(
         self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
@@ -435,7 +438,10 @@ def build_metric_table(
         # fuse each distinct FTS list once, at all six k
         t0 = time.perf_counter()
         # grouped by document, a list is cut only after grouping (search does the same)
-        fuser = RrfSweep(query.vec_ids, RRF_K_VALUES, None if pre.document_first else pre.limit)
+        tie = source.tie_order()
+        fuser = RrfSweep(
+            query.vec_ids, RRF_K_VALUES, None if pre.document_first else pre.limit, tie
+        )
         fused_by_list: dict[tuple[int, ...], list[FusedRanking]] = {}
         per_triple: list[list[FusedRanking]] = []
         for fts_ids in lists:
@@ -445,7 +451,7 @@ def build_metric_table(
             per_triple.append(fused_by_list[key])
         note_per_triple: list[list[FusedRanking]] = []
         if pre.note_order:
-            note_fuser = RrfSweep(query.note_vec_ids, RRF_K_VALUES, None)
+            note_fuser = RrfSweep(query.note_vec_ids, RRF_K_VALUES, None, tie)
             note_fused: dict[tuple[int, ...], list[FusedRanking]] = {}
             for fts_ids in note_lists:
                 key = tuple(fts_ids)
