@@ -255,3 +255,21 @@ def test_a_note_deleted_since_an_edited_run_is_not_called_a_typo(kb: Path) -> No
         r"run of \S+Z in the history \(a run that cannot be the baseline\), which indexed it",
         run.stderr,
     ), run.stderr
+
+
+def test_a_passing_aggregate_gate_still_names_the_queries_that_dropped(kb: Path) -> None:
+    # a threshold the averages stay within: groove eval's gate passes, and says that
+    # some queries dropped (pytest fails their items), rather than nothing at all
+    assert groove_eval(kb, "--threshold", "0.9").returncode == 0
+    (kb / "caching.md").write_text(
+        "## Lunch\n\nThe canteen opens at noon on weekdays.\n", encoding="utf-8"
+    )
+    run = groove_eval(kb, "--threshold", "0.9", "--fail-on-regression")
+    assert run.returncode == 0, run.stderr
+    assert (
+        "groove eval: the gate passed on the aggregate metrics, but 1 query dropped since "
+        "the baseline (cache; see the per-query block): groove eval gates on the averages, "
+        "pytest --groove-kb also fails each such query's item"
+    ) in run.stderr
+    quiet = groove_eval(kb, "--threshold", "0.9", "--fail-on-regression")
+    assert "dropped since the baseline" not in quiet.stderr  # nothing dropped this time

@@ -115,6 +115,22 @@ def test_a_report_with_a_baseline_has_trends_deltas_and_every_section() -> None:
 
 
 @needs_matplotlib
+def test_a_second_import_of_markupsafe_leaves_the_markup_unescaped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pytest's inline runs forget the modules imported inside them: the next import of
+    # markupsafe is a second module with a second Markup class, while the template
+    # compiled before still makes the first one's; its macros' tags must stay tags
+    history = [scored(2, [1.0, 1.0, 0.0])]
+    run = scored(5, [1.0, 0.0, 1.0])
+    render_html_report(run, compare(run, history[0], 0.05), history, title="first")
+    monkeypatch.delitem(sys.modules, "markupsafe")
+    html = render_html_report(run, compare(run, history[0], 0.05), history, title="again")
+    assert '<table class="metric-grid">' in html
+    assert "&lt;table" not in html and "&lt;tr&gt;" not in html
+
+
+@needs_matplotlib
 def test_without_a_baseline_there_is_no_delta_chart_and_no_diff_column() -> None:
     run = scored(5, [1.0, 0.0])
     html = render_html_report(run, compare(run, None, 0.05), [], title="t")
@@ -708,6 +724,8 @@ window.addEventListener("load", () => {
 def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
     browser = chromium()
     assert browser is not None
+    # a profile of its own: two browsers of two xdist workers must not share one
+    profile = html_file.parent / f"chromium-profile-{html_file.stem}"
     return subprocess.run(
         [
             browser,
@@ -715,6 +733,7 @@ def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
             "--no-sandbox",
             "--disable-gpu",
             "--hide-scrollbars",
+            f"--user-data-dir={profile}",
             "--window-size=1280,2400",
             *args,
             html_file.as_uri(),
@@ -750,7 +769,10 @@ def test_the_report_fits_a_1280_pixel_window_in_chromium(tmp_path: Path) -> None
 #: Chromium's headless window is never narrower than 500 pixels, so a phone's width
 #: is given to the report by an iframe; the report's own copy measures itself there
 _PHONE_MEASURE = """<script>
-window.addEventListener("load", () => {
+window.addEventListener("load", async () => {
+  // measured once fonts are in and the layout has had time to settle
+  await document.fonts.ready;
+  await new Promise((done) => setTimeout(done, 300));
   const rows = [...document.querySelectorAll("table.queries tr")].slice(1);
   const tallest = Math.max(...rows.map((r) => r.getBoundingClientRect().height));
   parent.document.body.dataset.measure = innerWidth + "x" +
@@ -790,7 +812,10 @@ def test_the_report_fits_a_390_pixel_phone_in_chromium(tmp_path: Path) -> None:
     # then reads 900 pixels tall once in a while): a settled layout is never taller, so
     # the smallest of up to three readings is the layout's own
     for _attempt in range(3):
-        dom = browse(measured, "--window-size=500,2400", "--dump-dom").stdout
+        # virtual time lets the frames above pass before the DOM is dumped
+        dom = browse(
+            measured, "--window-size=500,2400", "--virtual-time-budget=5000", "--dump-dom"
+        ).stdout
         found = re.search(r'<body[^>]*data-measure="(\d+)x(\d+)x(\d+)"', dom)
         assert found is not None, dom[-500:]
         viewport, width, tallest = (int(found.group(i)) for i in (1, 2, 3))

@@ -184,6 +184,24 @@ def _nothing_to_gate(plan: EvalPlan, comparison: Comparison, stored: Sequence[Ru
     )
 
 
+def _ungated_queries(verdicts: RunVerdicts, gate_passed: bool, door: Door) -> str | None:
+    """Said by ``groove eval`` when its gate passed while some queries dropped since the
+    baseline: it gates on the aggregate metrics (and deleted answers), where pytest
+    fails each such query's item -- a pass must not read as "no query got worse"."""
+    if door != "cli" or not gate_passed or not verdicts.compared:
+        return None
+    dropped = [v.id for v in verdicts.queries if v.regressed]
+    if not dropped:
+        return None
+    shown = ", ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
+    return (
+        f"the gate passed on the aggregate metrics, but {len(dropped)} "
+        f"quer{'y' if len(dropped) == 1 else 'ies'} dropped since the baseline ({shown}; "
+        "see the per-query block): groove eval gates on the averages, pytest --groove-kb "
+        "also fails each such query's item"
+    )
+
+
 def finish_evaluation(
     evaluation: Evaluation,
     results: Sequence[QueryResult],
@@ -311,6 +329,9 @@ def _finish(
         raise
     error = error or report_error
     notes = list(written)
+    ungated = _ungated_queries(verdicts, gate_applies and not failures, door)
+    if ungated is not None:
+        notes.append(ungated)
     if recorded and plan.options.freeze_baseline:
         notes.insert(
             0,

@@ -119,12 +119,16 @@ def _escape(value: object) -> Any:
     """The page's one escaping boundary: every ``{{ value }}`` of the template.
 
     ``html.escape`` with quotes (as the report always wrote its text); a macro's
-    output is already escaped markup and passes as it is.
+    output is already escaped markup and passes as it is -- known by the ``__html__``
+    protocol, not by class: a second import of markupsafe (a process that reloaded
+    it) makes a second ``Markup`` class, and by class the markup of a macro
+    rendered through the first was escaped again, printing its tags as text.
     """
     from markupsafe import Markup
 
-    if isinstance(value, Markup):
-        return value
+    html = getattr(value, "__html__", None)
+    if callable(html):
+        return Markup(html())
     return Markup(escape("" if value is None else str(value), quote=True))
 
 
