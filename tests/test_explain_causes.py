@@ -227,6 +227,11 @@ def test_a_heading_an_edit_renamed_is_a_lost_answer_not_a_golden_error(kb: Path)
     )
     run = groove_eval(kb, "--fail-on-regression")
     assert "golden file" not in run.stderr, run.stderr
+    # a lost answer fails the gate, as a deleted note does
+    assert run.returncode == 1
+    assert "heading of the answer of cache removed (caching.md: `Cache invalidation`)" in (
+        run.stderr
+    )
     assert "`caching.md` (expected) changed since the baseline run" in line_of(run.stdout, "cache")
     # the baseline (checked against this golden file) had the heading; the edit lost it,
     # so the query is a miss the gate sees, not a typo in the golden file

@@ -105,3 +105,21 @@ def test_raise_in_the_string_form_changes_only_the_raised_numbers(
         assert main(["floors", "--kb-path", str(kb), "--raise"]) == 0
         assert "raised" in capsys.readouterr().out
         assert config.read_text(encoding="utf-8") == raised
+
+
+@pytest.mark.parametrize("floor", ["map=0.5", "recall@3=0.2"])
+def test_a_floor_the_latest_run_did_not_measure_is_refused_not_read_as_0(
+    kb: Path,  # noqa: F811
+    floor: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    finish(kb, ALL)
+    config = kb / "groove.toml"
+    config.write_text(f'[eval]\nfail_under = "{floor}"\n', encoding="utf-8")
+    before = config.read_bytes()
+    assert main(["floors", "--kb-path", str(kb), "--raise"]) == 1
+    err = capsys.readouterr().err
+    key = floor.partition("=")[0]
+    assert f"[eval].fail_under names {key}, which the latest run (" in err
+    assert "measured 0.000" not in err
+    assert config.read_bytes() == before

@@ -322,7 +322,7 @@ def test_a_frozen_baseline_unfrozen_by_hand_is_named_once(kb: Path) -> None:
     assert third.exit_code == 0  # the worse run is now the baseline: the drop is unseen...
     [line] = [w for w in third.warnings if w.startswith("the gate is looser")]
     assert f"frozen_baseline none (baseline run: {label(frozen)})" in line  # ...but said
-    assert f"`groove history freeze {label(frozen)}` freezes it again" in line
+    assert f"`groove history freeze {label(frozen)} --kb-path {kb}` freezes it again" in line
     assert [i.setting for i in third.comparison.gate_loosened] == ["frozen_baseline"]
     again = finish(kb, set(range(10)))
     assert not any(w.startswith("the gate is looser") for w in again.warnings)
@@ -357,7 +357,45 @@ def test_a_retry_compared_with_the_run_that_failed_its_gate_says_so(kb: Path) ->
     assert retry.exit_code == 0
     [line] = [w for w in retry.warnings if "failed its own gate" in w]
     assert line.startswith(f"the baseline run {label(failed)} failed its own gate (")
-    assert f"`groove history freeze {label(good)}` compares with the run before it" in line
+    assert (
+        f"`groove history freeze {label(good)} --kb-path {kb}` compares with the last run "
+        "that passed it"
+    ) in line
     # a baseline named on purpose (or frozen) is a choice: no such line
     frozen = finish(kb, set(range(10)), baseline=label(failed))
     assert not any("failed its own gate" in w for w in frozen.warnings)
+
+
+def test_a_pytest_run_failed_by_one_regressed_item_warns_its_retry(kb: Path) -> None:
+    finish(kb, ALL, threshold="0.1")
+    # one query of twenty drops: the averages hold (0.05 is under 0.1), the item fails
+    evaluation = begun(kb, corpus=corpus(3, 7), fail_on_regression=True, threshold="0.1")
+    hits = answers(ALL - {0})
+    results = [
+        evaluate_query(q, hits[q.query], evaluation.fingerprint.k_values)
+        for q in evaluation.plan.golden.queries
+    ]
+    failed = finish_evaluation(evaluation, results, record=True, door="pytest")
+    [stored, _] = load_history(kb / HISTORY_FILE_NAME)
+    assert stored.gate is not None and stored.gate.failed == ("query q0 regressed",)
+    retry = finish(kb, ALL - {0}, fail_on_regression=True, threshold="0.1")
+    [line] = [w for w in retry.warnings if "failed its own gate" in w]
+    assert line.startswith(f"the baseline run {label(failed)} failed its own gate (query q0")
+
+
+def test_a_floor_failure_is_not_a_failed_gate_a_retry_is_warned_of(kb: Path) -> None:
+    # floors are absolute: every run checks them again, nothing goes uncounted
+    assert finish(kb, ALL - {0}, fail_under="mrr=0.99").exit_code == 1
+    again = finish(kb, ALL - {0}, fail_under="mrr=0.99")
+    assert again.exit_code == 1
+    assert not any("failed its own gate" in w for w in again.warnings)
+
+
+def test_freezing_an_experiment_names_the_move_not_a_hand_edit(kb: Path) -> None:
+    frozen = finish(kb, ALL, freeze_baseline=True)
+    finish(kb, ALL)
+    finish(kb, ALL, k=(1, 3), freeze_baseline=True)  # other settings: the marker moves
+    [line] = [w for w in finish(kb, ALL).warnings if w.startswith("the gate is looser")]
+    assert "of other settings, so runs of these settings are compared with their newest" in line
+    assert "removed by hand" not in line
+    assert f"`groove history freeze {label(frozen)} --kb-path {kb}`" in line

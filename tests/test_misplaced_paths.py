@@ -88,3 +88,19 @@ def test_a_golden_file_saved_as_utf16_without_a_bom_says_so(kb: Path, encoding: 
     line = one_error(groove_eval(kb))
     assert "saved as UTF-16 or UTF-32? save the file as UTF-8" in line
     assert "not a golden file" not in line
+
+
+def test_a_mostly_non_ascii_golden_file_in_utf16_is_told_apart(kb: Path) -> None:
+    japanese = GOLDEN.replace("which days do we deploy", "デプロイは何曜日に行いますか" * 8)
+    (kb / ".groove-eval.yml").write_bytes(japanese.encode("utf-16-le"))
+    assert "save the file as UTF-8" in one_error(groove_eval(kb))
+    (kb / ".groove-eval.yml").write_bytes(japanese.encode("utf-16"))  # with its BOM
+    assert "(it starts with a UTF-16 byte-order mark)" in one_error(groove_eval(kb))
+
+
+def test_a_golden_flag_naming_nothing_says_check_the_path_not_pass_the_flag(kb: Path) -> None:
+    line = one_error(groove_eval(kb, "--golden", "ci-golden.yml"))
+    assert line == (
+        "Error: no golden file at ci-golden.yml, which --golden names; check the path "
+        "(relative to the working directory) or create the file"
+    )

@@ -92,6 +92,7 @@ def test_bad_baselines_and_thresholds_are_usage_errors_before_any_search(
 
 
 def test_the_header_says_only_golden_queries_run_without_paths(project: pytest.Pytester) -> None:
+    (project.path / "tests").mkdir(exist_ok=True)  # the folder the line then names
     result = project.runpytest(
         "--groove-kb", "kb", "--groove-retriever", "team_search:search", "--groove-no-history"
     )

@@ -707,8 +707,11 @@ def test_a_session_stopped_after_every_golden_query_says_interrupted_not_subset(
     project: Project, stop: str
 ) -> None:
     # -x / --maxfail end with exit status 1, not "interrupted": the stop is seen all
-    # the same (pytest's shouldfail), so the run is not recorded as a whole one
-    project.pytester.makepyfile(test_zz_fails="def test_fails():\n    assert 0\n")
+    # the same (pytest's shouldfail, and an item left unrun), so the run is not
+    # recorded as a whole one
+    project.pytester.makepyfile(
+        test_zz_fails="def test_fails():\n    assert 0\n\ndef test_left_unrun():\n    pass\n"
+    )
     result = project.run(".", stop)
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(
@@ -747,10 +750,17 @@ def test_under_q_the_summary_says_the_own_tests_did_not_run(project: Project) ->
     project.pytester.makepyfile(test_own="def test_own():\n    pass\n")
     result = project.run("-q", "-k", "test_own")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    # no tests/ folder and no testpaths: the line names no folder that is not there
     result.stdout.fnmatch_lines(
         ["groove: running only the golden queries (no test paths given); to run your own "
-         "tests as well, name them: pytest --groove-kb kb tests/"]
+         "tests as well, name them: pytest --groove-kb kb <your test paths>"]
     )  # fmt: skip
+
+
+def test_the_golden_only_line_names_the_ini_files_testpaths(project: Project) -> None:
+    project.pytester.makeini("[pytest]\ntestpaths = spec checks\n")
+    result = project.run("-q")
+    result.stdout.fnmatch_lines(["*name them: pytest --groove-kb kb spec checks"])
 
 
 def test_under_s_the_projects_tests_see_a_text_stream_as_stdout(project: Project) -> None:
@@ -785,3 +795,24 @@ def test_a_golden_file_outside_the_rootdir_is_said_with_the_way_out(
         ["groove: the golden file * is outside pytest's rootdir (*), so its items are named "
          "`::<id>`; run pytest from a folder above both (or pass --rootdir) for full node ids"]
     )  # fmt: skip
+
+
+def test_a_stop_after_the_last_item_leaves_nothing_unrun_and_records(project: Project) -> None:
+    # -x stopping at the session's last item cut nothing short: the run is whole,
+    # recorded and gated (under xdist, which item runs last is not the test's to say)
+    project.pytester.makepyfile(test_zz_fails="def test_fails():\n    assert 0\n")
+    result = project.run(".", "-x")
+    result.assert_outcomes(passed=4, failed=1)
+    assert "Interrupted run" not in result.stdout.str()
+    assert len(project.history()) == 1
+
+
+def test_a_session_that_scored_nothing_says_no_report_was_written(project: Project) -> None:
+    # a report already there (an earlier session's CI artifact) must not pass for this one's
+    (project.pytester.path / "out.json").write_text("{}", encoding="utf-8")
+    result = project.run("-k", "no_such_query", "--groove-json", "out.json")
+    result.stdout.fnmatch_lines(
+        ["groove: no report was written (*out.json): no golden query was scored; a file "
+         "already there is from an earlier session"]
+    )  # fmt: skip
+    assert (project.pytester.path / "out.json").read_text(encoding="utf-8") == "{}"

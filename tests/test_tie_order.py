@@ -168,3 +168,61 @@ def test_many_pull_requests_leave_the_ranking_a_fresh_build_gives(
         change(kb, rng, step)
         assert_ranks_as_a_fresh_build(kb, tmp_path)
     shutil.rmtree(kb)
+
+
+def tied_notes(kb: Path, count: int = 120) -> None:
+    """``count`` notes that tie, a word apart, for the query below (no hash model can
+    tell them apart at the vector leg's cut of 50)."""
+    rng = random.Random(2)
+    kb.mkdir(parents=True)
+    for i in range(count):
+        word = "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(6))
+        (kb / f"n{i:03d}.md").write_text(
+            f"# Note {i:03d}\n\nThe escalation alpha runbook step {word} applies here for "
+            "everyone on call today.\n",
+            encoding="utf-8",
+        )
+    (kb / ".groove-eval.yml").write_text(
+        'queries:\n  - query: "escalation alpha runbook"\n    expected:\n      - path: "n050.md"\n',
+        encoding="utf-8",
+    )
+
+
+def rename_first(kb: Path, count: int) -> None:
+    # renamed notes keep their ids but now sort last: ids leave corpus order
+    for i in range(count):
+        (kb / f"n{i:03d}.md").rename(kb / f"z{i:03d}.md")
+
+
+def test_more_ties_at_the_vector_cut_than_faiss_keeps_are_chosen_in_corpus_order(
+    tmp_path: Path,
+) -> None:
+    # faiss keeps an arbitrary few of the rows tying at its cut, in a fresh build too
+    kb = tmp_path / "kb"
+    tied_notes(kb)
+    assert invoke("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    rename_first(kb, 50)
+    assert_ranks_as_a_fresh_build(kb, tmp_path)
+
+
+def test_more_ties_at_the_full_text_cut_than_the_slack_are_chosen_in_corpus_order(
+    tmp_path: Path,
+) -> None:
+    # sparse ids (notes rewritten many times) send the full-text leg to SQLite's
+    # ORDER BY ... LIMIT, which cuts the tying rows in id order
+    kb = tmp_path / "kb"
+    tied_notes(kb)
+    churn = kb / "churn.md"
+    for revision in range(3):
+        churn.write_text(
+            "# Churn\n\n"
+            + "".join(
+                f"## Part {i}\n\nChurn text {i} revision {revision}.\n\n" for i in range(800)
+            ),
+            encoding="utf-8",
+        )
+        assert invoke("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    churn.unlink()
+    rename_first(kb, 50)
+    assert invoke("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    assert_ranks_as_a_fresh_build(kb, tmp_path)

@@ -285,10 +285,10 @@ def _delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = history_path(_kb(args))
     deleted = delete_run(path, args.run)
     note = " (it was the frozen baseline: none is frozen now)" if deleted.frozen else ""
-    out.write(
-        f"deleted the run of {display_timestamp(deleted.timestamp)} ({run_label(deleted)})"
-        f" from {path}{note}\n"
-    )
+    shown, label = display_timestamp(deleted.timestamp), run_label(deleted)
+    # the label (as stored, what RUN names) only when it reads otherwise
+    named = shown if shown == label else f"{shown} ({label})"
+    out.write(f"deleted the run of {named} from {path}{note}\n")
     return 0
 
 

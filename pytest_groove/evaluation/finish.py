@@ -184,6 +184,31 @@ def _nothing_to_gate(plan: EvalPlan, comparison: Comparison, stored: Sequence[Ru
     )
 
 
+def _lost_heading_failures(
+    results: Sequence[QueryResult], lost_headings: frozenset[str]
+) -> list[str]:
+    """The gate's entry per query whose expected heading an edit of its note removed
+    since the baseline: a lost answer, as a deleted note is (see begin_evaluation)."""
+    out = []
+    for result in results:
+        gone = [
+            f"{e.path}: `{e.heading}`"
+            for e in result.expected
+            if e.heading is not None and e.path in lost_headings
+        ]
+        if gone:
+            out.append(f"heading of the answer of {result.id} removed ({', '.join(gone)})")
+    return out
+
+
+def _item_regressions(verdicts: RunVerdicts, door: Door, gate_applies: bool) -> list[str]:
+    """Under pytest's gate each query that dropped fails its item, and so the session:
+    that failed the run as much as an aggregate regression did."""
+    if door != "pytest" or not gate_applies:
+        return []
+    return [f"query {v.id} regressed" for v in verdicts.queries if v.regressed]
+
+
 def _ungated_queries(verdicts: RunVerdicts, gate_passed: bool, door: Door) -> str | None:
     """Said by ``groove eval`` when its gate passed while some queries dropped since the
     baseline: it gates on the aggregate metrics (and deleted answers), where pytest
@@ -269,12 +294,14 @@ def _finish(
     # one verdict per query, for every report; a deleted answer fails the gate too
     verdicts = comparison_verdicts(comparison, evaluation.why_unindexed)
     removed = removed_answer_failures(verdicts) if gate_applies else []
+    if gate_applies:
+        removed += _lost_heading_failures(scope.per_query, evaluation.lost_headings)
     failures = [*verdict.failures, *removed]
     if gate_applies and not (comparison.baseline is not None and comparison.compatible):
         warnings.append(_nothing_to_gate(plan, comparison, runs))
     if loose:
         warnings.append(str(loosened_warning(loose)))
-    failed_before = failed_baseline_warning(choice, runs)
+    failed_before = failed_baseline_warning(choice, runs, plan.kb)
     if failed_before is not None and comparison.compatible:
         warnings.append(failed_before)
     if verdict.unconfirmed:
@@ -284,8 +311,19 @@ def _finish(
         gate_lines.append(_regression_message(plan, comparison, [*verdict.regressions, *removed]))
     if verdict.floor_failures:
         gate_lines.append(floors_message(plan, verdict.floor_failures))
-    # what failed the gate is recorded with the run: a later run compared with it says so
-    run = replace(run, gate=replace(run.gate, failed=tuple(failures)))
+    # what failed the regression gate is recorded with the run: a later run compared
+    # with it says so (floors are absolute, checked again by every run: not recorded)
+    run = replace(
+        run,
+        gate=replace(
+            run.gate,
+            failed=(
+                *verdict.regressions,
+                *removed,
+                *_item_regressions(verdicts, door, gate_applies),
+            ),
+        ),
+    )
     pending, error = _save(plan, scope, runs, run, warnings)
     try:
         # The report files come before the history is committed: a run whose report

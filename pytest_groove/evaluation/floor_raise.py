@@ -27,13 +27,15 @@ from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.floors import (
     FLOORS_EXAMPLE,
     FloorError,
+    Floors,
     floor_metric,
     parse_floors,
     read_floors_setting,
 )
 from pytest_groove.evaluation.history import history_path, load_history
 from pytest_groove.evaluation.history_trust import trusted_runs
-from pytest_groove.evaluation.run import RunRecord
+from pytest_groove.evaluation.metric_table import unasked_optional
+from pytest_groove.evaluation.run import RunRecord, format_timestamp
 from pytest_groove.files.atomic import write_atomic
 
 #: floors are raised to a multiple of this, rounded down
@@ -104,6 +106,19 @@ def plan_raise(kb: Path, config: Path | None, step: float = DEFAULT_STEP) -> Flo
     source, _doc, floors = _config_and_floors(kb, config)
     run = _latest_run(kb)
     pairs = read_floors_setting(floors.unwrap() if hasattr(floors, "unwrap") else floors, "")
+    # a floor on a metric the run did not measure has no measured value (not 0.000),
+    # as groove eval refuses it before any search
+    measured_k = run.fingerprint.k_values
+    unmeasured = Floors(pairs).unknown_k(measured_k) + unasked_optional(
+        (key for key, _ in pairs), run.fingerprint.metrics or ()
+    )
+    if unmeasured:
+        raise GrooveError(
+            f"invalid config {source}: [eval].fail_under names {', '.join(unmeasured)}, "
+            f"which the latest run ({format_timestamp(run.timestamp)}) did not measure "
+            f"(k values: {', '.join(str(k) for k in measured_k)}; optional metrics: "
+            f"{', '.join(run.fingerprint.metrics or ()) or 'none'})"
+        )
     out = []
     for key, floor in pairs:
         metric = floor_metric(key)

@@ -20,8 +20,10 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_groove.config import EvalSettings, Settings
@@ -177,8 +179,13 @@ def loosened(
     return tuple(out)
 
 
+def history_command(action: str, run: str, kb: Path) -> str:
+    """``groove history <action> RUN --kb-path KB`` as a shell takes it."""
+    return f"`groove history {action} {run} --kb-path {shlex.quote(str(kb))}`"
+
+
 def failed_baseline_warning(
-    choice: BaselineChoice | None, stored: Sequence[RunRecord]
+    choice: BaselineChoice | None, stored: Sequence[RunRecord], kb: Path
 ) -> str | None:
     """Said when the baseline is a run that failed its own gate (None: it is not).
 
@@ -192,19 +199,23 @@ def failed_baseline_warning(
     if baseline.gate is None or not baseline.gate.failed:
         return None
     stamp = format_timestamp(baseline.timestamp)
+    # the newest earlier run of these settings that passed its own gate
     before = next(
         (
             r
             for r in trusted_runs(stored)
-            if r.fingerprint == baseline.fingerprint and r.timestamp < baseline.timestamp
+            if r.fingerprint == baseline.fingerprint
+            and r.timestamp < baseline.timestamp
+            and not (r.gate is not None and r.gate.failed)
         ),
         None,
     )
     keep = (
-        f"`groove history freeze {format_timestamp(before.timestamp)}` compares with the run "
-        "before it"
+        f"{history_command('freeze', format_timestamp(before.timestamp), kb)} compares with "
+        "the last run that passed it"
         if before is not None
-        else f"`groove history delete {stamp}` drops it"
+        else "freeze a known-good run to compare with it "
+        f"(`groove history --kb-path {shlex.quote(str(kb))}` lists them)"
     )
     return (
         f"the baseline run {stamp} failed its own gate ({'; '.join(baseline.gate.failed)}) "
@@ -221,9 +232,18 @@ def _unfrozen_because(plan: EvalPlan, frozen: str, stored: Sequence[RunRecord]) 
     why = untrusted(kept)
     if why is not None:
         return f"{plan.history_path}, where that run cannot be the baseline: {why}"
+    again = f"{history_command('freeze', frozen, plan.kb)} freezes it again"
+    other = next((r for r in stored if r.frozen), None)
+    if other is not None:
+        # one run is frozen per history: freezing a run of other settings moved it
+        return (
+            f"{plan.history_path}, where the frozen run is now "
+            f"{format_timestamp(other.timestamp)}, of other settings, so runs of these "
+            f"settings are compared with their newest again; {again}"
+        )
     return (
         f"{plan.history_path}, whose `baseline` marker no longer names that run (removed by "
-        f"hand, or lost in a merge?); `groove history freeze {frozen}` freezes it again"
+        f"hand, or lost in a merge?); {again}"
     )
 
 

@@ -516,14 +516,6 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     if data is None:
         raise GoldenMissing(f"no golden file at {clip_path(path)} {_MISSING_HINT}")
     prefix = f"failed to parse golden file: {clip_path(path)}"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise GrooveError(
-            f"{prefix}: not valid UTF-8 (first bad byte at offset {exc.start}, line {line}); "
-            "save the file as UTF-8"
-        ) from None
     nul = data.find(b"\x00")
     if nul >= 0 and data.count(b"\x00") * 4 >= len(data):
         # UTF-16/32 without a byte-order mark decodes as UTF-8 full of NULs: say so
@@ -532,6 +524,19 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
             f"{prefix}: a quarter or more of its bytes are NUL (first at offset "
             f"{nul}): saved as UTF-16 or UTF-32? save the file as UTF-8"
         )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        utf16 = (
+            " (it starts with a UTF-16 byte-order mark)"
+            if data.startswith((b"\xff\xfe", b"\xfe\xff"))
+            else ""
+        )
+        raise GrooveError(
+            f"{prefix}: not valid UTF-8 (first bad byte at offset {exc.start}, line {line})"
+            f"{utf16}; save the file as UTF-8"
+        ) from None
     # A file with no `queries` key is not a golden file at all (a wrong path,
     # `golden = "/etc/shadow"`): its messages never quote any of its content.
     looks_golden = _LOOKS_GOLDEN.search(text) is not None

@@ -61,6 +61,9 @@ class Evaluation:
     #: the baseline run's per-document digests when no choice is at hand (an xdist
     #: worker is handed them); None = take them from ``choice``
     baseline_files: Mapping[str, str] | None = None
+    #: expected documents edited since the baseline so that an expected heading of
+    #: theirs is gone: a lost answer the gate fails on, as on a deleted document
+    lost_headings: frozenset[str] = frozenset()
     #: this corpus against the baseline's, per document (read once, at first need)
     _delta: list[CorpusDelta | None] = field(default_factory=list, compare=False, repr=False)
     #: why an expected file still on disk is not indexed, per path (read at first need)
@@ -267,6 +270,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
                     headings.get(entry.path)
     fingerprint = build_fingerprint(plan, searcher.identity)
     picked: tuple[StoredRuns, BaselineChoice | None] | None = None
+    lost: set[str] = set()
     if headings is not None:
         removed: Collection[str] = ()
         deleted: dict[str, str] = {}
@@ -290,6 +294,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
             # an expected heading the edited document no longer has: lost, like a
             # deleted document, when the baseline (same golden file) still had it
             changed = _changed_since_baseline(unmatched, picked[1], searcher)
+            lost = changed
 
         def why_unindexed(path: str) -> str | None:
             return why_not_indexed(plan.kb, path, plan.settings.index)
@@ -314,4 +319,5 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
         choice=choice,
         baseline_queries=baseline_counterparts(plan.golden.queries, choice),
         searcher=searcher,
+        lost_headings=frozenset(lost),
     )

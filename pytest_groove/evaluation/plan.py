@@ -245,6 +245,12 @@ def _load_named_golden(kb: Path, options: RunOptions, settings: Settings) -> Gol
     try:
         return load_golden(path, kb)
     except GoldenMissing:
+        if options.golden is not None:
+            # the flag named it: "pass --golden" would be no help
+            raise GrooveError(
+                f"no golden file at {clip_path(path)}, which {flag('golden')} names; check "
+                "the path (relative to the working directory) or create the file"
+            ) from None
         if not named_by_config:
             raise
         raise GrooveError(

@@ -90,15 +90,21 @@ class StoreFullText(StoreConnection):
                     (match_expr, *weights, limit),
                 )
                 return [int(r[0]) for r in rows]
-            # ids out of corpus order: the rows tying at the cut are ordered here
-            scored = [
-                (float(score), int(rowid))
-                for rowid, score in self.conn.execute(
-                    f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} "
-                    f"WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?",
-                    (*weights, match_expr, limit + TIE_SLACK),
-                )
-            ]
+            # ids out of corpus order: SQLite cuts the rows tying at the limit in id
+            # order, so fetch past it until that group is whole, then order it here
+            fetch = limit + TIE_SLACK
+            while True:
+                scored = [
+                    (float(score), int(rowid))
+                    for rowid, score in self.conn.execute(
+                        f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} "
+                        f"WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?",
+                        (*weights, match_expr, fetch),
+                    )
+                ]
+                if len(scored) < fetch or scored[-1][0] > scored[limit - 1][0]:
+                    break
+                fetch *= 2
             scored.sort(key=lambda pair: (pair[0], tie.key(pair[1])))
             return [rowid for _, rowid in scored[:limit]]
         except apsw.SQLError as exc:

@@ -61,9 +61,10 @@ class TieOrder:
 #: a fresh index's order: ties by ascending chunk id
 IN_ID_ORDER = TieOrder()
 
-#: results a leg that cuts its list in id order (SQLite's ``LIMIT``, faiss) fetches
-#: beyond the cut when ids are out of corpus order, so that the chunks tying at the
-#: cut are chosen in corpus order
+#: results a leg that cuts its list its own way (SQLite's ``LIMIT`` in id order,
+#: faiss's heap in no promised order) first fetches beyond the cut; it fetches twice as
+#: many again while the rows tying with the last one kept run to the end of what came
+#: back, so that the whole group tying at the cut is chosen among in corpus order
 TIE_SLACK = 32
 
 

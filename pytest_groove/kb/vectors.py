@@ -419,17 +419,23 @@ class VectorIndex:
         n = min(n, self.size)
         if n <= 0:
             return []
-        # ids out of corpus order: fetch past the cut, so the rows tying at it are
-        # chosen in corpus order rather than in faiss's
-        fetch = n if tie.by_id else min(n + TIE_SLACK, self.size)
+        # faiss keeps an arbitrary few of the rows tying at the cut (its heap pushes
+        # out equal scores as they come): fetch past the cut until the group of rows
+        # tying with the n-th is whole, then choose among them in corpus order
+        fetch = min(n + TIE_SLACK, self.size)
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
-        if self._graph is not None:
-            # the search breadth must cover the results asked for
-            self._graph.hnsw.efSearch = max(HNSW_EF_SEARCH, fetch)
-        with one_faiss_thread():
-            scores, ids = self._index.search(q, fetch)
-        pairs = [(float(s), int(i)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
-        # faiss does not promise an order among equal scores; the gate needs one
+        while True:
+            if self._graph is not None:
+                # the search breadth must cover the results asked for
+                self._graph.hnsw.efSearch = max(HNSW_EF_SEARCH, fetch)
+            with one_faiss_thread():
+                scores, ids = self._index.search(q, fetch)
+            kept = ids[0] >= 0
+            found, found_ids = scores[0][kept], ids[0][kept]
+            if fetch >= self.size or len(found) <= n or found[-1] < found[n - 1]:
+                break
+            fetch = min(2 * fetch, self.size)
+        pairs = [(float(s), int(i)) for s, i in zip(found, found_ids, strict=True)]
         pairs.sort(key=lambda p: (-p[0], tie.key(p[1])))
         return [i for _, i in pairs[:n]]
 

@@ -69,9 +69,6 @@ JUNIT_NAMES_NAME = "groove-junit-names"
 #: the JUnit test case a failed gate is written as (see JUnitClassName.gate_failed)
 GATE_CASE = "groove-gate"
 
-#: exit statuses after which a run counts as interrupted, whatever results arrived
-_BROKEN = (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
-
 
 #: pytest options under which no test is called: the session lists (collection, fixtures)
 #: or plans set-ups, so there is nothing to evaluate and no index work to do
@@ -134,7 +131,7 @@ def finish(
     ``interrupted``: Ctrl-C was seen, or pytest's exit status says the run broke.
     """
     if evaluation is None or not results:
-        return Finished(nothing_ran_line(plan, stopped), (), exitstatus)
+        return Finished(nothing_ran_line(plan, stopped) + _no_report_line(plan), (), exitstatus)
     plan = evaluation.plan
     stderr = [f"{PROG}: {spell_flags(note, 'pytest')}" for note in plan.notes]
     complete = len(results) == len(plan.golden.queries) and not interrupted
@@ -185,6 +182,20 @@ def nothing_ran_line(plan: EvalPlan, stopped: bool = False) -> str:
             "--groove-fail-on-regression did NOT run"
         )
     return line + "\n"
+
+
+def _no_report_line(plan: EvalPlan) -> str:
+    """Said when report files were asked for and none was written: a file already at
+    such a path (a CI artifact of an earlier session) must not pass for this one's."""
+    options = plan.options
+    wanted = (options.json, options.html, options.trec_run, options.trec_qrels)
+    asked = [str(p) for p in wanted if p is not None]
+    if not asked:
+        return ""
+    return (
+        f"{PROG}: no report was written ({', '.join(asked)}): no golden query was scored; "
+        "a file already there is from an earlier session\n"
+    )
 
 
 def _gate_dropped_line(plan: EvalPlan, ran: int, interrupted: bool) -> str:
@@ -269,6 +280,8 @@ class GrooveController:
         self.interrupted = False
         #: a golden item reported that its process's golden queries had stopped
         self.stopped = False
+        #: node ids of the items (of any kind) that ran to their teardown
+        self.ran: set[str] = set()
         self.finished: Finished | None = None
         #: messages for stderr not yet written
         self.pending_stderr: list[str] = []
@@ -286,6 +299,8 @@ class GrooveController:
             self.runner.begin()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.ran.add(report.nodeid)  # any item, ours or not: it ran to its end
         if report.when != "call":
             return
         if getattr(report, REPORT_STOPPED, False):
@@ -299,7 +314,21 @@ class GrooveController:
         except RecordFormatError:
             return
 
-    def pytest_keyboard_interrupt(self) -> None:
+    def _broken(self, session: pytest.Session, exitstatus: int) -> bool:
+        """The session did not end as a whole run does: an internal or usage error, or
+        a stop (-x, --maxfail, --sw; xdist ends those "interrupted") before some item
+        ran, so the rest of the session is missing whatever the golden queries did.
+        Stopped after the last item ran, nothing is missing."""
+        if exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            return True
+        stopped = bool(session.shouldfail or session.shouldstop)
+        if not stopped and exitstatus != pytest.ExitCode.INTERRUPTED:
+            return False
+        return len(self.ran) < session.testscollected
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        if type(excinfo.value).__module__.startswith("xdist."):
+            return  # xdist's own stop after -x / --maxfail: judged by what ran (_broken)
         self.interrupted = True
 
     @pytest.hookimpl(tryfirst=True)  # before the JUnit writer writes its file
@@ -312,12 +341,7 @@ class GrooveController:
             runner.plan,
             runner.evaluation,
             self.ordered_results(),
-            # -x / --maxfail stop the session with exit status 1 after every golden
-            # query may have run: the rest of the session is missing all the same
-            interrupted=self.interrupted
-            or exitstatus in _BROKEN
-            or bool(session.shouldfail)
-            or bool(session.shouldstop),
+            interrupted=self.interrupted or self._broken(session, exitstatus),
             exitstatus=exitstatus,
             color=_use_color(runner.config),
             stopped=self.stopped,

@@ -20,8 +20,10 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -412,8 +414,20 @@ class ProcessRunner:
             kb_arg = str(self.kb)
         return (
             "groove: running only the golden queries (no test paths given); to run your "
-            f"own tests as well, name them: pytest --groove-kb {kb_arg} tests/"
+            f"own tests as well, name them: pytest --groove-kb {kb_arg} {self._test_paths()}"
         )
+
+    def _test_paths(self) -> str:
+        """The project's own test paths as it names them: ``testpaths``, else a
+        ``tests`` folder when there is one, else a placeholder."""
+        config = self.config
+        with contextlib.suppress(ValueError, KeyError):
+            named = [str(p) for p in config.getini("testpaths") or []]
+            if named:
+                return " ".join(shlex.quote(p) for p in named)
+        if (config.invocation_params.dir / "tests").is_dir():
+            return "tests/"
+        return "<your test paths>"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
