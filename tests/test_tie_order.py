@@ -133,6 +133,15 @@ def change(kb: Path, rng: random.Random, step: int) -> None:
         shutil.copy(note, note.with_name(f"copy{step}-{note.name}"))
 
 
+def indexed_example(tmp_path: Path) -> Path:
+    """A fresh copy of the example KB (its golden file, no index), indexed."""
+    kb = Path(tempfile.mkdtemp(dir=tmp_path)) / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove*"))
+    shutil.copy(EXAMPLE_KB / ".groove-eval.yml", kb / ".groove-eval.yml")
+    assert invoke("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    return kb
+
+
 @settings(
     max_examples=3,
     deadline=None,
@@ -143,10 +152,7 @@ def test_after_any_pull_request_an_updated_index_ranks_as_a_fresh_build(
     tmp_path: Path, seed: int
 ) -> None:
     rng = random.Random(seed)
-    kb = Path(tempfile.mkdtemp(dir=tmp_path)) / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove*"))
-    shutil.copy(EXAMPLE_KB / ".groove-eval.yml", kb / ".groove-eval.yml")
-    assert invoke("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    kb = indexed_example(tmp_path)
     for step in range(3):
         change(kb, rng, step)
     assert_ranks_as_a_fresh_build(kb, tmp_path)
@@ -160,10 +166,7 @@ def test_many_pull_requests_leave_the_ranking_a_fresh_build_gives(
     tmp_path: Path, seed: int, steps: int
 ) -> None:
     rng = random.Random(seed)
-    kb = Path(tempfile.mkdtemp(dir=tmp_path)) / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove*"))
-    shutil.copy(EXAMPLE_KB / ".groove-eval.yml", kb / ".groove-eval.yml")
-    assert invoke("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    kb = indexed_example(tmp_path)
     for step in range(steps):
         change(kb, rng, step)
         assert_ranks_as_a_fresh_build(kb, tmp_path)
