@@ -43,6 +43,8 @@ def _did_you_mean(wanted: str, choices: Collection[str]) -> str:
 _FIX = "fix the golden file"
 #: ... when the expected document was deleted since a stored run had it
 _FIX_DELETED = "update the golden file or restore the note"
+#: ... when an edit of the note removed a heading a run of this golden file had
+_FIX_EDITED = "update the golden file or restore the heading"
 #: ... when the file is on disk and something leaves it out of the index
 _FIX_UNINDEXED = "fix the golden file, or let the file be indexed"
 
@@ -53,6 +55,7 @@ def _problem(
     kb: Path,
     why_unindexed: Callable[[str], str | None],
     deleted: Mapping[str, str],
+    edited: Mapping[str, str],
 ) -> tuple[str, str] | None:
     """What is wrong with ``entry`` and how the message says to fix it (None: nothing)."""
     headings = indexed.get(entry.path)
@@ -81,10 +84,13 @@ def _problem(
             f"merged into the section before it ({merged}); pin that heading instead, or "
             "lengthen the section"
         ), _FIX
-    return (
-        f"expected heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
-        + _did_you_mean(entry.heading, list(named.values()))
-    ), _FIX
+    absent = f"expected heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
+    if entry.path in edited:
+        # no typo: a run checked against this golden file had it, and the note changed
+        return (
+            f"{absent}{_did_you_mean(entry.heading, list(named.values()))}: {edited[entry.path]}"
+        ), _FIX_EDITED
+    return absent + _did_you_mean(entry.heading, list(named.values())), _FIX
 
 
 #: the most of a document read to tell a merged heading from an absent one
@@ -147,6 +153,7 @@ def check_expected_entries(
     why_unindexed: Callable[[str], str | None] | None = None,
     deleted: Mapping[str, str] | None = None,
     changed: Collection[str] = (),
+    edited: Mapping[str, str] | None = None,
 ) -> None:
     """Raise :class:`GrooveError` unless every expected entry names indexed content.
 
@@ -175,7 +182,7 @@ def check_expected_entries(
                 continue
             if entry.path in changed and entry.path in indexed:
                 continue  # only its heading can be missing: lost to the edit
-            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {})
+            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {}, edited or {})
             if problem is not None:
                 problems.append((entry.line or query.line, problem))
     if not problems:
@@ -214,7 +221,8 @@ def check_before_search(
     why_unindexed: Callable[[str], str | None] | None = None,
     deleted: Mapping[str, str] | None = None,
     changed: Collection[str] = (),
+    edited: Mapping[str, str] | None = None,
 ) -> None:
     """Both checks, in the order a user fixes them: an empty KB, then the golden entries."""
     check_kb_has_documents(indexed, kb, parsers)
-    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted, changed)
+    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted, changed, edited)

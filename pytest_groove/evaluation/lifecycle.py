@@ -218,6 +218,28 @@ def _changed_since_baseline(
     return {p for p in paths if p in before and p in now and now[p] != before[p]}
 
 
+def _edited_since_stored(
+    paths: Sequence[str], stored: StoredRuns, fingerprint: Fingerprint, searcher: Searcher
+) -> dict[str, str]:
+    """For each of ``paths`` a stored run of this golden file held with other bytes
+    (newest such run first), the phrase saying an edit removed the heading since."""
+    if not paths:
+        return {}
+    now = _digests_now(searcher)
+    out: dict[str, str] = {}
+    for run in stored.runs:  # newest first
+        if run.fingerprint.golden_hash != fingerprint.golden_hash or untrusted(run):
+            continue
+        files = document_digests(run.corpus) or {}
+        for path in paths:
+            if path not in out and path in files and path in now and files[path] != now[path]:
+                out[path] = (
+                    f"the note was edited since the run of {format_timestamp(run.timestamp)} "
+                    "in the history, which was checked against this golden file and had it"
+                )
+    return out
+
+
 def _deleted_since_stored(
     paths: Sequence[str], stored: StoredRuns, searcher: Searcher
 ) -> dict[str, str]:
@@ -275,6 +297,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
         removed: Collection[str] = ()
         deleted: dict[str, str] = {}
         changed: set[str] = set()
+        edited: dict[str, str] = {}
         missing = unindexed_paths(plan.golden, headings)
         unmatched = unmatched_heading_paths(plan.golden, headings)
         if missing or unmatched:
@@ -295,6 +318,11 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
             # deleted document, when the baseline (same golden file) still had it
             changed = _changed_since_baseline(unmatched, picked[1], searcher)
             lost = changed
+            # a heading an earlier run of this golden file had (a run after the edit
+            # is the baseline now): still no typo
+            edited = _edited_since_stored(
+                [p for p in unmatched if p not in changed], picked[0], fingerprint, searcher
+            )
 
         def why_unindexed(path: str) -> str | None:
             return why_not_indexed(plan.kb, path, plan.settings.index)
@@ -310,6 +338,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
             why_unindexed,
             deleted,
             changed,
+            edited,
         )
     stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
     return Evaluation(

@@ -166,10 +166,11 @@ def render_text(result: TuneResult, color: bool = False) -> str:
             f"text; each text counts once below (N = {len(units)})"
         )
     if pre.context_axis_noop:
+        # the stderr warning's words, kept with the report it qualifies
         add(
-            "  WARNING: no chunk has context text, so the bm25_context_weight axis is a "
-            "no-op on this index (contextual retrieval is off): its rows are "
-            '"not measured", not "has no effect".'
+            "  context axis: every chunk has an empty context column, so the "
+            "bm25_context_weight axis is a no-op on this KB (contextual retrieval is "
+            'off); its rows below mean "not measured", not "has no effect"'
         )
 
     add("")
