@@ -32,6 +32,7 @@ from cache_damage import (
 from cli_invoke import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_faults_plugin import DOCS, GOLDEN
 
 # pytester runs in this process: import what a run imports first, since numpy and
 # PyYAML's C loader do not survive a second import
@@ -260,21 +261,7 @@ def test_much_generated_damage_never_moves_the_gate(
 
 # ------------------------------------------------------------------- the pytest door
 
-DOCS = {
-    "deploys.md": "## Release schedule\n\nReleases leave on Tuesday and Thursday mornings.\n",
-    "oncall.md": "## Pager rotation\n\nEach engineer carries the pager for one week.\n",
-}
-GOLDEN = """\
-queries:
-  - id: schedule
-    query: "release schedule tuesday thursday"
-    expected:
-      - path: "deploys.md"
-  - id: pager
-    query: "pager rotation engineer week"
-    expected:
-      - path: "oncall.md"
-"""
+# the two-note KB of the pytest door's other fault tests
 
 
 @pytest.mark.usefixtures("lean_pytester")

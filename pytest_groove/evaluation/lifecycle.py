@@ -18,7 +18,8 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import functools
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_groove.errors import clip
@@ -195,15 +196,25 @@ def _baseline_paths(choice: BaselineChoice | None) -> Collection[str]:
     return document_digests(choice.baseline.corpus) or {}
 
 
-def _digests_now(searcher: Searcher) -> dict[str, str]:
-    """This corpus's per-document digests, cut as stored runs keep them."""
-    with searcher.read_snapshot():
-        digests = searcher.document_digests() or {}
-    return {p: d[:DIGEST_CHARS] for p, d in digests.items()}
+#: this corpus's per-document digests, read at the first need (and then kept)
+DigestsNow = Callable[[], Mapping[str, str]]
+
+
+def _digests_now(searcher: Searcher) -> DigestsNow:
+    """This corpus's per-document digests, cut as stored runs keep them: read once,
+    when a check first needs them (only a golden entry that names nothing does)."""
+
+    @functools.cache
+    def read() -> Mapping[str, str]:
+        with searcher.read_snapshot():
+            digests = searcher.document_digests() or {}
+        return {p: d[:DIGEST_CHARS] for p, d in digests.items()}
+
+    return read
 
 
 def _changed_since_baseline(
-    paths: Sequence[str], choice: BaselineChoice | None, searcher: Searcher
+    paths: Sequence[str], choice: BaselineChoice | None, digests_now: DigestsNow
 ) -> set[str]:
     """Those of ``paths`` whose document the baseline run held with other bytes.
 
@@ -214,18 +225,18 @@ def _changed_since_baseline(
     if not paths or not before:
         return set()
     assert isinstance(before, Mapping)
-    now = _digests_now(searcher)
+    now = digests_now()
     return {p for p in paths if p in before and p in now and now[p] != before[p]}
 
 
 def _edited_since_stored(
-    paths: Sequence[str], stored: StoredRuns, fingerprint: Fingerprint, searcher: Searcher
+    paths: Sequence[str], stored: StoredRuns, fingerprint: Fingerprint, digests_now: DigestsNow
 ) -> dict[str, str]:
     """For each of ``paths`` a stored run of this golden file held with other bytes
     (newest such run first), the phrase saying an edit removed the heading since."""
     if not paths:
         return {}
-    now = _digests_now(searcher)
+    now = digests_now()
     out: dict[str, str] = {}
     for run in stored.runs:  # newest first
         if run.fingerprint.golden_hash != fingerprint.golden_hash or untrusted(run):
@@ -241,7 +252,7 @@ def _edited_since_stored(
 
 
 def _deleted_since_stored(
-    paths: Sequence[str], stored: StoredRuns, searcher: Searcher
+    paths: Sequence[str], stored: StoredRuns, digests_now: DigestsNow
 ) -> dict[str, str]:
     """For each of ``paths`` the newest stored run's corpus held, how the golden-file
     message says it went: deleted since that run, or renamed (its digest is now under a
@@ -249,11 +260,10 @@ def _deleted_since_stored(
     still shows the note was there (it is evidence for a message, never a baseline)."""
     if not paths:
         return {}
-    # newest first: the history is read in time order (history_format.read_history)
-    trusted = trusted_runs(stored.runs)
-    ordered = [*trusted, *(run for run in stored.runs if run not in trusted)]
+    # newest first (the history is read in time order, history_format.read_history),
+    # trusted runs before the others: a stable sort keeps each group's order
+    ordered = sorted(stored.runs, key=lambda run: untrusted(run) is not None)
     held = [(run, document_digests(run.corpus)) for run in ordered]
-    now: Mapping[str, str] | None = None
     out: dict[str, str] = {}
     for path in paths:
         found = next(((run, files) for run, files in held if files and path in files), None)
@@ -261,12 +271,10 @@ def _deleted_since_stored(
             continue
         run, files = found
         assert files is not None
-        if now is None:
-            now = _digests_now(searcher)
         when = f"the run of {format_timestamp(run.timestamp)} in the history"
         if untrusted(run) is not None:
             when += " (a run that cannot be the baseline)"
-        moved = CorpusDelta(now=now, before=files).renamed_to(path)
+        moved = CorpusDelta(now=digests_now(), before=files).renamed_to(path)
         if moved is not None:
             out[path] = f"it was renamed to `{clip(moved)}` (the same bytes) since {when}"
         else:
@@ -298,6 +306,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
         deleted: dict[str, str] = {}
         changed: set[str] = set()
         edited: dict[str, str] = {}
+        digests_now = _digests_now(searcher)
         missing = unindexed_paths(plan.golden, headings)
         unmatched = unmatched_heading_paths(plan.golden, headings)
         if missing or unmatched:
@@ -310,18 +319,18 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
             # one another stored run held (the golden file changed with it, say): no
             # typo either, and the message says so
             deleted = _deleted_since_stored(
-                [p for p in missing if p not in removed], picked[0], searcher
+                [p for p in missing if p not in removed], picked[0], digests_now
             )
         if unmatched:
             assert picked is not None
             # an expected heading the edited document no longer has: lost, like a
             # deleted document, when the baseline (same golden file) still had it
-            changed = _changed_since_baseline(unmatched, picked[1], searcher)
+            changed = _changed_since_baseline(unmatched, picked[1], digests_now)
             lost = changed
             # a heading an earlier run of this golden file had (a run after the edit
             # is the baseline now): still no typo
             edited = _edited_since_stored(
-                [p for p in unmatched if p not in changed], picked[0], fingerprint, searcher
+                [p for p in unmatched if p not in changed], picked[0], fingerprint, digests_now
             )
 
         def why_unindexed(path: str) -> str | None:

@@ -26,7 +26,7 @@ from pytest_groove.errors import clip_path
 from pytest_groove.kb.cache_seal import (
     SEAL_SUFFIX,
     Verdict,
-    open_cache_file,
+    open_regular,
     remove_with_seal,
     seal_path,
     verdict_of,
@@ -85,10 +85,7 @@ def _family(name: str, names: set[str]) -> list[str]:
 def _verdict(path: Path) -> Verdict | None:
     """The seal's verdict on ``path``; None where there is no regular file to judge (a
     link or a pipe in its place is its reader's to rebuild and rename over)."""
-    try:
-        handle = open_cache_file(path)
-    except OSError:
-        return None
+    handle = open_regular(path)
     if handle is None:
         return None
     with handle:

@@ -63,6 +63,7 @@ __all__ = [
     "current_boot",
     "is_vouched",
     "open_cache_file",
+    "open_regular",
     "open_vouched",
     "read_seal",
     "remove_with_seal",
@@ -301,14 +302,20 @@ def open_cache_file(path: Path) -> BinaryIO | None:
     return os.fdopen(fd, "rb")
 
 
+def open_regular(path: Path) -> BinaryIO | None:
+    """:func:`open_cache_file`, with None also where it refuses what is in the file's
+    place (a link, a pipe, a folder): that is its reader's to rebuild and rename over."""
+    try:
+        return open_cache_file(path)
+    except OSError:
+        return None
+
+
 def open_vouched(path: Path) -> BinaryIO | None:
     """:func:`open_cache_file` for a file its seal vouches for (:func:`verdict_of`);
     None when it is absent, unsealed, damaged or not a regular file.  Never raises:
     the caller builds it again."""
-    try:
-        handle = open_cache_file(path)
-    except OSError:
-        return None
+    handle = open_regular(path)
     if handle is None:
         return None
     if not vouches(handle, path):

@@ -153,7 +153,7 @@ class StoreReader(StoreConnection):
         """How this state of the index orders equal scores (:mod:`.tie_order`): read
         once per generation, as one string from the (document, chunk order) index."""
         generation = self.generation
-        kept: tuple[int, TieOrder] | None = getattr(self, "_tie_order", None)
+        kept = self.tie_order_kept
         if kept is not None and kept[0] == generation:
             return kept[1]
         row = self.conn.execute(
@@ -170,7 +170,7 @@ class StoreReader(StoreConnection):
             for doc_id, path in self.conn.execute("SELECT id, path FROM documents")
         ]
         order = tie_order(chunks, documents)
-        self._tie_order = (generation, order)
+        self.tie_order_kept = (generation, order)
         return order
 
     def chunk_documents(self) -> dict[int, int]:

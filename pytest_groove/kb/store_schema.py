@@ -26,6 +26,7 @@ from pytest_groove.kb.corpus_digest import ChunkFields, document_digest
 from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
 from pytest_groove.kb.index_files import check_unchanged, identity_of, refuse_planted
 from pytest_groove.kb.markdown import CHUNKER_VERSION
+from pytest_groove.kb.tie_order import TieOrder
 
 #: bump when the table layout changes; an index with another version is rebuilt
 #: (2: the ``fts_terms`` table; 3: the full-text tables' ``hashsize``; 4: each
@@ -192,6 +193,8 @@ class StoreConnection:
         #: answers kept for the length of one read snapshot (None outside one): the
         #: committed state cannot change under it, so a second asker reads nothing
         self.snapshot_memo: dict[str, Any] | None = None
+        #: (generation, the tie order of that state): see StoreReader.tie_order
+        self.tie_order_kept: tuple[int, TieOrder] | None = None
         #: (generation its first write began at, generation its last write left) while
         #: every write since the first was this connection's (None: none yet, or
         #: another writer's came in between), and the documents whose note vector it

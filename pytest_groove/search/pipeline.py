@@ -122,23 +122,34 @@ class HybridSearcher:
         return self.store.tie_order()
 
     def vector_leg(
-        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
+        self,
+        query_vector: npt.NDArray[np.float32],
+        n: int,
+        parsed: ParsedQuery,
+        tie: TieOrder | None = None,
     ) -> list[int]:
-        """Up to ``n`` chunk ids by vector similarity, ``-term`` exclusions applied."""
+        """Up to ``n`` chunk ids by vector similarity, ``-term`` exclusions applied
+        (``tie``: the index's tie order, when the caller read it already)."""
         filtered = bool(parsed.exclusions)
         query_vector = self.vectors.prepare_query(query_vector, parsed.positive)
-        ids = self.vectors.search(query_vector, vector_fetch(n, filtered), self.tie_order())
+        ids = self.vectors.search(query_vector, vector_fetch(n, filtered), tie or self.tie_order())
         return self._first_kept(ids, parsed, n) if filtered else ids[:n]
 
     def note_vector_leg(
-        self, query_vector: npt.NDArray[np.float32], n: int, parsed: ParsedQuery
+        self,
+        query_vector: npt.NDArray[np.float32],
+        n: int,
+        parsed: ParsedQuery,
+        tie: TieOrder | None = None,
     ) -> list[int]:
         """Up to ``n`` chunk ids by note-carrying vector similarity, exclusions applied."""
         if self.note_vectors is None:
             return []
         filtered = bool(parsed.exclusions)
         query_vector = self.note_vectors.prepare_query(query_vector, parsed.positive)
-        ids = self.note_vectors.search(query_vector, vector_fetch(n, filtered), self.tie_order())
+        ids = self.note_vectors.search(
+            query_vector, vector_fetch(n, filtered), tie or self.tie_order()
+        )
         return self._first_kept(ids, parsed, n) if filtered else ids[:n]
 
     def fts_leg(
@@ -147,6 +158,7 @@ class HybridSearcher:
         weights: tuple[float, float, float],
         n: int,
         vector_ids: Sequence[int] | None = None,
+        tie: TieOrder | None = None,
     ) -> list[int]:
         """Up to ``n`` chunk ids by bm25 with the given column weights, exclusions applied.
 
@@ -157,7 +169,7 @@ class HybridSearcher:
             return []
         filtered = bool(parsed.exclusions)
         ids = self.phrase_scores.candidates(
-            parsed.fts, weights, fts_fetch(n, filtered), parsed.fts_table, self.tie_order()
+            parsed.fts, weights, fts_fetch(n, filtered), parsed.fts_table, tie or self.tie_order()
         )
         ids = self._first_kept(ids, parsed, n) if filtered else ids
         if vector_ids is not None and ids and self.fts_out_of_reach(parsed, vector_ids, ids[0]):
@@ -284,20 +296,20 @@ class HybridSearcher:
         use_reranker = self.reranker is not None
         plan = pool_sizes(limit, settings.mmr.enabled, use_reranker)
         query_vector = self._query_vector(parsed.positive)
+        tie = self.tie_order()  # read once for every leg and both fusions
 
-        vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed)
+        vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed, tie)
         # a reranker or MMR orders the pool its own way; otherwise the whole fused
         # list is grouped by document before it is cut to the limit
         by_document = settings.document_first and not use_reranker and not settings.mmr.enabled
         by_note = by_document and settings.note_order and self.note_vectors is not None
-        fts_all = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n)
+        fts_all = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n, tie=tie)
         fts_ids = self.gate_fts(parsed, fts_all, vec_ids, settings)
         fused_limit = None if by_document else plan.fused_limit
-        tie = self.tie_order()
         fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit, tie)
         note_fused: list[tuple[int, float]] = []
         if by_note:
-            note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed)
+            note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed, tie)
             note_fts = self.gate_fts(parsed, fts_all, note_ids, settings)
             note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None, tie)
         candidates = sorted({cid for cid, _ in [*fused, *note_fused]})
