@@ -17,7 +17,6 @@ import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.usefixtures("lean_pytester")
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")

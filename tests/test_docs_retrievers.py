@@ -70,7 +70,11 @@ def run(command: str, cwd: Path, extra: list[str] = ()) -> subprocess.CompletedP
     else:
         argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *words[1:]]
     # the project first (its example modules), then this checkout of pytest-groove
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), str(ROOT)])}
+    # with every installed pytest plugin (the suite keeps some out of its inner runs)
+    env = {
+        **{key: value for key, value in os.environ.items() if key != "PYTEST_ADDOPTS"},
+        "PYTHONPATH": os.pathsep.join([str(cwd), str(ROOT)]),
+    }
     return subprocess.run(
         [*argv, *extra], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
     )

@@ -341,7 +341,8 @@ def test_property_arbitrary_text_never_breaks_fts5(fts_db: apsw.Connection, text
     try:
         parsed = parse_query(text)
     except GrooveError:
-        assert not trim(split.positive.replace('"', ""))
+        # quotes, blanks and NUL (dropped before searching) leave nothing to search for
+        assert not trim(split.positive.replace('"', "").replace("\x00", " "))
         return
     assert parsed.positive == split.positive
     assert parsed.exclusions == split.exclusions

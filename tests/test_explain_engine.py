@@ -18,7 +18,6 @@ import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.cli import main
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.usefixtures("lean_pytester")
 
 #: the project's own test, beside the golden items
 OWN_TEST = "def test_the_projects_own_code():\n    assert 1 + 1 == 2\n"

@@ -264,7 +264,6 @@ def test_much_generated_damage_never_moves_the_gate(
 # the two-note KB of the pytest door's other fault tests
 
 
-@pytest.mark.usefixtures("lean_pytester")
 @pytest.mark.parametrize(
     ("target", "how", "dist"),
     [

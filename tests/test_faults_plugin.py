@@ -24,7 +24,6 @@ from pytest_groove.kb import indexer
 from pytest_groove.kb.index_faults import os_fault
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.usefixtures("lean_pytester")
 
 DOCS = {
     "deploys.md": "## Release schedule\n\nReleases leave on Tuesday and Thursday mornings.\n",

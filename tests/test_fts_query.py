@@ -544,7 +544,8 @@ def test_property_fts5_never_rejects_a_compiled_query(fts_db: apsw.Connection, t
     except GrooveError:
         split = split_exclusions(text)
         assert split.exclusions
-        assert not trim(split.positive.replace('"', ""))
+        # quotes, blanks and NUL (dropped before searching) leave nothing to search for
+        assert not trim(split.positive.replace('"', "").replace("\x00", " "))
         return
     if expression is not None:
         run_match(fts_db, expression)

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.scripts import SCRIPT_RANGES, japanese_script, script_group
+from pytest_groove.kb import scripts
+from pytest_groove.kb.scripts import JAPANESE_SHARE, SCRIPT_RANGES, japanese_script, script_group
 from pytest_groove.kb.terms import bigrams, script_runs, term_text
 from pytest_groove.search.fts_query import (
     FTS_QUERY_VERSION,
@@ -170,3 +171,23 @@ def test_every_expression_is_accepted_by_fts5() -> None:
 )
 def test_script_group(text: str, group: str) -> None:
     assert script_group(text) == group
+
+
+def _script_group_by_characters(text: str) -> str:
+    """The definition written out one character at a time."""
+    counted = [char for char in text if not char.isspace()]
+    japanese = sum(japanese_script(char) is not None for char in counted)
+    return "ja" if counted and japanese >= JAPANESE_SHARE * len(counted) else "other"
+
+
+def test_script_group_counts_every_code_point_as_the_definition_does() -> None:
+    every = "".join(chr(code) for code in range(0x110000))
+    spaces = {match.start() for match in scripts._SPACE.finditer(every)}
+    assert spaces == {code for code in range(0x110000) if chr(code).isspace()}
+    japanese = {match.start() for match in scripts._JAPANESE.finditer(every)}
+    assert japanese == {code for code in range(0x110000) if japanese_script(chr(code))}
+
+
+@given(st.text(st.one_of(st.characters(), st.sampled_from(list(" \u3000\t牛乳はカタｶﾀ々ー")))))
+def test_script_group_is_the_per_character_definition(text: str) -> None:
+    assert script_group(text) == _script_group_by_characters(text)

@@ -205,7 +205,6 @@ def test_init_reads_nothing_through_a_link(kb: Path, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the plugin
 
 
-@pytest.mark.usefixtures("lean_pytester")
 @pytest.mark.parametrize("kind", ["long-name", "long-path", "not-utf8"])
 @pytest.mark.parametrize("option", ["--groove-kb", "--groove-index-dir"])
 def test_the_plugin_names_a_path_the_os_refuses_in_one_line(

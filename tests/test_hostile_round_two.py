@@ -370,11 +370,11 @@ def test_a_runs_key_written_twice_keeps_both_lists_through_a_save(
 
 
 @pytest.fixture
-def door(lean_pytester: pytest.Pytester) -> pytest.Pytester:
-    kb = lean_pytester.path / "kb"
+def door(pytester: pytest.Pytester) -> pytest.Pytester:
+    kb = pytester.path / "kb"
     kb.mkdir()
     (kb / "a.md").write_text(DOC, encoding="utf-8")
-    return lean_pytester
+    return pytester
 
 
 PYTEST_CASES = [

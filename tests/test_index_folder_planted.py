@@ -274,7 +274,6 @@ def test_an_empty_or_cut_short_index_is_named_as_such(
     assert code == 0, err
 
 
-@pytest.mark.usefixtures("lean_pytester")
 @pytest.mark.parametrize("name", ["index.db", "index.db-wal", "index.lock", "cache"])
 def test_under_pytest_a_planted_link_is_removed_and_the_session_passes(
     built: Path, pytester: pytest.Pytester, name: str

@@ -13,7 +13,6 @@ from kb_files import write_notes
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.usefixtures("lean_pytester")
 
 GOLDEN = """\
 queries:

@@ -393,7 +393,7 @@ _PATH = st.lists(st.text(alphabet="ab", min_size=1, max_size=5), min_size=1, max
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(_GLOB, _PATH)
 def test_linear_translation_means_what_the_plain_glob_means(pattern: str, rel: str) -> None:
     """Fuzz: the atomic translation agrees with the naive backtracking one."""

@@ -25,9 +25,6 @@ from pytest_groove.plugin.items import tag_marker
 pytest_plugins = ["pytester"]
 
 
-pytestmark = pytest.mark.usefixtures("lean_pytester")
-
-
 GOLDEN = """\
 queries:
   - id: deploy-days

@@ -23,15 +23,15 @@ def search(query, limit):
 
 
 @pytest.fixture
-def project(lean_pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
     shutil.copytree(
         EXAMPLE_KB,
-        lean_pytester.path / "kb",
+        pytester.path / "kb",
         ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
     )
-    lean_pytester.makepyfile(team_search=RETRIEVER)
-    lean_pytester.syspathinsert()
-    return lean_pytester
+    pytester.makepyfile(team_search=RETRIEVER)
+    pytester.syspathinsert()
+    return pytester
 
 
 def test_the_retriever_option_measures_a_module_attribute(project: pytest.Pytester) -> None:

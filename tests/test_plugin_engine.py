@@ -25,9 +25,6 @@ LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
 pytest_plugins = ["pytester"]
 
 
-pytestmark = pytest.mark.usefixtures("lean_pytester")
-
-
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 XDIST = ["-n", "2"]
 

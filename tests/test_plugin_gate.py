@@ -6,7 +6,6 @@ import pytest
 from test_plugin_run import MISSING, Project
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.usefixtures("lean_pytester")
 
 
 @pytest.fixture

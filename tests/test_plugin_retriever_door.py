@@ -32,17 +32,17 @@ def pytest_groove_retriever(config):
 
 
 @pytest.fixture
-def project(lean_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     # in-process runs share sys.modules: another test's ``team_search`` must not answer
     monkeypatch.delitem(sys.modules, "team_search", raising=False)
     shutil.copytree(
         EXAMPLE_KB,
-        lean_pytester.path / "kb",
+        pytester.path / "kb",
         ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
     )
-    lean_pytester.makepyfile(team_search=TEAM_SEARCH)
-    lean_pytester.syspathinsert()
-    return lean_pytester
+    pytester.makepyfile(team_search=TEAM_SEARCH)
+    pytester.syspathinsert()
+    return pytester
 
 
 def _recorded_name(project: pytest.Pytester) -> str | None:

@@ -17,8 +17,6 @@ import pytest
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 
-pytestmark = pytest.mark.usefixtures("lean_pytester")
-
 GOLDEN = """\
 queries:
   - id: ship

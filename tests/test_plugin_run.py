@@ -28,9 +28,6 @@ LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
 pytest_plugins = ["pytester"]
 
 
-pytestmark = pytest.mark.usefixtures("lean_pytester")
-
-
 GOLDEN = """\
 queries:
   - id: ship-days

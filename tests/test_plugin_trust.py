@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("lean_pytester")
-
 DOC = "## Release schedule\n\nReleases leave on Tuesday and Thursday mornings.\n"
 
 

@@ -47,16 +47,14 @@ def test_the_cli_spells_a_loosened_gate_source_in_every_report(example_kb_copy: 
 
 
 def test_the_plugin_spells_it_as_pytest_does(
-    lean_pytester: pytest.Pytester, example_kb_copy: Path
+    pytester: pytest.Pytester, example_kb_copy: Path
 ) -> None:
     kb = example_kb_copy
     common = ("--groove-kb", str(kb), "--groove-model", "hash", "-p", "no:cacheprovider")
     # the hash model misses two of the example's queries: failed items, not an error
-    assert lean_pytester.runpytest(*common).ret == pytest.ExitCode.TESTS_FAILED
-    result = lean_pytester.runpytest(
-        *common, "--groove-threshold", "0.5", "--groove-json", "r.json"
-    )
+    assert pytester.runpytest(*common).ret == pytest.ExitCode.TESTS_FAILED
+    result = pytester.runpytest(*common, "--groove-threshold", "0.5", "--groove-json", "r.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    text = (lean_pytester.path / "r.json").read_text("utf-8")
+    text = (pytester.path / "r.json").read_text("utf-8")
     assert TOKEN_MARK not in text and TOKEN_MARK not in result.stdout.str()
     assert _sources(json.loads(text)) == ["--groove-threshold on the command line"]

@@ -582,8 +582,8 @@ def test_groove_eval_without_matplotlib_stops_before_indexing(
 
 
 @pytest.fixture
-def plugin_kb(lean_pytester: pytest.Pytester) -> Path:
-    kb = lean_pytester.path / "kb"
+def plugin_kb(pytester: pytest.Pytester) -> Path:
+    kb = pytester.path / "kb"
     shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
     return kb
 

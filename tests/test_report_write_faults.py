@@ -54,16 +54,16 @@ def test_the_cli_records_nothing_when_a_report_fails(
 @needs_dev_full
 @pytest.mark.parametrize("option", ["--groove-json", "--groove-html", "--groove-trec-run"])
 def test_the_plugin_records_nothing_when_a_report_fails(
-    lean_pytester: pytest.Pytester, example_kb_copy: Path, option: str
+    pytester: pytest.Pytester, example_kb_copy: Path, option: str
 ) -> None:
     kb = example_kb_copy
     common = ("--groove-kb", str(kb), "--groove-model", "hash", "-p", "no:cacheprovider")
-    lean_pytester.runpytest(*common)
+    pytester.runpytest(*common)
     assert _stored(kb) == 1
-    result = lean_pytester.runpytest(*common, option, str(FULL))
+    result = pytester.runpytest(*common, option, str(FULL))
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     assert _stored(kb) == 1
     # the retry, with a path that can be written, records the run and says so
-    lean_pytester.runpytest(*common, "--groove-json", "r.json")
+    pytester.runpytest(*common, "--groove-json", "r.json")
     assert _stored(kb) == 2
-    assert json.loads((lean_pytester.path / "r.json").read_text("utf-8"))["recorded"] is True
+    assert json.loads((pytester.path / "r.json").read_text("utf-8"))["recorded"] is True

@@ -151,11 +151,11 @@ def test_the_tutorial_chain_without_headings_is_one_warning_naming_the_fix(
 
 
 def test_under_pytest_headingless_hits_are_one_warning_spelt_for_pytest(
-    lean_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An HTTP-style answer that leaves ``heading`` out, from the conftest hook."""
     kb = write_notes(
-        lean_pytester.path / "kb",
+        pytester.path / "kb",
         {
             "deploys.md": "# Deploys\n\n## Schedule\n\nWe ship on Tuesdays.\n",
             "tokens.md": "# Tokens\n\nTokens are rotated every quarter.\n",
@@ -169,13 +169,13 @@ def test_under_pytest_headingless_hits_are_one_warning_spelt_for_pytest(
         "    expected: [{path: tokens.md}]\n",
         encoding="utf-8",
     )
-    lean_pytester.makeconftest(
+    pytester.makeconftest(
         "def pytest_groove_retriever(config):\n"
         "    def search(query, limit):\n"
         "        return [{'path': 'deploys.md', 'score': 1.0}, {'path': 'tokens.md'}]\n"
         "    return search\n"
     )
-    result = lean_pytester.runpytest("--groove-kb", "kb", "-p", "no:cacheprovider")
+    result = pytester.runpytest("--groove-kb", "kb", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stderr.fnmatch_lines(
         [
@@ -268,10 +268,10 @@ def test_hits_all_outside_the_kb_stop_after_the_first_three_queries(
     ids=["one-process", "xdist"],
 )
 def test_under_pytest_one_odd_query_fails_alone(
-    lean_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
 ) -> None:
     kb = write_notes(
-        lean_pytester.path / "kb",
+        pytester.path / "kb",
         {f"notes/n{n}.md": f"# Note {n}\n\nAbout topic {n}.\n" for n in range(6)},
     )
     (kb / ".groove-eval.yml").write_text(
@@ -283,7 +283,7 @@ def test_under_pytest_one_odd_query_fails_alone(
         encoding="utf-8",
     )
     # each worker process has its own searcher: the odd query may be its first
-    lean_pytester.makepyfile(
+    pytester.makepyfile(
         odd_store="def search(query, limit):\n"
         "    if query == 'topic 0':\n"
         "        return [{'path': 'legacy/0.md'}]\n"
@@ -293,10 +293,10 @@ def test_under_pytest_one_odd_query_fails_alone(
     args = ["--groove-kb", "kb", "--groove-retriever", "odd_store:search"]
     args += ["--groove-retriever-name", "odd-store", "-p", "no:cacheprovider"]
     if workers:
-        result = lean_pytester.runpytest_subprocess(*args, *workers)
+        result = pytester.runpytest_subprocess(*args, *workers)
     else:
-        lean_pytester.syspathinsert()
-        result = lean_pytester.runpytest(*args)
+        pytester.syspathinsert()
+        result = pytester.runpytest(*args)
     result.assert_outcomes(passed=5, failed=1)
     assert "name a file of the knowledge base" not in result.stdout.str() + result.stderr.str()
 
