@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,17 @@ LEAN_PLUGINS = "-p no:langsmith_plugin -p no:anyio"
 os.environ["PYTEST_ADDOPTS"] = f"{LEAN_PLUGINS} {os.environ.get('PYTEST_ADDOPTS', '')}".strip()
 
 REPO_ROOT = Path(__file__).resolve().parent
+
+if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+    # Set in many CI images: then every module of this checkout is compiled from source
+    # again in each process and in-process pytest run the tests start -- minutes over
+    # the suite.  Bytecode goes to one folder outside the source tree instead (what the
+    # setting is usually there to keep clean), for this process and the ones it starts.
+    _PYCACHE = REPO_ROOT / ".pytest_cache" / "pycache"
+    os.environ.pop("PYTHONDONTWRITEBYTECODE")
+    os.environ["PYTHONPYCACHEPREFIX"] = str(_PYCACHE)
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = str(_PYCACHE)
 KB_EVAL = REPO_ROOT / "tests" / "corpora" / "kb-eval"
 KB_EVAL_GOLDEN = REPO_ROOT / "tests" / "corpora" / "kb-eval-golden.yml"
 EXAMPLE_KB = REPO_ROOT / "examples" / "kb"

@@ -9,6 +9,7 @@ exactly as a fresh build of the same notes -- every hit, score and metric.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
@@ -22,7 +23,16 @@ from cli_invoke import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.kb.tie_order import IN_ID_ORDER, path_key, tie_order
+from pytest_groove.kb.store import Store
+from pytest_groove.kb.tie_order import (
+    IN_ID_ORDER,
+    TIE_ORDER_META,
+    TieOrder,
+    decode_tie_order,
+    encode_tie_order,
+    path_key,
+    tie_order,
+)
 
 EXAMPLE_KB = Path(__file__).resolve().parent.parent / "examples" / "kb"
 
@@ -229,3 +239,82 @@ def test_more_ties_at_the_full_text_cut_than_the_slack_are_chosen_in_corpus_orde
     rename_first(kb, 50)
     assert invoke("index", "--kb-path", kb, "--model", "hash").returncode == 0
     assert_ranks_as_a_fresh_build(kb, tmp_path)
+
+
+# --------------------------------------------------------------------------- kept order
+
+
+def _opened(directory: Path) -> contextlib.closing[Store]:
+    return contextlib.closing(Store.open(directory, create=False))
+
+
+def _index(kb: Path) -> Path:
+    done = invoke("index", "--kb-path", kb, "--model", "hash")
+    assert done.returncode == 0, done.stderr
+    (db,) = (kb / ".groove").glob("*/index.db")
+    return db.parent
+
+
+def test_the_indexer_keeps_the_order_a_search_would_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"))
+    directory = _index(kb)
+    with _opened(directory) as store:
+        assert store.keeps_tie_order()
+        assert store.tie_order() is IN_ID_ORDER  # a fresh build: ids in corpus order
+    # an edit numbers the first note's chunks after every other: the kept order says so
+    first = sorted(kb.rglob("*.md"))[0]
+    first.write_text(first.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    _index(kb)
+    with _opened(directory) as store:
+        assert store.keeps_tie_order()
+        read = store._read_tie_order()
+
+    def unread(self: Store) -> TieOrder:
+        raise AssertionError("the kept order is read, not every chunk's place")
+
+    monkeypatch.setattr(Store, "_read_tie_order", unread)
+    with _opened(directory) as store:  # a new connection: nothing remembered
+        kept = store.tie_order()
+    assert read.rank is not None and kept.rank is not None
+    assert kept.rank.tolist() == read.rank.tolist()
+
+
+@pytest.mark.parametrize(
+    "value", [b"", b"\x01\x02\x03", "text", 12, b"\x00" * 8 + b"\x01", b"\x63" + b"\x00" * 15]
+)
+def test_a_kept_order_of_another_state_or_form_is_read_again(tmp_path: Path, value: object) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"))
+    directory = _index(kb)
+    first = sorted(kb.rglob("*.md"))[0]
+    first.write_text(first.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    _index(kb)
+    with _opened(directory) as store:
+        expected = store._read_tie_order()
+        with store.transaction():
+            store.conn.execute(
+                "UPDATE index_meta SET value = ? WHERE key = ?", (value, TIE_ORDER_META)
+            )
+        assert not store.keeps_tie_order()
+    with _opened(directory) as store:
+        order = store.tie_order()
+        assert expected.rank is not None and order.rank is not None
+        assert order.rank.tolist() == expected.rank.tolist()
+    # and the next index run keeps this state's order again
+    _index(kb)
+    with _opened(directory) as store:
+        assert store.keeps_tie_order()
+
+
+def test_encoded_orders_decode_only_for_their_generation() -> None:
+    ranked = TieOrder(np.array([2, 0, np.iinfo(np.int64).max, 1], dtype=np.int64))
+    for order in (IN_ID_ORDER, ranked):
+        value = encode_tie_order(order, 41)
+        back = decode_tie_order(value, 41)
+        assert back is not None and back.by_id == order.by_id
+        if order.rank is not None:
+            assert back.rank is not None and back.rank.tolist() == order.rank.tolist()
+        assert decode_tie_order(value, 42) is None

@@ -352,6 +352,9 @@ def _index_locked(
     _prune(store, scan, stored, report)
     if wants.note_vectors and not store.keeps_note_vectors:
         _embed_missing_notes(store, embedder, report, progress)
+    if not store.keeps_tie_order():  # once, after every write: read by each search
+        with store.transaction():
+            store.keep_tie_order()
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
         # nor the writer's page cache (the caches read few pages), nor the heap they leave

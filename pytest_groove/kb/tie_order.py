@@ -97,3 +97,28 @@ def tie_order(chunks: IdArray, documents: Sequence[tuple[int, str]]) -> TieOrder
     rank = np.full(int(corpus_order.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
     rank[corpus_order] = np.arange(len(corpus_order), dtype=np.int64)
     return TieOrder(rank)
+
+
+#: the index_meta key a write keeps its state's tie order under
+TIE_ORDER_META = "tie_order"
+_GENERATION = np.dtype("<i8")
+
+
+def encode_tie_order(order: TieOrder, generation: int) -> bytes:
+    """``order`` as stored for ``generation``: the generation, then the ranks (none
+    when ties go by id), little-endian 64-bit integers."""
+    head = np.array([generation], dtype=_GENERATION).tobytes()
+    return head if order.rank is None else head + order.rank.astype(_GENERATION).tobytes()
+
+
+def decode_tie_order(value: object, generation: int) -> TieOrder | None:
+    """The stored order if it was kept for ``generation`` (None: not kept, kept for
+    another state, or not in the stored form -- the caller reads the chunks instead)."""
+    if not isinstance(value, bytes) or len(value) < 8 or len(value) % 8:
+        return None
+    numbers = np.frombuffer(value, dtype=_GENERATION)
+    if int(numbers[0]) != generation:
+        return None
+    if len(numbers) == 1:
+        return IN_ID_ORDER
+    return TieOrder(numbers[1:].astype(np.int64))
