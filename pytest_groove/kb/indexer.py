@@ -352,9 +352,6 @@ def _index_locked(
     _prune(store, scan, stored, report)
     if wants.note_vectors and not store.keeps_note_vectors:
         _embed_missing_notes(store, embedder, report, progress)
-    if not store.keeps_tie_order():  # once, after every write: read by each search
-        with store.transaction():
-            store.keep_tie_order()
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
         # nor the writer's page cache (the caches read few pages), nor the heap they leave
@@ -365,6 +362,10 @@ def _index_locked(
             _refresh_vector_caches(store, wants.vector_caches)
             if not wants.term_table:  # the trigram table answers this configuration
                 refresh_word_index(store)
+    if not store.keeps_tie_order():  # once, after every write: read by each search
+        with store.transaction():
+            store.keep_tie_order()
+    if wants.vector_caches is not None:
         # what updating them read and left: the search maps them again
         store.conn.execute("PRAGMA shrink_memory")
         return_freed_memory()

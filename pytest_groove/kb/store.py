@@ -15,7 +15,8 @@ many documents per transaction (see :meth:`Store.write_documents`); each
 document's rows still change together, because a transaction is all or nothing.
 
 The store is built in parts: :mod:`.store_schema` (the layout, opening, transactions,
-metadata), :mod:`.store_writer`, :mod:`.store_reader` and :mod:`.store_fulltext`;
+metadata), :mod:`.store_writer`, :mod:`.store_reader`, :mod:`.store_ties` (the kept tie
+order) and :mod:`.store_fulltext`;
 :class:`Store` joins them, and every name stays importable from here.
 
 PYTEST_DONT_REWRITE
@@ -37,6 +38,7 @@ from pytest_groove.kb.store_schema import (
     TERM_TABLE_META,
     StoreConnection,
 )
+from pytest_groove.kb.store_ties import StoreTieOrder
 from pytest_groove.kb.store_writer import DocumentWrite, StoreWriter, term_fields
 
 __all__ = [
@@ -58,5 +60,5 @@ __all__ = [
 ]
 
 
-class Store(StoreWriter, StoreReader, StoreFullText):
+class Store(StoreWriter, StoreReader, StoreTieOrder, StoreFullText):
     """An open index database: :meth:`open` it, then write, read and search it."""

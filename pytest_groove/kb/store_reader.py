@@ -17,13 +17,6 @@ from pytest_groove.kb.corpus_digest import DIGEST_VERSION, corpus_digest, docume
 from pytest_groove.kb.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.scripts import OPENING_CHARS, chunk_opening
 from pytest_groove.kb.store_schema import StoreConnection
-from pytest_groove.kb.tie_order import (
-    TIE_ORDER_META,
-    TieOrder,
-    decode_tie_order,
-    encode_tie_order,
-    tie_order,
-)
 
 
 @dataclass(frozen=True)
@@ -155,64 +148,6 @@ class StoreReader(StoreConnection):
             )
         }
 
-    def tie_order(self) -> TieOrder:
-        """How this state of the index orders equal scores (:mod:`.tie_order`): the
-        order the indexer kept for this state (:meth:`keep_tie_order`), else read from
-        the (document, chunk order) index; once per generation either way."""
-        memo = self.tie_order_kept
-        rows = dict(
-            self.conn.execute(
-                "SELECT key, value FROM index_meta WHERE key IN ('generation', ?)",
-                (TIE_ORDER_META,),
-            )
-        )
-        generation = int(rows.get("generation") or 0)
-        if memo is not None and memo[0] == generation:
-            return memo[1]
-        order = decode_tie_order(rows.get(TIE_ORDER_META), generation)
-        if order is None:
-            order = self._read_tie_order()
-        self.tie_order_kept = (generation, order)
-        return order
-
-    def keep_tie_order(self) -> None:
-        """Store the tie order of the index as it is now (the indexer calls this after
-        its writes, in a transaction of its own), so that a search of this state reads
-        one value instead of every chunk's place."""
-        generation = self.generation
-        order = self._read_tie_order()
-        self.conn.execute(
-            "INSERT INTO index_meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-            (TIE_ORDER_META, encode_tie_order(order, generation)),
-        )
-        self.tie_order_kept = (generation, order)
-
-    def keeps_tie_order(self) -> bool:
-        """Whether the kept tie order is this state's (see :meth:`keep_tie_order`)."""
-        row = self.conn.execute(
-            "SELECT value FROM index_meta WHERE key = ?", (TIE_ORDER_META,)
-        ).fetchone()
-        return row is not None and decode_tie_order(row[0], self.generation) is not None
-
-    def _read_tie_order(self) -> TieOrder:
-        """Every chunk's place in the corpus, from one string of the (document, chunk
-        order) index and every document's path."""
-        row = self.conn.execute(
-            "SELECT group_concat(document_id || ',' || id) "
-            "FROM chunks INDEXED BY idx_chunks_doc_order"
-        ).fetchone()
-        chunks = (
-            np.zeros((0, 2), dtype=np.int64)
-            if row is None or row[0] is None
-            else _integers(str(row[0])).reshape(-1, 2)
-        )
-        documents = [
-            (int(doc_id), str(path))
-            for doc_id, path in self.conn.execute("SELECT id, path FROM documents")
-        ]
-        return tie_order(chunks, documents)
-
     def chunk_documents(self) -> dict[int, int]:
         """Every chunk's document id, by chunk id."""
         return {
@@ -236,7 +171,7 @@ class StoreReader(StoreConnection):
         if row is None or row[0] is None:
             ids = np.zeros(0, dtype=np.int64)
         else:
-            ids = _integers(str(row[0]))
+            ids = concat_integers(str(row[0]))
             ids.sort()
         if memo is not None:
             memo["chunk_ids"] = ids.copy()
@@ -418,7 +353,7 @@ class StoreReader(StoreConnection):
         return out
 
 
-def _integers(text: str) -> npt.NDArray[np.int64]:
+def concat_integers(text: str) -> npt.NDArray[np.int64]:
     """The comma-separated integers of a ``group_concat`` (numpy's text parser: a
     seventh of the time of one Python string per id); split in Python if it reads
     anything else."""
