@@ -22,7 +22,8 @@ def serving(
     httpd = server(("127.0.0.1", 0), handler)
     for name, value in attributes.items():
         setattr(httpd, name, value)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # polled often: shutdown() waits for the next poll (half a second by default)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield httpd

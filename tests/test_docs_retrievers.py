@@ -183,7 +183,7 @@ def service(project: Path) -> Iterator[str]:
     try:
         module = importlib.import_module("search_service")
         server = module.make_server(0)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
         thread.start()
         host, port = server.server_address[:2]
         yield f"http://{host}:{port}/search"
