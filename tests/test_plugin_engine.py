@@ -327,14 +327,19 @@ def test_a_retriever_hook_that_returns_none_says_whose_numbers_these_are(
     )
 
 
+@pytest.mark.parametrize(
+    # a two-worker session each: the refusal of a missing index in the slow run
+    "extra",
+    [[], pytest.param(["--groove-no-reindex"], marks=pytest.mark.slow)],
+    ids=["reindex", "no-reindex"],
+)
 def test_xdist_with_the_golden_queries_deselected_does_no_index_work(
-    pytester: pytest.Pytester, kb: Path
+    pytester: pytest.Pytester, kb: Path, extra: list[str]
 ) -> None:
     # a CI job that runs the project's tests apart from the gate: the controller must
     # not build the index (nor refuse a missing one) for queries nobody selected
     pytester.makeini("[pytest]\ngroove_kb = kb\ngroove_model = hash\n")
     pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
-    for extra in ([], ["--groove-no-reindex"]):
-        result = pytester.runpytest(*XDIST, "-m", "not groove", *extra)
-        result.assert_outcomes(passed=1)
-        assert not (kb / ".groove").exists()
+    result = pytester.runpytest(*XDIST, "-m", "not groove", *extra)
+    result.assert_outcomes(passed=1)
+    assert not (kb / ".groove").exists()

@@ -52,7 +52,16 @@ def test_the_cli_records_nothing_when_a_report_fails(
 
 
 @needs_dev_full
-@pytest.mark.parametrize("option", ["--groove-json", "--groove-html", "--groove-trec-run"])
+@pytest.mark.parametrize(
+    # one report in the default run (a pytester session each); the others, the same path
+    # through the plugin's report writer, in the slow one
+    "option",
+    [
+        "--groove-json",
+        pytest.param("--groove-html", marks=pytest.mark.slow),
+        pytest.param("--groove-trec-run", marks=pytest.mark.slow),
+    ],
+)
 def test_the_plugin_records_nothing_when_a_report_fails(
     pytester: pytest.Pytester, example_kb_copy: Path, option: str
 ) -> None:
