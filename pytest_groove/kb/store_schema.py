@@ -425,7 +425,13 @@ class StoreConnection:
         row = self.conn.execute("SELECT value FROM index_meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_meta(self, key: str, value: str) -> None:
+    def get_meta_blob(self, key: str) -> bytes | None:
+        """``key``'s value if it is stored as bytes (None: absent, or text)."""
+        row = self.conn.execute("SELECT value FROM index_meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row is not None and isinstance(row[0], bytes) else None
+
+    def set_meta(self, key: str, value: str | bytes) -> None:
+        """Set ``key``; bytes are stored as a BLOB (read with :meth:`get_meta_blob`)."""
         self.conn.execute(
             "INSERT INTO index_meta(key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value=excluded.value",

@@ -30,17 +30,11 @@ class StoreTieOrder(StoreConnection):
         """How this state of the index orders equal scores (:mod:`.tie_order`): the
         order the indexer kept for this state (:meth:`keep_tie_order`), else read from
         the (document, chunk order) index; once per generation either way."""
+        generation = self.generation
         memo = self.tie_order_kept
-        rows = dict(
-            self.conn.execute(
-                "SELECT key, value FROM index_meta WHERE key IN ('generation', ?)",
-                (TIE_ORDER_META,),
-            )
-        )
-        generation = int(rows.get("generation") or 0)
         if memo is not None and memo[0] == generation:
-            return memo[1]
-        order = decode_tie_order(rows.get(TIE_ORDER_META), generation)
+            return memo[1]  # the kept value (a MiB at 100k chunks) is read once, not per query
+        order = decode_tie_order(self.get_meta_blob(TIE_ORDER_META), generation)
         if order is None:
             order = self._read_tie_order()
         self.tie_order_kept = (generation, order)
@@ -52,19 +46,13 @@ class StoreTieOrder(StoreConnection):
         one value instead of every chunk's place."""
         generation = self.generation
         order = self._read_tie_order()
-        self.conn.execute(
-            "INSERT INTO index_meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-            (TIE_ORDER_META, encode_tie_order(order, generation)),
-        )
+        self.set_meta(TIE_ORDER_META, encode_tie_order(order, generation))
         self.tie_order_kept = (generation, order)
 
     def keeps_tie_order(self) -> bool:
         """Whether the kept tie order is this state's (see :meth:`keep_tie_order`)."""
-        row = self.conn.execute(
-            "SELECT value FROM index_meta WHERE key = ?", (TIE_ORDER_META,)
-        ).fetchone()
-        return row is not None and decode_tie_order(row[0], self.generation) is not None
+        kept = self.get_meta_blob(TIE_ORDER_META)
+        return decode_tie_order(kept, self.generation) is not None
 
     def _read_tie_order(self) -> TieOrder:
         """Every chunk's place in the corpus, from one string of the (document, chunk

@@ -111,10 +111,10 @@ def encode_tie_order(order: TieOrder, generation: int) -> bytes:
     return head if order.rank is None else head + order.rank.astype(_GENERATION).tobytes()
 
 
-def decode_tie_order(value: object, generation: int) -> TieOrder | None:
+def decode_tie_order(value: bytes | None, generation: int) -> TieOrder | None:
     """The stored order if it was kept for ``generation`` (None: not kept, kept for
     another state, or not in the stored form -- the caller reads the chunks instead)."""
-    if not isinstance(value, bytes) or len(value) < 8 or len(value) % 8:
+    if value is None or len(value) < 8 or len(value) % 8:
         return None
     numbers = np.frombuffer(value, dtype=_GENERATION)
     if int(numbers[0]) != generation:
