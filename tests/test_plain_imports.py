@@ -43,6 +43,48 @@ def test_the_plugin_entry_imports_only_its_thin_modules() -> None:
     ]
 
 
+#: what pytest does for an installed wheel before it loads the ``pytest11`` entry point
+#: (it marks the whole package for rewriting), then the import of the entry point; prints
+#: each pytest_groove module with the kind of loader that loaded it
+ENTRY_POINT_LOAD = """
+import sys
+from _pytest.config import _prepareconfig
+
+config = _prepareconfig(["-p", "no:groove", "-p", "no:cacheprovider"])
+hook = config.pluginmanager.rewrite_hook
+assert hook in sys.meta_path
+hook.mark_rewrite("pytest_groove")
+import pytest_groove.plugin
+for name, module in sorted(sys.modules.items()):
+    if name.startswith("pytest_groove"):
+        print(name, type(module.__loader__).__name__)
+"""
+
+
+def test_only_the_modules_before_the_finder_go_through_the_rewrite_hook(
+    tmp_path: Path,
+) -> None:
+    # the finder is installed by the entry point's own module: it, its package and the
+    # finder's module are rewritten; every module they import after that is not (the
+    # plugin's option table was once imported first, and rewritten in every pytest run)
+    out = subprocess.run(
+        [sys.executable, "-c", ENTRY_POINT_LOAD],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    loaders = dict(line.split() for line in out.stdout.splitlines())
+    rewritten = {name for name, kind in loaders.items() if kind == "AssertionRewritingHook"}
+    # (the top package is not, where an editable install's own finder loads it)
+    assert rewritten - {"pytest_groove"} == {
+        "pytest_groove.plugin",
+        "pytest_groove.plugin.plain_imports",
+    }
+    assert loaders["pytest_groove.plugin.options"] == "SourceFileLoader"
+    assert loaders["pytest_groove.options"] == "SourceFileLoader"
+
+
 def test_package_modules_imported_during_a_run_bypass_the_rewrite_hook(
     pytester: pytest.Pytester,
 ) -> None:

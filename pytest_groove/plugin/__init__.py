@@ -46,11 +46,14 @@ from typing import Any
 
 import pytest
 
-from pytest_groove.plugin import hookspecs, plain_imports
-from pytest_groove.plugin.options import add_options, read_options
+from pytest_groove.plugin import plain_imports
 
-# the package's own modules are loaded from their bytecode, not pytest's rewrite hook
+# the package's own modules are loaded from their bytecode, not pytest's rewrite hook:
+# installed before any other of them is imported, these few lines' own imports included
 plain_imports.install()
+
+from pytest_groove.plugin import hookspecs  # noqa: E402
+from pytest_groove.plugin.options import add_options, read_options  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
