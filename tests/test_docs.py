@@ -25,7 +25,7 @@ import pytest
 from config_keys import accepted_keys, keys_of
 
 from pytest_groove import plugin
-from pytest_groove.cli import build_parser
+from pytest_groove.cli.commands import build_parser
 from pytest_groove.config import (
     IndexSettings,
     SearchSettings,

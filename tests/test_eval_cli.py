@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from eval_factories import begun, corpus
 
-from pytest_groove.cli import build_parser
 from pytest_groove.cli import evaluate as command
+from pytest_groove.cli.commands import build_parser
 from pytest_groove.config import SearchSettings
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.finish import finish_evaluation

@@ -382,12 +382,75 @@ def test_ctrl_c_while_the_command_starts_is_interrupted_not_a_traceback(
 ) -> None:
     from cli_invoke import invoke
 
-    import pytest_groove.cli as cli
+    import pytest_groove.cli.commands as commands
 
     def interrupted() -> None:
         raise KeyboardInterrupt
 
     # the signal lands while the parser is built, before the command's own boundary
-    monkeypatch.setattr(cli, "build_parser", interrupted)
+    monkeypatch.setattr(commands, "build_parser", interrupted)
     run_ = invoke("eval", "--kb-path", "kb")
     assert (run_.returncode, run_.stderr) == (130, "interrupted\n")
+
+
+#: the console script's own two lines (``from pytest_groove.cli import main`` and
+#: ``sys.exit(main())``, as pip's wrapper has them) behind a finder that raises
+#: KeyboardInterrupt when the module named first on the command line is first
+#: imported: Ctrl-C at that moment of the start-up
+INTERRUPTED_AT_IMPORT = """
+import importlib.abc
+import sys
+
+AT = sys.argv.pop(1)
+
+
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        if fullname == AT:
+            raise KeyboardInterrupt
+        return None
+
+
+sys.meta_path.insert(0, Interrupt())
+from pytest_groove.cli import main
+
+sys.exit(main())
+"""
+
+
+def test_the_entry_point_imports_nothing_before_its_error_boundary() -> None:
+    # what `from pytest_groove.cli import main` loads runs outside main's handler: a
+    # Ctrl-C there is Python's traceback, so it is kept to the boundary's own modules
+    code = (
+        "import sys; from pytest_groove.cli import main; "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_groove'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        "pytest_groove",
+        "pytest_groove.cli",
+        "pytest_groove.cli.ending",
+        "pytest_groove.errors",  # standard library only
+    ]
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "pytest_groove.cli.commands",  # main's first import
+        "pytest_groove.cli.args",  # ... and what it imports at its top
+        "pytest_groove.console",
+        "pytest_groove.cli.evaluate",  # while the parser is built
+        "numpy",  # while the command runs
+    ],
+)
+def test_ctrl_c_at_any_moment_of_the_start_up_is_one_line(tmp_path: Path, module: str) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(KB_EVAL, kb, ignore=shutil.ignore_patterns(".groove*"))
+    argv = ["eval", "--kb-path", str(kb), "--golden", str(KB_EVAL_GOLDEN), "--no-history"]
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_AT_IMPORT, module, *argv],
+        capture_output=True,
+        text=True,
+    )
+    assert (proc.returncode, proc.stderr) == (130, "interrupted\n")

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_groove.cli import build_parser
 from pytest_groove.cli.args import run_options
+from pytest_groove.cli.commands import build_parser
 from pytest_groove.errors import flag, spell_flags
 from pytest_groove.options import OPTIONS, OPTIONS_BY_NAME, RunOptions
 from pytest_groove.plugin import options as plugin_options

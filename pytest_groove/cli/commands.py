@@ -1,0 +1,195 @@
+"""The ``groove`` commands behind :func:`pytest_groove.cli.main`: ``index`` and
+``search`` themselves, the parser that wires every subcommand, and the run of one
+parsed command line (its errors spelled as one line each).
+
+Imported by ``main`` inside its error boundary, so a Ctrl-C while these modules load
+is reported like one during the command.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_groove import __version__
+from pytest_groove.cli.args import (
+    GrooveParser,
+    add_format_argument,
+    add_kb_arguments,
+    add_pipeline_arguments,
+    error_line,
+    load_cli_settings,
+    option_type,
+    run_options,
+)
+from pytest_groove.cli.ending import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, report_line
+from pytest_groove.config import Settings
+from pytest_groove.engine_names import check_config_names, check_flag_names
+from pytest_groove.errors import GrooveError, IndexMissing, spell_flags
+from pytest_groove.search.hits import hit_label
+
+# --------------------------------------------------------------------------- index
+
+
+def _run_index(args: argparse.Namespace) -> int:
+    from pytest_groove.embed.registry import get_embedder
+    from pytest_groove.engine import run_indexer
+
+    check_flag_names(run_options(args))  # an unknown --model is named first
+    settings = load_cli_settings(args)
+    check_config_names(settings, reranker=False)  # ... then one groove.toml names
+    embedder = get_embedder(settings.index.model)
+    _refuse_an_empty_kb(args.kb_path, settings)
+    report = run_indexer(
+        args.kb_path,
+        settings,
+        embedder=embedder,
+        force=args.force,
+        log=lambda line: print(spell_flags(line), file=sys.stderr),
+    )
+    print(report.summary())
+    return EXIT_OK
+
+
+def _refuse_an_empty_kb(kb: Path, settings: Settings) -> None:
+    """A KB without one indexable file is almost always the wrong ``--kb-path``: say so
+    instead of "0 chunks embedded", and leave no ``.groove/`` folder behind.
+
+    An index that already exists is still brought up to date (its notes were deleted).
+    """
+    from pytest_groove.kb.indexer import GROOVE_DIR_NAME
+    from pytest_groove.kb.walk import collect_files
+
+    collected = collect_files(kb, settings.index)
+    if collected.files or collected.unlisted:
+        return
+    index = settings.index.index_dir or kb / GROOVE_DIR_NAME
+    if index.exists():
+        return
+    kinds = ", ".join(f".{p}" for p in sorted(settings.index.parsers)) or ".md"
+    raise GrooveError(
+        f"no indexable file under {kb}: only {kinds} files are indexed (Markdown by "
+        "default; other kinds under [parsers] in groove.toml); check --kb-path. Nothing "
+        f"was indexed and no {GROOVE_DIR_NAME}/ folder was created"
+    )
+
+
+# --------------------------------------------------------------------------- search
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    from pytest_groove.engine import open_engine
+    from pytest_groove.index_command import missing_index
+
+    run = run_options(args)
+    check_flag_names(run)  # a bad --model / --reranker before the config is read
+    settings = load_cli_settings(args)
+    check_config_names(settings)
+    try:
+        engine = open_engine(args.kb_path, settings, reindex=False)
+    except IndexMissing as exc:
+        raise missing_index(exc, args.kb_path, run) from None
+    with engine:
+        response = engine.search_response(args.query, args.limit)
+    if args.format == "json":
+        payload = {
+            "query": args.query,
+            "results": [hit.to_json() for hit in response.hits],
+            "low_confidence": response.low_confidence,
+        }
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    if not response.hits:
+        print("no results")
+        return EXIT_OK
+    for hit in response.hits:
+        print(f"{hit.rank:>3}. {hit_label(hit.path, hit.heading)}  (score {hit.score:.4f})")
+        snippet = " ".join(hit.content.split())
+        if snippet:
+            print(f"     {snippet[:160]}{'...' if len(snippet) > 160 else ''}")
+    if response.low_confidence:
+        print("(low confidence: no result stands out from the rest)")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = GrooveParser(
+        prog="groove",
+        description="Index a Markdown knowledge base, search it, and measure retrieval quality.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p_index = sub.add_parser("index", help="build or update the index of a knowledge base")
+    add_kb_arguments(p_index)
+    p_index.add_argument("--force", action="store_true", help="rebuild the index from scratch")
+    p_index.set_defaults(func=_run_index)
+
+    p_search = sub.add_parser("search", help="run one query through the hybrid search")
+    add_kb_arguments(p_search)
+    add_pipeline_arguments(p_search)
+    p_search.add_argument(
+        "--limit",
+        type=option_type("limit"),
+        default=5,
+        metavar="N",
+        help="how many hits to show (default: 5; capped at 1000)",
+    )
+    add_format_argument(p_search)
+    p_search.add_argument("query", help="the query text (prefix a word with - to exclude it)")
+    p_search.set_defaults(func=_run_search)
+
+    from pytest_groove.cli import evaluate, floors, history, importer, init, tune
+
+    evaluate.add_arguments(sub)
+    tune.add_arguments(sub)
+    history.add_arguments(sub)
+    init.add_arguments(sub)
+    importer.add_arguments(sub)
+    floors.add_arguments(sub)
+    return parser
+
+
+def run_command_line(argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``) and run its command; its status."""
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        # `groove` alone asks what there is: the commands, not an error about one
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
+    # the modules a command runs are imported by now: their objects live as long as
+    # the process, so the collector stops walking them (a full collection walks every
+    # tracked object, and an eval that reads kept files builds enough to trigger a few);
+    # left alone when the caller froze some already (the freeze does not nest)
+    freezes = gc.get_freeze_count() == 0
+    if freezes:
+        gc.freeze()
+    try:
+        code = int(args.func(args))
+        # inside the boundary: a report still buffered can fail here (/dev/full)
+        sys.stdout.flush()
+    except GrooveError as exc:
+        report_line(error_line(exc, args))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        report_line("interrupted")
+        return EXIT_INTERRUPTED
+    finally:
+        # a caller that goes on in this process (a test, a tool calling main()) gets
+        # its collector back as it was
+        if freezes:
+            gc.unfreeze()
+    return code
