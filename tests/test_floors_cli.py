@@ -123,3 +123,22 @@ def test_a_floor_the_latest_run_did_not_measure_is_refused_not_read_as_0(
     assert f"[eval].fail_under names {key}, which the latest run (" in err
     assert "measured 0.000" not in err
     assert config.read_bytes() == before
+
+
+def test_the_config_is_named_as_the_command_line_gave_it(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (kb / "groove.toml").write_text(COMMENTED, encoding="utf-8")
+    finish(kb, ALL)
+    monkeypatch.chdir(kb.parent)
+    relative = Path(kb.name)
+    assert main(["floors", "--kb-path", str(relative)]) == 0
+    assert capsys.readouterr().out.startswith(f"floors in {relative / 'groove.toml'}, against")
+    assert main(["floors", "--kb-path", str(relative), "--raise"]) == 0
+    assert f"raised 3 floor(s) in {relative / 'groove.toml'}\n" in capsys.readouterr().out
+    elsewhere = kb.parent / "ci.toml"
+    elsewhere.write_text(COMMENTED, encoding="utf-8")
+    assert main(["floors", "--kb-path", str(kb), "--config", "ci.toml"]) == 0
+    assert capsys.readouterr().out.startswith("floors in ci.toml, against")

@@ -70,7 +70,8 @@ def _floors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     act = apply_raise if args.raise_floors else plan_raise
     report = act(args.kb_path, args.config, args.step)
     when = display_timestamp(report.run.timestamp)
-    out.write(f"floors in {report.config}, against the run of {when}:\n")
+    config = _as_given(report.config, args)
+    out.write(f"floors in {config}, against the run of {when}:\n")
     for floor in report.floors:
         line = f"  {floor.label}: floor {floor.floor:g}, measured {floor.measured:.3f}"
         if floor.raised is not None:
@@ -80,5 +81,17 @@ def _floors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not report.changed:
         out.write(f"{PROG}: no floor to raise\n")
     elif args.raise_floors:
-        out.write(f"{PROG}: raised {len(report.changed)} floor(s) in {report.config}\n")
+        out.write(f"{PROG}: raised {len(report.changed)} floor(s) in {config}\n")
     return 0
+
+
+def _as_given(config: Path, args: argparse.Namespace) -> Path:
+    """The config file as the command line named it: ``--config`` itself, or the
+    KB's file under ``--kb-path`` as typed (relative stays relative)."""
+    if args.config is not None:
+        return Path(args.config)
+    kb: Path = args.kb_path
+    try:
+        return kb / config.relative_to(kb.resolve())
+    except ValueError:
+        return config
