@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_gate_honest import ALL, finish, kb  # noqa: F401  (the fixture)
 
 from pytest_groove.cli import main
-from pytest_groove.evaluation.floor_raise import round_down
+from pytest_groove.evaluation.floor_raise import floor_text, respelled, round_down
+from pytest_groove.evaluation.floors import parse_floors
 
 COMMENTED = """\
 # groove settings for the docs KB -- reviewed in PR #12
@@ -81,6 +84,34 @@ def test_round_down() -> None:
     assert round_down(0.85, 0.01) == 0.85
     assert round_down(0.8567, 0.05) == 0.85
     assert round_down(1.0, 0.01) == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    measured=st.floats(0.0, 1.0),
+    step=st.one_of(
+        st.sampled_from([0.5, 0.25, 0.1, 0.05, 0.01, 0.005, 0.001, 1e-7, 1e-9, 1e-12]),
+        st.floats(1e-12, 0.5),
+    ),
+)
+def test_a_raised_floor_never_reads_back_above_what_was_measured(
+    measured: float, step: float
+) -> None:
+    # a floor above the measured value fails the next unchanged run; once, a floor
+    # rounded down to 1e-7 was written with six digits (0.714286 > 0.7142857...)
+    floor = round_down(measured, step)
+    assert 0.0 <= floor <= measured
+    assert measured - floor < step + 1e-9
+    assert float(floor_text(floor)) == floor
+    written = respelled("recall@5=0.5", {"recall@5": floor})
+    assert dict(parse_floors(written).pairs)["recall@5"] <= measured
+
+
+def test_a_floor_is_written_in_full() -> None:
+    assert floor_text(round_down(5 / 7, 1e-7)) == "0.7142857"
+    assert floor_text(0.85) == "0.85"
+    assert floor_text(1.0) == "1"
+    assert respelled("recall@5=0.5", {"recall@5": 0.7142857}) == "recall@5=0.7142857"
 
 
 def test_raise_in_the_string_form_changes_only_the_raised_numbers(

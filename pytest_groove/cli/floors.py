@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
 
 def _floors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from pytest_groove.evaluation.floor_raise import apply_raise, plan_raise
+    from pytest_groove.evaluation.floor_raise import apply_raise, floor_text, plan_raise
     from pytest_groove.evaluation.run import display_timestamp
 
     check_kb(args.kb_path)
@@ -73,10 +73,10 @@ def _floors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     config = _as_given(report.config, args)
     out.write(f"floors in {config}, against the run of {when}:\n")
     for floor in report.floors:
-        line = f"  {floor.label}: floor {floor.floor:g}, measured {floor.measured:.3f}"
+        line = f"  {floor.label}: floor {floor_text(floor.floor)}, measured {floor.measured:.3f}"
         if floor.raised is not None:
             verb = "raised to" if args.raise_floors else "--raise would raise it to"
-            line += f" -> {verb} {floor.raised:g}"
+            line += f" -> {verb} {floor_text(floor.raised)}"
         out.write(line + "\n")
     if not report.changed:
         out.write(f"{PROG}: no floor to raise\n")

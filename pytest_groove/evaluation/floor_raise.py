@@ -67,9 +67,23 @@ class FloorReport:
 
 def round_down(value: float, step: float) -> float:
     """``value`` down to a multiple of ``step``, written with the step's decimals."""
-    places = max(0, -Decimal(str(step)).as_tuple().exponent)  # type: ignore[operator]
+    places = int(max(0, -Decimal(str(step)).as_tuple().exponent))  # type: ignore[operator]
+    # the tolerance keeps 0.85 / 0.01 = 84.999... at 85; the loop keeps the result
+    # from ever passing the value itself, whatever the tolerance did
     steps = math.floor(value / step + 1e-9)
-    return round(steps * step, int(places))
+    floor = round(steps * step, places)
+    while floor > value and steps > 0:
+        steps -= 1
+        floor = round(steps * step, places)
+    return floor
+
+
+def floor_text(value: float) -> str:
+    """A floor as written to the config and shown: the shortest spelling that reads
+    back as exactly that number (``0.7142857``, ``0.85``, ``1``) -- never one rounded
+    to fewer digits, which could read back above the value it was rounded down to."""
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _config_and_floors(kb: Path, config: Path | None) -> tuple[Path, Any, Any]:
@@ -149,7 +163,7 @@ def respelled(spec: str, raised: Mapping[str, float]) -> str:
         if key in raised and key in parsed:
             number = value.strip()
             start = value.index(number)
-            value = f"{value[:start]}{raised[key]:g}{value[start + len(number) :]}"
+            value = f"{value[:start]}{floor_text(raised[key])}{value[start + len(number) :]}"
         parts.append(f"{name}{sep}{value}")
     return ",".join(parts)
 
