@@ -224,6 +224,9 @@ def test_malformed_hits_fail_the_item_with_one_line(project: Project) -> None:
     result.stdout.fnmatch_lines(
         ["golden query 'pager': retriever fake: hit 1 has no path (got None)*"]
     )
+    # the fix it names is pytest's spelling of the option (it once named groove's)
+    result.stdout.fnmatch_lines(["*or name the key with --groove-retriever-path-key"])
+    result.stdout.no_fnmatch_line("* --retriever-path-key*")
 
 
 # --------------------------------------------------------------------------- session

@@ -170,7 +170,7 @@ class GrooveQueryItem(pytest.Item):
         if isinstance(excinfo.value, QueryFailed):
             return str(excinfo.value)
         if isinstance(excinfo.value, GrooveError):
-            return f"golden query {self.name!r}: {excinfo.value.message}"
+            return f"golden query {self.name!r}: {excinfo.value.message_for('pytest')}"
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:

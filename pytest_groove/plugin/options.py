@@ -272,7 +272,7 @@ def _check_html(config: pytest.Config) -> None:
     try:
         check_html_available(name)
     except GrooveError as exc:
-        raise pytest.UsageError(exc.message) from None
+        raise pytest.UsageError(exc.message_for("pytest")) from None
 
 
 # --------------------------------------------------------------------------- ini typos

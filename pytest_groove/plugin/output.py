@@ -95,7 +95,7 @@ class StdoutGuard(io.TextIOBase):
             try:
                 self._stream.write(text)
             except OutputFailed as exc:
-                self.failure = exc.message
+                self.failure = exc.message_for("pytest")
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -107,7 +107,7 @@ class StdoutGuard(io.TextIOBase):
             try:
                 self._stream.flush()
             except OutputFailed as exc:
-                self.failure = exc.message
+                self.failure = exc.message_for("pytest")
 
     def isatty(self) -> bool:
         return self._stream.isatty()
