@@ -42,6 +42,7 @@ from pytest_groove.evaluation.history import find_run, history_path, load_histor
 from pytest_groove.evaluation.history_trust import untrusted_warnings
 from pytest_groove.evaluation.metric_table import unasked_optional
 from pytest_groove.evaluation.records import GoldenSet
+from pytest_groove.evaluation.report_targets import check_report_targets
 from pytest_groove.evaluation.run import RunRecord
 from pytest_groove.options import RunOptions, contradiction
 
@@ -215,6 +216,7 @@ def plan_evaluation(
         notes=tuple(notes),
         gate=resolve_gate(options, settings, k_values, metrics),
     )
+    check_report_targets(kb, options, settings, golden=Path(golden.path), history=plan.history_path)
     if read_history:
         plan = replace(plan, stored=read_stored_runs(plan))
     return plan
