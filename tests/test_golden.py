@@ -478,6 +478,34 @@ def test_refuses_paths_that_are_not_kb_relative(tmp_path: Path, path: str, cause
     assert cause in message
 
 
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    segments=st.lists(
+        st.text("abcXYZ019-_ .", min_size=1, max_size=6).filter(
+            lambda s: s.strip(".") != "" and s.strip() == s
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    separators=st.lists(st.sampled_from(["\\", "\\\\", "/\\", "\\/", "/"]), min_size=4),
+    lead=st.sampled_from(["", ".\\", "\\"]),
+)
+def test_the_backslash_fix_it_suggests_is_accepted(
+    tmp_path: Path, segments: list[str], separators: list[str], lead: str
+) -> None:
+    # `ops\\a.md` once suggested `ops//a.md`, which is refused in turn
+    path = lead + "".join(s + sep for s, sep in zip(segments, separators, strict=False))
+    path = path + "end.md"
+    if "\\" not in path:
+        path = "x\\" + path
+    message = load_error(tmp_path, doc(expected=[{"path": path}]))
+    assert "uses backslashes; write it with `/` (`" in message
+    fixed = message.split("(`", 1)[1].split("`)", 1)[0]
+    assert load(tmp_path, doc(expected=[{"path": fixed}])).queries[0].expected[0].path == fixed
+
+
 def test_absolute_path_inside_kb_suggests_relative_form(tmp_path: Path) -> None:
     inside = (tmp_path / "docs" / "a.md").resolve()
     message = load_error(tmp_path, doc(expected=[{"path": str(inside)}]))

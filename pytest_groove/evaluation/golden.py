@@ -276,7 +276,8 @@ def _check_path(path: str, where: str, line: int, kb: Path) -> None:
             fail(where, f"path `{clip(path)}` contains a {name} character; remove it", line)
     _check_os_limits(path, where, line)
     if "\\" in path:
-        fixed = path.replace("\\", "/")
+        # the fix must itself be accepted: runs of separators are one, `.` segments none
+        fixed = "/".join(s for s in re.split(r"[\\/]+", path) if s not in ("", "."))
         fail(
             where,
             f"path `{clip(path)}` uses backslashes; write it with `/` (`{clip(fixed)}`)",
