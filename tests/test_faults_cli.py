@@ -315,6 +315,21 @@ def test_stdout_on_a_full_device(shared_kb: Path, command: str) -> None:
     assert "/dev/full" in line and "no space left" in line
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["eval", "--help"]])
+def test_help_and_version_on_a_full_device_are_an_error_too(args: list[str]) -> None:
+    # argparse prints them and stops the program: that stop once passed by the check
+    # every other output gets, and a full device was exit 0 with nothing said
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [*GROOVE, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    line = single_error(subprocess.CompletedProcess(proc.args, proc.returncode, "", proc.stderr))
+    assert "/dev/full" in line and "no space left" in line
+    ok = subprocess.run([*GROOVE, *args], capture_output=True, text=True, timeout=60)
+    assert (ok.returncode, ok.stderr) == (0, "") and ok.stdout.startswith(("groove ", "usage:"))
+
+
 @pytest.mark.parametrize("output", ["full", "closed-pipe"])
 def test_a_report_that_cannot_be_delivered_records_nothing(shared_kb: Path, output: str) -> None:
     """The run is saved only after its report is out: the history keeps its bytes."""

@@ -28,10 +28,10 @@ from pytest_groove.cli.args import (
     option_type,
     run_options,
 )
-from pytest_groove.cli.ending import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, report_line
+from pytest_groove.cli.ending import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, report_line
 from pytest_groove.config import Settings
 from pytest_groove.engine_names import check_config_names, check_flag_names
-from pytest_groove.errors import GrooveError, IndexMissing, spell_flags
+from pytest_groove.errors import GrooveError, IndexMissing, OutputFailed, spell_flags
 from pytest_groove.search.hits import hit_label
 
 # --------------------------------------------------------------------------- index
@@ -169,7 +169,19 @@ def run_command_line(argv: Sequence[str] | None) -> int:
         # `groove` alone asks what there is: the commands, not an error about one
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:
+        if stop.code not in (0, None):
+            raise  # argparse refused a flag: its own line and status 2
+        # --help or --version printed and stops: output that cannot be written (a full
+        # device, a reader gone) is an error here too, not a silent success
+        try:
+            sys.stdout.flush()
+        except OutputFailed as exc:
+            report_line(f"Error: {exc.message}")
+            return EXIT_ERROR
+        raise
     # the modules a command runs are imported by now: their objects live as long as
     # the process, so the collector stops walking them (a full collection walks every
     # tracked object, and an eval that reads kept files builds enough to trigger a few);
