@@ -19,6 +19,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,6 +71,40 @@ codecs.register_error(ERROR_HANDLER, _ascii_fallback)
 def to_ascii(text: str) -> str:
     """``text`` as the degraded output would show it on an ASCII-only terminal."""
     return text.encode("ascii", errors=ERROR_HANDLER).decode("ascii")
+
+
+#: what JSON may carry only inside its strings, and ``ensure_ascii`` escapes
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # outside the BMP: a UTF-16 surrogate pair, as JSON spells it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_for(stream: TextIO, text: str) -> str:
+    """The JSON document ``text`` as ``stream`` carries it exactly.
+
+    Where the stream's encoding cannot represent a character, every non-ASCII
+    character becomes a JSON ``\\u`` escape (as ``json.dumps`` with ``ensure_ascii``
+    writes it): the degrading above is for people, and would change JSON's data (an
+    en dash read as ``-``) or break it (``\\xdc`` is no JSON escape).
+    """
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8")
+    except UnicodeEncodeError:
+        return _NON_ASCII.sub(_json_escape, text)
+    except LookupError:
+        pass
+    return text
+
+
+def write_json(stream: TextIO, text: str) -> None:
+    """Write the JSON document ``text`` to ``stream`` (see :func:`json_for`)."""
+    stream.write(json_for(stream, text))
 
 
 def describe_fd(fd: int, fallback: str) -> str:

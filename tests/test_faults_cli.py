@@ -375,6 +375,63 @@ def test_a_reader_that_goes_away(shared_kb: Path) -> None:
     assert "pipe was closed" in line
 
 
+@pytest.mark.parametrize("query", ["切り戻し", "canary rollback", "Überprüfung – 検証"])
+def test_a_query_typed_under_an_ascii_locale_is_the_text_typed(shared_kb: Path, query: str) -> None:
+    # the arguments' UTF-8 bytes once reached the search as lone surrogates: another
+    # ranking than the same query typed in a UTF-8 terminal, and JSON strict parsers refuse
+    search = ["search", "--kb-path", str(shared_kb), *HASH, "--format", "json", query]
+    typed = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+    ascii_run = subprocess.run([*GROOVE, *search], capture_output=True, timeout=120, env=typed)
+    utf8_run = subprocess.run([*GROOVE, *search], capture_output=True, timeout=120)
+    assert ascii_run.returncode == utf8_run.returncode == 0, ascii_run.stderr
+    ascii_report, utf8_report = json.loads(ascii_run.stdout), json.loads(utf8_run.stdout)
+    assert ascii_report["query"] == utf8_report["query"] == query
+    assert ascii_report["results"] == utf8_report["results"]
+
+
+@pytest.mark.parametrize("command", ["eval", "history"])
+def test_json_on_an_ascii_terminal_is_the_same_json(
+    shared_kb: Path, tmp_path: Path, command: str
+) -> None:
+    # the degrading meant for people once reached JSON: `\xdc` (no JSON escape) for Ü,
+    # `-` for an en dash; it is JSON's own \u escapes now, the same data
+    if command == "eval":
+        golden = tmp_path / "golden.yml"
+        golden.write_text(
+            KB_EVAL_GOLDEN.read_text(encoding="utf-8")
+            + '  - query: "Überprüfung – the canary rollout"\n'
+            + "    expected:\n      - path: ops/database-backup.md\n",
+            encoding="utf-8",
+        )
+        args = ["eval", "--kb-path", str(shared_kb), *HASH, "--golden", str(golden),
+                "--no-history", "--format", "json"]  # fmt: skip
+    else:
+        args = ["history", "--kb-path", str(shared_kb), "--format", "json"]
+    typed = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+    ascii_run = subprocess.run([*GROOVE, *args], capture_output=True, timeout=120, env=typed)
+    utf8_run = subprocess.run([*GROOVE, *args], capture_output=True, timeout=120)
+    assert ascii_run.returncode == utf8_run.returncode == 0, ascii_run.stderr
+    assert ascii_run.stdout.isascii()
+    ascii_report, utf8_report = json.loads(ascii_run.stdout), json.loads(utf8_run.stdout)
+    if command == "eval":
+        queries = [q["query"] for q in utf8_report["per_query"]]
+        assert queries[-1] == "Überprüfung – the canary rollout"
+        assert [q["query"] for q in ascii_report["per_query"]] == queries
+        assert ascii_report["aggregate"] == utf8_report["aggregate"]
+    else:
+        assert ascii_report == utf8_report
+
+
+def test_a_query_of_bytes_that_are_no_text_is_one_line(shared_kb: Path) -> None:
+    query = os.fsdecode(b"rollback \xff\xfe")
+    proc = run(["search", "--kb-path", str(shared_kb), *HASH, query])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr == (
+        "groove search: error: the query is not UTF-8 text (byte 0xff at byte 9); type it "
+        "in a UTF-8 terminal, or under a UTF-8 locale (LC_ALL=C.UTF-8)\n"
+    )
+
+
 @pytest.mark.parametrize(
     "env", [{"LC_ALL": "C", "PYTHONUTF8": "0"}, {"PYTHONIOENCODING": "ascii"}], ids=["C", "ascii"]
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -66,6 +67,31 @@ class GrooveParser(argparse.ArgumentParser):
         if named is not None and message[named.end() :].startswith(named.group(1)):
             message = message[named.end() :]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+#: the code points Python's file-system decoding gives the bytes it cannot decode
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def typed_text(value: str, what: str) -> str:
+    """Text from the command line as it was typed.
+
+    Python decodes the arguments with the locale's encoding and keeps each byte it
+    cannot decode as a lone surrogate (under ``LC_ALL=C``, every byte of ``切り戻し``):
+    searched as they are, those match nothing the index holds, and strict JSON refuses
+    them.  The bytes are read as UTF-8 instead, the encoding every KB file is read in;
+    bytes that are not UTF-8 either are refused with one line.
+    """
+    if _ESCAPED_BYTE.search(value) is None:
+        return value
+    raw = os.fsencode(value)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"the {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at byte {exc.start}); "
+            "type it in a UTF-8 terminal, or under a UTF-8 locale (LC_ALL=C.UTF-8)"
+        ) from None
 
 
 def error_line(exc: GrooveError, args: argparse.Namespace) -> str:

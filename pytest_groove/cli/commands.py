@@ -27,9 +27,11 @@ from pytest_groove.cli.args import (
     load_cli_settings,
     option_type,
     run_options,
+    typed_text,
 )
 from pytest_groove.cli.ending import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, report_line
 from pytest_groove.config import Settings
+from pytest_groove.console import write_json
 from pytest_groove.engine_names import check_config_names, check_flag_names
 from pytest_groove.errors import GrooveError, IndexMissing, OutputFailed, spell_flags
 from pytest_groove.search.hits import hit_label
@@ -88,6 +90,7 @@ def _run_search(args: argparse.Namespace) -> int:
     from pytest_groove.index_command import missing_index
 
     run = run_options(args)
+    query = typed_text(args.query, "query")
     check_flag_names(run)  # a bad --model / --reranker before the config is read
     settings = load_cli_settings(args)
     check_config_names(settings)
@@ -96,14 +99,14 @@ def _run_search(args: argparse.Namespace) -> int:
     except IndexMissing as exc:
         raise missing_index(exc, args.kb_path, run) from None
     with engine:
-        response = engine.search_response(args.query, args.limit)
+        response = engine.search_response(query, args.limit)
     if args.format == "json":
         payload = {
-            "query": args.query,
+            "query": query,
             "results": [hit.to_json() for hit in response.hits],
             "low_confidence": response.low_confidence,
         }
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        write_json(sys.stdout, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     if not response.hits:
         print("no results")

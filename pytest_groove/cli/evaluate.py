@@ -27,6 +27,7 @@ from pytest_groove.cli.args import (
     run_options,
     run_reporting_errors,
 )
+from pytest_groove.console import write_json
 from pytest_groove.engine_names import check_config_names
 from pytest_groove.errors import IndexMissing, spell_flags
 from pytest_groove.evaluation.compare import color_enabled
@@ -148,11 +149,10 @@ def _deliver(outcome: EvalOutcome, report_format: str, out: TextIO, err: TextIO)
     # The run is saved only once its report is out: when standard output cannot take
     # it (a full device, a closed pipe) the history stays exactly as it was.
     try:
-        out.write(
-            dumps_json_report(outcome.json_report)
-            if report_format == "json"
-            else outcome.text_report
-        )
+        if report_format == "json":
+            write_json(out, dumps_json_report(outcome.json_report))
+        else:
+            out.write(outcome.text_report)
         out.flush()
     except BaseException:
         outcome.discard()

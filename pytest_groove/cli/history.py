@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import check_kb, run_reporting_errors
+from pytest_groove.console import write_json
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.compare import Thresholds, compare
 from pytest_groove.evaluation.history import (
@@ -190,7 +191,7 @@ def _list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             }
             for r in runs
         ]
-        out.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        write_json(out, json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return 0
     if not runs:
         out.write(f"no recorded runs in {path}\n")
@@ -227,7 +228,7 @@ def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     comparison = compare(run, choice.shown, _thresholds(args))
     if _format(args) == "json":
         report = build_json_report(run, comparison, recorded=True)
-        out.write(dumps_json_report(report))
+        write_json(out, dumps_json_report(report))
         return 0
     out.write(
         render_text(
@@ -252,7 +253,7 @@ def _diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status = 1 if failures and getattr(args, "fail_on_regression", False) else 0
     if _format(args) == "json":
         report = build_json_report(after, comparison, recorded=True, verdicts=verdicts)
-        out.write(dumps_json_report(report))
+        write_json(out, dumps_json_report(report))
         return status
     out.write(
         render_text(

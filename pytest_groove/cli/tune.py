@@ -276,13 +276,14 @@ def _report(
     err: TextIO,
 ) -> None:
     """The verdict on stdout, then the heatmap and the cost split on stderr."""
+    from pytest_groove.console import write_json
     from pytest_groove.evaluation.compare import color_enabled
     from pytest_groove.tune.plot import write_heatmap
     from pytest_groove.tune.report import analyse, render_json, render_text
 
     result = analyse(str(run.plan.kb), run.plan.golden.path, model, pre, table)
     if args.format == "json":
-        out.write(render_json(result))
+        write_json(out, render_json(result))
     else:
         out.write(render_text(result, color=color_enabled(args.no_color, out)))
     out.flush()
