@@ -20,10 +20,15 @@ from pytest_groove.options import RunOptions
 _INDEX_OPTIONS = ("model", "config", "index-dir")
 
 
-def index_command(kb: Path, options: RunOptions | None = None) -> str:
+#: how the library names the indexing command where it knows neither the KB as the
+#: user typed it nor the run's flags; a door names the real command (see below)
+GENERIC_COMMANDS = ("groove index --force --kb-path <kb>", "groove index --kb-path <kb>")
+
+
+def index_command(kb: Path, options: RunOptions | None = None, *, force: bool = False) -> str:
     """``groove index --kb-path KB`` plus the index options ``options`` gives (each value
     made fit to quote, as every path in a message is)."""
-    parts = ["groove", "index", "--kb-path", clip_path(kb)]
+    parts = ["groove", "index", *(["--force"] if force else []), "--kb-path", clip_path(kb)]
     for name in _INDEX_OPTIONS if options is not None else ():
         value = getattr(options, name.replace("-", "_"))
         if value is not None:
@@ -37,3 +42,12 @@ def missing_index(
     """``exc`` naming the command for ``kb`` and ``options``, and -- when ``no_reindex`` --
     that dropping that flag builds the index too."""
     return IndexMissing(exc.db_path, index_command(kb, options), no_reindex=no_reindex)
+
+
+def with_index_commands(message: str, kb: Path, options: RunOptions | None) -> str:
+    """``message`` with the library's generic indexing commands made this run's: the
+    KB as given and the ``--model`` / ``--config`` / ``--index-dir`` that pick the index
+    (a damaged ``.groove/hash`` index is not mended by building ``.groove/e5-small``)."""
+    forced, plain = GENERIC_COMMANDS
+    message = message.replace(forced, index_command(kb, options, force=True))
+    return message.replace(plain, index_command(kb, options))

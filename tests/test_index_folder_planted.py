@@ -14,6 +14,8 @@ reading.  Each run either rebuilds (a warning names what was removed) or prints 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -256,21 +258,35 @@ def test_a_named_pipe_in_the_index_folder_is_removed_by_the_indexer(
     assert not planted.exists() or planted.is_file()
 
 
-@pytest.mark.parametrize("size", [0, 1, 99])
+@pytest.mark.parametrize("size", [0, 1, 99, "half"])
 def test_an_empty_or_cut_short_index_is_named_as_such(
-    case: Case, size: int, capsys: pytest.CaptureFixture[str]
+    case: Case, size: int | str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = case.index_dir / "index.db"
-    db.write_bytes(b"S" * size)
+    if size == "half":
+        _groove(capsys, "index", "--kb-path", str(case.kb), "--model", "hash")
+        with db.open("r+b") as handle:
+            handle.truncate(db.stat().st_size // 2)
+    else:
+        db.write_bytes(b"S" * int(size))
     for suffix in ("-wal", "-shm"):
         (case.index_dir / f"index.db{suffix}").unlink(missing_ok=True)
+    size_before = db.stat().st_size
     code, err = _groove(capsys, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
     assert code == 1
     (line,) = _errors(err)
     assert "note vectors" not in line
-    assert ("holds no index" in line or "corrupt" in line) and "groove index" in line
-    assert db.stat().st_size == size  # a search never writes it
-    code, err = _groove(capsys, "index", "--kb-path", str(case.kb), "--model", "hash")
+    assert "holds no index" in line or "corrupt" in line
+    assert db.stat().st_size == size_before  # a search never writes it
+    # the command it names is this run's (the KB as typed, its --model) and mends it:
+    # it once said `groove index --force --kb-path <kb>`, which built the default
+    # model's index beside the damaged one
+    (command,) = re.findall(r"`(groove index [^`]*)`", line)
+    words = shlex.split(command)
+    assert words[words.index("--kb-path") + 1 :] == [str(case.kb), "--model", "hash"]
+    code, err = _groove(capsys, *words[1:])
+    assert code == 0, err
+    code, err = _groove(capsys, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
     assert code == 0, err
 
 

@@ -97,11 +97,17 @@ def typed_text(value: str, what: str) -> str:
 def error_line(exc: GrooveError, args: argparse.Namespace) -> str:
     """The line ``groove`` prints for ``exc``: a bad flag value (:class:`UsageError`) as
     argparse words its refusals (``groove eval: error: ...``), anything else ``Error: ...``."""
+    message = exc.message
+    kb = getattr(args, "kb_path", None)
+    if isinstance(kb, Path):
+        from pytest_groove.index_command import with_index_commands
+
+        message = with_index_commands(message, kb, run_options(args))
     if isinstance(exc, UsageError):
         command = getattr(args, "command", None)
         prog = f"groove {command}" if command else "groove"
-        return f"{prog}: error: {exc.message}"
-    return f"Error: {exc.message}"
+        return f"{prog}: error: {message}"
+    return f"Error: {message}"
 
 
 def _argparse_type(option: Option) -> Callable[[str], Any]:

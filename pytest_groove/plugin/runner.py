@@ -83,9 +83,15 @@ def pytest_message(exc: GrooveError) -> str:
     return exc.message_for("pytest")
 
 
-def usage_error(exc: GrooveError) -> pytest.UsageError:
-    """A GrooveError as the usage error pytest prints as one ``ERROR:`` line (exit 4)."""
-    return pytest.UsageError(pytest_message(exc))
+def usage_error(exc: GrooveError, plan: EvalPlan | None = None) -> pytest.UsageError:
+    """A GrooveError as the usage error pytest prints as one ``ERROR:`` line (exit 4);
+    with the ``plan``, an indexing command it names is this run's (KB and model)."""
+    message = pytest_message(exc)
+    if plan is not None:
+        from pytest_groove.index_command import with_index_commands
+
+        message = with_index_commands(message, plan.kb, plan.options)
+    return pytest.UsageError(message)
 
 
 def activate(config: pytest.Config, options: PluginOptions) -> ProcessRunner:
@@ -275,7 +281,7 @@ class ProcessRunner:
             self.searcher = self._open_searcher(quiet=False)
             self.evaluation = begin_evaluation(self.plan, self.searcher)
         except GrooveError as exc:
-            raise usage_error(exc) from None
+            raise usage_error(exc, self.plan) from None
         return self.evaluation
 
     def _ready(self) -> Evaluation:
@@ -290,7 +296,7 @@ class ProcessRunner:
             self.searcher = self._open_searcher(quiet=True)
             self.evaluation = self.worker_evaluation(self.searcher)
         except GrooveError as exc:
-            raise usage_error(exc) from None
+            raise usage_error(exc, self.plan) from None
         return self.evaluation
 
     # ------------------------------------------------------------------ per query
