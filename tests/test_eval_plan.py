@@ -9,6 +9,7 @@ k, where the number came from, rather than a limit nobody gave.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,8 +113,35 @@ def test_the_retriever_table_fills_the_retriever_options_it_does_not_override(
     plan = plan_evaluation(kb, RunOptions(retriever="http://localhost:9/s"))
     assert (plan.options.retriever_name, plan.options.retriever_timeout) == ("team-search-v2", 2.5)
     assert plan.options.retriever_token_env == "SEARCH_TOKEN"
-    typed = plan_evaluation(kb, RunOptions(retriever_name="typed", retriever_timeout=9.0))
+    typed = plan_evaluation(
+        kb,
+        RunOptions(retriever="http://localhost:9/s", retriever_name="typed", retriever_timeout=9.0),
+    )
     assert (typed.options.retriever_name, typed.options.retriever_timeout) == ("typed", 9.0)
+    # the table alone, with no retriever named, leaves a built-in run as it is
+    assert plan_evaluation(kb, RunOptions()).options.retriever is None
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"retriever_name": "team-search"},
+        {"retriever_timeout": 5.0},
+        {"retriever_token_env": "TOKEN"},
+        {"retriever_path_key": "source"},
+        {"retriever_heading_key": "title", "retriever_name": "x"},
+    ],
+)
+def test_retriever_options_with_no_retriever_are_refused(kb: Path, given: dict[str, Any]) -> None:
+    # they would have described a retriever while the built-in search was measured
+    with pytest.raises(UsageError) as caught:
+        plan_evaluation(kb, RunOptions(**given))
+    message = caught.value.message
+    assert "a retriever of your own, but this run measures none" in message
+    assert message.count("--retriever-") == len(given)
+    # a pytest_groove_retriever hook may be what they describe
+    hooked = plan_evaluation(kb, RunOptions(**given), retriever_hook=True).options
+    assert {name: getattr(hooked, name) for name in given} == given
 
 
 def test_a_bad_retriever_table_is_one_line_naming_the_file(kb: Path) -> None:

@@ -82,6 +82,30 @@ def test_a_conftest_hook_and_the_ini_key_are_a_clash_naming_both(
     assert not (project.path / "kb" / HISTORY_FILE_NAME).exists()
 
 
+@pytest.mark.parametrize("where", ["command line", "ini"])
+def test_a_retriever_name_with_no_retriever_or_hook_is_refused(
+    project: pytest.Pytester, where: str
+) -> None:
+    # the built-in search would have been measured, while the option named a retriever
+    if where == "ini":
+        project.makeini("[pytest]\ngroove_retriever_name = team-search-v2\n")
+        result = project.runpytest("--groove-kb", "kb", "--groove-model", "hash")
+    else:
+        result = project.runpytest(
+            "--groove-kb", "kb", "--groove-model", "hash", "--groove-retriever-name", "v2"
+        )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --groove-retriever-name describes a retriever of your own, but this run "
+            "measures none (it would measure the built-in search): give --groove-retriever "
+            "MODULE:ATTR or an http:// URL (under pytest, a pytest_groove_retriever hook does "
+            "too), or drop it"
+        ]
+    )
+    assert not (project.path / "kb" / HISTORY_FILE_NAME).exists()
+
+
 def test_the_name_option_and_ini_key_name_the_run(project: pytest.Pytester) -> None:
     project.makeini("[pytest]\ngroove_retriever_name = team-search-v2\n")
     result = project.runpytest("--groove-kb", "kb", "--groove-retriever", "team_search:search")

@@ -164,6 +164,7 @@ def plan_evaluation(
     read_history: bool = False,
     golden: GoldenSet | None = None,
     check_model: bool = True,
+    retriever_hook: bool = False,
 ) -> EvalPlan:
     """Check everything that needs neither an index nor a search, once.
 
@@ -172,9 +173,12 @@ def plan_evaluation(
     session that selects no golden query never touches it.  Raises
     :class:`~pytest_groove.errors.GrooveError` (a bad config or golden file) or
     :class:`UsageError` (contradicting or bad option values).  ``check_model`` False
-    leaves the ``--model`` name alone (a pytest hook supplies the embedder).
+    leaves the ``--model`` name alone (a pytest hook supplies the embedder);
+    ``retriever_hook`` says a ``pytest_groove_retriever`` hook may supply the retriever.
     """
     check_option_combinations(options)
+    if options.retriever is None and not retriever_hook:
+        check_no_retriever_details(options)
     check_flag_names(options, model=check_model)
     settings = settings_for(kb, options)
     options = with_retriever_settings(options, settings)
@@ -263,6 +267,36 @@ def _load_named_golden(kb: Path, options: RunOptions, settings: Settings) -> Gol
         if not named_by_config:
             raise
         raise GrooveError(f"{exc.message} ([eval].golden in {settings.source})") from None
+
+
+#: the options that only describe a retriever of the team's own
+RETRIEVER_DETAILS = (
+    "retriever-name",
+    "retriever-timeout",
+    "retriever-token-env",
+    "retriever-path-key",
+    "retriever-heading-key",
+)
+
+
+def check_no_retriever_details(options: RunOptions) -> None:
+    """``--retriever-name`` and the like with no retriever to describe: the run would
+    measure the built-in search while its options say otherwise, so it is refused.
+
+    Only the options given to this run count: ``[retriever]`` in groove.toml may hold
+    them for the runs that do name a retriever.
+    """
+    given = [
+        name for name in RETRIEVER_DETAILS if getattr(options, name.replace("-", "_")) is not None
+    ]
+    if given:
+        names = ", ".join(flag(name) for name in given)
+        raise UsageError(
+            f"{names} {'describes' if len(given) == 1 else 'describe'} a retriever of your "
+            f"own, but this run measures none (it would measure the built-in search): "
+            f"give {flag('retriever')} MODULE:ATTR or an http:// URL (under pytest, a "
+            f"pytest_groove_retriever hook does too), or drop {'it' if len(given) == 1 else 'them'}"
+        )
 
 
 def with_retriever_settings(options: RunOptions, settings: Settings) -> RunOptions:

@@ -131,13 +131,15 @@ class ProcessRunner:
         # a hook's embedder or retriever stands in for the names (the hook is asked
         # only when the evaluation begins), so those are checked only without one
         embedder_hook = bool(config.hook.pytest_groove_embedder.get_hookimpls())
+        retriever_hook = bool(config.hook.pytest_groove_retriever.get_hookimpls())
         self.plan: EvalPlan = plan_evaluation(
-            kb, options.run, prog=PROG, check_model=not embedder_hook
+            kb,
+            options.run,
+            prog=PROG,
+            check_model=not embedder_hook,
+            retriever_hook=retriever_hook,
         )
-        if (
-            options.run.retriever is None
-            and not config.hook.pytest_groove_retriever.get_hookimpls()
-        ):
+        if options.run.retriever is None and not retriever_hook:
             check_config_names(self.plan.settings, model=not embedder_hook)
         self.golden_path = resolve_path(
             Path(self.plan.golden.path), "golden file", "--groove-golden", require_utf8=False
