@@ -53,7 +53,7 @@ from pytest_groove.kb.vector_cache import (
     centred,
     older_generation,
 )
-from pytest_groove.kb.vectors import Means, VectorIndex, one_faiss_thread
+from pytest_groove.kb.vectors import Means, VectorIndex, graded_scores, one_faiss_thread
 
 __all__ = ["ROWS_SUFFIX", "NoteCarryingIndex", "NoteRows", "note_index_for", "rows_path"]
 
@@ -61,7 +61,8 @@ ROWS_SUFFIX = ".rows.npz"
 #: rows whose numbers are worked out at once (bounds the temporary matrix)
 _BLOCK_ROWS = 8192
 #: how far below the n-th score a row is still scored again on its own vector: far
-#: above the float32 rounding of the two ways of scoring unit vectors (~1e-7)
+#: above the float32 rounding of the two ways of scoring unit vectors (~1e-7) and the
+#: step scores are compared in (``vectors.SCORE_GRID``, ~1.5e-5)
 _RESCORE_MARGIN = 1e-4
 _ARRAYS = ("ids", "docs", "scale", "inv_norm", "note_docs", "notes")
 
@@ -364,7 +365,8 @@ class NoteCarryingIndex(VectorIndex):
             part = candidates[start : start + _BLOCK_ROWS]
             rows = self.rows(part)
             exact[start : start + len(part)] = _inner_products(q, faiss.swig_ptr(rows), len(part))
-        order = np.lexsort((tie.keys(self._ids[candidates]), -exact))[:n]
+        # compared on the chunk index's grid, so rounding ties here as it ties there
+        order = np.lexsort((tie.keys(self._ids[candidates]), -graded_scores(exact)))[:n]
         return [int(i) for i in self._ids[candidates[order]]]
 
     def rows(self, positions: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.float32]:

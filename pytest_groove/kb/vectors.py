@@ -415,7 +415,11 @@ class VectorIndex:
         self, query: npt.NDArray[np.float32], n: int, tie: TieOrder = IN_ID_ORDER
     ) -> list[int]:
         """Up to ``n`` chunk ids, most similar first (ties in ``tie`` order: by
-        default lower id first)."""
+        default lower id first).
+
+        Similarities are compared on a grid of :data:`SCORE_GRID` (see
+        :func:`graded_scores`): two chunks whose scores differ by rounding alone tie,
+        and go in corpus order on every machine."""
         n = min(n, self.size)
         if n <= 0:
             return []
@@ -431,13 +435,30 @@ class VectorIndex:
             with one_faiss_thread():
                 scores, ids = self._index.search(q, fetch)
             kept = ids[0] >= 0
-            found, found_ids = scores[0][kept], ids[0][kept]
+            found, found_ids = graded_scores(scores[0][kept]), ids[0][kept]
             if fetch >= self.size or len(found) <= n or found[-1] < found[n - 1]:
                 break
             fetch = min(2 * fetch, self.size)
-        pairs = [(float(s), int(i)) for s, i in zip(found, found_ids, strict=True)]
+        pairs = [(int(s), int(i)) for s, i in zip(found, found_ids, strict=True)]
         pairs.sort(key=lambda p: (-p[0], tie.key(p[1])))
         return [i for _, i in pairs[:n]]
+
+
+#: the step similarities are compared in: 2**-16, about 1.5e-5.  A float32 inner
+#: product of two unit vectors of a few hundred dimensions is off by up to about 1e-6,
+#: and by how much depends on the CPU: faiss and the embedders sum in the order their
+#: SIMD kernels choose (AVX2, AVX-512), so two chunks orthogonal to a query came out as
+#: 0.0 and -1.9e-9 on one machine, in the other order on another, and a ranking -- and
+#: a golden query's score -- moved with the CI runner.  A step ten times that error
+#: makes such pairs one tie (in corpus order) on every machine but for about one pair
+#: in a hundred that straddles a step; it is still far finer than any difference in
+#: similarity a ranking is about.
+SCORE_GRID = 2.0**-16
+
+
+def graded_scores(scores: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
+    """``scores`` as whole steps of :data:`SCORE_GRID` (rounded to the nearest)."""
+    return np.rint(scores.astype(np.float64) / SCORE_GRID).astype(np.int64)
 
 
 #: the flat cache this process mapped last: the indexer's refresh, the note rows and
