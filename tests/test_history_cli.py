@@ -85,6 +85,28 @@ def test_history_diff_is_the_gate_diff(stored: Path) -> None:
     assert "differ" in incompatible.stdout and ", diff disabled" in incompatible.stdout
 
 
+def test_a_gated_diff_of_runs_that_cannot_be_compared_fails(stored: Path) -> None:
+    # it printed "diff disabled" and exited 0: a gate asked for passed, comparing nothing
+    before = (stored / HISTORY_FILE_NAME).read_bytes()
+    gated = groove(
+        "history", "diff", "2026-04-24T05:34", "2026-04-24T05:35", "--kb-path", stored,
+        "--fail-on-regression",
+    )  # fmt: skip
+    assert gated.returncode == 1 and gated.stdout == ""
+    assert gated.stderr == (
+        "Error: --fail-on-regression: 2026-04-24T05:35:01Z cannot be compared with "
+        f"2026-04-24T05:34:01Z in {stored / HISTORY_FILE_NAME}: model: e5-small (RUN_A) vs "
+        "bge-m3 (RUN_B); name two runs measured with the same settings (`groove history` "
+        "lists them)\n"
+    )
+    assert (stored / HISTORY_FILE_NAME).read_bytes() == before
+    comparable = groove(
+        "history", "diff", "2026-04-24T05:33", "2026-04-24T05:35", "--kb-path", stored,
+        "--fail-on-regression",
+    )  # fmt: skip
+    assert comparable.returncode in (0, 1) and "Error" not in comparable.stderr
+
+
 def test_history_freeze_moves_the_baseline_and_keeps_every_run(stored: Path) -> None:
     done = groove("history", "freeze", "2026-04-24T05:35:01Z", "--kb-path", stored)
     assert done.returncode == 0, done.stderr

@@ -247,6 +247,20 @@ def _diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     before = find_run(runs, args.run_a, path)
     after = find_run(runs, args.run_b, path)
     comparison = compare(after, before, _thresholds(args))
+    if getattr(args, "fail_on_regression", False) and not comparison.compatible:
+        # a gate asked for that can compare nothing must not pass: eval --baseline
+        # refuses such a pair the same way
+        from pytest_groove.evaluation.compare import fingerprint_difference
+
+        raise GrooveError(
+            f"--fail-on-regression: {run_label(after)} cannot be compared with "
+            f"{run_label(before)} in {path}: "
+            + fingerprint_difference(after.fingerprint, before.fingerprint)
+            .replace("(that run)", "(RUN_A)")
+            .replace("(this run)", "(RUN_B)")
+            + "; name two runs "
+            "measured with the same settings (`groove history` lists them)"
+        )
     # the verdicts (moved, displaced, removed answers) the eval's reports show
     verdicts = comparison_verdicts(comparison)
     failures = [*comparison.regressions, *removed_answer_failures(verdicts)]
