@@ -92,6 +92,51 @@ def test_round_trip_notes_golden_and_evaluation(
     assert report["aggregate"]["recall_at_k"]["10"] == 1.0  # every judged note is findable
 
 
+def test_queries_eval_would_refuse_are_left_out_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # they were written, and eval then refused the whole golden file for any of them
+    source = write_dataset(
+        tmp_path / "odd",
+        documents=[*DOCUMENTS, {"_id": "blank", "title": "Only a title", "text": "  "}],
+        qrels=[*QRELS, ("q9", "blank", 1)],
+    )
+    queries = [
+        *QUERIES,
+        {"_id": "long", "text": "ab " * 1000},
+        {"_id": "nul", "text": "\u0000\u0000"},
+        {"_id": "minus", "text": "-omega"},
+    ]
+    (source / "queries.jsonl").write_text(
+        "".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8"
+    )
+    rows = [*QRELS, ("q9", "blank", 1), ("long", "d1", 1), ("nul", "d2", 1), ("minus", "d3", 1)]
+    (source / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in rows),
+        encoding="utf-8",
+    )
+    kb = tmp_path / "kb"
+    code, out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    assert (code, err) == (0, "")
+    # `-omega` is quoted on import (never an exclusion), so it stays
+    assert "wrote 5 note(s) and 4 golden query(ies) into" in out
+    assert "  1 document(s) with no text not written\n" in out
+    assert (
+        f"  3 judged query(ies) left out, which groove eval would refuse: "
+        f"{source / 'queries.jsonl'}:4: query 'q9': every document judged for it has no text"
+        " (and 2 more)\n"
+    ) in out
+    assert [q.id for q in load_golden(kb / ".groove-eval.yml", kb).queries] == [
+        "q1",
+        "q2",
+        "q3",
+        "minus",
+    ]
+    assert not (kb / "blank.md").exists()
+    code, out, err = groove(capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history")
+    assert code == 0, err
+
+
 def test_grades_above_one_are_written_and_one_is_the_plain_entry(tmp_path: Path) -> None:
     source = write_dataset(tmp_path / "graded", qrels=[("q1", "d1", 2), ("q1", "d2", 1)])
     assert main(["import", "beir", str(source), "--kb-path", str(tmp_path / "kb")]) == 0

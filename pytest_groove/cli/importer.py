@@ -70,8 +70,19 @@ def _import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     out.write(
         f"wrote {summary.documents} note(s) and {summary.queries} golden query(ies){skipped} "
         f"into {args.kb_path}\n"
-        f"Next: groove eval --kb-path {args.kb_path}\n"
     )
+    if summary.empty_documents:
+        out.write(f"  {summary.empty_documents} document(s) with no text not written\n")
+    if summary.left_out:
+        # judged queries eval could not run: named, since the set is no longer the
+        # dataset's whole split (figures are not comparable with published ones)
+        first = summary.left_out[0]
+        more = f" (and {len(summary.left_out) - 1} more)" if len(summary.left_out) > 1 else ""
+        out.write(
+            f"  {len(summary.left_out)} judged query(ies) left out, which groove eval "
+            f"would refuse: {first}{more}\n"
+        )
+    out.write(f"Next: groove eval --kb-path {args.kb_path}\n")
     return 0
 
 

@@ -424,13 +424,15 @@ def _parse_tags(query_map: LineDict, where: str) -> tuple[str, ...]:
     return tuple(tags)
 
 
-def _check_query_text(text: str, where: str, line: int) -> None:
+def query_text_problem(text: str) -> str | None:
+    """Why a golden file refuses ``text`` as a query's text, or None when it takes it
+    (also asked by ``groove import beir``, so it never writes a query eval refuses)."""
     if not text.strip():
         # Deliberate addition: an empty query retrieves nothing meaningful.
-        fail(where, "the query text is empty", line)
+        return "the query text is empty"
     if not text.replace("\x00", " ").strip():
         # Deliberate addition: NUL is dropped before searching, so this is empty too.
-        fail(where, "the query text holds nothing but NUL characters and whitespace", line)
+        return "the query text holds nothing but NUL characters and whitespace"
     # Deliberate addition (the seed's v1.1.0 rule): a query that only excludes
     # terms has nothing positive to search for.  The query compiler says why.
     # The query compiler is the authority on what a query means; it is imported on
@@ -440,7 +442,14 @@ def _check_query_text(text: str, where: str, line: int) -> None:
     try:
         parse_query(text)
     except GrooveError as exc:
-        fail(where, one_line(exc.message), line)
+        return one_line(exc.message)
+    return None
+
+
+def _check_query_text(text: str, where: str, line: int) -> None:
+    problem = query_text_problem(text)
+    if problem is not None:
+        fail(where, problem, line)
 
 
 def _parse_query(value: object, where: str, line: int, kb: Path) -> GoldenQuery:

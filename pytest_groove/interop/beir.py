@@ -67,6 +67,8 @@ class BeirDocument:
 class BeirQuery:
     id: str
     text: str
+    #: ``queries.jsonl:N``, for what is said about it
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,11 @@ class ImportSummary:
     #: queries of queries.jsonl without a judged document (score > 0) in the split
     unjudged_queries: int
     golden: Path
+    #: judged queries left out because eval could not run them, each as
+    #: ``queries.jsonl:N: why`` (too long, nothing to search for, no answer with text)
+    left_out: tuple[str, ...] = ()
+    #: documents with no text (a note of them would hold nothing to find): not written
+    empty_documents: int = 0
 
 
 # --------------------------------------------------------------------------- reading
@@ -178,7 +185,7 @@ def read_queries(path: Path) -> list[BeirQuery]:
         text = _field(obj, "text", where)
         if not text.strip():
             raise _fail(where, f"query {query_id!r} has empty text", "give it text or drop it")
-        queries.append(BeirQuery(query_id, text))
+        queries.append(BeirQuery(query_id, text, where))
     return queries
 
 
@@ -307,25 +314,52 @@ def query_text(text: str) -> str:
     return _DASH_TOKEN.sub(quoted, text)
 
 
+def has_text(document: BeirDocument) -> bool:
+    """Whether a note of ``document`` holds text to find (a title alone is a heading
+    with no section under it: the indexer keeps no chunk of it)."""
+    return bool(document.text.replace("\x00", " ").strip())
+
+
 def golden_text(
     queries: Sequence[BeirQuery],
     judged: dict[str, dict[str, int]],
     names: dict[str, str],
     title: str,
+    *,
+    without_text: frozenset[str] = frozenset(),
+    left_out: list[str] | None = None,
 ) -> tuple[str, int]:
-    """(the golden file, how many queries it holds)."""
+    """(the golden file, how many queries it holds).
+
+    A judged query the golden file would refuse (:func:`query_text_problem`), or whose
+    judged documents are all in ``without_text``, is left out and said why in
+    ``left_out``: eval would refuse the whole file for it.
+    """
+    from pytest_groove.evaluation.golden import query_text_problem
+
     entries: list[dict[str, Any]] = []
     for query in queries:
         expected: list[dict[str, Any]] = []
-        for doc_id, score in judged.get(query.id, {}).items():
-            if score <= 0:
+        judged_ids = [d for d, score in judged.get(query.id, {}).items() if score > 0]
+        for doc_id in judged_ids:
+            if doc_id in without_text:
                 continue
+            score = judged[query.id][doc_id]
             entry: dict[str, Any] = {"path": names[doc_id]}
             if score > 1:
                 entry["grade"] = score
             expected.append(entry)
-        if expected:
-            entries.append({"id": query.id, "query": query_text(query.text), "expected": expected})
+        if not judged_ids:
+            continue
+        text = query_text(query.text)
+        problem = query_text_problem(text)
+        if problem is None and not expected:
+            problem = "every document judged for it has no text"
+        if problem is not None:
+            if left_out is not None:
+                left_out.append(f"{query.where}: query {query.id!r}: {problem}")
+            continue
+        entries.append({"id": query.id, "query": text, "expected": expected})
     body = yaml.safe_dump(
         {"queries": entries},
         allow_unicode=True,
@@ -368,10 +402,23 @@ def import_beir(
         qrels_path(source, split), {d.id for d in documents}, {q.id for q in queries}
     )
     names = note_names([d.id for d in documents])
+    without_text = frozenset(d.id for d in documents if not has_text(d))
+    left_out: list[str] = []
     golden, count = golden_text(
-        queries, judged, names, f"imported by `groove import beir` from {source.name} ({split})"
+        queries,
+        judged,
+        names,
+        f"imported by `groove import beir` from {source.name} ({split})",
+        without_text=without_text,
+        left_out=left_out,
     )
     golden_path = out / DEFAULT_GOLDEN_NAME
+    if count == 0 and left_out:
+        raise GrooveError(
+            f"no judged query of {source.name} ({split}) can be run: {left_out[0]}"
+            + (f" (and {len(left_out) - 1} more)" if len(left_out) > 1 else "")
+            + "; nothing was written"
+        )
     if count == 0:
         raise GrooveError(
             f"{qrels_path(source, split)}: no query has a document judged above 0; "
@@ -386,7 +433,16 @@ def import_beir(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GrooveError(f"could not create {out}: {exc.strerror or exc}") from None
-    for document in documents:
+    written = [d for d in documents if d.id not in without_text]
+    for document in written:
         _write(out / names[document.id], note_text(document))
     _write(golden_path, golden)
-    return ImportSummary(len(documents), count, len(queries) - count, golden_path)
+    unjudged = len(queries) - count - len(left_out)
+    return ImportSummary(
+        len(written),
+        count,
+        unjudged,
+        golden_path,
+        left_out=tuple(left_out),
+        empty_documents=len(without_text),
+    )
