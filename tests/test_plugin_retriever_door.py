@@ -165,3 +165,25 @@ def test_a_hook_that_raises_is_one_error_line_naming_it(
     )
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output and "Traceback" not in output
+
+
+def test_an_ini_retriever_module_is_found_from_a_subfolder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `cd tests && pytest` (or an IDE starting there) once failed: No module named ...
+    # while the ini file beside the module named it
+    shutil.copytree(
+        EXAMPLE_KB,
+        pytester.path / "kb",
+        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
+    )
+    (pytester.path / "ini_search.py").write_text(TEAM_SEARCH, encoding="utf-8")
+    pytester.makeini("[pytest]\ngroove_kb = kb\ngroove_retriever = ini_search:search\n")
+    sub = pytester.mkdir("tests")
+    (sub / "test_plain.py").write_text("def test_plain():\n    pass\n", encoding="utf-8")
+    monkeypatch.chdir(sub)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    output = result.stdout.str() + result.stderr.str()
+    assert "could not import" not in output, output
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), output
+    result.stdout.fnmatch_lines(["*custom retriever ini_search:search*"])

@@ -19,6 +19,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,5 +122,17 @@ def plugin_retriever(
             hooked, kb, run.retriever_name, keys=hit_keys(run), on_warning=on_warning
         )
     if spec is not None:
+        _import_beside_the_ini(config, spec)
         return retriever_for_run(replace(run, retriever=spec), kb, on_warning=on_warning)
     return None
+
+
+def _import_beside_the_ini(config: pytest.Config, spec: str) -> None:
+    """A ``module:attr`` named in the ini file is looked for beside the ini file too,
+    as the ini's paths are read from there: run from a subfolder (``cd tests &&
+    pytest``, an IDE's working directory), the project's module was not found."""
+    if "://" in spec or config.inipath is None:
+        return
+    folder = str(config.inipath.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
