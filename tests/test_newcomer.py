@@ -136,6 +136,38 @@ def test_a_heading_that_is_really_absent_keeps_the_plain_message(tmp_path: Path)
     assert "merged" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("Rollback steps\n==============", "as a setext heading (underlined with `===`)"),
+        ("Rollback steps\n---", "as a setext heading (underlined with `---`)"),
+        ("#### Rollback steps", "as a level-4 heading (`#### Rollback steps`)"),
+        ("# Rollback steps", "as a level-1 title (`# Rollback steps`)"),
+    ],
+)
+def test_a_heading_written_in_a_form_that_starts_no_section_is_named_so(
+    tmp_path: Path, written: str, said: str
+) -> None:
+    # "is not a heading" alone left a CommonMark author looking at a heading
+    from cli_invoke import invoke
+
+    kb = write_kb(
+        tmp_path / "kb", PINNED_TO_A_SHORT_SECTION.replace("VAT numbers", "Rollback steps")
+    )
+    (kb / "billing" / "invoices.md").write_text(
+        f"# Invoices\n\n## Sending invoices\n\n{LONG}\n\n{written}\n\n{LONG}\n",
+        encoding="utf-8",
+    )
+    done = invoke("eval", "--kb-path", kb, "--model", "hash", "--no-history")
+    assert done.returncode == 1
+    assert (
+        "expected heading `Rollback steps` is not a heading of `billing/invoices.md`: it is "
+        f"written there {said}, and only `## ` and `### ` lines start a section "
+        "(docs/retrieval-pipeline.md); write it `## Rollback steps` in the note, or pin a "
+        "heading the note has (nothing was searched or recorded)"
+    ) in done.stderr
+
+
 # --------------------------------------------------------------------------- groove init
 
 

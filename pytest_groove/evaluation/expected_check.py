@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
@@ -85,6 +86,13 @@ def _problem(
             "lengthen the section"
         ), _FIX
     absent = f"expected heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
+    written = _written_otherwise(kb, entry.path, wanted)
+    if written is not None:
+        # in the file, but in a form that starts no section: say which, not "did you mean"
+        return (
+            f"{absent}: it is written there {written}, and only `## ` and `### ` lines start "
+            "a section (docs/retrieval-pipeline.md)"
+        ), f"write it `## {clip(entry.heading)}` in the note, or pin a heading the note has"
     if entry.path in edited:
         # no typo: a run checked against this golden file had it, and the note changed
         return (
@@ -97,12 +105,10 @@ def _problem(
 _MERGE_SCAN_BYTES = 4 * 1024 * 1024
 
 
-def _merged_into(kb: Path, rel: str, wanted: str) -> str | None:
-    """How the chunk that took in the short section ``wanted`` of ``rel`` is named
-    (``heading `X``` or ``the document's opening text``); None when ``rel``'s own
-    headings do not fold ``wanted`` away (or the file cannot be read: the plain
-    "not a heading" message stands).  Only on the error path: the file is re-read.
-    """
+def _note_text(kb: Path, rel: str) -> str | None:
+    """The Markdown note ``rel`` as text, read below the KB as the indexer reads it;
+    None when it is no Markdown note or cannot be read (the plain message stands).
+    Only on the error path: the file is re-read."""
     if not rel.lower().endswith(".md"):
         return None
     try:
@@ -115,7 +121,53 @@ def _merged_into(kb: Path, rel: str, wanted: str) -> str | None:
         return None
     finally:
         os.close(root_fd)
-    folded = merged_headings(data.decode("utf-8", "replace"))
+    return data.decode("utf-8", "replace")
+
+
+#: an ATX heading line: its marker and its text (a closing run of ``#`` kept, as the
+#: chunker keeps it)
+_ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)\s*")
+#: a setext underline: ``===`` or ``---`` alone on its line
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
+
+
+def _written_otherwise(kb: Path, rel: str, wanted: str) -> str | None:
+    """How ``rel`` writes the heading ``wanted`` when it is there in a form that
+    starts no section: a ``#`` title or a level other than 2 and 3 (``#### X``), or a
+    setext heading (``X`` underlined with ``===`` or ``---``); None otherwise."""
+    text = _note_text(kb, rel)
+    if text is None:
+        return None
+    lines = text.replace("\r\n", "\n").split("\n")
+    for number, line in enumerate(lines):
+        atx = _ATX.fullmatch(line)
+        if atx is not None and normalise_heading(atx.group(2)) == wanted:
+            marks = atx.group(1)
+            if len(marks) in (2, 3):
+                continue  # a real heading: the index should have it (merged, say)
+            kind = "a level-1 title" if len(marks) == 1 else f"a level-{len(marks)} heading"
+            return f"as {kind} (`{clip(line.strip())}`)"
+        if (
+            number + 1 < len(lines)
+            and line.strip()
+            and normalise_heading(line) == wanted
+            and _SETEXT.fullmatch(lines[number + 1]) is not None
+        ):
+            underline = lines[number + 1].strip()
+            return f"as a setext heading (underlined with `{clip(underline[:3])}`)"
+    return None
+
+
+def _merged_into(kb: Path, rel: str, wanted: str) -> str | None:
+    """How the chunk that took in the short section ``wanted`` of ``rel`` is named
+    (``heading `X``` or ``the document's opening text``); None when ``rel``'s own
+    headings do not fold ``wanted`` away (or the file cannot be read: the plain
+    "not a heading" message stands).
+    """
+    text = _note_text(kb, rel)
+    if text is None:
+        return None
+    folded = merged_headings(text)
     for heading, into in folded.items():
         if normalise_heading(heading) == wanted:
             return "the document's opening text" if into is None else f"heading `{clip(into)}`"
