@@ -56,6 +56,19 @@ EXAMPLE_KB = REPO_ROOT / "examples" / "kb"
 LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
 
 
+def package_modules_after(statement: str) -> list[str]:
+    """The pytest_groove modules a fresh interpreter holds after ``statement``: what an
+    entry point costs to import, and what runs before its error boundary."""
+    import subprocess
+
+    code = (
+        f"import sys; {statement}; "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_groove'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
 @pytest.fixture
 def kb_eval_copy(tmp_path: Path) -> Path:
     """A writable copy of the bilingual kb-eval corpus."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE
+from conftest import KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE, package_modules_after
 
 GROOVE = [sys.executable, "-m", "pytest_groove.cli"]
 HASH = ["--model", "hash"]
@@ -493,12 +493,7 @@ sys.exit(main())
 def test_the_entry_point_imports_nothing_before_its_error_boundary() -> None:
     # what `from pytest_groove.cli import main` loads runs outside main's handler: a
     # Ctrl-C there is Python's traceback, so it is kept to the boundary's own modules
-    code = (
-        "import sys; from pytest_groove.cli import main; "
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_groove'))))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [
+    assert package_modules_after("from pytest_groove.cli import main") == [
         "pytest_groove",
         "pytest_groove.cli",
         "pytest_groove.cli.ending",

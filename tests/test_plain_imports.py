@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import pytest_groove
+from conftest import package_modules_after
 
 PACKAGE_DIR = Path(pytest_groove.__file__).parent
 
@@ -27,12 +28,7 @@ def test_every_module_says_it_holds_no_test_assertions() -> None:
 
 
 def test_the_plugin_entry_imports_only_its_thin_modules() -> None:
-    code = (
-        "import sys, pytest_groove.plugin; "
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_groove'))))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [
+    assert package_modules_after("import pytest_groove.plugin") == [
         "pytest_groove",
         "pytest_groove.errors",  # standard library only
         "pytest_groove.options",
