@@ -25,6 +25,7 @@ from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenSet
 from pytest_groove.files.beneath import Skipped, open_root, read_beneath
 from pytest_groove.kb.markdown import MERGE_THRESHOLD_BYTES, merged_headings
+from pytest_groove.kb.text import normalise_newlines, split_lines
 from pytest_groove.kb.unindexed import SEE_WARNINGS, why_not_indexed
 
 #: suggestions shown after "did you mean"
@@ -77,7 +78,9 @@ def _problem(
     named = {normalise_heading(h): h for h in headings if h is not None}
     if wanted in named:
         return None
-    merged = _merged_into(kb, entry.path, wanted)
+    # only on the error path: the note is read again, once, for the two checks below
+    note = _note_text(kb, entry.path)
+    merged = None if note is None else _merged_into(note, wanted)
     if merged is not None:
         return (
             f"expected heading `{clip(entry.heading)}` of `{clip(entry.path)}` is no heading "
@@ -86,7 +89,7 @@ def _problem(
             "lengthen the section"
         ), _FIX
     absent = f"expected heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
-    written = _written_otherwise(kb, entry.path, wanted)
+    written = None if note is None else _written_otherwise(note, wanted)
     if written is not None:
         # in the file, but in a form that starts no section: say which, not "did you mean"
         return (
@@ -107,8 +110,7 @@ _MERGE_SCAN_BYTES = 4 * 1024 * 1024
 
 def _note_text(kb: Path, rel: str) -> str | None:
     """The Markdown note ``rel`` as text, read below the KB as the indexer reads it;
-    None when it is no Markdown note or cannot be read (the plain message stands).
-    Only on the error path: the file is re-read."""
+    None when it is no Markdown note or cannot be read (the plain message stands)."""
     if not rel.lower().endswith(".md"):
         return None
     try:
@@ -131,14 +133,11 @@ _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)\s*")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
 
 
-def _written_otherwise(kb: Path, rel: str, wanted: str) -> str | None:
-    """How ``rel`` writes the heading ``wanted`` when it is there in a form that
+def _written_otherwise(note: str, wanted: str) -> str | None:
+    """How ``note`` writes the heading ``wanted`` when it is there in a form that
     starts no section: a ``#`` title or a level other than 2 and 3 (``#### X``), or a
     setext heading (``X`` underlined with ``===`` or ``---``); None otherwise."""
-    text = _note_text(kb, rel)
-    if text is None:
-        return None
-    lines = text.replace("\r\n", "\n").split("\n")
+    lines = split_lines(normalise_newlines(note))
     for number, line in enumerate(lines):
         atx = _ATX.fullmatch(line)
         if atx is not None and normalise_heading(atx.group(2)) == wanted:
@@ -158,16 +157,12 @@ def _written_otherwise(kb: Path, rel: str, wanted: str) -> str | None:
     return None
 
 
-def _merged_into(kb: Path, rel: str, wanted: str) -> str | None:
-    """How the chunk that took in the short section ``wanted`` of ``rel`` is named
-    (``heading `X``` or ``the document's opening text``); None when ``rel``'s own
-    headings do not fold ``wanted`` away (or the file cannot be read: the plain
-    "not a heading" message stands).
+def _merged_into(note: str, wanted: str) -> str | None:
+    """How the chunk that took in the short section ``wanted`` of ``note`` is named
+    (``heading `X``` or ``the document's opening text``); None when the note's own
+    headings do not fold ``wanted`` away (the plain "not a heading" message stands).
     """
-    text = _note_text(kb, rel)
-    if text is None:
-        return None
-    folded = merged_headings(text)
+    folded = merged_headings(note)
     for heading, into in folded.items():
         if normalise_heading(heading) == wanted:
             return "the document's opening text" if into is None else f"heading `{clip(into)}`"
