@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from pytest_groove.cli.args import check_kb, run_reporting_errors
 from pytest_groove.console import write_json
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.compare import Thresholds, compare
+from pytest_groove.evaluation.compare import Thresholds, compare, fingerprint_difference
 from pytest_groove.evaluation.history import (
     choose_baseline,
     find_run,
@@ -250,16 +250,11 @@ def _diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if getattr(args, "fail_on_regression", False) and not comparison.compatible:
         # a gate asked for that can compare nothing must not pass: eval --baseline
         # refuses such a pair the same way
-        from pytest_groove.evaluation.compare import fingerprint_difference
-
         raise GrooveError(
             f"--fail-on-regression: {run_label(after)} cannot be compared with "
             f"{run_label(before)} in {path}: "
-            + fingerprint_difference(after.fingerprint, before.fingerprint)
-            .replace("(that run)", "(RUN_A)")
-            .replace("(this run)", "(RUN_B)")
-            + "; name two runs "
-            "measured with the same settings (`groove history` lists them)"
+            f"{fingerprint_difference(after.fingerprint, before.fingerprint, ('RUN_B', 'RUN_A'))}"
+            "; name two runs measured with the same settings (`groove history` lists them)"
         )
     # the verdicts (moved, displaced, removed answers) the eval's reports show
     verdicts = comparison_verdicts(comparison)

@@ -231,9 +231,13 @@ def _short(value: object) -> str:
     return text if len(text) <= 24 else text[:12] + "…" + text[-6:]
 
 
-def fingerprint_difference(now: Fingerprint, stored: Fingerprint) -> str:
+def fingerprint_difference(
+    now: Fingerprint, stored: Fingerprint, labels: tuple[str, str] = ("this run", "that run")
+) -> str:
     """What differs between two fingerprints, for people: ``model: hash (that run)
-    vs e5-small (this run)``, every differing key, ``; ``-separated."""
+    vs e5-small (this run)``, every differing key, ``; ``-separated (``labels``: how
+    ``now`` and ``stored`` are called)."""
+    now_label, stored_label = labels
     mine, theirs = now.to_json(), stored.to_json()
     keys = list(mine) + [key for key in theirs if key not in mine]
     parts = []
@@ -241,8 +245,8 @@ def fingerprint_difference(now: Fingerprint, stored: Fingerprint) -> str:
         if mine.get(key) != theirs.get(key):
             label = "golden file (content hash)" if key == "golden_hash" else key
             parts.append(
-                f"{label}: {_short(theirs.get(key))} (that run) vs {_short(mine.get(key))} "
-                "(this run)"
+                f"{label}: {_short(theirs.get(key))} ({stored_label}) vs "
+                f"{_short(mine.get(key))} ({now_label})"
             )
     return "; ".join(parts) or "the settings differ"
 
