@@ -53,6 +53,13 @@ def spell_flags_within(value: Any, door: Door = "cli") -> Any:
     return value
 
 
+#: the indexing commands the library names where it knows neither the KB as the user
+#: typed it nor the run's flags; each door puts its own in their place
+#: (:func:`pytest_groove.index_command.with_index_commands`)
+GENERIC_INDEX_COMMAND = "groove index --kb-path <kb>"
+GENERIC_REBUILD_COMMAND = "groove index --force --kb-path <kb>"
+
+
 class GrooveError(Exception):
     """A user-facing error: one clear line, no traceback."""
 
@@ -113,7 +120,7 @@ class IndexMissing(GrooveError):
     def __init__(
         self,
         db_path: object,
-        command: str = "groove index --kb-path <kb>",
+        command: str = GENERIC_INDEX_COMMAND,
         *,
         no_reindex: bool = False,
     ) -> None:

@@ -13,16 +13,16 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from pytest_groove.errors import IndexMissing, clip_path
+from pytest_groove.errors import (
+    GENERIC_INDEX_COMMAND,
+    GENERIC_REBUILD_COMMAND,
+    IndexMissing,
+    clip_path,
+)
 from pytest_groove.options import RunOptions
 
 #: the options that decide where the index is and what it holds
 _INDEX_OPTIONS = ("model", "config", "index-dir")
-
-
-#: how the library names the indexing command where it knows neither the KB as the
-#: user typed it nor the run's flags; a door names the real command (see below)
-GENERIC_COMMANDS = ("groove index --force --kb-path <kb>", "groove index --kb-path <kb>")
 
 
 def index_command(kb: Path, options: RunOptions | None = None, *, force: bool = False) -> str:
@@ -48,6 +48,5 @@ def with_index_commands(message: str, kb: Path, options: RunOptions | None) -> s
     """``message`` with the library's generic indexing commands made this run's: the
     KB as given and the ``--model`` / ``--config`` / ``--index-dir`` that pick the index
     (a damaged ``.groove/hash`` index is not mended by building ``.groove/e5-small``)."""
-    forced, plain = GENERIC_COMMANDS
-    message = message.replace(forced, index_command(kb, options, force=True))
-    return message.replace(plain, index_command(kb, options))
+    message = message.replace(GENERIC_REBUILD_COMMAND, index_command(kb, options, force=True))
+    return message.replace(GENERIC_INDEX_COMMAND, index_command(kb, options))

@@ -22,6 +22,7 @@ from pathlib import Path
 import apsw
 
 from pytest_groove.errors import (
+    GENERIC_REBUILD_COMMAND,
     GrooveError,
     IndexCorrupt,
     IndexUnwritable,
@@ -33,7 +34,7 @@ from pytest_groove.errors import (
 #: where the index can go instead (the plugin rewrites the flag to --groove-index-dir)
 INDEX_DIR_HINT = f"pass {flag('index-dir')} to keep the index in a writable folder"
 #: the index is derived data, so the remedy for damage is always the same
-REBUILD_HINT = "it is only a cache of the KB: rebuild it with `groove index --force --kb-path <kb>`"
+REBUILD_HINT = f"it is only a cache of the KB: rebuild it with `{GENERIC_REBUILD_COMMAND}`"
 
 _READ_ONLY = frozenset({errno.EROFS})
 _NO_PERMISSION = frozenset({errno.EACCES, errno.EPERM})

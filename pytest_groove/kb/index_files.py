@@ -33,11 +33,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.errors import GENERIC_INDEX_COMMAND, GrooveError, clip_path
 
 #: what a search (which cannot repair the index) tells the user to run
 REPAIR_HINT = (
-    "run `groove index --kb-path <kb>` (or pytest with reindexing on), which removes it "
+    f"run `{GENERIC_INDEX_COMMAND}` (or pytest with reindexing on), which removes it "
     "(never what it points to) and rebuilds the index"
 )
 

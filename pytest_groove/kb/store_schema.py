@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import apsw
 
-from pytest_groove.errors import GrooveError, IndexMissing, clip_path
+from pytest_groove.errors import GENERIC_INDEX_COMMAND, GrooveError, IndexMissing, clip_path
 from pytest_groove.kb.corpus_digest import ChunkFields, document_digest
 from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
 from pytest_groove.kb.index_files import check_unchanged, identity_of, refuse_planted
@@ -180,7 +180,7 @@ def _holds_no_index(db_path: Path) -> GrooveError:
         size = 0
     return GrooveError(
         f"the index file {clip_path(db_path)} holds no index (an empty or cut-short file of "
-        f"{size:,} bytes); build it with `groove index --kb-path <kb>`"
+        f"{size:,} bytes); build it with `{GENERIC_INDEX_COMMAND}`"
     )
 
 
@@ -269,7 +269,7 @@ class StoreConnection:
                         f"index at {clip_path(db_path)} was built by another pytest-groove version "
                         f"(schema {version}, chunker {chunker}; this one uses "
                         f"{SCHEMA_VERSION}, {CHUNKER_VERSION}): rebuild it with "
-                        "`groove index --kb-path <kb>`"
+                        f"`{GENERIC_INDEX_COMMAND}`"
                     )
                 # The index is derived data: an indexer (holding the index lock) simply
                 # starts over rather than guessing how to migrate an unknown layout.
@@ -329,7 +329,7 @@ class StoreConnection:
                 f"index at {clip_path(db_path)} was built by another pytest-groove version (schema "
                 f"{version}, chunker {chunker}; this one uses {SCHEMA_VERSION}, "
                 f"{CHUNKER_VERSION}), and its folder is not writable: rebuild it elsewhere with "
-                "`groove index --kb-path <kb> --index-dir <writable folder>`"
+                f"`{GENERIC_INDEX_COMMAND} --index-dir <writable folder>`"
             )
         return store
 
