@@ -59,7 +59,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from pytest_groove.interop.beir import import_beir
+    from pytest_groove.interop.beir import first_and_more, import_beir
 
     summary = import_beir(args.source, args.kb_path, split=args.split, force=args.force)
     skipped = (
@@ -76,11 +76,9 @@ def _import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if summary.left_out:
         # judged queries eval could not run: named, since the set is no longer the
         # dataset's whole split (figures are not comparable with published ones)
-        first = summary.left_out[0]
-        more = f" (and {len(summary.left_out) - 1} more)" if len(summary.left_out) > 1 else ""
         out.write(
             f"  {len(summary.left_out)} judged query(ies) left out, which groove eval "
-            f"would refuse: {first}{more}\n"
+            f"would refuse: {first_and_more(summary.left_out)}\n"
         )
     out.write(f"Next: groove eval --kb-path {args.kb_path}\n")
     return 0

@@ -314,6 +314,12 @@ def query_text(text: str) -> str:
     return _DASH_TOKEN.sub(quoted, text)
 
 
+def first_and_more(reasons: Sequence[str]) -> str:
+    """The first reason, and how many more there are (``... (and 2 more)``)."""
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return f"{reasons[0]}{more}"
+
+
 def has_text(document: BeirDocument) -> bool:
     """Whether a note of ``document`` holds text to find (a title alone is a heading
     with no section under it: the indexer keeps no chunk of it)."""
@@ -339,18 +345,14 @@ def golden_text(
 
     entries: list[dict[str, Any]] = []
     for query in queries:
-        expected: list[dict[str, Any]] = []
-        judged_ids = [d for d, score in judged.get(query.id, {}).items() if score > 0]
-        for doc_id in judged_ids:
-            if doc_id in without_text:
-                continue
-            score = judged[query.id][doc_id]
-            entry: dict[str, Any] = {"path": names[doc_id]}
-            if score > 1:
-                entry["grade"] = score
-            expected.append(entry)
-        if not judged_ids:
+        relevant = {d: score for d, score in judged.get(query.id, {}).items() if score > 0}
+        if not relevant:
             continue
+        expected = [
+            {"path": names[doc_id], **({"grade": score} if score > 1 else {})}
+            for doc_id, score in relevant.items()
+            if doc_id not in without_text
+        ]
         text = query_text(query.text)
         problem = query_text_problem(text)
         if problem is None and not expected:
@@ -415,9 +417,8 @@ def import_beir(
     golden_path = out / DEFAULT_GOLDEN_NAME
     if count == 0 and left_out:
         raise GrooveError(
-            f"no judged query of {source.name} ({split}) can be run: {left_out[0]}"
-            + (f" (and {len(left_out) - 1} more)" if len(left_out) > 1 else "")
-            + "; nothing was written"
+            f"no judged query of {source.name} ({split}) can be run: "
+            f"{first_and_more(left_out)}; nothing was written"
         )
     if count == 0:
         raise GrooveError(
