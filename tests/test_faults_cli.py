@@ -389,37 +389,37 @@ def test_a_query_typed_under_an_ascii_locale_is_the_text_typed(shared_kb: Path, 
     assert ascii_report["results"] == utf8_report["results"]
 
 
-@pytest.mark.parametrize("command", ["eval", "history"])
-def test_json_on_an_ascii_terminal_is_the_same_json(
-    shared_kb: Path, tmp_path: Path, command: str
-) -> None:
+@pytest.mark.parametrize("command", ["eval", "history show"])
+def test_json_on_an_ascii_terminal_is_the_same_json(tmp_path: Path, command: str) -> None:
     # the degrading meant for people once reached JSON: `\xdc` (no JSON escape) for Ü,
     # `-` for an en dash; it is JSON's own \u escapes now, the same data
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
+    golden = tmp_path / "golden.yml"
+    golden.write_text(
+        KB_EVAL_GOLDEN.read_text(encoding="utf-8")
+        + '  - query: "Überprüfung – the canary rollout"\n'
+        + "    expected:\n      - path: ops/database-backup.md\n",
+        encoding="utf-8",
+    )
+    eval_args = ["eval", "--kb-path", str(kb), *HASH, "--golden", str(golden), "--format", "json"]
     if command == "eval":
-        golden = tmp_path / "golden.yml"
-        golden.write_text(
-            KB_EVAL_GOLDEN.read_text(encoding="utf-8")
-            + '  - query: "Überprüfung – the canary rollout"\n'
-            + "    expected:\n      - path: ops/database-backup.md\n",
-            encoding="utf-8",
-        )
-        args = ["eval", "--kb-path", str(shared_kb), *HASH, "--golden", str(golden),
-                "--no-history", "--format", "json"]  # fmt: skip
+        args = [*eval_args, "--no-history"]
     else:
-        args = ["history", "--kb-path", str(shared_kb), "--format", "json"]
+        # the run as recorded, read back from the history
+        assert run(eval_args).returncode == 0
+        (recorded,) = json.loads(run(["history", "--kb-path", str(kb), "--format", "json"]).stdout)
+        args = ["history", "show", recorded["run"], "--kb-path", str(kb), "--format", "json"]
     typed = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
     ascii_run = subprocess.run([*GROOVE, *args], capture_output=True, timeout=120, env=typed)
     utf8_run = subprocess.run([*GROOVE, *args], capture_output=True, timeout=120)
     assert ascii_run.returncode == utf8_run.returncode == 0, ascii_run.stderr
     assert ascii_run.stdout.isascii()
     ascii_report, utf8_report = json.loads(ascii_run.stdout), json.loads(utf8_run.stdout)
-    if command == "eval":
-        queries = [q["query"] for q in utf8_report["per_query"]]
-        assert queries[-1] == "Überprüfung – the canary rollout"
-        assert [q["query"] for q in ascii_report["per_query"]] == queries
-        assert ascii_report["aggregate"] == utf8_report["aggregate"]
-    else:
-        assert ascii_report == utf8_report
+    queries = [q["query"] for q in utf8_report["per_query"]]
+    assert queries[-1] == "Überprüfung – the canary rollout"
+    assert [q["query"] for q in ascii_report["per_query"]] == queries
+    assert ascii_report["aggregate"] == utf8_report["aggregate"]
 
 
 def test_a_query_of_bytes_that_are_no_text_is_one_line(shared_kb: Path) -> None:
