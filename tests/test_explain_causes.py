@@ -211,6 +211,22 @@ def test_the_gate_line_calls_a_renamed_answer_renamed(kb: Path) -> None:
     assert "answer of cache removed" not in run.stderr
 
 
+def test_a_lost_answer_under_a_loose_threshold_is_not_called_a_drop(kb: Path) -> None:
+    assert groove_eval(kb).returncode == 0
+    (kb / "caching.md").unlink()
+    # no metric dropped by 0.9, yet a lost answer fails the gate: the line says which
+    run = groove_eval(kb, "--fail-on-regression", "--threshold", "0.9")
+    assert run.returncode == 1
+    assert re.search(
+        r"^groove eval: expected answers were lost since the run of \S+ "
+        r"\(answer of cache-and-errors removed \(caching\.md\), "
+        r"answer of cache removed \(caching\.md\)\)\.",
+        run.stderr,
+        re.MULTILINE,
+    ), run.stderr
+    assert "regressed by more than" not in run.stderr
+
+
 HEADED = GOLDEN.replace(
     '      - path: "caching.md"\n  - id: schedule',
     '      - path: "caching.md"\n        heading: "Cache invalidation"\n  - id: schedule',

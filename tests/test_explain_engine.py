@@ -60,7 +60,14 @@ def test_a_deleted_answer_is_a_miss_that_fails_the_gate_and_the_rest_still_runs(
             "  ✗ cache * `caching.md` removed from the knowledge base since the baseline run",
         ]
     )
-    result.stderr.fnmatch_lines(["*answer of cache removed (caching.md)*"])
+    # the metrics dropped and the answer was lost: each cause in its own words
+    result.stderr.fnmatch_lines(
+        [
+            "groove: retrieval quality regressed by more than 0.050 since the run of * "
+            "(recall@1, *), and an expected answer was lost (answer of cache removed "
+            "(caching.md)). The indexed corpus changed*"
+        ]
+    )
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     cache = next(q for q in report["per_query"] if q["id"] == "cache")
     assert cache["verdict"] == "missed"

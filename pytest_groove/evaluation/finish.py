@@ -127,11 +127,28 @@ def order_results(golden: GoldenSet, results: Sequence[QueryResult]) -> list[Que
     return ordered + [result for queue in waiting.values() for result in queue]
 
 
-def _regression_message(plan: EvalPlan, comparison: Comparison, failures: list[str]) -> str:
+def _regression_message(
+    plan: EvalPlan, comparison: Comparison, regressions: list[str], removed: list[str]
+) -> str:
+    """The gate's line: the metrics that dropped by more than the threshold, and the
+    expected answers lost since the baseline (which fail the gate whatever the metrics
+    did, so they are never worded as a metric drop)."""
     baseline = comparison.baseline
     assert baseline is not None
     limits = plan.thresholds
     threshold = limits.describe() if limits.per_metric else f"{limits.default:.3f}"
+    since = f"since the run of {display_timestamp(baseline.timestamp)}"
+    causes = []
+    if regressions:
+        causes.append(
+            f"retrieval quality regressed by more than {threshold} {since} "
+            f"({', '.join(regressions)})"
+        )
+    if removed:
+        # removed, renamed, left out of the index, or a pinned heading edited away
+        lost = "expected answers were lost" if len(removed) > 1 else "an expected answer was lost"
+        lost = f"and {lost}" if regressions else f"{lost} {since}"
+        causes.append(f"{lost} ({', '.join(removed)})")
     note = ""
     if comparison.corpus_changed:
         note = (
@@ -139,8 +156,7 @@ def _regression_message(plan: EvalPlan, comparison: Comparison, failures: list[s
             " which moves rankings on its own."
         )
     return (
-        f"{plan.prog}: retrieval quality regressed by more than {threshold} since the run "
-        f"of {display_timestamp(baseline.timestamp)} ({', '.join(failures)}).{note} "
+        f"{plan.prog}: {', '.join(causes)}.{note} "
         f"Exit status 1 because {flag('fail-on-regression')} was set."
     )
 
@@ -308,7 +324,7 @@ def _finish(
         warnings.append(unconfirmed_note(plan, verdict.unconfirmed))
     gate_lines = []
     if verdict.regressions or removed:
-        gate_lines.append(_regression_message(plan, comparison, [*verdict.regressions, *removed]))
+        gate_lines.append(_regression_message(plan, comparison, verdict.regressions, removed))
     if verdict.floor_failures:
         gate_lines.append(floors_message(plan, verdict.floor_failures))
     # what failed the regression gate is recorded with the run: a later run compared
