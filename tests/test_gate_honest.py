@@ -399,3 +399,26 @@ def test_freezing_an_experiment_names_the_move_not_a_hand_edit(kb: Path) -> None
     assert "of other settings, so runs of these settings are compared with their newest" in line
     assert "removed by hand" not in line
     assert f"`groove history freeze {label(frozen)} --kb-path {kb}`" in line
+
+
+def test_history_diff_names_an_edited_run_and_a_gated_diff_refuses_it(
+    kb: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = finish(kb, ALL)
+    second = finish(kb, ALL)
+    edit_newest_run(kb, zero_mrr)  # the newer run's MRR forged down: an invented drop
+    before = (kb / HISTORY_FILE_NAME).read_bytes()
+    diff = ["history", "diff", label(first), label(second), "--kb-path", str(kb)]
+    assert main([*diff, "--fail-on-regression"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(
+        f"Error: --fail-on-regression: RUN_B {label(second)} in {kb / HISTORY_FILE_NAME} "
+        "cannot be trusted: its digest is missing or does not match its content"
+    )
+    # shown without the gate, with the warning that these are not measured numbers
+    assert main(diff) == 0
+    captured = capsys.readouterr()
+    assert f"warning: RUN_B {label(second)} cannot be trusted" in captured.err
+    assert "the diff below is not what was measured" in captured.err
+    assert (kb / HISTORY_FILE_NAME).read_bytes() == before

@@ -246,8 +246,24 @@ def _diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path, runs = _runs(args, err)
     before = find_run(runs, args.run_a, path)
     after = find_run(runs, args.run_b, path)
+    gating = bool(getattr(args, "fail_on_regression", False))
+    for name, run in (("RUN_A", before), ("RUN_B", after)):
+        why = untrusted(run)
+        if why is None:
+            continue
+        # an edited run's numbers are not what was measured: the gate (eval --baseline,
+        # history freeze) never uses one, and the diff says so
+        if gating:
+            raise GrooveError(
+                f"--fail-on-regression: {name} {run_label(run)} in {path} cannot be "
+                f"trusted: {why}; name another run (`groove history verify` lists them)"
+            )
+        err.write(
+            f"{PROG}: warning: {name} {run_label(run)} cannot be trusted: {why}; "
+            "the diff below is not what was measured\n"
+        )
     comparison = compare(after, before, _thresholds(args))
-    if getattr(args, "fail_on_regression", False) and not comparison.compatible:
+    if gating and not comparison.compatible:
         # a gate asked for that can compare nothing must not pass: eval --baseline
         # refuses such a pair the same way
         raise GrooveError(
@@ -259,7 +275,7 @@ def _diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # the verdicts (moved, displaced, removed answers) the eval's reports show
     verdicts = comparison_verdicts(comparison)
     failures = [*comparison.regressions, *removed_answer_failures(verdicts)]
-    status = 1 if failures and getattr(args, "fail_on_regression", False) else 0
+    status = 1 if failures and gating else 0
     if _format(args) == "json":
         report = build_json_report(after, comparison, recorded=True, verdicts=verdicts)
         write_json(out, dumps_json_report(report))
