@@ -431,6 +431,29 @@ def test_collect_only_searches_nothing_and_writes_nothing(project: pytest.Pytest
     assert "groove retrieval quality" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("mode", ["--setup-only", "--setup-plan"])
+def test_a_set_up_listing_says_the_gate_asked_for_did_not_run(
+    project: pytest.Pytester, mode: str
+) -> None:
+    # exit 0 and set-ups done: without the line it reads as a gated run that passed
+    result = project.runpytest(
+        "--groove-kb", "kb", mode, "--groove-fail-on-regression", "--groove-fail-under", "mrr=0.5"
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+    result.stdout.fnmatch_lines(
+        [
+            "groove: WARNING: --setup-only and --setup-plan call no test: "
+            "--groove-fail-on-regression and the floors (mrr=0.5) did NOT run"
+        ]
+    )
+    assert not (project.path / "calls.txt").exists()
+    ungated = project.runpytest("--groove-kb", "kb", mode)
+    assert "did NOT run" not in ungated.stdout.str()
+    # the collection listing an IDE runs (its ini may set the gate) stays quiet
+    listed = project.runpytest("--groove-kb", "kb", "--collect-only", "--groove-fail-on-regression")
+    assert "did NOT run" not in listed.stdout.str()
+
+
 def test_collect_only_with_the_engine_builds_no_index(project: pytest.Pytester) -> None:
     (project.path / "conftest.py").unlink()
     (project.path / "kb" / "notes.md").write_text("# Notes\n\nsome text\n")

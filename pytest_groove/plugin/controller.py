@@ -86,6 +86,10 @@ def register_controller(
     if any(config.getoption(name, False) for name in _LISTING_ONLY):
         if output is not None:
             output.restore()  # nothing is recorded: pytest's own stream will do
+        if config.getoption("setuponly", False) or config.getoption("setupplan", False):
+            # these look like a run (set-ups happen, the exit status is 0) and call no
+            # test: a gate asked for must not seem to have passed
+            config.pluginmanager.register(_SetupOnlyNotice(runner.plan), CONTROLLER_NAME)
         return
     config.pluginmanager.register(GrooveController(runner, output), CONTROLLER_NAME)
     if config.pluginmanager.hasplugin("xdist"):
@@ -94,6 +98,31 @@ def register_controller(
         config.pluginmanager.register(XdistHandOff(runner), XDIST_HANDOFF_NAME)
     if config.getoption("xmlpath", None):
         config.pluginmanager.register(JUnitClassName(runner), JUNIT_NAMES_NAME)
+
+
+class _SetupOnlyNotice:
+    """Under ``--setup-only`` / ``--setup-plan``: says that an asked-for gate did not run."""
+
+    def __init__(self, plan: EvalPlan) -> None:
+        self.plan = plan
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        asked = _gates_asked(self.plan)
+        if asked:
+            terminalreporter.write_line(
+                f"{PROG}: WARNING: --setup-only and --setup-plan call no test: "
+                f"{' and '.join(asked)} did NOT run"
+            )
+
+
+def _gates_asked(plan: EvalPlan) -> list[str]:
+    """The gates this session was asked to apply, as the warnings name them."""
+    asked = []
+    if plan.options.fail_on_regression:
+        asked.append("--groove-fail-on-regression")
+    if plan.gate.floors.pairs:
+        asked.append(f"the floors ({plan.gate.floors.describe()})")
+    return asked
 
 
 # --------------------------------------------------------------------------- finish
@@ -201,11 +230,7 @@ def _no_report_line(plan: EvalPlan) -> str:
 def _gate_dropped_line(plan: EvalPlan, ran: int, interrupted: bool) -> str:
     """Said when a gate was asked for and the run is not whole (a skip, a deselect, -x):
     its exit status would otherwise read as "retrieval passed its gate"."""
-    asked = []
-    if plan.options.fail_on_regression:
-        asked.append("--groove-fail-on-regression")
-    if plan.gate.floors.pairs:
-        asked.append(f"the floors ({plan.gate.floors.describe()})")
+    asked = _gates_asked(plan)
     if not asked:
         return ""
     total = len(plan.golden.queries)
