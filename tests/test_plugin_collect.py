@@ -18,6 +18,7 @@ from kb_files import write_notes
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
+import pytest_groove.engine
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.plugin.items import tag_marker
