@@ -173,3 +173,43 @@ def test_the_config_is_named_as_the_command_line_gave_it(
     elsewhere.write_text(COMMENTED, encoding="utf-8")
     assert main(["floors", "--kb-path", str(kb), "--config", "ci.toml"]) == 0
     assert capsys.readouterr().out.startswith("floors in ci.toml, against")
+
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
+
+#: a one-query smoke set that the hash model answers at rank 1: every figure 1.0
+SMOKE = """\
+queries:
+  - id: undo-bad-release
+    query: "errors spiked right after a deploy, how do I go back to the old build"
+    expected:
+      - path: "ops/rollback.md"
+"""
+
+
+def test_floors_are_raised_to_the_main_lines_run_not_a_one_off_of_another_golden_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    folder = tmp_path / "kb"
+    shutil.copytree(EXAMPLE_KB, folder, ignore=shutil.ignore_patterns(".groove*"))
+    shutil.copyfile(EXAMPLE_KB / ".groove-eval.yml", folder / ".groove-eval.yml")
+    (folder / "groove.toml").write_text('[eval]\nfail_under = "mrr=0.1"\n', encoding="utf-8")
+    smoke = tmp_path / "smoke.yml"
+    smoke.write_text(SMOKE, encoding="utf-8")
+    assert main(["eval", "--kb-path", str(folder), "--model", "hash"]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--kb-path", str(folder), "--model", "hash", "--golden", str(smoke)]) == 0
+    assert "MRR        1.000" in capsys.readouterr().out
+    assert main(["floors", "--kb-path", str(folder), "--raise"]) == 0
+    out = capsys.readouterr().out
+    # the smoke run's 1.000 would make the next ordinary run fail its own floor
+    assert "(1 newer run(s) of another golden file passed over)" in out
+    assert "-> raised to 1\n" not in out
+    assert main(["eval", "--kb-path", str(folder), "--model", "hash", "--fail-on-regression"]) == 0
+    # a golden file edited since its last run has no run to raise the floors to
+    golden = folder / ".groove-eval.yml"
+    golden.write_text(golden.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    assert main(["floors", "--kb-path", str(folder)]) == 1
+    assert "measured the golden file" in capsys.readouterr().err

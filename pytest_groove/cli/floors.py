@@ -71,7 +71,11 @@ def _floors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = act(args.kb_path, args.config, args.step)
     when = display_timestamp(report.run.timestamp)
     config = _as_given(report.config, args)
-    out.write(f"floors in {config}, against the run of {when}:\n")
+    passed_over = ""
+    if report.skipped:
+        # one-off runs of another golden file (a smoke set, an experiment)
+        passed_over = f" ({report.skipped} newer run(s) of another golden file passed over)"
+    out.write(f"floors in {config}, against the run of {when}{passed_over}:\n")
     for floor in report.floors:
         line = f"  {floor.label}: floor {floor_text(floor.floor)}, measured {floor.measured:.3f}"
         if floor.raised is not None:

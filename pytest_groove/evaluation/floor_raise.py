@@ -5,7 +5,10 @@ form) is raised to the latest recorded run's value of its metric, rounded *down*
 step (0.01 by default), when that is higher.  A floor is never lowered.  The file is
 edited in place with tomlkit, which keeps every comment, blank line, key order and
 quoting: only the changed numbers differ.  The latest run is the newest stored run
-that can be trusted (:mod:`.history_trust`: not edited, not dated in the future).
+that can be trusted (:mod:`.history_trust`: not edited, not dated in the future)
+and measured the golden file the configuration names as it is now: a one-off run of
+another golden file (``groove eval --golden smoke.yml``) is not the main line the
+floors guard, and is skipped and counted.
 
 PYTEST_DONT_REWRITE
 """
@@ -32,6 +35,8 @@ from pytest_groove.evaluation.floors import (
     parse_floors,
     read_floors_setting,
 )
+from pytest_groove.evaluation.golden import golden_hash, resolve_golden_path
+from pytest_groove.evaluation.guarded_io import GOLDEN_CAP, read_guarded
 from pytest_groove.evaluation.history import history_path, load_history
 from pytest_groove.evaluation.history_trust import trusted_runs
 from pytest_groove.evaluation.metric_table import unasked_optional
@@ -59,6 +64,8 @@ class FloorReport:
     config: Path
     run: RunRecord
     floors: tuple[FloorChange, ...]
+    #: newer trusted runs passed over: they measured another golden file
+    skipped: int = 0
 
     @property
     def changed(self) -> tuple[FloorChange, ...]:
@@ -86,8 +93,11 @@ def floor_text(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _config_and_floors(kb: Path, config: Path | None) -> tuple[Path, Any, Any]:
+def _config_and_floors(kb: Path, config: Path | None) -> tuple[Path, Any, Any, Path]:
+    """The config file, its parsed document, its ``fail_under`` item, and the golden
+    file the configuration names (``[eval].golden``, else the KB's default)."""
     settings = load_settings(kb, config)
+    golden = resolve_golden_path(kb, None, settings.eval.golden)
     source = settings.source
     if source is None:
         raise GrooveError(
@@ -102,23 +112,39 @@ def _config_and_floors(kb: Path, config: Path | None) -> tuple[Path, Any, Any]:
             f"{source} sets no floors: add fail_under under [eval] (for example "
             f"{FLOORS_EXAMPLE}) and run `groove floors --raise` again"
         )
-    return source, doc, floors
+    return source, doc, floors, golden
 
 
-def _latest_run(kb: Path) -> RunRecord:
+def _latest_run(kb: Path, golden: Path) -> tuple[RunRecord, int]:
+    """The newest trusted run of ``golden`` as it is now, and how many newer trusted
+    runs (of other golden files) were passed over."""
     path = history_path(kb)
     runs = trusted_runs(load_history(path, warnings=[]))
     if not runs:
         raise GrooveError(
             f"no recorded run to raise the floors to in {path}; run `groove eval` first"
         )
-    return runs[0]
+    data = read_guarded(golden, "golden file", GOLDEN_CAP, within=kb)
+    if data is None:
+        raise GrooveError(
+            f"no golden file at {golden}: the floors are raised to a run of the golden "
+            "file the configuration names; restore it or set [eval].golden"
+        )
+    digest = golden_hash(data)
+    for skipped, run in enumerate(runs):
+        if run.fingerprint.golden_hash == digest:
+            return run, skipped
+    raise GrooveError(
+        f"no recorded run in {path} measured the golden file {golden} as it is now "
+        f"(the newest, {format_timestamp(runs[0].timestamp)}, measured another golden "
+        "file or an earlier version of this one); run `groove eval` first"
+    )
 
 
 def plan_raise(kb: Path, config: Path | None, step: float = DEFAULT_STEP) -> FloorReport:
     """What ``--raise`` would do (nothing is written)."""
-    source, _doc, floors = _config_and_floors(kb, config)
-    run = _latest_run(kb)
+    source, _doc, floors, golden = _config_and_floors(kb, config)
+    run, skipped = _latest_run(kb, golden)
     pairs = read_floors_setting(floors.unwrap() if hasattr(floors, "unwrap") else floors, "")
     # a floor on a metric the run did not measure has no measured value (not 0.000),
     # as groove eval refuses it before any search
@@ -140,7 +166,7 @@ def plan_raise(kb: Path, config: Path | None, step: float = DEFAULT_STEP) -> Flo
         target = round_down(measured, step) if math.isfinite(measured) else floor
         raised = target if target > floor + 1e-12 else None
         out.append(FloorChange(key, metric.label, floor, measured, raised))
-    return FloorReport(source, run, tuple(out))
+    return FloorReport(source, run, tuple(out), skipped)
 
 
 def _spelled_key(floors: Any, key: str) -> str:
@@ -173,7 +199,7 @@ def apply_raise(kb: Path, config: Path | None, step: float = DEFAULT_STEP) -> Fl
     report = plan_raise(kb, config, step)
     if not report.changed:
         return report
-    source, doc, floors = _config_and_floors(kb, config)
+    source, doc, floors, _golden = _config_and_floors(kb, config)
     raised = {c.key: c.raised for c in report.changed if c.raised is not None}
     if isinstance(floors, String):
         # the string as the user wrote it, quotes and all, but for the raised numbers
