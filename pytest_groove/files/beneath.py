@@ -46,9 +46,12 @@ _READ_CHUNK = 1024 * 1024
 class Skipped(Exception):
     """The file is not read; ``reason`` completes "skipped <path>: ..."."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, lasting: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        #: the file's own state refuses it (a hard link, over the size cap), not a
+        #: race or an I/O error: a fresh index of the same tree would not hold it either
+        self.lasting = lasting
 
 
 @dataclass(frozen=True)
@@ -125,10 +128,11 @@ def read_beneath(
             raise Skipped("it was replaced by another file while indexing; index again")
         if info.st_nlink > 1:
             raise Skipped(
-                f"it is a hard link ({info.st_nlink} names for one file); copy it instead"
+                f"it is a hard link ({info.st_nlink} names for one file); copy it instead",
+                lasting=True,
             )
         if info.st_size > cap:
-            raise Skipped(f"{info.st_size} bytes, over the {cap} byte limit")
+            raise Skipped(f"{info.st_size} bytes, over the {cap} byte limit", lasting=True)
         data = _read_at_most(fd, info.st_size + 1, cap + 1)
     except OSError as exc:
         raise Skipped(exc.strerror or str(exc)) from None

@@ -4,8 +4,11 @@ Per file: SHA-256 of the raw bytes decides.  Unchanged files are not even parsed
 renamed files (same bytes, new path) keep their rows; a file whose chunks did not
 change (a frontmatter-only edit) only updates its document row; everything else is
 re-chunked, re-embedded and written in one transaction.  Files that vanished are
-pruned; files that failed to read or parse keep their old rows (a transient error
-must not delete data).  Concurrent indexers of one index serialise on a file lock.
+pruned; files that could not be read keep their old rows (a transient error must not
+delete data), while a file whose own bytes are refused (not UTF-8, no embeddable
+chunk, over the size cap, a hard link) loses them: the index then holds what a fresh
+index of the same tree would, so a cached index and a clean checkout score alike.
+Concurrent indexers of one index serialise on a file lock.
 
 PYTEST_DONT_REWRITE
 """
@@ -242,10 +245,13 @@ def current_read_only(
     collected = collect_files(kb, settings)
     report.warnings.extend(collected.warnings)
     seen: set[str] = set()
-    contents = read_collected(kb, collected)
+    refused: set[str] = set()
+    contents = read_collected(kb, collected, refused=refused)
     for rel in collected.files:
         data = contents.get(rel)
         if data is None:
+            if rel in refused and rel in stored:
+                return None  # the indexer would drop its old rows
             seen.add(rel)  # the indexer keeps the rows of a file it cannot read
             report.skipped += 1
             continue
@@ -256,10 +262,11 @@ def current_read_only(
         try:
             doc = parse_document(rel, data, settings)
         except ParseFailure:
-            report.skipped += 1
-            continue
-        if doc.chunks:
+            doc = None
+        if doc is not None and doc.chunks:
             return None  # new or changed content the index does not have
+        if rel in stored:
+            return None  # refused now: the indexer would drop its old rows
         report.skipped += 1
     if any(p not in seen and not p.startswith(collected.unlisted) for p in stored):
         return None  # the index still holds a file that is gone
@@ -294,6 +301,8 @@ class _Scan:
     skipped: set[str]
     #: folder prefixes that could not be listed: nothing below them is pruned
     unlisted: tuple[str, ...]
+    #: files whose own bytes or state are refused: their stored rows are pruned
+    refused: set[str]
 
 
 def _index_locked(
@@ -463,13 +472,15 @@ def _scan(kb: Path, settings: IndexSettings, report: IndexReport) -> _Scan:
     report.warnings.extend(collected.warnings)
     scanned: list[ScannedFile] = []
     skipped: set[str] = set()
-    for rel, data in read_collected(kb, collected, report.warnings).items():
+    refused: set[str] = set()
+    for rel, data in read_collected(kb, collected, report.warnings, refused).items():
         if data is None:
-            skipped.add(rel)
+            if rel not in refused:
+                skipped.add(rel)
             report.skipped += 1
             continue
         scanned.append(ScannedFile(rel, data, hashlib.sha256(data).hexdigest()))
-    return _Scan(scanned, skipped, collected.unlisted)
+    return _Scan(scanned, skipped, collected.unlisted, refused)
 
 
 def _apply_renames(
@@ -524,10 +535,10 @@ def _index_file(
             item.path, item.data, settings, on_warning=_prefixed(report, item.path)
         )
     except ParseFailure as exc:
-        _skip(item.path, str(exc), scan, group)
+        _skip(item.path, str(exc), scan, group, refused=True)
         return
     if not doc.chunks:
-        _skip(item.path, "no embeddable chunks", scan, group)
+        _skip(item.path, "no embeddable chunks", scan, group, refused=True)
         return
     meta_only = False
     new_note = True
@@ -542,21 +553,22 @@ def _index_file(
     group.add(item, doc, known=known, meta_only=meta_only, new_note=new_note)
 
 
-def _skip(path: str, why: str, scan: _Scan, group: WriteGroup) -> None:
+def _skip(path: str, why: str, scan: _Scan, group: WriteGroup, *, refused: bool) -> None:
     group.report.skipped += 1
-    scan.skipped.add(path)
+    (scan.refused if refused else scan.skipped).add(path)
     group.report.warnings.append(f"skipped {path}: {why}")
     group.done_without_write()
 
 
 def _prune(store: Store, scan: _Scan, stored: dict[str, str], report: IndexReport) -> None:
-    """Delete the rows of files that vanished from the KB."""
+    """Delete the rows of files that vanished from the KB, or whose bytes are refused."""
     on_disk = {f.path for f in scan.files}
     # below a folder that could not be listed, "not seen" does not mean "deleted"
     vanished = [
         p
         for p in stored
-        if p not in on_disk and p not in scan.skipped and not p.startswith(scan.unlisted)
+        if p in scan.refused
+        or (p not in on_disk and p not in scan.skipped and not p.startswith(scan.unlisted))
     ]
     store.delete_documents(vanished)
     report.removed = len(vanished)

@@ -20,13 +20,18 @@ FILE_SIZE_CAP = 50 * 1024 * 1024
 
 
 def read_collected(
-    kb: Path, collected: CollectResult, warnings: list[str] | None = None
+    kb: Path,
+    collected: CollectResult,
+    warnings: list[str] | None = None,
+    refused: set[str] | None = None,
 ) -> dict[str, bytes | None]:
     """The bytes of every collected file, in walk order; None for a skipped one.
 
-    Files are read below the KB root without following links, and only if each is
-    still the file the walk saw: a swap since then is skipped, never followed
-    (:mod:`pytest_groove.kb.beneath`).  Each skip adds a line to ``warnings``.
+        Files are read below the KB root without following links, and only if each is
+        still the file the walk saw: a swap since then is skipped, never followed
+        (:mod:`pytest_groove.kb.beneath`).  Each skip adds a line to ``warnings``; a file
+    refused for its own lasting state (over the size cap, a hard link) is also added to
+    ``refused``: its old rows must go, as a fresh index would not have them.
     """
     root = kb.resolve()
     contents: dict[str, bytes | None] = {}
@@ -45,6 +50,8 @@ def read_collected(
                 )
             except Skipped as exc:
                 contents[rel] = None
+                if exc.lasting and refused is not None:
+                    refused.add(rel)
                 if warnings is not None:
                     warnings.append(f"skipped {rel}: {exc.reason}")
     finally:
