@@ -213,3 +213,15 @@ def test_floors_are_raised_to_the_main_lines_run_not_a_one_off_of_another_golden
     golden.write_text(golden.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
     assert main(["floors", "--kb-path", str(folder)]) == 1
     assert "measured the golden file" in capsys.readouterr().err
+
+
+def test_without_a_configured_golden_file_the_newest_run_is_used(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the golden file is named on each command line: the floors follow the newest run
+    (kb / "groove.toml").write_text('[eval]\nfail_under = "mrr=0.5"\n', encoding="utf-8")
+    finish(kb, ALL - {0, 1, 2})
+    (kb / ".groove-eval.yml").rename(kb.parent / "golden-elsewhere.yml")
+    assert main(["floors", "--kb-path", str(kb)]) == 0
+    assert "--raise would raise it to 0.85" in capsys.readouterr().out
