@@ -248,7 +248,14 @@ def test_a_heading_an_edit_renamed_is_a_lost_answer_not_a_golden_error(kb: Path)
     assert "heading of the answer of cache removed (caching.md: `Cache invalidation`)" in (
         run.stderr
     )
-    assert "`caching.md` (expected) changed since the baseline run" in line_of(run.stdout, "cache")
+    # the answer is gone, not pushed down: its line names the heading, and nothing
+    # "displaced" it (every hit above a missing answer would otherwise be listed)
+    cache = line_of(run.stdout, "cache")
+    assert cache.endswith(
+        "`caching.md#Cache invalidation` (expected) heading removed from the note since the "
+        "baseline run"
+    ), cache
+    assert "displaced by" not in cache
     # the baseline (checked against this golden file) had the heading; the edit lost it,
     # so the query is a miss the gate sees, not a typo in the golden file
     assert line_of(run.stdout, "cache").startswith("  ✗ cache")
@@ -305,3 +312,53 @@ def test_a_passing_aggregate_gate_still_names_the_queries_that_dropped(kb: Path)
     ) in run.stderr
     quiet = groove_eval(kb, "--threshold", "0.9", "--fail-on-regression")
     assert "dropped since the baseline" not in quiet.stderr  # nothing dropped this time
+
+
+TWO_HEADINGS = {
+    "runbook.md": "## Rollback steps\n\nRedeploy the previous image tag and watch the error "
+    "rate fall.\n\n## Escalation\n\nPage the duty manager when an outage passes one hour.\n",
+    **DOCS,
+}
+TWO_HEADINGS_GOLDEN = """\
+queries:
+  - id: rollback
+    query: "redeploy the previous image tag"
+    expected:
+      - path: "runbook.md"
+        heading: "Rollback steps"
+  - id: escalate
+    query: "page the duty manager when an outage passes one hour"
+    expected:
+      - path: "runbook.md"
+        heading: "Escalation"
+  - id: schedule
+    query: "release schedule tuesday thursday"
+    expected:
+      - path: "deploys.md"
+"""
+
+
+def test_only_the_heading_the_edit_removed_is_lost_not_the_notes_other_pinned_ones(
+    tmp_path: Path,
+) -> None:
+    kb = write_notes(tmp_path / "kb", {**TWO_HEADINGS, ".groove-eval.yml": TWO_HEADINGS_GOLDEN})
+    assert groove_eval(kb).returncode == 0
+    runbook = kb / "runbook.md"
+    runbook.write_text(
+        runbook.read_text(encoding="utf-8").replace("## Rollback steps", "## Undoing a deploy"),
+        encoding="utf-8",
+    )
+    run, report = text_and_json(kb, "--fail-on-regression")
+    assert run.returncode == 1
+    # the note lost one pinned heading; the other query's heading is still there
+    assert "heading of the answer of rollback removed (runbook.md: `Rollback steps`)" in (
+        run.stderr
+    )
+    assert "answer of escalate" not in run.stderr, run.stderr
+    assert report["rollback"]["headings_removed"] == [
+        {"path": "runbook.md", "heading": "Rollback steps"}
+    ]
+    assert report["rollback"]["lost"] == []
+    assert report["rollback"]["displaced_by"] == []
+    assert report["escalate"]["headings_removed"] == []
+    assert report["escalate"]["verdict"] == "pass"

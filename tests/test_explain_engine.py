@@ -94,6 +94,32 @@ def test_the_item_names_its_edited_answer_before_what_outranks_it(
     )
 
 
+def test_a_worker_names_the_pinned_heading_its_note_lost_and_nothing_displaced_it(
+    pytester: pytest.Pytester, kb: Path
+) -> None:
+    # the items are judged on the xdist workers: the controller hands them which
+    # expected headings the edit removed, as it hands them the baseline's documents
+    assert run(pytester, "-n", "2").ret == pytest.ExitCode.OK
+    oncall = kb / "oncall.md"
+    oncall.write_text(
+        oncall.read_text(encoding="utf-8").replace("## Pager rotation", "## Who holds the pager"),
+        encoding="utf-8",
+    )
+    result = run(pytester, "-n", "2", "--groove-fail-on-regression")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*golden query 'pager' missed: nothing expected in the top 10; rank 1 → none; "
+            "`oncall.md#Pager rotation` (expected) heading removed from the note since the "
+            "baseline run",
+        ]
+    )
+    assert "displaced by" not in result.stdout.str()
+    result.stderr.fnmatch_lines(
+        ["*heading of the answer of pager removed (oncall.md: `Pager rotation`)*"]
+    )
+
+
 def test_an_expected_path_never_indexed_is_still_the_golden_file_error(
     pytester: pytest.Pytester, kb: Path
 ) -> None:

@@ -129,6 +129,7 @@ def test_output_is_indented_strict_json_in_a_fixed_key_order() -> None:
         "baseline_first_rank",
         "regressed",
         "removed",
+        "headings_removed",
         "lost",
         "changed",
         "displaced_by",

@@ -175,20 +175,20 @@ def unindexed_paths(golden: GoldenSet, indexed: Mapping[str, Collection[str | No
     return list(dict.fromkeys(missing))
 
 
-def unmatched_heading_paths(
+def unmatched_headings(
     golden: GoldenSet, indexed: Mapping[str, Collection[str | None]]
-) -> list[str]:
-    """Indexed expected paths with an expected heading none of their chunks carries,
-    in golden order, once each."""
-    out: list[str] = []
+) -> list[tuple[str, str]]:
+    """The (path, normalised heading) of each expected entry whose indexed document
+    has no chunk under that heading, in golden order, once each."""
+    out: list[tuple[str, str]] = []
     for query in golden.queries:
         for entry in query.expected:
             headings = indexed.get(entry.path)
             if headings is None or entry.heading is None:
                 continue
             named = {normalise_heading(h) for h in headings if h is not None}
-            if normalise_heading(entry.heading) not in named:
-                out.append(entry.path)
+            if (wanted := normalise_heading(entry.heading)) not in named:
+                out.append((entry.path, wanted))
     return list(dict.fromkeys(out))
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pytest_groove.evaluation.metric_table import RECALL, Metric
 from pytest_groove.evaluation.verdict import (
     CHANGED_REASON,
+    HEADING_REMOVED_REASON,
     REMOVED_REASON,
     MetricMove,
     QueryVerdict,
@@ -39,7 +40,8 @@ def rank_move(verdict: QueryVerdict) -> str:
 
 def removed_reasons(verdict: QueryVerdict) -> list[str]:
     """One phrase per expected path gone from the index since the baseline (renamed:
-    the new path; still on disk: why the index leaves it out)."""
+    the new path; still on disk: why the index leaves it out), then one per expected
+    heading an edit of its note removed."""
     renamed = dict(verdict.renamed)
     unindexed = dict(verdict.unindexed)
     out = []
@@ -53,6 +55,8 @@ def removed_reasons(verdict: QueryVerdict) -> list[str]:
             out.append(f"`{path}` renamed to `{renamed[path]}`? update the golden file")
         else:
             out.append(f"`{path}` {REMOVED_REASON}")
+    for path, heading in verdict.headings_removed:
+        out.append(f"`{hit_label(path, heading)}` (expected) {HEADING_REMOVED_REASON}")
     return out
 
 

@@ -200,23 +200,6 @@ def _nothing_to_gate(plan: EvalPlan, comparison: Comparison, stored: Sequence[Ru
     )
 
 
-def _lost_heading_failures(
-    results: Sequence[QueryResult], lost_headings: frozenset[str]
-) -> list[str]:
-    """The gate's entry per query whose expected heading an edit of its note removed
-    since the baseline: a lost answer, as a deleted note is (see begin_evaluation)."""
-    out = []
-    for result in results:
-        gone = [
-            f"{e.path}: `{e.heading}`"
-            for e in result.expected
-            if e.heading is not None and e.path in lost_headings
-        ]
-        if gone:
-            out.append(f"heading of the answer of {result.id} removed ({', '.join(gone)})")
-    return out
-
-
 def _item_regressions(verdicts: RunVerdicts, door: Door, gate_applies: bool) -> list[str]:
     """Under pytest's gate each query that dropped fails its item, and so the session:
     that failed the run as much as an aggregate regression did."""
@@ -308,10 +291,8 @@ def _finish(
     gate_applies = plan.options.fail_on_regression and not scope.subset
     verdict = gate_verdict(plan, comparison, regression_gate=gate_applies, subset=scope.subset)
     # one verdict per query, for every report; a deleted answer fails the gate too
-    verdicts = comparison_verdicts(comparison, evaluation.why_unindexed)
+    verdicts = comparison_verdicts(comparison, evaluation.why_unindexed, evaluation.lost_headings)
     removed = removed_answer_failures(verdicts) if gate_applies else []
-    if gate_applies:
-        removed += _lost_heading_failures(scope.per_query, evaluation.lost_headings)
     failures = [*verdict.failures, *removed]
     if gate_applies and not (comparison.baseline is not None and comparison.compatible):
         warnings.append(_nothing_to_gate(plan, comparison, runs))

@@ -28,7 +28,7 @@ from pytest_groove.evaluation.corpus_files import DIGEST_CHARS, CorpusDelta, doc
 from pytest_groove.evaluation.expected_check import (
     check_before_search,
     unindexed_paths,
-    unmatched_heading_paths,
+    unmatched_headings,
 )
 from pytest_groove.evaluation.history_baseline import BaselineChoice, find_run, pick_baseline
 from pytest_groove.evaluation.history_trust import refuse_untrusted, trusted_runs, untrusted
@@ -62,9 +62,10 @@ class Evaluation:
     #: the baseline run's per-document digests when no choice is at hand (an xdist
     #: worker is handed them); None = take them from ``choice``
     baseline_files: Mapping[str, str] | None = None
-    #: expected documents edited since the baseline so that an expected heading of
-    #: theirs is gone: a lost answer the gate fails on, as on a deleted document
-    lost_headings: frozenset[str] = frozenset()
+    #: (path, normalised heading) of each expected heading an edit of its document
+    #: removed since the baseline: a lost answer the gate fails on, as on a deleted
+    #: document, and that nothing displaced
+    lost_headings: frozenset[tuple[str, str]] = frozenset()
     #: this corpus against the baseline's, per document (read once, at first need)
     _delta: list[CorpusDelta | None] = field(default_factory=list, compare=False, repr=False)
     #: why an expected file still on disk is not indexed, per path (read at first need)
@@ -107,6 +108,7 @@ class Evaluation:
             plan.k_values,
             self.corpus_delta(),
             self.why_unindexed,
+            self.lost_headings,
         )
 
     def why_unindexed(self, path: str) -> str | None:
@@ -300,7 +302,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
                     headings.get(entry.path)
     fingerprint = build_fingerprint(plan, searcher.identity)
     picked: tuple[StoredRuns, BaselineChoice | None] | None = None
-    lost: set[str] = set()
+    lost: set[tuple[str, str]] = set()
     if headings is not None:
         removed: Collection[str] = ()
         deleted: dict[str, str] = {}
@@ -308,7 +310,8 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
         edited: dict[str, str] = {}
         digests_now = _digests_now(searcher)
         missing = unindexed_paths(plan.golden, headings)
-        unmatched = unmatched_heading_paths(plan.golden, headings)
+        unmatched_pairs = unmatched_headings(plan.golden, headings)
+        unmatched = list(dict.fromkeys(path for path, _ in unmatched_pairs))
         if missing or unmatched:
             picked = _read_and_pick(plan, fingerprint)
         if missing:
@@ -326,7 +329,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
             # an expected heading the edited document no longer has: lost, like a
             # deleted document, when the baseline (same golden file) still had it
             changed = _changed_since_baseline(unmatched, picked[1], digests_now)
-            lost = changed
+            lost = {pair for pair in unmatched_pairs if pair[0] in changed}
             # a heading an earlier run of this golden file had (a run after the edit
             # is the baseline now): still no typo
             edited = _edited_since_stored(

@@ -12,13 +12,15 @@ Beside the verdict: the rank of the first expected hit now and in the baseline (
 *moved*), the expected paths removed from the knowledge base since the baseline (and
 where their content lives now, when the same file digest appears under a new path, or
 why the index leaves them out when the file is still on disk: an ignore rule, ...),
-and, for a regressed or missed query, the expected documents it *lost* -- each one
+the expected headings an edit of their note removed since the baseline, and, for a
+regressed or missed query, the expected documents it *lost* -- each one
 that ranked within the largest k in the baseline and ranks lower now, whichever of
 them it is -- with the ones among them whose own file changed since the baseline run,
 and the documents that now rank above a lost one and did not in the baseline (what
 *displaced* it), each ``added``, ``changed`` or ``unchanged`` since the baseline run
 (:mod:`.corpus_files`).  An expected document that was not within the largest k in
-the baseline either was not lost: nothing displaced it.
+the baseline either was not lost: nothing displaced it; nor was an answer that is
+gone (its note removed, or its heading removed from the note).
 
 The pytest item, the text, JSON and HTML reports and ``groove history diff`` all read
 these records, so they agree on every query.  Which search leg (full-text or vector)
@@ -29,7 +31,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,7 +44,12 @@ from pytest_groove.evaluation.compare import (
 )
 from pytest_groove.evaluation.corpus_files import Change, CorpusDelta, corpus_delta
 from pytest_groove.evaluation.metric_table import metric_value
-from pytest_groove.evaluation.metrics import entry_satisfied, expected_ranks, is_miss
+from pytest_groove.evaluation.metrics import (
+    entry_satisfied,
+    expected_ranks,
+    is_miss,
+    normalise_heading,
+)
 from pytest_groove.evaluation.run import QueryResult, RunRecord
 
 Verdict = Literal["pass", "regressed", "missed"]
@@ -51,6 +58,8 @@ Verdict = Literal["pass", "regressed", "missed"]
 REMOVED_REASON = "removed from the knowledge base since the baseline run"
 #: the reason given for a lost expected document whose own file changed
 CHANGED_REASON = "changed since the baseline run"
+#: the reason given for an expected heading an edit of its note removed
+HEADING_REMOVED_REASON = "heading removed from the note since the baseline run"
 
 #: why a KB-relative file still on disk is not in the index (None: no such file)
 WhyUnindexed = Callable[[str], str | None]
@@ -102,6 +111,9 @@ class QueryVerdict:
     renamed: tuple[tuple[str, str], ...] = ()
     #: (removed path, why the index leaves it out): the file is still on disk
     unindexed: tuple[tuple[str, str], ...] = ()
+    #: (path, heading) of each expected entry whose heading an edit of the note
+    #: removed since the baseline run: gone, like a removed path, not pushed down
+    headings_removed: tuple[tuple[str, str], ...] = ()
     #: the expected entries lost since the baseline (a failing query only), best first
     lost: tuple[LostAnswer, ...] = ()
     #: lost expected paths whose own file changed since the baseline run
@@ -142,7 +154,7 @@ class RunVerdicts:
 
     @property
     def removed_answers(self) -> tuple[QueryVerdict, ...]:
-        return tuple(v for v in self.queries if v.removed)
+        return tuple(v for v in self.queries if v.removed or v.headings_removed)
 
 
 def rank_drop(verdict: QueryVerdict, k: int) -> int:
@@ -175,11 +187,16 @@ def _above(result: QueryResult, cutoff: int) -> list[str]:
 
 
 def lost_answers(
-    result: QueryResult, previous: QueryResult, k: int, gone: Sequence[str] = ()
+    result: QueryResult,
+    previous: QueryResult,
+    k: int,
+    gone: Sequence[str] = (),
+    gone_headings: Collection[tuple[str, str]] = (),
 ) -> tuple[LostAnswer, ...]:
     """The relevant expected entries of ``result`` that ranked within ``k`` in
     ``previous`` and rank lower now, by baseline rank; an entry whose path is in
-    ``gone`` (no longer in the index) was not pushed down and is left out."""
+    ``gone`` (no longer in the index), or whose (path, normalised heading) is in
+    ``gone_headings`` (the note no longer has it), was not pushed down and is left out."""
     ranks = expected_ranks(previous.expected, previous.top_k)
     before = dict(zip(previous.expected, ranks, strict=True))
     now = expected_ranks(result.expected, result.top_k)
@@ -188,10 +205,18 @@ def lost_answers(
         then = before.get(entry)
         if not entry.relevant or entry.path in gone or then is None or then > k:
             continue
+        if _heading_gone(entry.path, entry.heading, gone_headings):
+            continue
         if after is None or after > then:
             lost.append(LostAnswer(entry.path, entry.heading, then, after))
     lost.sort(key=lambda answer: answer.before)
     return tuple(dict.fromkeys(lost))
+
+
+def _heading_gone(
+    path: str, heading: str | None, gone_headings: Collection[tuple[str, str]]
+) -> bool:
+    return heading is not None and (path, normalise_heading(heading)) in gone_headings
 
 
 def _displaced_by(
@@ -224,12 +249,15 @@ def query_verdict(
     k_values: Sequence[int],
     delta: CorpusDelta | None = None,
     why_unindexed: WhyUnindexed | None = None,
+    lost_headings: Collection[tuple[str, str]] = (),
 ) -> QueryVerdict:
     """One query's verdict against its baseline counterpart (None: nothing to compare).
 
     ``why_unindexed`` is asked about each expected path the baseline run's corpus held
     and this one does not: a file still on disk is left out of the index on purpose
-    (an ignore rule, ...), not removed."""
+    (an ignore rule, ...), not removed.  ``lost_headings`` holds the (path, normalised
+    heading) of each expected heading an edit of its note removed since the baseline
+    (:func:`~pytest_groove.evaluation.lifecycle.begin_evaluation` tells them)."""
     k = largest_k(k_values)
     moves: tuple[MetricMove, ...] = ()
     if previous is not None:
@@ -257,13 +285,26 @@ def query_verdict(
         and delta is not None
         and (new := delta.renamed_to(path)) is not None
     )
+    headings_removed = (
+        ()
+        if previous is None
+        else tuple(
+            dict.fromkeys(
+                (entry.path, entry.heading)
+                for entry in result.expected
+                if entry.heading is not None
+                and _heading_gone(entry.path, entry.heading, lost_headings)
+            )
+        )
+    )
     lost: tuple[LostAnswer, ...] = ()
     changed: tuple[str, ...] = ()
     displaced: tuple[Displacer, ...] = ()
     if previous is not None and verdict != "pass":
-        # an answer that is gone was not pushed down: nothing displaced it; nor was one
-        # that was not within the largest k in the baseline either
-        lost = lost_answers(result, previous, k, removed)
+        # an answer that is gone (its note, or its heading in the note) was not pushed
+        # down: nothing displaced it; nor was one that was not within the largest k in
+        # the baseline either
+        lost = lost_answers(result, previous, k, removed, lost_headings)
         changed = tuple(
             dict.fromkeys(
                 a.path for a in lost if delta is not None and delta.change(a.path) == "changed"
@@ -280,6 +321,7 @@ def query_verdict(
         removed=removed,
         renamed=renamed,
         unindexed=unindexed,
+        headings_removed=headings_removed,
         lost=lost,
         changed=changed,
         displaced_by=displaced,
@@ -293,9 +335,10 @@ def run_verdicts(
     baseline: RunRecord | None,
     thresholds: Thresholds,
     why_unindexed: WhyUnindexed | None = None,
+    lost_headings: Collection[tuple[str, str]] = (),
 ) -> RunVerdicts:
     """Every query of ``run`` judged against ``baseline`` (a compatible run, or None);
-    ``why_unindexed`` as for :func:`query_verdict`."""
+    ``why_unindexed`` and ``lost_headings`` as for :func:`query_verdict`."""
     k_values = run.fingerprint.k_values
     paired: list[QueryResult | None] = (
         [None] * len(run.per_query) if baseline is None else match_queries(run.per_query, baseline)
@@ -303,7 +346,9 @@ def run_verdicts(
     delta = None if baseline is None else corpus_delta(run.corpus, baseline.corpus)
     return RunVerdicts(
         queries=tuple(
-            query_verdict(result, previous, thresholds, k_values, delta, why_unindexed)
+            query_verdict(
+                result, previous, thresholds, k_values, delta, why_unindexed, lost_headings
+            )
             for result, previous in zip(run.per_query, paired, strict=True)
         ),
         k=largest_k(k_values),
@@ -312,16 +357,19 @@ def run_verdicts(
 
 
 def comparison_verdicts(
-    comparison: Comparison, why_unindexed: WhyUnindexed | None = None
+    comparison: Comparison,
+    why_unindexed: WhyUnindexed | None = None,
+    lost_headings: Collection[tuple[str, str]] = (),
 ) -> RunVerdicts:
     """The verdicts of a comparison's run: against its baseline only when compatible."""
     baseline = comparison.baseline if comparison.compatible else None
-    return run_verdicts(comparison.run, baseline, comparison.limits, why_unindexed)
+    return run_verdicts(comparison.run, baseline, comparison.limits, why_unindexed, lost_headings)
 
 
 def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
-    """The gate's entry per query that lost an expected document since the baseline:
-    a deleted answer fails the gate like a regression, however little the averages moved."""
+    """The gate's entry per query that lost an expected document (or an expected
+    heading of one) since the baseline: a deleted answer fails the gate like a
+    regression, however little the averages moved."""
     out = []
     for verdict in verdicts.removed_answers:
         left_out = {path for path, _ in verdict.unindexed}
@@ -336,4 +384,8 @@ def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
         if left_out:
             kept = [p for p in verdict.removed if p in left_out]
             out.append(f"answer of {verdict.id} no longer indexed ({', '.join(kept)})")
+        if verdict.headings_removed:
+            gone_headings = verdict.headings_removed
+            named = ", ".join(f"{path}: `{heading}`" for path, heading in gone_headings)
+            out.append(f"heading of the answer of {verdict.id} removed ({named})")
     return out

@@ -31,6 +31,9 @@ def verdict_json(verdict: QueryVerdict) -> dict[str, Any]:
             }
             for path in verdict.removed
         ],
+        "headings_removed": [
+            {"path": path, "heading": heading} for path, heading in verdict.headings_removed
+        ],
         "lost": [
             {"path": a.path, "heading": a.heading, "before": a.before, "after": a.after}
             for a in verdict.lost

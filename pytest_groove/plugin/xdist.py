@@ -35,6 +35,8 @@ def handoff_payload(evaluation: Evaluation) -> dict[str, Any]:
         "baseline": [None if r is None else r.to_json() for r in evaluation.baseline_queries],
         # what tells a worker's item that an answer was deleted or renamed
         "baseline_files": evaluation.baseline_digests(),
+        # ... or that its note lost the expected heading
+        "lost_headings": [list(pair) for pair in sorted(evaluation.lost_headings)],
     }
 
 
@@ -73,6 +75,17 @@ def worker_evaluation(
         baseline_queries=_baseline(payload.get("baseline"), len(plan.golden.queries)),
         searcher=searcher,
         baseline_files=_files(payload.get("baseline_files")),
+        lost_headings=_pairs(payload.get("lost_headings")),
+    )
+
+
+def _pairs(raw: Any) -> frozenset[tuple[str, str]]:
+    if not isinstance(raw, list):
+        return frozenset()
+    return frozenset(
+        (str(pair[0]), str(pair[1]))
+        for pair in raw
+        if isinstance(pair, list | tuple) and len(pair) == 2
     )
 
 
