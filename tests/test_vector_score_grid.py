@@ -89,3 +89,31 @@ def test_the_note_index_rescores_every_row_that_could_tie_on_the_grid() -> None:
     from pytest_groove.kb.note_index import _RESCORE_MARGIN
 
     assert _RESCORE_MARGIN > 2 * SCORE_GRID
+
+
+def _mmr_pool(seed: int, steps: int) -> np.ndarray:
+    """Embeddings of a five-candidate pool, each component moved by up to ``steps``
+    float32 ulps of its own (another machine's rounding): the first candidate along one
+    axis, the other four orthogonal to it in arithmetic (similarity 0 to the first)."""
+    rng = np.random.default_rng(seed)
+    rows = np.zeros((5, DIM), dtype=np.float32)
+    rows[0, 0] = 1.0
+    rows[1:, 1:] = rng.normal(size=(4, DIM - 1))
+    ulps = rng.integers(-steps, steps + 1, size=rows.shape).astype(np.float32)
+    return (rows + ulps * np.spacing(np.maximum(np.abs(rows), np.float32(1e-3)))).astype(
+        np.float32
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), steps=st.integers(1, 8))
+def test_rounding_noise_never_changes_what_mmr_picks(seed: int, steps: int) -> None:
+    from pytest_groove.search.mmr import mmr_select
+
+    # the four after the first are equally relevant and equally unlike it: the second
+    # pick is a tie between them, which goes to the earlier pool position -- whatever
+    # sign the rounding gave each one's similarity to the first
+    relevance = [1.0, 0.5, 0.5, 0.5, 0.5]
+    embeddings = _mmr_pool(seed, steps)
+    picks = mmr_select(relevance, embeddings, ["a", "b", "c", "d", "e"], 2, 0.5, 0.0)
+    assert picks == [0, 1]

@@ -9,7 +9,10 @@ where ``relevance`` is its score min-max normalised over the pool,
 (0 before the first pick) and ``same_document`` is 1 when a picked candidate
 comes from the same document.  The strictly greatest value wins; a tie goes to
 the candidate earlier in the pool.  Arithmetic is float32, like the reference,
-so ties fall the same way.
+so ties fall the same way.  Similarities are taken in steps of
+:data:`~pytest_groove.kb.vectors.SCORE_GRID`, as the vector legs compare theirs: a
+float32 dot product's last bits depend on the CPU's summation order, and two
+candidates equally similar to a pick must tie on every machine.
 
 The caller supplies only candidates that have a stored embedding (one without
 cannot be compared, so it cannot be picked) and keeps each hit's pre-MMR score:
@@ -27,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.errors import UsageError, flag
+from pytest_groove.kb.vectors import SCORE_GRID, graded_scores
 
 #: below this spread (float32 machine epsilon) the pool counts as equally relevant
 RELEVANCE_SPREAD_EPSILON = float(np.finfo(np.float32).eps)
@@ -147,7 +151,7 @@ def mmr_select(
         pick = int(np.argmax(value))
         picks.append(pick)
         taken[pick] = True
-        similarity = unit @ unit[pick]
+        similarity = (graded_scores(unit @ unit[pick]) * SCORE_GRID).astype(np.float32)
         if len(picks) == 1:
             max_similarity = similarity
         else:
