@@ -100,9 +100,8 @@ def _mmr_pool(seed: int, steps: int) -> np.ndarray:
     rows[0, 0] = 1.0
     rows[1:, 1:] = rng.normal(size=(4, DIM - 1))
     ulps = rng.integers(-steps, steps + 1, size=rows.shape).astype(np.float32)
-    return (rows + ulps * np.spacing(np.maximum(np.abs(rows), np.float32(1e-3)))).astype(
-        np.float32
-    )
+    ulp = np.spacing(np.maximum(np.abs(rows), np.float32(1e-3)))
+    return (rows + ulps * ulp).astype(np.float32)
 
 
 @settings(max_examples=60, deadline=None)
