@@ -732,6 +732,11 @@ def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            # nothing to fetch: the machine may have no network at all
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
             "--hide-scrollbars",
             f"--user-data-dir={profile}",
             "--window-size=1280,2400",
