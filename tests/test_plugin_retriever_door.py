@@ -187,3 +187,44 @@ def test_an_ini_retriever_module_is_found_from_a_subfolder(
     assert "could not import" not in output, output
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), output
     result.stdout.fnmatch_lines(["*custom retriever ini_search:search*"])
+
+
+#: a LangChain retriever whose loader kept the file name under a key of its own: every
+#: Document it returns lacks metadata["source"], for every query alike
+NO_SOURCE = """
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+
+class Notes(BaseRetriever):
+    def _get_relevant_documents(self, query, *, run_manager=None):
+        return [Document(page_content="Run the rollback.", metadata={"file": "ops/rollback.md"})]
+
+
+def pytest_groove_retriever(config):
+    return Notes()
+"""
+
+
+@pytest.mark.parametrize("dist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_hits_of_a_shape_no_path_is_read_from_stop_the_run_at_the_first_query(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    project.makeconftest(NO_SOURCE)
+    (project.path / "test_own.py").write_text("def test_own():\n    pass\n", encoding="utf-8")
+    result = project.runpytest("--groove-kb", "kb", "test_own.py", *dist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # one failure per process that searched (not one identical failure per golden
+    # query), the other golden items skipped with its line; the project's test runs
+    outcomes = result.parseoutcomes()
+    assert 1 <= outcomes["failed"] <= max(1, len(dist))
+    assert outcomes["failed"] + outcomes["skipped"] == 14
+    assert outcomes["passed"] == 1
+    result.stdout.fnmatch_lines(
+        ["*hit 1 has no path (got None) in *; *name the key with --groove-retriever-path-key"]
+    )
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "INTERNALERROR" not in output
+    # nothing was scored: the gate says it did not run, and no run is recorded
+    assert "the retrieval gate did not run" in output
+    assert not (project.path / "kb" / HISTORY_FILE_NAME).exists()

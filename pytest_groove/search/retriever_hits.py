@@ -31,8 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pytest_groove.errors import GrooveError, flag
+from pytest_groove.errors import StopsTheRun, flag
 from pytest_groove.search.hits import SearchHit
+
+
+class HitShapeError(StopsTheRun):
+    """A retriever's answer of a shape no hit can be read from (not a list, a hit
+    without a path, a score that is no number ...): its code returns that shape for
+    every query, so the run stops at the first, with one line."""
+
 
 #: metadata keys Markdown splitters use for headings: LangChain's
 #: MarkdownHeaderTextSplitter examples use "Header 1".."Header 6" (the key names
@@ -267,7 +274,7 @@ def _chroma_rows(result: Mapping[str, Any], retriever: str) -> list[_ChromaRow]:
     ids = result.get("ids")
     if not isinstance(ids, list) or len(ids) != 1 or not isinstance(ids[0], list):
         count = len(ids) if isinstance(ids, list) else 0
-        raise GrooveError(
+        raise HitShapeError(
             f"retriever {retriever} returned a Chroma result for {count} queries; query "
             "with one query (query_texts=[query] or query_embeddings=[vector])"
         )
@@ -280,7 +287,7 @@ def _chroma_rows(result: Mapping[str, Any], retriever: str) -> list[_ChromaRow]:
         return [None] * size
 
     if result.get("metadatas") is None:
-        raise GrooveError(
+        raise HitShapeError(
             f"retriever {retriever} returned a Chroma result without metadatas; keep "
             'include=["metadatas", ...] so each hit has its path'
         )
@@ -377,7 +384,7 @@ def _score(value: Any, retriever: str, position: int, warn: Callable[[str], None
         try:
             value = float(value)  # numpy floats and the like
         except (TypeError, ValueError):
-            raise GrooveError(
+            raise HitShapeError(
                 f"retriever {retriever}: hit {position} has a score that is not a "
                 f"number ({echo(value)})"
             ) from None
@@ -410,14 +417,14 @@ def normalise_hits(
     if inspect.isawaitable(raw):
         if inspect.iscoroutine(raw):
             raw.close()  # never awaited: closed, so Python prints no RuntimeWarning
-        raise GrooveError(
+        raise HitShapeError(
             f"retriever {retriever} returned a {type(raw).__name__} (it is async): async "
             "retrievers are not supported; wrap it in a plain function: def search(query, "
             "limit): return asyncio.run(asearch(query, limit))"
         )
     raw = _unwrap(raw, retriever)
     if raw is None or isinstance(raw, str | bytes | Mapping) or not _iterable(raw):
-        raise GrooveError(
+        raise HitShapeError(
             f"retriever {retriever} must return a list of hits, got {type(raw).__name__}"
         )
     warned: list[str] = []
@@ -435,7 +442,7 @@ def normalise_hits(
         if isinstance(path, os.PathLike):
             path = os.fsdecode(path)  # a pathlib.Path is as good as its string
         if not isinstance(path, str) or not path:
-            raise GrooveError(
+            raise HitShapeError(
                 f"retriever {retriever}: hit {position} has no path (got {echo(path)}) in "
                 f"{fields.looked}; return dicts or objects with path/heading/score, "
                 'LangChain Documents with metadata["source"], LlamaIndex nodes with '
@@ -449,7 +456,7 @@ def normalise_hits(
         if isinstance(heading, str) and not heading.strip():
             heading = None  # Chroma's metadata cannot hold None: "" stands for none
         if heading is not None and not isinstance(heading, str):
-            raise GrooveError(
+            raise HitShapeError(
                 f"retriever {retriever}: hit {position} has a heading that is not text "
                 f"({echo(heading)}); use a string or None"
             )
@@ -458,4 +465,12 @@ def normalise_hits(
     return hits
 
 
-__all__ = ["DEFAULT_KEYS", "HitKeys", "echo", "kb_relative", "normalise_hits", "own_heading"]
+__all__ = [
+    "DEFAULT_KEYS",
+    "HitKeys",
+    "HitShapeError",
+    "echo",
+    "kb_relative",
+    "normalise_hits",
+    "own_heading",
+]
