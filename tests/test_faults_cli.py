@@ -165,6 +165,33 @@ def kb_files(kb: Path) -> dict[str, bytes]:
     return {str(p.relative_to(kb)): p.read_bytes() for p in sorted(kb.rglob("*")) if p.is_file()}
 
 
+@needs_mount
+def test_a_current_index_on_a_full_disk_is_still_read(shared_kb: Path, tmp_path: Path) -> None:
+    """Reading a WAL database makes its shared-memory file beside it; on a full disk
+    SQLite cannot, and a search (or ``--no-reindex``) that writes nothing stopped with
+    "no space left" instead of reading the checkpointed file as it is."""
+    want = run(evaluate(shared_kb, "--no-reindex", "--no-history", "--format", "json"))
+    assert want.returncode == 0, want.stderr
+    full = tmp_path / "full"
+    full.mkdir()
+    kb = full / "kb"
+    script = (
+        f'mount -t tmpfs -o size=8m none "{full}" && cp -r "{shared_kb}" "{kb}" '
+        f'&& rm -f "{kb}"/.groove/*/index.db-* '
+        f'&& (dd if=/dev/zero of="{full}/filler" bs=4k 2>/dev/null; true) && exec "$@"'
+    )
+    on_full = ["unshare", "-m", "sh", "-c", script, "sh"]
+    got = run(evaluate(kb, "--no-reindex", "--no-history", "--format", "json"), wrap=on_full)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["per_query"] == json.loads(want.stdout)["per_query"]
+    search = run(["search", "--kb-path", str(kb), *HASH, "deploy"], wrap=on_full)
+    assert search.returncode == 0, search.stderr
+    assert search.stdout.strip()
+    # the indexer has to write: one line naming the disk and the remedy
+    line = single_error(run(evaluate(kb, "--no-history"), wrap=on_full))
+    assert "no space left" in line and "--index-dir" in line
+
+
 @pytest.mark.slow
 @needs_mount
 def test_a_full_disk_while_indexing(kb_eval_copy: Path, tmp_path: Path) -> None:

@@ -21,7 +21,13 @@ from urllib.parse import quote
 
 import apsw
 
-from pytest_groove.errors import GENERIC_INDEX_COMMAND, GrooveError, IndexMissing, clip_path
+from pytest_groove.errors import (
+    GENERIC_INDEX_COMMAND,
+    GrooveError,
+    IndexMissing,
+    IndexUnwritable,
+    clip_path,
+)
 from pytest_groove.kb.corpus_digest import ChunkFields, document_digest
 from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
 from pytest_groove.kb.index_files import check_unchanged, identity_of, refuse_planted
@@ -184,6 +190,16 @@ def _holds_no_index(db_path: Path) -> GrooveError:
     )
 
 
+def _wal_is_empty(db_path: Path) -> bool:
+    """No write of the database waits in its WAL (absent, or checkpointed to nothing)."""
+    try:
+        return os.lstat(f"{db_path}-wal").st_size == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 class StoreConnection:
     """An open index database: the connection, its transactions and its metadata."""
 
@@ -283,6 +299,11 @@ class StoreConnection:
             if os.path.lexists(db_path):
                 # SQLite may fail on what was swapped in (a pipe): name that, not the disk
                 check_unchanged(db_path, before)
+            if not create and isinstance(fault, IndexUnwritable) and _wal_is_empty(db_path):
+                # a reader that cannot write beside the database (a full disk: SQLite
+                # could not make the WAL's shared-memory file) reads the file as it is,
+                # which holds every committed write once the WAL is checkpointed away
+                return cls._open_immutable(db_path)
             raise fault from None
         except GrooveError:
             if conn is not None:
