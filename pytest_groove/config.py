@@ -76,7 +76,7 @@ class _Section:
 
     def _fail(self, key: str, expected: str) -> GrooveError:
         return GrooveError(
-            f"invalid config {self.source}: {self.where}{key} must be {expected} "
+            f"invalid config {clip_path(self.source)}: {self.where}{key} must be {expected} "
             f"(got {quote_value(self._data.get(key))})"
         )
 
@@ -85,7 +85,9 @@ class _Section:
             return None
         value = self._data.pop(key)
         if not isinstance(value, dict):
-            raise GrooveError(f"invalid config {self.source}: [{self.where}{key}] must be a table")
+            raise GrooveError(
+                f"invalid config {clip_path(self.source)}: [{self.where}{key}] must be a table"
+            )
         return _Section(value, f"{self.where}{key}.", self.source)
 
     def pop(self, key: str, reader: Reader[T]) -> T | None:
@@ -120,7 +122,7 @@ class _Section:
             unknown = clip(", ".join(sorted(self._data)))
             table = self.where.rstrip(".") or "top level"
             raise GrooveError(
-                f"invalid config {self.source}: unknown key(s) in [{table}]: {unknown} "
+                f"invalid config {clip_path(self.source)}: unknown key(s) in [{table}]: {unknown} "
                 "(see docs/configuration.md for the accepted keys)"
             )
 
@@ -181,7 +183,7 @@ def _parse_fusion(sec: _Section | None) -> FusionParams:
     sec.finish()
     if fusion.weights == (0.0, 0.0, 0.0):
         raise GrooveError(
-            f"invalid config {sec.source}: the three bm25 weights in [search.fusion] "
+            f"invalid config {clip_path(sec.source)}: the three bm25 weights in [search.fusion] "
             "cannot all be 0"
         )
     return fusion
@@ -200,7 +202,7 @@ def _parse_parent(sec: _Section | None) -> ParentRetrieverSettings:
         return ParentRetrieverSettings()
     parent = ParentRetrieverSettings(**sec.take(_PARENT_KEYS))
     sec.finish()
-    check_parent_retriever(parent, str(sec.source))
+    check_parent_retriever(parent, clip_path(sec.source))
     return parent
 
 
@@ -260,13 +262,15 @@ def _parse_index(top: _Section) -> IndexSettings:
     values = top.take({"model": _text, "exclude_dirs": _STRINGS, "exclude_headings": _STRINGS})
     if any(not h.strip() for h in values.get("exclude_headings", ())):
         # an empty entry is a substring of every heading: it would drop every section
-        raise GrooveError(f"invalid config {source}: exclude_headings cannot hold an empty string")
+        raise GrooveError(
+            f"invalid config {clip_path(source)}: exclude_headings cannot hold an empty string"
+        )
     values["index_dir"] = _parse_index_dir(top)
     values.update(top.take({"vector_index": _text}))
     vector_index = values.get("vector_index", DEFAULT_VECTOR_INDEX)
     if vector_index not in VECTOR_INDEX_KINDS:
         raise GrooveError(
-            f"invalid config {source}: vector_index must be one of "
+            f"invalid config {clip_path(source)}: vector_index must be one of "
             f"{', '.join(VECTOR_INDEX_KINDS)} (got {clip_repr(vector_index)})"
         )
     values.update(_parse_parsers(top.pop_section("parsers")))
@@ -290,18 +294,22 @@ def _parse_parsers(sec: _Section | None) -> dict[str, Any]:
     sec.finish()
     parsers: tuple[str, ...] = values.get("parsers", IndexSettings().parsers)
     if not parsers:
-        raise GrooveError(f"invalid config {sec.source}: [parsers].enabled cannot be empty")
+        raise GrooveError(
+            f"invalid config {clip_path(sec.source)}: [parsers].enabled cannot be empty"
+        )
     seen: set[str] = set()
     for pid in parsers:
         low = pid.lower()
         if low not in KNOWN_PARSERS:
             raise GrooveError(
-                f"invalid config {sec.source}: unknown parser {clip_repr(pid)} in "
+                f"invalid config {clip_path(sec.source)}: unknown parser {clip_repr(pid)} in "
                 "[parsers].enabled "
                 f"(known: {', '.join(KNOWN_PARSERS)})"
             )
         if low in seen:
-            raise GrooveError(f"invalid config {sec.source}: parser {clip_repr(pid)} listed twice")
+            raise GrooveError(
+                f"invalid config {clip_path(sec.source)}: parser {clip_repr(pid)} listed twice"
+            )
         seen.add(low)
     return {"parsers": tuple(p.lower() for p in parsers)}
 
@@ -358,7 +366,7 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
     }
     ev = EvalSettings(**sec.take(readers))
     sec.finish()
-    check_k_values(ev.k_values, f"config {sec.source}: [eval]")
+    check_k_values(ev.k_values, f"config {clip_path(sec.source)}: [eval]")
     return ev
 
 
@@ -429,7 +437,7 @@ def _keep_inside_kb(settings: Settings, kb: Path, source: Path) -> None:
     ):
         if value is not None and not _inside(value, root):
             raise GrooveError(
-                f"invalid config {source}: {key} points outside the knowledge base "
+                f"invalid config {clip_path(source)}: {key} points outside the knowledge base "
                 f"({clip(str(value))}); a groove.toml inside the KB may only name places "
                 f"inside it, so pass {option} to use another place"
             )

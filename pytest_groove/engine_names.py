@@ -11,7 +11,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from pytest_groove.errors import GrooveError, UsageError, clip_repr
+from pytest_groove.errors import GrooveError, UsageError, clip_path, clip_repr
 from pytest_groove.options import RunOptions
 from pytest_groove.settings import Settings
 
@@ -61,4 +61,6 @@ def check_config_names(settings: Settings, *, model: bool = True, reranker: bool
     except UsageError as exc:
         if settings.source is None:  # the built-in defaults: always known
             raise
-        raise GrooveError(f"invalid config {settings.source}: {exc.raw_message}") from None
+        raise GrooveError(
+            f"invalid config {clip_path(settings.source)}: {exc.raw_message}"
+        ) from None

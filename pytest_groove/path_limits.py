@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pytest_groove.errors import GrooveError, clip_repr
+from pytest_groove.errors import GrooveError, clip_path, clip_repr
 
 #: the longest file name and path Linux accepts, in bytes (macOS: 255 and 1,024)
 NAME_MAX_BYTES = 255
@@ -54,6 +54,6 @@ def config_path(source: Path, key: str, raw: str, flags: str) -> Path:
         if problem is None:
             return path
     raise GrooveError(
-        f"invalid config {source}: {key} {clip_repr(raw)} {problem}; fix it in the file, "
-        f"or pass {flags} instead"
+        f"invalid config {clip_path(source)}: {key} {clip_repr(raw)} {problem}; fix it in the "
+        f"file, or pass {flags} instead"
     )

@@ -93,3 +93,37 @@ def test_a_long_path_keeps_its_file_name() -> None:
     shown = clip_path(path)
     assert shown.startswith("/tmp/xx") and shown.endswith("/index.db") and "..." in shown
     assert len(shown) <= PATH_ECHO_LIMIT + 3
+
+
+#: config files whose values are refused in each part of the settings
+_BAD_CONFIGS = (
+    '[eval]\nregression_threshold = "x"\n',
+    "[eval]\nnothing = 1\n",
+    "exclude_headings = ['']\n",
+    "[parsers]\nenabled = []\n",
+    "vector_index = 'ivf'\n",
+    "[eval]\ngolden = 'missing.yml'\n",
+)
+
+
+@pytest.mark.parametrize("text", _BAD_CONFIGS)
+def test_a_config_path_is_escaped_and_clipped_in_every_message(tmp_path: Path, text: str) -> None:
+    from cli_invoke import invoke
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("## A\n\nSome text.\n", encoding="utf-8")
+    (kb / ".groove-eval.yml").write_text(
+        "queries:\n  - query: some text\n    expected:\n      - path: a.md\n", encoding="utf-8"
+    )
+    # deep enough to pass the path cap, in a folder whose name holds a line break
+    folder = tmp_path / ("d" * 120) / ("e" * 120) / "conf\nig"
+    folder.mkdir(parents=True)
+    config = folder / "groove.toml"
+    config.write_text(text, encoding="utf-8")
+    done = invoke("eval", "--kb-path", kb, "--model", "hash", "--config", config)
+    assert done.returncode != 0
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("Error: ") and "conf\\nig" in line and "groove.toml" in line
+    # each path in it (the config's, and the golden file it names) within its cap
+    assert len(line) < 2 * PATH_ECHO_LIMIT + 250

@@ -26,7 +26,7 @@ import tomlkit
 from tomlkit.items import String
 
 from pytest_groove.config import load_settings
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.evaluation.floors import (
     FLOORS_EXAMPLE,
     FloorError,
@@ -101,7 +101,7 @@ def _config_and_floors(kb: Path, config: Path | None) -> tuple[Path, Any, Any, P
     source = settings.source
     if source is None:
         raise GrooveError(
-            f"no groove.toml in {kb}: add [eval] fail_under = {{ ... }} with the floors "
+            f"no groove.toml in {clip_path(kb)}: add [eval] fail_under = {{ ... }} with the floors "
             f"to raise (for example {FLOORS_EXAMPLE})"
         )
     doc = tomlkit.parse(source.read_text(encoding="utf-8"))
@@ -109,7 +109,7 @@ def _config_and_floors(kb: Path, config: Path | None) -> tuple[Path, Any, Any, P
     floors = None if section is None else section.get("fail_under")
     if floors is None:
         raise GrooveError(
-            f"{source} sets no floors: add fail_under under [eval] (for example "
+            f"{clip_path(source)} sets no floors: add fail_under under [eval] (for example "
             f"{FLOORS_EXAMPLE}) and run `groove floors --raise` again"
         )
     return source, doc, floors, golden
@@ -153,7 +153,7 @@ def plan_raise(kb: Path, config: Path | None, step: float = DEFAULT_STEP) -> Flo
     )
     if unmeasured:
         raise GrooveError(
-            f"invalid config {source}: [eval].fail_under names {', '.join(unmeasured)}, "
+            f"invalid config {clip_path(source)}: [eval].fail_under names {', '.join(unmeasured)}, "
             f"which the latest run ({format_timestamp(run.timestamp)}) did not measure "
             f"(k values: {', '.join(str(k) for k in measured_k)}; optional metrics: "
             f"{', '.join(run.fingerprint.metrics or ()) or 'none'})"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_groove.config import EvalSettings, Settings
-from pytest_groove.errors import GrooveError, UsageError, flag
+from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
 from pytest_groove.evaluation.compare import Comparison, Thresholds
 from pytest_groove.evaluation.floors import (
     FloorError,
@@ -91,7 +91,7 @@ def resolve_gate(
 
         def refusal(message: str) -> GrooveError:
             # the value is the file's: a config error naming it (exit 1), as any other
-            return GrooveError(f"invalid config {settings.source}: {message}")
+            return GrooveError(f"invalid config {clip_path(settings.source)}: {message}")
 
     unknown = floors.unknown_k(k_values)
     if unknown:
@@ -138,7 +138,7 @@ def setting_source(plan: EvalPlan, setting: str) -> str:
         return f"{flag(name)} on the command line"
     default = getattr(EvalSettings(), setting)
     if plan.settings.source is not None and getattr(plan.settings.eval, setting) != default:
-        return f"[eval].{setting} in {plan.settings.source}"
+        return f"[eval].{setting} in {clip_path(plan.settings.source)}"
     return f"the built-in default of [eval].{setting}"
 
 

@@ -260,13 +260,15 @@ def _load_named_golden(kb: Path, options: RunOptions, settings: Settings) -> Gol
         if not named_by_config:
             raise
         raise GrooveError(
-            f"no golden file at {clip_path(path)}, which [eval].golden in {settings.source} "
-            "names; fix the setting or create the file"
+            f"no golden file at {clip_path(path)}, which [eval].golden in "
+            f"{clip_path(settings.source)} names; fix the setting or create the file"
         ) from None
     except ReadRefused as exc:
         if not named_by_config:
             raise
-        raise GrooveError(f"{exc.message} ([eval].golden in {settings.source})") from None
+        raise GrooveError(
+            f"{exc.message} ([eval].golden in {clip_path(settings.source)})"
+        ) from None
 
 
 #: the options that only describe a retriever of the team's own

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME
 from pytest_groove.evaluation.guarded_io import GOLDEN_CAP
 from pytest_groove.search.exclusion import split_exclusions
@@ -397,7 +397,9 @@ def import_beir(
     """Read the dataset in ``source``, check it whole, then write the KB into ``out``."""
     _check_out(out, force)
     if not source.is_dir():
-        raise GrooveError(f"{source}: no such folder; pass the unzipped BEIR dataset folder")
+        raise GrooveError(
+            f"{clip_path(source)}: no such folder; pass the unzipped BEIR dataset folder"
+        )
     documents = read_corpus(source / CORPUS_FILE)
     queries = read_queries(source / QUERIES_FILE)
     judged = read_qrels(

@@ -22,6 +22,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_groove.errors import clip_repr
 from pytest_groove.kb.text import trim
 
 IGNORE_FILE_NAME = ".grooveignore"
@@ -276,7 +277,7 @@ def parse_ignore_text(text: str, source: str = IGNORE_FILE_NAME) -> tuple[Ignore
         try:
             patterns.append(compile_pattern(line, number))
         except BadPattern as exc:
-            warnings.append(f"{source}: line {number} ({line!r}) skipped: {exc}")
+            warnings.append(f"{source}: line {number} ({clip_repr(line)}) skipped: {exc}")
     if dropped:
         warnings.append(
             f"{source}: only the first {MAX_PATTERNS} patterns are used; "
