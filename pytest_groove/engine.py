@@ -17,7 +17,7 @@ import numpy.typing as npt
 from pytest_groove.config import SearchSettings, Settings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
-from pytest_groove.errors import GrooveError, IndexMissing, clip_path, flag
+from pytest_groove.errors import GENERIC_INDEX_COMMAND, GrooveError, IndexMissing, clip_path, flag
 from pytest_groove.evaluation.findings import golden_quote_findings
 from pytest_groove.evaluation.run import Finding, QueryResult
 from pytest_groove.index_command import missing_index
@@ -344,8 +344,8 @@ def open_engine(
             raise GrooveError(
                 f"embedding model mismatch: the index at {clip_path(store.path)} was built with "
                 f"{recorded!r} but {embedder.name!r} was asked for; "
-                f"pass {flag('model')} {recorded} "
-                "or re-index with the new model"
+                f"pass {flag('model')} {recorded}, "
+                f"or rebuild it for the new model with `{GENERIC_INDEX_COMMAND}`"
             )
         if reads_term_table(settings) and not keeps_term_table:
             raise GrooveError(

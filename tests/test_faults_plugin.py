@@ -109,6 +109,41 @@ def test_a_corrupt_index_without_reindexing_names_the_rebuild(
     assert (kb / ".groove-eval-history.json").read_bytes() == history
 
 
+#: a second model: the hash embedder under another name (the index's model differs)
+OTHER_MODEL = """
+from pytest_groove import register_embedder
+from pytest_groove.embed.hashing import HashEmbedder
+
+class OtherHash(HashEmbedder):
+    name = "other-hash"
+
+register_embedder("other-hash", lambda name: OtherHash())
+"""
+
+
+def test_a_cached_index_folder_of_another_model_is_rebuilt_not_a_red_job(
+    pytester: pytest.Pytester, kb: Path
+) -> None:
+    """CI restores one --groove-index-dir from its cache after a pull request changed
+    the model: the index is a cache, so the session rebuilds it (pytest has no --force)."""
+    pytester.makeconftest(OTHER_MODEL)
+    first = _run(pytester, "--groove-index-dir", "idx")
+    assert first.ret == pytest.ExitCode.OK, first.stdout.str() + first.stderr.str()
+    args = ("--groove-kb", "kb", "--groove-model", "other-hash", "--groove-index-dir", "idx")
+    result = pytester.runpytest(*args, "--groove-fail-on-regression")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, output
+    assert "was built with 'hash' (dim 256), and 'other-hash' (dim 256) was asked for: " in (
+        output
+    )
+    assert "rebuilt it for 'other-hash' (keep one --groove-index-dir per model" in output
+    # a reader that never writes the index names the command instead
+    line = _usage_error(_run(pytester, "--groove-index-dir", "idx", "--groove-no-reindex"))
+    assert "was built with 'other-hash' but 'hash' was asked for" in line
+    index = pytester.path / "idx"
+    assert f"`groove index --kb-path {kb} --model hash --index-dir {index}`" in line
+
+
 def test_an_unwritable_index_folder(
     pytester: pytest.Pytester, kb: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

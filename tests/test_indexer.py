@@ -190,6 +190,52 @@ def test_model_mismatch_is_one_clear_error(tmp_path: Path) -> None:
         open_engine(kb, settings, embedder=Other(), reindex=False)
 
 
+def test_an_index_of_another_model_is_rebuilt_by_the_indexer(tmp_path: Path) -> None:
+    """A CI cache of one ``--index-dir`` restored after the model changed: the index is a
+    cache, so the indexer builds the new model's (under pytest there is no --force)."""
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
+    write(kb, "b.md", "## B\n\n" + "beta words " * 10)
+    shared_dir = tmp_path / "index"
+    settings = replace(SETTINGS, index=replace(SETTINGS.index, index_dir=shared_dir))
+    run_indexer(kb, settings, progress=False)
+
+    class Other(CountingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.name = "other-model"
+
+    other = Other()
+    report = run_indexer(kb, settings, embedder=other, progress=False)
+    (warning,) = report.warnings
+    assert "was built with 'hash'" in warning and "rebuilt it for 'other-model'" in warning
+    assert other.passages >= 2  # every chunk again, by the new model
+    with open_engine(kb, settings, embedder=Other(), reindex=False) as engine:
+        assert engine.corpus_snapshot().chunks == 2
+    # the next run finds its own model's index: nothing to rebuild
+    again = Other()
+    assert run_indexer(kb, settings, embedder=again, progress=False).warnings == []
+    assert again.passages == 0
+
+
+def test_other_exclude_headings_rebuild_the_index_as_a_fresh_build_would_be(
+    tmp_path: Path,
+) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "## Keep\n\n" + "alpha words " * 10 + "\n\n## Drafts\n\n" + "beta " * 20)
+    run_indexer(kb, SETTINGS, progress=False)
+    excluding = replace(SETTINGS, index=replace(SETTINGS.index, exclude_headings=("Drafts",)))
+    report = run_indexer(kb, excluding, progress=False)
+    assert any("exclude_headings" in w and "rebuilt" in w for w in report.warnings)
+    with open_engine(kb, excluding, reindex=False) as cached:
+        cached_corpus = cached.corpus_snapshot()
+    fresh = replace(excluding, index=replace(excluding.index, index_dir=tmp_path / "fresh-index"))
+    run_indexer(kb, fresh, progress=False)
+    with open_engine(kb, fresh, reindex=False) as built:
+        assert built.corpus_snapshot() == cached_corpus
+    assert cached_corpus.chunks == 1
+
+
 def test_missing_index_without_reindex_is_clear(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     write(kb, "a.md", "## A\n\nbody")

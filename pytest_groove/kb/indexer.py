@@ -16,6 +16,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 import time
 from collections import deque
@@ -25,7 +26,14 @@ from pathlib import Path
 
 from pytest_groove.config import DEFAULT_VECTOR_INDEX, IndexSettings
 from pytest_groove.embed.base import Embedder
-from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, clip_path, flag
+from pytest_groove.errors import (
+    GrooveError,
+    IndexCorrupt,
+    IndexUnwritable,
+    clip,
+    clip_path,
+    flag,
+)
 from pytest_groove.kb.beneath import index_folder_beneath
 from pytest_groove.kb.cache_check import check_caches, remove_caches
 from pytest_groove.kb.cache_seal import is_vouched
@@ -85,25 +93,51 @@ def resolve_context_mode(store: Store, desired: str, force: bool, report: IndexR
     return mode
 
 
-def check_model(store: Store, embedder: Embedder, force: bool) -> None:
-    """An index answers only queries embedded by the model that built it."""
+#: index metadata: the ``exclude_headings`` the chunks were cut with (JSON list)
+EXCLUDE_HEADINGS_META = "exclude_headings"
+
+
+def rebuild_reason(store: Store, embedder: Embedder, settings: IndexSettings) -> str | None:
+    """Why the stored chunks are not what this configuration would index (None: they
+    are): another embedding model, or other ``exclude_headings``, than built them.
+
+    The index is derived data, so an indexer rebuilds it rather than stop a run (under
+    pytest there is no ``--force`` to give) or search a corpus a fresh build would not
+    hold (a restored CI cache would then score otherwise than a cache miss)."""
     model = store.get_meta("embedding_model")
     dim = store.get_meta("embedding_dim")
-    if (
-        model is not None
-        and not force
-        and (model != embedder.name or dim != str(embedder.dimension))
-    ):
-        raise GrooveError(
-            f"embedding model mismatch: the index at {clip_path(store.path)} was built with "
-            f"{model!r} "
-            f"(dim {dim}) but {embedder.name!r} (dim {embedder.dimension}) was asked for; "
-            f"pass {flag('model')} {model} or rebuild with --force"
+    if model is not None and (model != embedder.name or dim != str(embedder.dimension)):
+        return (
+            f"the index at {clip_path(store.path)} was built with {model!r} (dim {dim}), and "
+            f"{embedder.name!r} (dim {embedder.dimension}) was asked for: rebuilt it for "
+            f"{embedder.name!r} (keep one {flag('index-dir')} per model to keep both)"
         )
-    if model != embedder.name or dim != str(embedder.dimension):
+    recorded = store.get_meta(EXCLUDE_HEADINGS_META)
+    wanted = list(settings.exclude_headings)
+    _docs, chunks = store.counts()
+    # an index of an earlier version recorded none: the same as none excluded
+    before = json.loads(recorded) if recorded is not None else []
+    if chunks and before != wanted:
+        return (
+            f"the index at {clip_path(store.path)} was cut with exclude_headings "
+            f"{clip(json.dumps(before, ensure_ascii=False))}, and the configuration "
+            f"excludes {clip(json.dumps(wanted, ensure_ascii=False))}: rebuilt it"
+        )
+    return None
+
+
+def record_build(store: Store, embedder: Embedder, settings: IndexSettings) -> None:
+    """Record what the chunks are built with (after a rebuild's wipe, so a run killed
+    in between finds the old record and rebuilds again)."""
+    values = {
+        "embedding_model": embedder.name,
+        "embedding_dim": str(embedder.dimension),
+        EXCLUDE_HEADINGS_META: json.dumps(list(settings.exclude_headings), ensure_ascii=False),
+    }
+    if any(store.get_meta(key) != value for key, value in values.items()):
         with store.transaction():
-            store.set_meta("embedding_model", embedder.name)
-            store.set_meta("embedding_dim", str(embedder.dimension))
+            for key, value in values.items():
+                store.set_meta(key, value)
 
 
 def index_kb(
@@ -317,13 +351,17 @@ def _index_locked(
     """The indexer's steps, in order: scan, renames, index each file, prune, and the
     note vectors of unchanged documents when they are wanted for the first time."""
     report = IndexReport()
-    check_model(store, embedder, force)
+    reason = None if force else rebuild_reason(store, embedder, settings)
+    if reason is not None:
+        report.warnings.append(reason)
+        force = True
     if force:  # nothing derived is read: every cache is made again
         remove_caches(store.path.parent)
     else:  # a damaged cache is removed (one warning each) and made again
         report.warnings.extend(check_caches(store.path.parent))
     if force:
         store.wipe(term_table=wants.term_table, note_vectors=wants.note_vectors)
+    record_build(store, embedder, settings)
     if wants.term_table:
         # before any write, so every chunk written from here on is fed to it too
         store.keep_term_table()
