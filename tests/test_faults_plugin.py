@@ -133,9 +133,8 @@ def test_a_cached_index_folder_of_another_model_is_rebuilt_not_a_red_job(
     result = pytester.runpytest(*args, "--groove-fail-on-regression")
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.OK, output
-    assert "was built with 'hash' (dim 256), and 'other-hash' (dim 256) was asked for: " in (
-        output
-    )
+    built = "was built with 'hash' (dim 256), and 'other-hash' (dim 256) was asked for: "
+    assert built in output
     assert "rebuilt it for 'other-hash' (keep one --groove-index-dir per model" in output
     # a reader that never writes the index names the command instead
     line = _usage_error(_run(pytester, "--groove-index-dir", "idx", "--groove-no-reindex"))
