@@ -11,6 +11,8 @@ from kb_files import write_notes
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
+import pytest_groove.plugin.controller
+import pytest_groove.plugin.runner  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
@@ -110,3 +112,36 @@ def test_the_plugin_writes_files_trec_eval_scores_like_us(
         "flaky Q0 practices/review.md 2 2 groove",
         "flaky Q0 practices/testing.md#flaky%20tests 3 1 groove",
     ]
+
+
+#: two queries whose first 32 characters agree: the same derived id
+TWINS = """\
+queries:
+  - query: "which days of the week do we ship releases"
+    expected:
+      - path: "ops/deploys.md"
+  - query: "which days of the week do we ship hotfixes"
+    expected:
+      - path: "practices/review.md"
+"""
+
+
+def test_a_subset_runs_files_name_each_query_as_the_whole_run_does(
+    pytester: pytest.Pytester,
+) -> None:
+    kb = pytester.path / "kb"
+    kb.mkdir()
+    (kb / ".groove-eval.yml").write_text(TWINS, encoding="utf-8")
+    write_notes(kb, NOTES)
+    args = ("--groove-kb", "kb", "--groove-model", "hash", "--groove-no-history")
+    whole = pytester.runpytest(*args, "--groove-trec-qrels", "whole.trec")
+    assert whole.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    listed = pytester.runpytest(*args, "--collect-only", "-q")
+    second = [line for line in listed.stdout.lines if "::" in line][1]
+    subset = pytester.runpytest(*args, second, "--groove-trec-qrels", "subset.trec")
+    assert subset.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    whole_lines = (pytester.path / "whole.trec").read_text(encoding="utf-8").splitlines()
+    subset_lines = (pytester.path / "subset.trec").read_text(encoding="utf-8").splitlines()
+    # the second query alone keeps the qid (and so the judgement) the whole run gave it
+    assert subset_lines == [whole_lines[1]]
+    assert whole_lines[1].split()[0].endswith("@2")

@@ -55,6 +55,7 @@ class Query:
     id: str
     expected: tuple[ExpectedEntry, ...]
     top_k: tuple[Hit, ...]
+    query: str = ""
 
 
 def _ranked(pairs: Sequence[tuple[str, str | None]]) -> tuple[Hit, ...]:
@@ -149,6 +150,29 @@ def test_a_repeated_derived_id_stays_two_queries() -> None:
     ]
     assert qrels_lines([first, second]) == ["same%20start 0 a.md 1", "same%20start@2 0 b.md 1"]
     _assert_trec_agrees([first, second])
+
+
+def test_the_empty_id_is_a_field_the_tools_read() -> None:
+    # the golden file allows `id: ""` (the seed's ids are any string)
+    empty = Query("", (ExpectedEntry("a.md"),), _ranked([("b.md", None), ("a.md", None)]))
+    other = Query("@1", (ExpectedEntry("b.md"),), _ranked([("b.md", None)]))
+    assert [line.split()[0] for line in qrels_lines([empty, other])] == ["@1", "%401"]
+    assert all(len(line.split()) == 6 for line in run_lines([empty, other]))
+    _assert_trec_agrees([empty, other])
+
+
+def test_a_subset_gives_each_query_the_qid_of_the_whole_run() -> None:
+    # two derived ids alike; a run of the second alone (pytest -k, a node id) must not
+    # hand it the first one's qid, or the whole run's qrels judge it by the other's answers
+    first = Query("same start", (ExpectedEntry("a.md"),), (), query="same start one")
+    second = Query("same start", (ExpectedEntry("b.md"),), (), query="same start two")
+    whole = query_ids([first, second])
+    assert whole == ["same%20start", "same%20start@2"]
+    assert query_ids([second], golden=[first, second]) == ["same%20start@2"]
+    assert qrels_lines([second], golden=[first, second]) == ["same%20start@2 0 b.md 1"]
+    # a query the golden set does not hold keeps its own
+    alone = Query("elsewhere", (ExpectedEntry("c.md"),), (), query="elsewhere")
+    assert query_ids([alone], golden=[first, second]) == ["elsewhere"]
 
 
 def test_a_tag_with_a_space_is_refused() -> None:
