@@ -342,3 +342,97 @@ def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "kb" / ".groove-eval.yml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("file", "line"),
+    [
+        ("corpus.jsonl", '{"_id": "d9", "text": "lone \\ud800 surrogate"}'),
+        ("corpus.jsonl", '{"_id": "d9", "title": "half \\udfff pair", "text": "words"}'),
+        ("queries.jsonl", '{"_id": "q8", "text": "query \\udfff here"}'),
+    ],
+    ids=["text", "title", "query"],
+)
+def test_a_lone_surrogate_is_one_line_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str, line: str
+) -> None:
+    # JSON may escape half of a UTF-16 pair alone: no character a note or a golden
+    # file can hold (before: a traceback after an empty note was written, or a golden
+    # file eval could not read)
+    source = write_dataset(tmp_path / "bad")
+    with (source / file).open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert "lone surrogate" in err and f"{file}:" in err and "Traceback" not in err
+    assert not (tmp_path / "kb").exists()
+
+
+def test_a_text_opening_with_a_frontmatter_fence_stays_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = [
+        *DOCUMENTS,
+        {"_id": "fm", "title": "", "text": "---\ntitle: fake\n---\nOctopus have three hearts."},
+        {"_id": "fm-only", "title": "", "text": "---\nauthor: someone\n---"},
+    ]
+    qrels = [*QRELS, ("q1", "fm", 1), ("q2", "fm-only", 1)]
+    source = write_dataset(tmp_path / "fm", documents, qrels)
+    kb = tmp_path / "kb"
+    code, _out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    assert (code, err) == (0, "")
+    code, out, err = groove(
+        capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
+    )
+    assert code in (0, 1) and "warning" not in err and "Error" not in err, err
+    code, out, err = groove(capsys, "search", "--kb-path", kb, "--model", "hash", "octopus")
+    assert code == 0 and "title: fake" in out  # the dataset's line is text, not metadata
+
+
+def test_a_document_over_the_note_size_cap_is_left_out_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_groove.interop import beir
+
+    # a smaller cap stands in for the indexer's 50 MiB (the same constant both read)
+    monkeypatch.setattr(beir, "FILE_SIZE_CAP", 200)
+    documents = [*DOCUMENTS, {"_id": "big", "title": "Big", "text": "word " * 100}]
+    qrels = [*QRELS, ("q1", "big", 1), ("q9", "big", 1)]
+    source = write_dataset(tmp_path / "big", documents, qrels)
+    kb = tmp_path / "kb"
+    code, out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    assert (code, err) == (0, "")
+    assert not (kb / "big.md").exists()
+    assert "1 document(s) over the 200 bytes a note may hold not written" in out
+    # q9 was judged on the big document alone: left out, saying why
+    assert "query 'q9': every document judged for it is over the" in out
+    golden = yaml.safe_load((kb / ".groove-eval.yml").read_text(encoding="utf-8"))
+    assert all(e["path"] != "big.md" for q in golden["queries"] for e in q["expected"])
+
+
+def test_qrels_scores_and_headers_the_golden_file_can_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_dataset(tmp_path / "g", qrels=[("q1", "d1", 2**32)])
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert "score 4294967296 is over 4294967295" in err
+    # another spelling of the header line is a header, a typo in a score is not
+    source = write_dataset(tmp_path / "h")
+    tsv = source / "qrels" / "test.tsv"
+    tsv.write_text(
+        tsv.read_text(encoding="utf-8").replace(
+            "query-id\tcorpus-id\tscore", "query_id\tdoc_id\tscore"
+        )
+    )
+    code, _out, err = groove(capsys, "import", "beir", source, "--kb-path", tmp_path / "kb2")
+    assert (code, err) == (0, "")
+    tsv.write_text("q1\td1\t1O\n", encoding="utf-8")
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb3")
+    assert "score '1O' is not a whole number" in err
+
+
+def test_a_title_that_is_not_text_is_named_as_optional(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_dataset(tmp_path / "t", [*DOCUMENTS, {"_id": "d9", "title": 7, "text": "x"}])
+    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert "`title` is not a string; write it as a string, or leave it out" in err

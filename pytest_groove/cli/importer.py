@@ -59,7 +59,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from pytest_groove.interop.beir import first_and_more, import_beir
+    from pytest_groove.interop.beir import first_and_more, import_beir, note_cap_text
 
     summary = import_beir(args.source, args.kb_path, split=args.split, force=args.force)
     skipped = (
@@ -73,6 +73,11 @@ def _import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     if summary.empty_documents:
         out.write(f"  {summary.empty_documents} document(s) with no text not written\n")
+    if summary.oversized_documents:
+        out.write(
+            f"  {summary.oversized_documents} document(s) over the {note_cap_text()} a note "
+            "may hold not written\n"
+        )
     if summary.left_out:
         # judged queries eval could not run: named, since the set is no longer the
         # dataset's whole split (figures are not comparable with published ones)

@@ -87,7 +87,8 @@ _DEFAULTS_FIELDS = ("limit", "rerank")
 _QUERY_FIELDS = ("query", "expected", "id", "tags")
 _ENTRY_FIELDS = ("path", "heading", "grade")
 
-_U32_MAX = 2**32 - 1
+#: the largest grade an expected entry may have (a 32-bit unsigned integer)
+MAX_GRADE = 2**32 - 1
 
 #: pytest's built-in markers that change a test's outcome; a tag naming one is refused
 #: (markers other plugins register are checked by the plugin, which can see them)
@@ -258,7 +259,7 @@ def _check_defaults(value: object, line: int) -> None:
 
 
 def _u32(value: Any, path: str) -> int:
-    return read_int(value, path, lo=0, hi=_U32_MAX)
+    return read_int(value, path, lo=0, hi=MAX_GRADE)
 
 
 def _check_path(path: str, where: str, line: int, kb: Path) -> None:
@@ -344,8 +345,8 @@ def _parse_entry(value: object, where: str, line: int, kb: Path) -> ExpectedEntr
             join(where, "grade"),
             key_line(entry, "grade"),
             lambda value: (
-                f"invalid value: {describe(value)}, expected a whole number 0 or more "
-                "(1 = relevant, the default; 0 = judged not relevant)"
+                f"invalid value: {describe(value)}, expected a whole number from 0 to "
+                f"{MAX_GRADE} (1 = relevant, the default; 0 = judged not relevant)"
             ),
         )
     return ExpectedEntry(path=path, heading=heading, line=path_line, grade=grade)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -33,8 +33,10 @@ from typing import Any, BinaryIO
 import yaml
 
 from pytest_groove.errors import GrooveError, clip_path
-from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME
+from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME, MAX_GRADE
 from pytest_groove.evaluation.guarded_io import GOLDEN_CAP
+from pytest_groove.kb.markdown import FRONTMATTER_FENCE
+from pytest_groove.kb.read_files import FILE_SIZE_CAP
 from pytest_groove.search.exclusion import split_exclusions
 
 CORPUS_FILE = "corpus.jsonl"
@@ -54,6 +56,8 @@ _WINDOWS_DEVICES = frozenset(
 _BOM = b"\xef\xbb\xbf"
 _HEADING_START = re.compile(r"^(\s{0,3})#", re.MULTILINE)
 _DASH_TOKEN = re.compile(r"(?<!\S)-\S+")
+#: a column name of a qrels header: letters, ``_``, ``-`` and spaces, no digit
+_COLUMN_NAME = re.compile(r"[a-z_ -]+")
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,8 @@ class ImportSummary:
     left_out: tuple[str, ...] = ()
     #: documents with no text (a note of them would hold nothing to find): not written
     empty_documents: int = 0
+    #: documents whose note would be over the indexer's size cap: not written
+    oversized_documents: int = 0
 
 
 # --------------------------------------------------------------------------- reading
@@ -155,7 +161,20 @@ def _field(obj: dict[str, Any], name: str, where: str, *, required: bool = True)
     if isinstance(value, int) and not isinstance(value, bool) and name == "_id":
         return str(value)  # some exports write numeric ids
     if not isinstance(value, str):
+        if not required:
+            raise _fail(where, f"`{name}` is not a string", "write it as a string, or leave it out")
         raise _fail(where, f"`{name}` is missing or not a string", f'give each line a "{name}"')
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # JSON may escape half of a UTF-16 pair alone (\ud800): no character, so no
+        # note or golden file could hold it
+        raise _fail(
+            where,
+            f"`{name}` holds a lone surrogate (\\u{ord(value[exc.start]):04x} at character "
+            f"{exc.start}), an escape that is no character",
+            "fix the line or re-download the file",
+        ) from None
     return value
 
 
@@ -199,6 +218,16 @@ def qrels_path(source: Path, split: str) -> Path:
     return path
 
 
+def _is_header(fields: Sequence[str]) -> bool:
+    """A first line naming the columns: BEIR's ``query-id corpus-id score``, or any
+    other spelling of three names (no digit in any field: a judgement has ids and a
+    number, so a typo in a score is never taken for a header)."""
+    names = tuple(f.strip().lower() for f in fields)
+    return names == QRELS_HEADER or (
+        len(names) == 3 and all(_COLUMN_NAME.fullmatch(name) for name in names)
+    )
+
+
 def read_qrels(path: Path, documents: set[str], queries: set[str]) -> dict[str, dict[str, int]]:
     """``query id -> {document id: score}`` in file order; ids checked against the rest."""
     judged: dict[str, dict[str, int]] = {}
@@ -209,7 +238,7 @@ def read_qrels(path: Path, documents: set[str], queries: set[str]) -> dict[str, 
         fields = line.split("\t")
         if len(fields) != 3:
             fields = line.split()
-        if index == 0 and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
+        if index == 0 and _is_header(fields):
             continue
         if len(fields) != 3:
             raise _fail(where, "expected 3 tab-separated fields", "write query-id corpus-id score")
@@ -218,6 +247,12 @@ def read_qrels(path: Path, documents: set[str], queries: set[str]) -> dict[str, 
             score = int(raw_score)
         except ValueError:
             raise _fail(where, f"score {raw_score!r} is not a whole number", "fix it") from None
+        if score > MAX_GRADE:
+            raise _fail(
+                where,
+                f"score {raw_score} is over {MAX_GRADE}, the largest grade a golden file holds",
+                "fix it",
+            )
         if query_id not in queries:
             raise _fail(where, f"query id {query_id!r} is not in {QUERIES_FILE}", "fix the id")
         if doc_id not in documents:
@@ -294,11 +329,15 @@ def note_text(document: BeirDocument) -> str:
     """``# title`` (when there is one), a blank line, the text.
 
     A text line that would open a Markdown heading gets a backslash, so each document
-    stays one section as BEIR scores it.
+    stays one section as BEIR scores it; so does a text that would open with a YAML
+    frontmatter fence (``---``) when no title comes first, so its lines stay text.
     """
     body = _HEADING_START.sub(lambda m: f"{m.group(1)}\\#", document.text.strip())
     title = " ".join(document.title.split())
-    return f"# {title}\n\n{body}\n" if title else f"{body}\n"
+    if title:
+        return f"# {title}\n\n{body}\n"
+    body = body.lstrip("\ufeff")  # a byte-order mark would be stripped before the fence
+    return f"\\{body}\n" if body.startswith(FRONTMATTER_FENCE) else f"{body}\n"
 
 
 def query_text(text: str) -> str:
@@ -312,6 +351,13 @@ def query_text(text: str) -> str:
         return f'"{token}"' if split_exclusions(token).exclusions else token
 
     return _DASH_TOKEN.sub(quoted, text)
+
+
+def note_cap_text() -> str:
+    """The indexer's size cap for one note, as said to people (``50 MiB``)."""
+    if FILE_SIZE_CAP % 2**20 == 0:
+        return f"{FILE_SIZE_CAP // 2**20} MiB"
+    return f"{FILE_SIZE_CAP:,} bytes"
 
 
 def first_and_more(reasons: Sequence[str]) -> str:
@@ -332,15 +378,18 @@ def golden_text(
     names: dict[str, str],
     title: str,
     *,
-    without_text: frozenset[str] = frozenset(),
+    not_written: Mapping[str, str] | None = None,
     left_out: list[str] | None = None,
 ) -> tuple[str, int]:
     """(the golden file, how many queries it holds).
 
-    A judged query the golden file would refuse (:func:`query_text_problem`), or whose
-    judged documents are all in ``without_text``, is left out and said why in
-    ``left_out``: eval would refuse the whole file for it.
+    ``not_written`` maps each document no note is written for to why (no text, over
+    the size a note may have): no golden entry names it.  A judged query the golden
+    file would refuse (:func:`query_text_problem`), or whose judged documents are all
+    unwritten, is left out and said why in ``left_out``: eval would refuse the whole
+    file for it.
     """
+    not_written = not_written or {}
     from pytest_groove.evaluation.golden import query_text_problem
 
     entries: list[dict[str, Any]] = []
@@ -351,12 +400,13 @@ def golden_text(
         expected = [
             {"path": names[doc_id], **({"grade": score} if score > 1 else {})}
             for doc_id, score in relevant.items()
-            if doc_id not in without_text
+            if doc_id not in not_written
         ]
         text = query_text(query.text)
         problem = query_text_problem(text)
         if problem is None and not expected:
-            problem = "every document judged for it has no text"
+            reasons = sorted({not_written[doc_id] for doc_id in relevant})
+            problem = f"every document judged for it {' or '.join(reasons)}"
         if problem is not None:
             if left_out is not None:
                 left_out.append(f"{query.where}: query {query.id!r}: {problem}")
@@ -406,14 +456,22 @@ def import_beir(
         qrels_path(source, split), {d.id for d in documents}, {q.id for q in queries}
     )
     names = note_names([d.id for d in documents])
-    without_text = frozenset(d.id for d in documents if not has_text(d))
+    not_written = {d.id: "has no text" for d in documents if not has_text(d)}
+    # the indexer skips a note over its size cap, and eval would then refuse the golden
+    # file naming it: such a document is left out, like one with no text
+    oversized = {
+        d.id: f"is over the {note_cap_text()} a note may hold"
+        for d in documents
+        if d.id not in not_written and len(note_text(d).encode("utf-8")) > FILE_SIZE_CAP
+    }
+    not_written.update(oversized)
     left_out: list[str] = []
     golden, count = golden_text(
         queries,
         judged,
         names,
         f"imported by `groove import beir` from {source.name} ({split})",
-        without_text=without_text,
+        not_written=not_written,
         left_out=left_out,
     )
     golden_path = out / DEFAULT_GOLDEN_NAME
@@ -436,7 +494,7 @@ def import_beir(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GrooveError(f"could not create {out}: {exc.strerror or exc}") from None
-    written = [d for d in documents if d.id not in without_text]
+    written = [d for d in documents if d.id not in not_written]
     for document in written:
         _write(out / names[document.id], note_text(document))
     _write(golden_path, golden)
@@ -447,5 +505,6 @@ def import_beir(
         unjudged,
         golden_path,
         left_out=tuple(left_out),
-        empty_documents=len(without_text),
+        empty_documents=len(not_written) - len(oversized),
+        oversized_documents=len(oversized),
     )

@@ -86,6 +86,6 @@ def read_kb_view(kb: Path, settings: IndexSettings) -> KBView:
             ChunkText(rel, chunk.index, chunk.heading, chunk.context, chunk.content)
             for chunk in parsed.chunks
         )
-    # the indexer's rule (kb/indexer.py: context_mode_for, "static" stores it)
+    # the indexer's rule (kb/build_record.py: context_mode_for, "static" stores it)
     stores_context = settings.contextual and settings.contextual_full_text
     return KBView(headings, documents, tuple(texts), tuple(warnings), stores_context)

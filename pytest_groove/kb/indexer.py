@@ -16,7 +16,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 import time
 from collections import deque
@@ -30,11 +29,15 @@ from pytest_groove.errors import (
     GrooveError,
     IndexCorrupt,
     IndexUnwritable,
-    clip,
     clip_path,
-    flag,
 )
 from pytest_groove.kb.beneath import index_folder_beneath
+from pytest_groove.kb.build_record import (
+    context_mode_for,
+    rebuild_reason,
+    record_build,
+    resolve_context_mode,
+)
 from pytest_groove.kb.cache_check import check_caches, remove_caches
 from pytest_groove.kb.cache_seal import is_vouched
 from pytest_groove.kb.heap import return_freed_memory
@@ -60,84 +63,6 @@ GROOVE_DIR_NAME = ".groove"
 
 def default_index_dir(kb: Path, model_slug: str) -> Path:
     return kb / GROOVE_DIR_NAME / model_slug
-
-
-def context_mode_for(settings: IndexSettings) -> str:
-    """The context mode the settings ask for.
-
-    ``off``: chunks are embedded and searched as they are; ``static``: each chunk's
-    breadcrumb is embedded with it and searched in full text; ``embedded``: the
-    breadcrumb is embedded with it but not stored or searched.
-    """
-    if not settings.contextual:
-        return "off"
-    return "static" if settings.contextual_full_text else "embedded"
-
-
-def resolve_context_mode(store: Store, desired: str, force: bool, report: IndexReport) -> str:
-    """The index's recorded context mode wins; switching needs ``--force``."""
-    recorded = store.get_meta("context_mode")
-    _docs, chunks = store.counts()
-    if force or recorded is None or chunks == 0:
-        mode = desired
-    else:
-        mode = recorded
-        if recorded != desired:
-            report.warnings.append(
-                f"the index was built with contextual mode {recorded!r} but the config asks "
-                f"for {desired!r}; keeping {recorded!r} - run `groove index --force` to switch"
-            )
-    if recorded != mode:
-        with store.transaction():
-            store.set_meta("context_mode", mode)
-    return mode
-
-
-#: index metadata: the ``exclude_headings`` the chunks were cut with (JSON list)
-EXCLUDE_HEADINGS_META = "exclude_headings"
-
-
-def rebuild_reason(store: Store, embedder: Embedder, settings: IndexSettings) -> str | None:
-    """Why the stored chunks are not what this configuration would index (None: they
-    are): another embedding model, or other ``exclude_headings``, than built them.
-
-    The index is derived data, so an indexer rebuilds it rather than stop a run (under
-    pytest there is no ``--force`` to give) or search a corpus a fresh build would not
-    hold (a restored CI cache would then score otherwise than a cache miss)."""
-    model = store.get_meta("embedding_model")
-    dim = store.get_meta("embedding_dim")
-    if model is not None and (model != embedder.name or dim != str(embedder.dimension)):
-        return (
-            f"the index at {clip_path(store.path)} was built with {model!r} (dim {dim}), and "
-            f"{embedder.name!r} (dim {embedder.dimension}) was asked for: rebuilt it for "
-            f"{embedder.name!r} (keep one {flag('index-dir')} per model to keep both)"
-        )
-    recorded = store.get_meta(EXCLUDE_HEADINGS_META)
-    wanted = list(settings.exclude_headings)
-    _docs, chunks = store.counts()
-    # an index of an earlier version recorded none: the same as none excluded
-    before = json.loads(recorded) if recorded is not None else []
-    if chunks and before != wanted:
-        return (
-            f"the index at {clip_path(store.path)} was cut with exclude_headings "
-            f"{clip(json.dumps(before, ensure_ascii=False))}, and the configuration "
-            f"excludes {clip(json.dumps(wanted, ensure_ascii=False))}: rebuilt it"
-        )
-    return None
-
-
-def record_build(store: Store, embedder: Embedder, settings: IndexSettings) -> None:
-    """Record what the chunks are built with (after a rebuild's wipe, so a run killed
-    in between finds the old record and rebuilds again)."""
-    values = {
-        "embedding_model": embedder.name,
-        "embedding_dim": str(embedder.dimension),
-        EXCLUDE_HEADINGS_META: json.dumps(list(settings.exclude_headings), ensure_ascii=False),
-    }
-    if any(store.get_meta(key) != value for key, value in values.items()):
-        with store.transaction():
-            for key, value in values.items():
-                store.set_meta(key, value)
 
 
 def index_kb(

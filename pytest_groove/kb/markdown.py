@@ -52,7 +52,9 @@ MERGE_THRESHOLD_BYTES = 50
 #: leading ``# Title`` kept as text, short first sections standing alone)
 CHUNKER_VERSION = 2
 
-_FENCE = "---"
+#: the line that opens (and closes) YAML frontmatter
+FRONTMATTER_FENCE = "---"
+_FENCE = FRONTMATTER_FENCE
 
 
 @dataclass(frozen=True)
