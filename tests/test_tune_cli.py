@@ -225,3 +225,23 @@ def test_plot_needs_an_image_suffix(zebra_kb: Path, tmp_path: Path) -> None:
     run = tune(zebra_kb, "--plot", str(tmp_path / "grid.txt"))
     assert run.returncode == 2
     assert "--plot" in run.stderr and ".png" in run.stderr
+
+
+def test_the_context_warning_says_why_for_an_index_whose_breadcrumb_is_not_searched(
+    tmp_path: Path,
+) -> None:
+    # contextual mode with full_text = false: the breadcrumb is embedded, the context
+    # column stays empty -- the axis is still a no-op, but not because contextual
+    # retrieval is off
+    kb = write_kb(tmp_path / "kb", {**TOPICS, **FILLERS})
+    (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    (kb / "groove.toml").write_text(
+        "[contextual]\nenabled = true\nfull_text = false\n", encoding="utf-8"
+    )
+    run = groove("tune", "--kb-path", str(kb), "--model", "hash")
+    assert run.returncode == 0, run.stderr
+    assert "contextual retrieval is off" not in run.stderr + run.stdout
+    assert "the breadcrumb is embedded but not searched: [contextual] full_text = false" in (
+        run.stderr.replace("\n", " ")
+    )
+    assert "(the breadcrumb is embedded but not searched" in run.stdout

@@ -48,6 +48,12 @@ CONTEXT_NOOP_WARNING = (
 )
 
 
+def context_noop_warning(why: str) -> str:
+    """The warning, with the reason the index's context mode gives (the words above
+    for an index built with contextual retrieval off)."""
+    return CONTEXT_NOOP_WARNING.replace("contextual retrieval is off", why)
+
+
 # --------------------------------------------------------------------------- arguments
 
 
@@ -240,7 +246,7 @@ def _preflight(source: CandidateSource, run: _TuneSetup, err: TextIO) -> Preflig
         err.write(not_measurable_message(pre))
         return None
     if pre.context_axis_noop:
-        err.write(CONTEXT_NOOP_WARNING)
+        err.write(context_noop_warning(pre.context_axis_why))
     _warn(
         err,
         f"{len(effective)} of {len(pre.queries)} golden queries are effective "
@@ -288,6 +294,6 @@ def _report(
         out.write(render_text(result, color=color_enabled(args.no_color, out)))
     out.flush()
     if args.plot is not None:
-        write_heatmap(args.plot, table.primary, pre.effective, result.verdict.refit.index)
+        write_heatmap(args.plot, table.primary, pre.units, result.verdict.refit.index)
         _warn(err, f"heatmap written to {args.plot}")
     _warn(err, f"cost split: {pre.timings.summary()}")

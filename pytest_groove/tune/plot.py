@@ -16,7 +16,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from pytest_groove.tune.grid import (
     Condition,
     condition_index,
 )
+from pytest_groove.tune.units import Units, unit_table
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -59,16 +59,16 @@ def check_plot_target(path: Path) -> None:
         raise GrooveError(MISSING_MATPLOTLIB)
 
 
-def heatmap_grid(ndcg5: FloatArray, effective: Sequence[int], refit: int) -> FloatArray:
-    """Δ mean primary metric vs the default, shape (4 heading weights, 6 rrf_k values).
+def heatmap_grid(ndcg5: FloatArray, units: Units, refit: int) -> FloatArray:
+    """Δ mean primary metric vs the default, shape (4 heading weights, 6 rrf_k values):
+    each unit (the effective queries asking one text, :mod:`.units`) counts once, as in
+    the selection the map shows.
 
     Context and content weights are fixed at the refit's.
     """
-    table = np.asarray(ndcg5, dtype=np.float64)
-    rows = list(effective)
-    if not rows:
+    if not units:
         return np.zeros((N_W, N_K))
-    means = table[rows].mean(axis=0)
+    means = unit_table(ndcg5, units).mean(axis=0)
     at = Condition.from_index(refit)
     grid = np.empty((N_W, N_K))
     for h in range(N_W):
@@ -95,11 +95,11 @@ def _load_pyplot() -> Any:
 
 
 def write_heatmap(
-    path: Path, ndcg5: FloatArray, effective: Sequence[int], refit: int, *, title: str = ""
+    path: Path, ndcg5: FloatArray, units: Units, refit: int, *, title: str = ""
 ) -> None:
     """Draw :func:`heatmap_grid` to ``path`` (format from the suffix)."""
     plt = _load_pyplot()
-    grid = heatmap_grid(ndcg5, effective, refit)
+    grid = heatmap_grid(ndcg5, units, refit)
     at = Condition.from_index(refit)
     span = float(np.max(np.abs(grid))) or 0.01
     fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=120)
@@ -132,7 +132,7 @@ def write_heatmap(
         ctx_w, content_w = WEIGHT_VALUES[at.ctx], WEIGHT_VALUES[at.content]
         ax.set_title(
             title
-            or f"mean Δ{PRIMARY.label} vs default over {len(list(effective))} effective queries\n"
+            or f"mean Δ{PRIMARY.label} vs default over {len(units)} effective queries\n"
             f"(in-sample; bm25_context_weight={ctx_w:g}, bm25_content_weight={content_w:g})",
             fontsize=9,
         )

@@ -169,8 +169,8 @@ def render_text(result: TuneResult, color: bool = False) -> str:
         # the stderr warning's words, kept with the report it qualifies
         add(
             "  context axis: every chunk has an empty context column, so the "
-            "bm25_context_weight axis is a no-op on this KB (contextual retrieval is "
-            'off); its rows below mean "not measured", not "has no effect"'
+            f"bm25_context_weight axis is a no-op on this KB ({pre.context_axis_why}); "
+            'its rows below mean "not measured", not "has no effect"'
         )
 
     add("")

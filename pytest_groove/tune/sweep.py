@@ -203,6 +203,9 @@ class Preflight:
     document_first: bool = False
     #: with document_first: documents in note order (search.notes), as search does
     note_order: bool = False
+    #: the index's context mode: ``off``, ``static`` or ``embedded`` (breadcrumb
+    #: embedded, not searched), which says why no chunk has context text
+    context_mode: str = "off"
 
     @property
     def effective(self) -> list[int]:
@@ -219,6 +222,13 @@ class Preflight:
     def context_axis_noop(self) -> bool:
         """No chunk has context text, so bm25_context_weight multiplies zeros."""
         return self.context_chunks == 0
+
+    @property
+    def context_axis_why(self) -> str:
+        """Why the context column is empty, as the warning says it."""
+        if self.context_mode == "embedded":
+            return "the breadcrumb is embedded but not searched: [contextual] full_text = false"
+        return "contextual retrieval is off"
 
 
 def candidate_pool(limit: int) -> int:
@@ -325,6 +335,7 @@ def run_preflight(
         timings=timings,
         document_first=document_first,
         note_order=note_order and document_first,
+        context_mode=getattr(source, "context_mode", "off"),
     )
 
 
