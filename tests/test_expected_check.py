@@ -52,6 +52,20 @@ def test_a_missing_path_names_file_line_path_and_suggestions(tmp_path: Path) -> 
     assert "nothing was searched or recorded" in info.value.message
 
 
+def test_a_path_in_another_unicode_normal_form_is_named_as_such(tmp_path: Path) -> None:
+    # the file's name decomposed (NFD, as macOS writes it), the golden path composed:
+    # they look alike and compare unequal, so "did you mean `café.md`?" would puzzle
+    indexed = {"notes/cafe\u0301.md": {None}}
+    with pytest.raises(GrooveError) as info:
+        check_expected_entries(
+            golden(ExpectedEntry("notes/caf\u00e9.md", line=4)), indexed, tmp_path
+        )
+    message = info.value.message
+    assert "looks the same but spells it with other Unicode code points" in message
+    assert "(here U+00E9 for the file's U+0065 U+0301)" in message
+    assert "did you mean" not in message
+
+
 def test_a_path_with_no_close_match_gets_no_suggestion(tmp_path: Path) -> None:
     with pytest.raises(GrooveError) as info:
         check_expected_entries(golden(ExpectedEntry("zzz/qqq.txt", line=4)), INDEXED, tmp_path)

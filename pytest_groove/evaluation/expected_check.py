@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
@@ -32,6 +33,28 @@ from pytest_groove.kb.unindexed import SEE_WARNINGS, why_not_indexed
 _SUGGESTIONS = 3
 #: how alike (difflib ratio) a suggestion must be
 _CUTOFF = 0.6
+
+
+def _other_normal_form(wanted: str, indexed: Collection[str]) -> str | None:
+    """The indexed path that is ``wanted`` in another Unicode normal form (a macOS
+    file name in NFD, a golden file typed in NFC), or None."""
+    key = unicodedata.normalize("NFC", wanted)
+    return next(
+        (p for p in indexed if p != wanted and unicodedata.normalize("NFC", p) == key), None
+    )
+
+
+def _code_points(wanted: str, found: str) -> str:
+    """Where the two spellings part: ``U+00E9 for U+0065 U+0301``."""
+    start = next((i for i, (a, b) in enumerate(zip(wanted, found, strict=False)) if a != b), 0)
+    end_w, end_f = len(wanted), len(found)
+    while end_w > start and end_f > start and wanted[end_w - 1] == found[end_f - 1]:
+        end_w, end_f = end_w - 1, end_f - 1
+
+    def spelled(text: str) -> str:
+        return " ".join(f"U+{ord(char):04X}" for char in text[:8])
+
+    return f"{spelled(wanted[start:end_w])} for the file's {spelled(found[start:end_f])}"
 
 
 def _did_you_mean(wanted: str, choices: Collection[str]) -> str:
@@ -71,6 +94,14 @@ def _problem(
         if entry.path in deleted:
             # no typo: a stored run had the document, and it is gone from the disk
             return f"{absent}: {deleted[entry.path]}", _FIX_DELETED
+        twin = _other_normal_form(entry.path, indexed)
+        if twin is not None:
+            # looks identical, compares unequal: "did you mean `café.md`?" would puzzle
+            return (
+                f"{absent}: the file `{clip(twin)}` looks the same but spells it with other "
+                f"Unicode code points (here {_code_points(entry.path, twin)}), and paths "
+                "are compared code point for code point"
+            ), "write the path as the file's name is written (copy it from the file system)"
         return absent + _did_you_mean(entry.path, indexed), _FIX
     if entry.heading is None:
         return None
