@@ -44,7 +44,7 @@ from pytest_groove.evaluation.gate_record import loosened_warning
 from pytest_groove.evaluation.history import BaselineChoice, StagedSave, stage_save
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
-from pytest_groove.evaluation.records import GoldenSet
+from pytest_groove.evaluation.records import GoldenQuery, GoldenSet
 from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
 from pytest_groove.evaluation.report_text import NEXT_RUN_HINT, render_text
 from pytest_groove.evaluation.run import (
@@ -517,7 +517,7 @@ def _write_artefacts(
             written.append(f"HTML report written to {options.html}")
     for trec_path, what in ((options.trec_run, "run"), (options.trec_qrels, "qrels")):
         if trec_path is not None:
-            errors.append(_write_trec(trec_path, what, run))
+            errors.append(_write_trec(trec_path, what, run, plan.golden.queries))
             if errors[-1] is None:
                 written.append(f"TREC {what} file written to {trec_path}")
     return next((e for e in errors if e is not None), None), written
@@ -553,16 +553,16 @@ def _write_html(
     return None
 
 
-def _write_trec(path: Path, what: str, run: RunRecord) -> str | None:
+def _write_trec(path: Path, what: str, run: RunRecord, golden: Sequence[GoldenQuery]) -> str | None:
     # the qrels come from the run's queries too: a subset run's files then judge the
-    # same queries our averages do
+    # same queries our averages do; their qids are the whole golden set's
     from pytest_groove.interop.trec import write_trec_qrels, write_trec_run
 
     try:
         if what == "run":
-            write_trec_run(path, run.per_query)
+            write_trec_run(path, run.per_query, golden=golden)
         else:
-            write_trec_qrels(path, run.per_query)
+            write_trec_qrels(path, run.per_query, golden)
     except GrooveError as exc:
         return exc.raw_message
     return None

@@ -8,7 +8,9 @@ The two files let ``trec_eval``, ``pytrec_eval`` or ``ranx`` recompute the numbe
 
 Identifiers (documented in ``docs/interop.md``):
 
-- ``qid`` is the golden query's id (``@2``, ``@3``... on a repeated derived id);
+- ``qid`` is the golden query's id (``@2``, ``@3``... on a repeated derived id,
+  numbered in golden-file order so a subset run's files use the whole run's qids;
+  the empty id, which the golden file allows, is ``@1``: a field is never empty);
 - a document id is the KB-relative path (``docs/a.md``) for a path-only expected
   entry, and ``path#heading`` (the heading trimmed and lowercased, as the hit rule
   compares it) for an entry pinned to a heading;
@@ -59,6 +61,9 @@ class JudgedQuery(Protocol):
 
     @property
     def id(self) -> str: ...
+
+    @property
+    def query(self) -> str: ...
 
     @property
     def expected(self) -> Sequence[ExpectedEntry]: ...
@@ -112,19 +117,40 @@ def hit_ids(expected: Sequence[ExpectedEntry], hits: Sequence[RankedHit]) -> lis
     return ids
 
 
-def query_ids(queries: Sequence[JudgedQuery]) -> list[str]:
+def query_ids(
+    queries: Sequence[JudgedQuery], golden: Sequence[JudgedQuery] | None = None
+) -> list[str]:
     """Each query's ``qid``: its golden id encoded, ``@2``, ``@3``... on a repeat.
 
     Explicit ids are unique, but two queries whose texts share their first 32
-    characters derive the same id; TREC files would merge them into one query.
+    characters derive the same id; TREC files would merge them into one query.  The
+    repeats are numbered in the order of ``golden`` (the whole golden set; default:
+    ``queries`` themselves), so the files of a subset run (``pytest -k``) give each
+    query the qid the whole run's files give it.  The empty id is ``@1``.
     """
+    whole = list(queries if golden is None else golden)
     seen: dict[str, int] = {}
-    ids: list[str] = []
-    for query in queries:
+    numbered: list[str] = []
+    for query in whole:
         qid = encode_id(query.id)
         seen[qid] = seen.get(qid, 0) + 1
-        ids.append(qid if seen[qid] == 1 else f"{qid}@{seen[qid]}")
+        numbered.append(qid if seen[qid] == 1 and qid else f"{qid}@{seen[qid]}")
+    if golden is None:
+        return numbered
+    # each query takes the qid of the first golden query of its id, text and expected
+    # entries not taken yet (a result matching none keeps its own, as if alone)
+    waiting: dict[tuple[object, ...], list[str]] = {}
+    for query, qid in zip(whole, numbered, strict=True):
+        waiting.setdefault(_key(query), []).append(qid)
+    ids: list[str] = []
+    for query in queries:
+        free = waiting.get(_key(query))
+        ids.append(free.pop(0) if free else query_ids([query])[0])
     return ids
+
+
+def _key(query: JudgedQuery) -> tuple[object, ...]:
+    return (query.id, query.query, tuple(query.expected))
 
 
 def _check_tag(tag: str) -> str:
@@ -135,8 +161,13 @@ def _check_tag(tag: str) -> str:
     return tag
 
 
-def run_lines(queries: Iterable[RankedQuery], tag: str = DEFAULT_TAG) -> list[str]:
-    """The run file's lines: ``qid Q0 docid rank score tag``, queries in the given order.
+def run_lines(
+    queries: Iterable[RankedQuery],
+    tag: str = DEFAULT_TAG,
+    golden: Sequence[JudgedQuery] | None = None,
+) -> list[str]:
+    """The run file's lines: ``qid Q0 docid rank score tag``, queries in the given order
+    (``golden``: the whole golden set, for the qids: :func:`query_ids`).
 
     A query without hits has no line; ``trec_eval -c`` (and ranx's
     ``make_comparable=True``) still count it, as 0, like our averages do.
@@ -144,7 +175,7 @@ def run_lines(queries: Iterable[RankedQuery], tag: str = DEFAULT_TAG) -> list[st
     _check_tag(tag)
     queries = list(queries)
     lines: list[str] = []
-    for qid, query in zip(query_ids(queries), queries, strict=True):
+    for qid, query in zip(query_ids(queries, golden), queries, strict=True):
         hits = query.top_k
         for position, doc in enumerate(hit_ids(query.expected, hits), start=1):
             score = len(hits) - position + 1
@@ -152,12 +183,15 @@ def run_lines(queries: Iterable[RankedQuery], tag: str = DEFAULT_TAG) -> list[st
     return lines
 
 
-def qrels_lines(queries: Iterable[JudgedQuery]) -> list[str]:
+def qrels_lines(
+    queries: Iterable[JudgedQuery], golden: Sequence[JudgedQuery] | None = None
+) -> list[str]:
     """The qrels file's lines: ``qid 0 docid grade``, one per expected entry (grade 0
-    included: a judged, not relevant document, as qrels write it)."""
+    included: a judged, not relevant document, as qrels write it); ``golden`` as for
+    :func:`run_lines`."""
     queries = list(queries)
     lines: list[str] = []
-    for qid, query in zip(query_ids(queries), queries, strict=True):
+    for qid, query in zip(query_ids(queries, golden), queries, strict=True):
         for entry in query.expected:
             lines.append(f"{qid} {QRELS_ITERATION} {entry_id(entry)} {entry.grade}")
     return lines
@@ -190,11 +224,18 @@ def _write(path: Path, lines: Sequence[str], what: str, option: str) -> None:
         ) from None
 
 
-def write_trec_run(path: Path, queries: Iterable[RankedQuery], tag: str = DEFAULT_TAG) -> None:
+def write_trec_run(
+    path: Path,
+    queries: Iterable[RankedQuery],
+    tag: str = DEFAULT_TAG,
+    golden: Sequence[JudgedQuery] | None = None,
+) -> None:
     """Write ``queries``' rankings (a run's ``per_query``) as a TREC run file."""
-    _write(path, run_lines(queries, tag), "run file", f"{flag('trec-run')}")
+    _write(path, run_lines(queries, tag, golden), "run file", f"{flag('trec-run')}")
 
 
-def write_trec_qrels(path: Path, queries: Iterable[JudgedQuery]) -> None:
+def write_trec_qrels(
+    path: Path, queries: Iterable[JudgedQuery], golden: Sequence[JudgedQuery] | None = None
+) -> None:
     """Write ``queries``' expected entries (the golden set) as TREC qrels."""
-    _write(path, qrels_lines(queries), "qrels file", f"{flag('trec-qrels')}")
+    _write(path, qrels_lines(queries, golden), "qrels file", f"{flag('trec-qrels')}")
