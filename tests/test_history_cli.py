@@ -299,6 +299,33 @@ def test_eval_exits_1_for_an_invalid_groove_toml_naming_the_file(
     assert not (kb / ".groove").exists()
 
 
+CONFLICTED_TOML = """\
+<<<<<<< HEAD
+[eval]
+k_values = [1, 5]
+=======
+[eval]
+k_values = [1, 10]
+>>>>>>> feature
+"""
+
+
+def test_a_groove_toml_left_mid_merge_is_named_as_a_merge_conflict(kb: Path) -> None:
+    # tomllib's account is "Invalid statement (at line 1, column 1)": the marker line
+    (kb / "groove.toml").write_text(CONFLICTED_TOML, encoding="utf-8")
+    done = groove("eval", "--kb-path", kb, "--model", "hash")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"Error: invalid config {kb / 'groove.toml'}: a merge conflict was left in the file "
+        "(conflict markers at lines 1, 4 and 7), so it is not valid TOML: resolve the "
+        "conflict, keeping the settings of both sides you want, and delete the marker lines\n"
+    )
+    assert not (kb / ".groove").exists()
+    # a file that is only broken TOML is still called that
+    (kb / "groove.toml").write_text("[eval\n=======\n", encoding="utf-8")
+    assert "merge conflict" not in groove("eval", "--kb-path", kb).stderr
+
+
 @pytest.mark.parametrize("command", ["freeze", "delete"])
 def test_editing_a_history_that_cannot_be_written_names_no_eval_flag(
     kb: Path, monkeypatch: pytest.MonkeyPatch, command: str
