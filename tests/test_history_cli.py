@@ -166,6 +166,42 @@ def test_eval_with_a_named_baseline_threshold_and_freeze_confirmation(kb: Path) 
     assert [r.frozen for r in load_history(kb / HISTORY_FILE_NAME)] == [True, False]
 
 
+def test_a_merge_that_kept_both_sides_baseline_lines_freezes_neither(kb: Path) -> None:
+    """Branch a froze R1, branch b R2; the conflict on the `baseline` line was resolved
+    by keeping both lines (as a ``merge=union`` driver does): neither side's choice may
+    win by where its line landed, as with the conflict markers left in."""
+    history = kb / HISTORY_FILE_NAME
+    for _ in range(2):
+        assert groove("eval", "--kb-path", kb, "--model", "hash").returncode == 0
+    newer, older = (run.timestamp for run in load_history(history))
+    r1, r2 = (stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ") for stamp in (older, newer))
+    base = history.read_bytes()
+    sides = []
+    for run_id in (r1, r2):  # branch a, then branch b
+        history.write_bytes(base)
+        assert groove("history", "freeze", run_id, "--kb-path", kb).returncode == 0
+        sides.append(history.read_text(encoding="utf-8").splitlines(keepends=True))
+    ours, theirs = sides
+    (their_marker,) = (line for line in theirs if line.lstrip().startswith('"baseline"'))
+    at = next(i for i, line in enumerate(ours) if line.lstrip().startswith('"baseline"'))
+    history.write_text("".join([*ours[: at + 1], their_marker, *ours[at + 1 :]]), "utf-8")
+
+    listed = groove("history", "--kb-path", kb)
+    assert listed.returncode == 0, listed.stderr
+    assert not any(line.startswith("*") for line in listed.stdout.splitlines()[1:])
+    warning = (
+        f"its frozen-baseline markers name different runs ({r1}, {r2}: both sides of a "
+        "merge?), so neither is frozen and the next save drops them; `groove history freeze "
+        "RUN` freezes the one you want"
+    )
+    assert warning in listed.stderr
+    assert groove("history", "verify", "--kb-path", kb).returncode == 1
+    gated = groove("eval", "--kb-path", kb, "--model", "hash", "--fail-on-regression")
+    assert gated.returncode == 0, gated.stderr
+    assert f"Aggregate (previous run: {r2})" in gated.stdout  # the newest, not frozen
+    assert warning in gated.stderr
+
+
 def test_eval_refuses_bad_baselines_and_thresholds_before_any_search(kb: Path) -> None:
     unknown = groove("eval", "--kb-path", kb, "--model", "hash", "--baseline", "1999")
     assert unknown.returncode == 1 and "no run in " in unknown.stderr
