@@ -5,7 +5,8 @@ A query's verdict against the baseline run (the compatible one the comparison ch
 - ``missed`` -- nothing expected within the largest k (the item fails, gate or not);
 - ``regressed`` -- some metric of the query dropped by more than its threshold
   (:func:`~pytest_groove.evaluation.compare.query_regressed`, the rule the item uses
-  under ``--fail-on-regression``); each such metric with its value before and after;
+  under ``--fail-on-regression`` without ``--significance``); each such metric with its
+  value before and after;
 - ``pass`` -- neither.
 
 Beside the verdict: the rank of the first expected hit now and in the baseline (what
