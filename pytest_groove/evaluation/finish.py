@@ -209,7 +209,7 @@ def _item_regressions(
     ``--significance``, where a query's own drop fails no item."""
     if door != "pytest" or not gate_applies or plan.gate.significance is not None:
         return []
-    return [f"query {v.id} regressed" for v in verdicts.queries if v.regressed]
+    return [f"query {v.label} regressed" for v in verdicts.queries if v.regressed]
 
 
 def _ungated_queries(
@@ -222,7 +222,7 @@ def _ungated_queries(
     alpha = plan.gate.significance
     if (door != "cli" and alpha is None) or not gate_passed or not verdicts.compared:
         return None
-    dropped = [v.id for v in verdicts.queries if v.regressed]
+    dropped = [v.label for v in verdicts.queries if v.regressed]
     if not dropped:
         return None
     shown = ", ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")

@@ -444,7 +444,7 @@ def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> d
         rows.append(
             _QueryRow(
                 position=position,
-                id=result.id,
+                id=verdict.label,
                 query=result.query,
                 expected=[
                     (
