@@ -151,12 +151,22 @@ def configured_fingerprint(settings: Settings, golden_digest: str) -> Fingerprin
     )
 
 
+def _same_model(stored: str, named: str) -> bool:
+    """Two spellings of one model (an HTTP endpoint written two ways shares its index)."""
+    if stored == named:
+        return True
+    try:
+        return model_slug(stored) == model_slug(named)
+    except UsageError:  # an empty name: no model
+        return False
+
+
 def _settings_differ(wanted: Fingerprint, run: Fingerprint, model_named: bool) -> list[str]:
     """The keys the configuration decides in which ``run`` differs from ``wanted``
     (``model`` first, and only when a model is named)."""
     mine, theirs = wanted.to_json(), run.to_json()
     out = []
-    if model_named and model_slug(run.model) != model_slug(wanted.model):
+    if model_named and not _same_model(run.model, wanted.model):
         out.append("model")
     keys = _RETRIEVER_KEYS if run.retriever is not None else _ENGINE_KEYS
     out += [key for key in keys if mine.get(key) != theirs.get(key)]
