@@ -24,6 +24,7 @@ from pytest_groove.echo import conversion_reason, int_text, quote_value
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_path, clip_repr, flag
 from pytest_groove.evaluation.guarded_io import read_guarded
 from pytest_groove.evaluation.metric_names import read_metric_names
+from pytest_groove.files.merge_conflicts import conflict_marker_lines, has_conflict, line_list
 from pytest_groove.files.regular import read_regular_file
 from pytest_groove.list_values import EmptyItem, ascii_int, split_items
 from pytest_groove.path_limits import config_path
@@ -399,16 +400,27 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
             return Settings()
         raw = own
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
     except RecursionError:
-        raise GrooveError(f"invalid config {path}: not valid TOML (nested too deeply)") from None
+        raise GrooveError(
+            f"invalid config {clip_path(path)}: not valid TOML (nested too deeply)"
+        ) from None
     except ValueError as exc:
         # TOMLDecodeError and UnicodeDecodeError are ValueErrors; tomllib also lets
         # int() refuse an integer of more than 4,300 digits
+        if isinstance(exc, tomllib.TOMLDecodeError) and has_conflict(text):
+            # the parser names the line of the first marker as "invalid statement"
+            raise GrooveError(
+                f"invalid config {clip_path(path)}: a merge conflict was left in the file "
+                f"(conflict markers at {line_list(conflict_marker_lines(text))}), so it is "
+                "not valid TOML: resolve the conflict, keeping the settings of both sides "
+                "you want, and delete the marker lines"
+            ) from None
         reason = conversion_reason(exc) or (
             str(exc) if isinstance(exc, tomllib.TOMLDecodeError) else clip(str(exc))
         )
-        raise GrooveError(f"invalid config {path}: not valid TOML ({reason})") from None
+        raise GrooveError(f"invalid config {clip_path(path)}: not valid TOML ({reason})") from None
     settings = parse_settings(data, path.resolve())
     if kb is not None:
         _keep_inside_kb(settings, kb, path)

@@ -12,6 +12,7 @@ from test_gate_honest import ALL, finish, kb  # noqa: F401  (the fixture)
 from pytest_groove.cli import main
 from pytest_groove.evaluation.floor_raise import floor_text, respelled, round_down
 from pytest_groove.evaluation.floors import parse_floors
+from pytest_groove.evaluation.run import format_timestamp
 
 COMMENTED = """\
 # groove settings for the docs KB -- reviewed in PR #12
@@ -225,3 +226,47 @@ def test_without_a_configured_golden_file_the_newest_run_is_used(
     (kb / ".groove-eval.yml").rename(kb.parent / "golden-elsewhere.yml")
     assert main(["floors", "--kb-path", str(kb)]) == 0
     assert "--raise would raise it to 0.85" in capsys.readouterr().out
+
+
+def test_floors_are_raised_to_a_run_of_the_configured_model_never_an_experiments(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The main line is `--model hash` (MRR 0.85); an e5-small experiment recorded after
+    it (MRR 1.0) must not become the floor the next hash run fails."""
+    config = kb / "groove.toml"
+    config.write_text('[eval]\nfail_under = "mrr=0.5"\n', encoding="utf-8")
+    main_line = finish(kb, ALL - {0, 1, 2})  # recall@5 = MRR = nDCG@10 = 0.85
+    experiment = finish(kb, ALL, fingerprint_changes={"model": "e5-small"})
+    finish(kb, ALL, k=(1, 3))  # another k list than groove.toml's: other settings
+    stamp = format_timestamp(main_line.run.timestamp)
+    # no model named anywhere: which run is the main line is not guessed
+    assert main(["floors", "--kb-path", str(kb), "--raise"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "measured with more than one model (model e5-small, newest run "
+        f"{format_timestamp(experiment.run.timestamp)}; model hash, newest run {stamp})"
+    ) in err
+    assert "pass --model NAME" in err
+    assert config.read_text(encoding="utf-8") == '[eval]\nfail_under = "mrr=0.5"\n'
+    # named on the command line: the e5 run and the run of another k list are passed over
+    assert main(["floors", "--kb-path", str(kb), "--model", "hash", "--raise"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"floors in {kb / 'groove.toml'}, against the run of {stamp}, model hash (1 newer "
+        "run(s) of other settings (k_values) and 1 of another model (e5-small) passed over):\n"
+    )
+    assert "  MRR: floor 0.5, measured 0.850 -> raised to 0.85\n" in out
+    assert config.read_text(encoding="utf-8") == '[eval]\nfail_under = "mrr=0.85"\n'
+    # named in groove.toml: the same run
+    config.write_text('model = "hash"\n[eval]\nfail_under = "mrr=0.5"\n', encoding="utf-8")
+    assert main(["floors", "--kb-path", str(kb)]) == 0
+    assert f"against the run of {stamp}, model hash (" in capsys.readouterr().out
+    # the experiment's own line is reachable by naming it
+    assert main(["floors", "--kb-path", str(kb), "--model", "e5-small"]) == 0
+    assert ", model e5-small (1 newer run(s) of another model (hash) passed over):" in (
+        capsys.readouterr().out
+    )
+    # a model no run was measured with: said, with what differs
+    assert main(["floors", "--kb-path", str(kb), "--model", "bge-m3"]) == 1
+    assert "model: hash (that run) vs bge-m3 (now)" in capsys.readouterr().err

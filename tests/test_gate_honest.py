@@ -304,7 +304,14 @@ def test_the_html_report_shows_the_p_value_beside_the_delta(kb: Path, tmp_path: 
     finish(kb, ALL)
     page = tmp_path / "report.html"
     finish(kb, ALL - {0, 1}, html=page)
-    assert "↓ 0.100, p=0.500</td>" in page.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
+    assert "↓ 0.100, p=0.500</td>" in text
+    assert "The verdict is the golden item's outcome under pytest" in text
+    # under significance a regressed query fails no item: the note does not say it does
+    finish(kb, ALL - {0, 1, 2}, html=page, significance=0.05)
+    text = page.read_text(encoding="utf-8")
+    assert "The verdict is the golden item's outcome" not in text
+    assert "Under the significance level 0.05 this run was held to, a regressed query " in text
 
 
 def unfreeze_by_hand(kb: Path) -> None:
@@ -422,3 +429,40 @@ def test_history_diff_names_an_edited_run_and_a_gated_diff_refuses_it(
     assert f"warning: RUN_B {label(second)} cannot be trusted" in captured.err
     assert "the diff below is not what was measured" in captured.err
     assert (kb / HISTORY_FILE_NAME).read_bytes() == before
+
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
+
+#: a note quoting the `intermittent-failures` query: its answer drops from rank 1 to 2
+RETRY_NOTE = (
+    "---\ntitle: Retry notes\n---\n\n## Retries\n\n"
+    "A check passes on the second attempt but failed the first time: we call that a retry.\n"
+)
+
+
+def test_a_significance_level_from_groove_toml_is_named_with_its_file(tmp_path: Path) -> None:
+    """The level set in groove.toml is not "--significance": the warnings name the file,
+    and a single query's drop fails `groove eval` no more than it fails pytest."""
+    import shutil
+
+    from cli_invoke import invoke
+
+    kb = tmp_path / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"))
+    assert invoke("eval", "--kb-path", kb, "--model", "hash").returncode == 0
+    (kb / "practices" / "retries.md").write_text(RETRY_NOTE, encoding="utf-8")
+    (kb / "groove.toml").write_text("[eval]\nsignificance = 0.05\n", encoding="utf-8")
+    done = invoke("eval", "--kb-path", kb, "--model", "hash", "--fail-on-regression")
+    assert done.returncode == 0, done.stderr
+    assert "  ↓ intermittent-failures " in done.stdout
+    source = f"[eval].significance in {kb / 'groove.toml'}"
+    assert (
+        "groove eval: warning: dropped by more than the threshold but not counted as regressed "
+        f"under significance 0.05 from {source} (recall@1 p=1.00, nDCG@1 p=1.00): drops like "
+        "these cannot be told from chance\n"
+    ) in done.stderr
+    assert (
+        "1 query dropped since the baseline (intermittent-failures; see the per-query block): "
+        f"under significance 0.05 from {source}, one query's drop fails neither its pytest "
+        "item nor the run"
+    ) in done.stderr

@@ -931,7 +931,7 @@ def test_a_conflict_between_two_frozen_markers_freezes_neither(hist: Path) -> No
     warnings: list[str] = []
     runs = load_history(hist, warnings=warnings)
     assert [r.frozen for r in runs] == [False, False, False]
-    assert "names no single stored run" in warnings[0]
+    assert "frozen-baseline markers name different runs" in warnings[0]
 
 
 def test_a_history_from_a_newer_version_is_left_alone(hist: Path) -> None:

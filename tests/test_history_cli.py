@@ -166,6 +166,42 @@ def test_eval_with_a_named_baseline_threshold_and_freeze_confirmation(kb: Path) 
     assert [r.frozen for r in load_history(kb / HISTORY_FILE_NAME)] == [True, False]
 
 
+def test_a_merge_that_kept_both_sides_baseline_lines_freezes_neither(kb: Path) -> None:
+    """Branch a froze R1, branch b R2; the conflict on the `baseline` line was resolved
+    by keeping both lines (as a ``merge=union`` driver does): neither side's choice may
+    win by where its line landed, as with the conflict markers left in."""
+    history = kb / HISTORY_FILE_NAME
+    for _ in range(2):
+        assert groove("eval", "--kb-path", kb, "--model", "hash").returncode == 0
+    newer, older = (run.timestamp for run in load_history(history))
+    r1, r2 = (stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ") for stamp in (older, newer))
+    base = history.read_bytes()
+    sides = []
+    for run_id in (r1, r2):  # branch a, then branch b
+        history.write_bytes(base)
+        assert groove("history", "freeze", run_id, "--kb-path", kb).returncode == 0
+        sides.append(history.read_text(encoding="utf-8").splitlines(keepends=True))
+    ours, theirs = sides
+    (their_marker,) = (line for line in theirs if line.lstrip().startswith('"baseline"'))
+    at = next(i for i, line in enumerate(ours) if line.lstrip().startswith('"baseline"'))
+    history.write_text("".join([*ours[: at + 1], their_marker, *ours[at + 1 :]]), "utf-8")
+
+    listed = groove("history", "--kb-path", kb)
+    assert listed.returncode == 0, listed.stderr
+    assert not any(line.startswith("*") for line in listed.stdout.splitlines()[1:])
+    warning = (
+        f"its frozen-baseline markers name different runs ({r1}, {r2}: both sides of a "
+        "merge?), so neither is frozen and the next save drops them; `groove history freeze "
+        "RUN` freezes the one you want"
+    )
+    assert warning in listed.stderr
+    assert groove("history", "verify", "--kb-path", kb).returncode == 1
+    gated = groove("eval", "--kb-path", kb, "--model", "hash", "--fail-on-regression")
+    assert gated.returncode == 0, gated.stderr
+    assert f"Aggregate (previous run: {r2})" in gated.stdout  # the newest, not frozen
+    assert warning in gated.stderr
+
+
 def test_eval_refuses_bad_baselines_and_thresholds_before_any_search(kb: Path) -> None:
     unknown = groove("eval", "--kb-path", kb, "--model", "hash", "--baseline", "1999")
     assert unknown.returncode == 1 and "no run in " in unknown.stderr
@@ -297,6 +333,33 @@ def test_eval_exits_1_for_an_invalid_groove_toml_naming_the_file(
     assert done.stderr.startswith(f"Error: invalid config {kb / 'groove.toml'}")
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (kb / ".groove").exists()
+
+
+CONFLICTED_TOML = """\
+<<<<<<< HEAD
+[eval]
+k_values = [1, 5]
+=======
+[eval]
+k_values = [1, 10]
+>>>>>>> feature
+"""
+
+
+def test_a_groove_toml_left_mid_merge_is_named_as_a_merge_conflict(kb: Path) -> None:
+    # tomllib's account is "Invalid statement (at line 1, column 1)": the marker line
+    (kb / "groove.toml").write_text(CONFLICTED_TOML, encoding="utf-8")
+    done = groove("eval", "--kb-path", kb, "--model", "hash")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"Error: invalid config {kb / 'groove.toml'}: a merge conflict was left in the file "
+        "(conflict markers at lines 1, 4 and 7), so it is not valid TOML: resolve the "
+        "conflict, keeping the settings of both sides you want, and delete the marker lines\n"
+    )
+    assert not (kb / ".groove").exists()
+    # a file that is only broken TOML is still called that
+    (kb / "groove.toml").write_text("[eval\n=======\n", encoding="utf-8")
+    assert "merge conflict" not in groove("eval", "--kb-path", kb).stderr
 
 
 @pytest.mark.parametrize("command", ["freeze", "delete"])

@@ -353,6 +353,61 @@ def test_queries_sharing_a_derived_id_do_not_regress_when_nothing_changed(
     assert result.ret == pytest.ExitCode.OK
 
 
+def test_queries_sharing_a_derived_id_are_told_apart_in_every_report(
+    project: Project,
+) -> None:
+    """Two queries without `id:` opening with the same 32 characters share their id:
+    the history and the JSON `id` keep it, but every report names each row as pytest
+    names its item, so a failure in CI is matched to its report row."""
+    from pytest_groove.evaluation.golden import load_golden, node_ids
+
+    golden = project.kb / ".groove-eval.yml"
+    golden.write_text(SHARED_PREFIX_GOLDEN, encoding="utf-8")
+    big, small = node_ids(load_golden(golden, project.kb).queries)
+    shared = "How does the indexer handle the "  # 32 code points, the space included
+    assert big != small and big.startswith("How-does-the-indexer-handle-the-")
+    project.notes("big.md", "small.md", "x.md", "y.md")
+    answers = {
+        "How does the indexer handle the chunks of a big file?": [["big.md", None]],
+        "How does the indexer handle the chunks of a small file?": [["small.md", None]],
+    }
+    project.answer(answers)
+    first = project.run()
+    assert first.ret == pytest.ExitCode.OK
+    warning = (
+        "groove: warning: golden file *kb/.groove-eval.yml: the queries at lines 2 and 5 share "
+        f"the id `{shared}` (a query without `id:` is named by the first 32 characters of its "
+        f"text), so the reports name them by their pytest node ids ({big}, {small}); give each "
+        "an `id:` to name them yourself (the edited golden file starts a new line of "
+        "comparable runs)"
+    )
+    first.stderr.fnmatch_lines([warning])
+    # the small-file query's answer drops from rank 1 to 3
+    small_text = "How does the indexer handle the chunks of a small file?"
+    project.answer({**answers, small_text: [["x.md", None], ["y.md", None], ["small.md", None]]})
+    result = project.run("--groove-fail-on-regression", "--groove-json", "r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    failed = f"FAILED kb/.groove-eval.yml::{small}"
+    result.stdout.fnmatch_lines([f"{failed} - *" if PYTEST_9 else failed])
+    result.stdout.fnmatch_lines(
+        [
+            "Per-query (regressions and misses, 1 of 2)",
+            f"  ↓ {small} recall@1: 1.00 → 0.00*",
+            "Moved (rank of the first expected hit, baseline → now; 1 of 2, worst first)",
+            f"  {small} 1 → 3",
+        ]
+    )
+    assert f"  ↓ {shared}" not in result.stdout.str()
+    report = json.loads((project.pytester.path / "r.json").read_text(encoding="utf-8"))
+    # the id is the seed's (the first 32 characters); `name` tells the rows apart
+    assert [(q["id"], q["name"]) for q in report["per_query"]] == [(shared, big), (shared, small)]
+    assert list(report["per_query"][0])[:3] == ["id", "name", "query"]
+    assert report["moved"] == [{"id": shared, "name": small, "before": 1, "after": 3}]
+    (stored, _) = project.history()
+    assert stored["gate"]["failed"][-1] == f"query {small} regressed"  # after the averages
+    assert [q["id"] for q in stored["per_query"]] == [shared, shared]  # history unchanged
+
+
 def test_a_k_over_the_cap_alone_gives_the_limit_note(project: Project) -> None:
     """As ``groove eval --k 2000``: the default limit is the largest k as requested."""
     result = project.run("--groove-k", "2000", "--groove-no-history")

@@ -831,3 +831,52 @@ def test_the_report_fits_a_390_pixel_phone_in_chromium(tmp_path: Path) -> None:
             break
     # a query is a card of a few lines, not 700 pixels of air
     assert tallest_card is not None and tallest_card <= 400, tallest_card
+
+
+#: a second query without `id:` opening with the same 32 characters as the example's
+#: `what to do after receiving status 429`
+STATUS_401 = """
+  - query: "what to do after receiving status 401 from the API"
+    expected:
+      - path: "api/authentication.md"
+"""
+
+
+@needs_matplotlib
+def test_queries_sharing_a_derived_id_get_their_node_ids_in_groove_eval_reports(
+    tmp_path: Path,
+) -> None:
+    """`groove eval`: the text report, the gate line and the HTML name the two queries
+    as pytest names their items; the JSON keeps the shared `id` and adds `name`."""
+    from cli_invoke import invoke
+
+    from pytest_groove.evaluation.golden import load_golden, node_ids
+    from pytest_groove.evaluation.history import load_history
+
+    kb = tmp_path / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    golden = kb / ".groove-eval.yml"
+    golden.write_text(golden.read_text(encoding="utf-8") + STATUS_401, encoding="utf-8")
+    queries = load_golden(golden, kb).queries
+    names = dict(zip((q.query for q in queries), node_ids(queries), strict=True))
+    n429 = names["what to do after receiving status 429"]
+    n401 = names["what to do after receiving status 401 from the API"]
+    shared = "what to do after receiving statu"
+    first = invoke("eval", "--kb-path", kb, "--model", "hash")
+    assert first.returncode == 0, first.stderr
+    assert f"the queries at lines 47 and 95 share the id `{shared}`" in first.stderr
+    assert f"pytest node ids ({n429}, {n401}); give each an `id:`" in first.stderr
+    (kb / "api" / "errors.md").unlink()  # the 429 query's answer is deleted
+    page = tmp_path / "r.html"
+    done = invoke(
+        "eval", "--kb-path", kb, "--model", "hash", "--fail-on-regression", "--html", page
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"answer of {n429} removed (api/errors.md)" in done.stderr
+    assert f"  ✗ {n429} recall@10: 1.00 → 0.00" in done.stdout
+    assert f"  {shared} " not in done.stdout
+    html = page.read_text(encoding="utf-8")
+    assert f"<code>{n429}</code>" in html and f"<code>{n401}</code>" in html
+    (stored, _) = load_history(kb / ".groove-eval-history.json")
+    assert stored.gate is not None
+    assert f"answer of {n429} removed (api/errors.md)" in stored.gate.failed

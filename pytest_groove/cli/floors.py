@@ -2,7 +2,10 @@
 
 ``groove floors --kb-path KB`` shows each floor beside what the latest recorded run
 measured and what ``--raise`` would make of it; ``--raise`` edits groove.toml in place
-(comments and layout kept) and prints what changed.  A floor is never lowered.
+(comments and layout kept) and prints what changed.  A floor is never lowered.  The
+latest run is the newest one measured with the golden file and the settings the
+configuration names now (``--model`` names the model when groove.toml does not); the
+output names its model and counts the newer runs passed over.
 
 PYTEST_DONT_REWRITE
 """
@@ -31,6 +34,15 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--kb-path", type=Path, required=True, metavar="DIR", help="the KB folder")
     p.add_argument("--config", type=Path, default=None, metavar="FILE", help="groove.toml")
+    p.add_argument(
+        "--model",
+        default=None,
+        metavar="NAME",
+        help=(
+            "the embedding model of the runs the floors guard (default: model in "
+            "groove.toml); runs of other models are passed over"
+        ),
+    )
     p.add_argument(
         "--raise",
         dest="raise_floors",
@@ -68,14 +80,15 @@ def _floors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     check_kb(args.kb_path)
     act = apply_raise if args.raise_floors else plan_raise
-    report = act(args.kb_path, args.config, args.step)
+    report = act(args.kb_path, args.config, args.step, args.model)
     when = display_timestamp(report.run.timestamp)
     config = _as_given(report.config, args)
-    passed_over = ""
-    if report.skipped:
-        # one-off runs of another golden file (a smoke set, an experiment)
-        passed_over = f" ({report.skipped} newer run(s) of another golden file passed over)"
-    out.write(f"floors in {config}, against the run of {when}{passed_over}:\n")
+    # one-off runs of another golden file, model or settings (a smoke set, an experiment)
+    skipped = report.passed_over_phrase()
+    passed_over = "" if skipped is None else f" ({skipped})"
+    out.write(
+        f"floors in {config}, against the run of {when}, {report.measured_with}{passed_over}:\n"
+    )
     for floor in report.floors:
         line = f"  {floor.label}: floor {floor_text(floor.floor)}, measured {floor.measured:.3f}"
         if floor.raised is not None:

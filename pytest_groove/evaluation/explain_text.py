@@ -151,7 +151,7 @@ def failure_lines(verdicts: RunVerdicts, total: int) -> list[str]:
     for verdict in failed:
         mark = "✗" if verdict.verdict == "missed" else "↓"
         why = explanation(verdict, verdicts.k, verdict.recall_now, verdict.recall_before)
-        lines.append(f"  {mark} {verdict.id.ljust(ID_WIDTH)} {why}")
+        lines.append(f"  {mark} {verdict.label.ljust(ID_WIDTH)} {why}")
     return lines
 
 
@@ -167,7 +167,7 @@ def moved_lines(verdicts: RunVerdicts, total: int, shown: int = MOVED_SHOWN) -> 
         "worst first)",
     ]
     for verdict in moved[:shown]:
-        lines.append(f"  {verdict.id.ljust(ID_WIDTH)} {rank_move(verdict)}")
+        lines.append(f"  {verdict.label.ljust(ID_WIDTH)} {rank_move(verdict)}")
     if len(moved) > shown:
         lines.append(f"  … and {len(moved) - shown} more (the JSON report lists every one)")
     return lines

@@ -38,6 +38,7 @@ from pytest_groove.evaluation.gate_policy import (
     gate_record,
     gate_verdict,
     loosened,
+    significance_phrase,
     unconfirmed_note,
 )
 from pytest_groove.evaluation.gate_record import loosened_warning
@@ -200,29 +201,45 @@ def _nothing_to_gate(plan: EvalPlan, comparison: Comparison, stored: Sequence[Ru
     )
 
 
-def _item_regressions(verdicts: RunVerdicts, door: Door, gate_applies: bool) -> list[str]:
+def _item_regressions(
+    verdicts: RunVerdicts, door: Door, gate_applies: bool, plan: EvalPlan
+) -> list[str]:
     """Under pytest's gate each query that dropped fails its item, and so the session:
-    that failed the run as much as an aggregate regression did."""
-    if door != "pytest" or not gate_applies:
+    that failed the run as much as an aggregate regression did.  Not under
+    ``--significance``, where a query's own drop fails no item."""
+    if door != "pytest" or not gate_applies or plan.gate.significance is not None:
         return []
-    return [f"query {v.id} regressed" for v in verdicts.queries if v.regressed]
+    return [f"query {v.label} regressed" for v in verdicts.queries if v.regressed]
 
 
-def _ungated_queries(verdicts: RunVerdicts, gate_passed: bool, door: Door) -> str | None:
-    """Said by ``groove eval`` when its gate passed while some queries dropped since the
-    baseline: it gates on the aggregate metrics (and deleted answers), where pytest
-    fails each such query's item -- a pass must not read as "no query got worse"."""
-    if door != "cli" or not gate_passed or not verdicts.compared:
+def _ungated_queries(
+    verdicts: RunVerdicts, gate_passed: bool, door: Door, plan: EvalPlan
+) -> str | None:
+    """Said when the gate passed while some queries dropped since the baseline -- a
+    pass must not read as "no query got worse": by ``groove eval``, which gates on the
+    aggregate metrics (and deleted answers) where pytest fails each such query's item,
+    and by both doors under ``--significance``, where no query's own drop fails."""
+    alpha = plan.gate.significance
+    if (door != "cli" and alpha is None) or not gate_passed or not verdicts.compared:
         return None
-    dropped = [v.id for v in verdicts.queries if v.regressed]
+    dropped = [v.label for v in verdicts.queries if v.regressed]
     if not dropped:
         return None
     shown = ", ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
-    return (
+    head = (
         f"the gate passed on the aggregate metrics, but {len(dropped)} "
         f"quer{'y' if len(dropped) == 1 else 'ies'} dropped since the baseline ({shown}; "
-        "see the per-query block): groove eval gates on the averages, pytest --groove-kb "
-        "also fails each such query's item"
+        "see the per-query block)"
+    )
+    if alpha is not None:
+        return (
+            f"{head}: under {significance_phrase(plan)}, one query's drop fails neither its "
+            "pytest item nor the run, as the test cannot tell a single query's drop from "
+            f"chance; the gate fails on an aggregate drop over its threshold with p < {alpha:g}"
+        )
+    return (
+        f"{head}: groove eval gates on the averages, pytest --groove-kb also fails each "
+        "such query's item"
     )
 
 
@@ -317,7 +334,7 @@ def _finish(
             failed=(
                 *verdict.regressions,
                 *removed,
-                *_item_regressions(verdicts, door, gate_applies),
+                *_item_regressions(verdicts, door, gate_applies, plan),
             ),
         ),
     )
@@ -364,7 +381,7 @@ def _finish(
         raise
     error = error or report_error
     notes = list(written)
-    ungated = _ungated_queries(verdicts, gate_applies and not failures, door)
+    ungated = _ungated_queries(verdicts, gate_applies and not failures, door, plan)
     if ungated is not None:
         notes.append(ungated)
     if recorded and plan.options.freeze_baseline:

@@ -6,7 +6,9 @@ regressions:
 - with ``--significance ALPHA`` a metric counts as regressed only when its drop exceeds
   its threshold *and* the paired sign-flip test gives ``p < ALPHA``
   (:mod:`.significance`); a drop over its threshold that the test cannot tell from
-  chance is named in a note instead;
+  chance is named in a note instead, naming where the level was set
+  (:func:`significance_phrase`), and a single query's drop fails no pytest item
+  (:meth:`.lifecycle.Evaluation.regressed_metrics`);
 - with ``--fail-under`` a metric under its floor fails the run, with or without a
   baseline (:mod:`.floors`);
 - the gate in effect is recorded with the run (:class:`.gate_record.GateRecord`), and
@@ -293,9 +295,19 @@ def floors_message(plan: EvalPlan, failures: Sequence[str]) -> str:
     )
 
 
+def significance_phrase(plan: EvalPlan) -> str:
+    """The significance level and where it was set: ``--significance 0.05``, or
+    ``significance 0.05 from [eval].significance in kb/groove.toml`` (or the ini key)."""
+    alpha = plan.gate.significance
+    source = setting_source(plan, SIGNIFICANCE_SETTING)
+    if source.endswith(" on the command line"):
+        return f"{flag('significance')} {alpha:g}"
+    return f"significance {alpha:g} from {source}"
+
+
 def unconfirmed_note(plan: EvalPlan, unconfirmed: Sequence[str]) -> str:
     return (
         f"dropped by more than the threshold but not counted as regressed under "
-        f"{flag('significance')} {plan.gate.significance:g} ({', '.join(unconfirmed)}): "
+        f"{significance_phrase(plan)} ({', '.join(unconfirmed)}): "
         "drops like these cannot be told from chance"
     )

@@ -21,7 +21,12 @@ from typing import Any
 from pytest_groove.errors import GrooveError, clip, flag
 from pytest_groove.evaluation.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.evaluation.history_codec import decode_run, encode_run, is_compact
-from pytest_groove.evaluation.history_json import holds_repeated, parse_json, runs_of_every_copy
+from pytest_groove.evaluation.history_json import (
+    every_copy,
+    holds_repeated,
+    parse_json,
+    runs_of_every_copy,
+)
 from pytest_groove.evaluation.history_lines import scan_lines
 from pytest_groove.evaluation.run import (
     RecordFormatError,
@@ -95,6 +100,8 @@ class ParsedHistory:
     salvaged: str | None = None
     #: a frozen-baseline marker that names no stored run (or several different ones)
     orphan_marker: str | None = None
+    #: the file holds several markers naming different runs (both sides of a merge)
+    markers_disagree: bool = False
 
     @property
     def damaged(self) -> bool:
@@ -208,7 +215,9 @@ def read_history(data: bytes) -> ParsedHistory:
     runs, skipped, repaired = _decode_runs(
         raw_runs, _SURROGATE_ESCAPE.search(data) is not None, duplicated if repeats else None
     )
-    marker = doc.get("baseline")
+    # every copy: a merge that kept both sides' `baseline` lines holds two markers,
+    # and the last one alone would freeze whichever side happened to come last
+    markers = [marker for marker in every_copy(doc, "baseline") if isinstance(marker, str)]
     return _frozen(
         ParsedHistory(
             runs=_in_time_order(runs),
@@ -217,7 +226,7 @@ def read_history(data: bytes) -> ParsedHistory:
             repaired=tuple(repaired),
             duplicated=tuple(duplicated),
         ),
-        [marker] if isinstance(marker, str) else [],
+        markers,
     )
 
 
@@ -252,8 +261,10 @@ def _frozen(parsed: ParsedHistory, markers: Sequence[str]) -> ParsedHistory:
     """``parsed`` with the run the frozen-baseline marker names marked frozen.
 
     A marker that names no stored run (a merge kept the other side's header, the run
-    was removed by hand), or markers that name different runs, freeze nothing, and
-    the history counts as damaged so that the next save keeps a copy of the file.
+    was removed by hand), or markers that name different runs (a merge that kept both
+    sides' ``baseline`` lines: the conflict resolved by keeping both, or a union merge
+    driver), freeze nothing -- neither side's choice wins by where its line landed --
+    and the history counts as damaged so that the next save keeps a copy of the file.
     """
     if not markers:
         return parsed
@@ -268,7 +279,9 @@ def _frozen(parsed: ParsedHistory, markers: Sequence[str]) -> ParsedHistory:
         runs[found[0]] = replace(runs[found[0]], frozen=True)
     else:
         orphan = ", ".join(dict.fromkeys(clip(marker) for marker in markers))
-    return replace(parsed, orphan_marker=orphan) if orphan is not None else parsed
+    if orphan is None:
+        return parsed
+    return replace(parsed, orphan_marker=orphan, markers_disagree=len(instants) > 1)
 
 
 def _in_time_order(runs: list[RunRecord]) -> list[RunRecord]:
@@ -356,7 +369,13 @@ def _damage_message(path: Path, parsed: ParsedHistory) -> str:
             f"found keys written twice ({shown}{more}; a bad merge or a hand edit?): every "
             "run of every copy of `runs` is read, and in a run the last value of a key"
         )
-    if parsed.orphan_marker is not None:
+    if parsed.orphan_marker is not None and parsed.markers_disagree:
+        parts.append(
+            f"its frozen-baseline markers name different runs ({parsed.orphan_marker}: both "
+            "sides of a merge?), so neither is frozen and the next save drops them; "
+            "`groove history freeze RUN` freezes the one you want"
+        )
+    elif parsed.orphan_marker is not None:
         parts.append(
             f"its frozen-baseline marker ({parsed.orphan_marker}) names no single stored run "
             "(a merge that kept the other side's header?), so no run is frozen and the next "

@@ -2,7 +2,8 @@
 
 A bad merge or a hand edit can write a key twice (``runs`` above all): :func:`parse_json`
 keeps every copy (:class:`_Repeated`), and :func:`runs_of_every_copy` reads the runs of every
-``runs`` list, so no stored run is lost to a duplicated key.
+``runs`` list, so no stored run is lost to a duplicated key; :func:`every_copy` gives every
+value of another key (both sides' ``baseline`` markers of a merge that kept both lines).
 
 PYTEST_DONT_REWRITE
 """
@@ -82,3 +83,11 @@ def runs_of_every_copy(doc: dict[str, Any], duplicated: list[str]) -> list[Any]:
     if not lists:
         raise RecordFormatError("runs: expected a list")
     return [raw for copy in lists for raw in copy]
+
+
+def every_copy(doc: dict[str, Any], key: str) -> list[Any]:
+    """Every value ``key`` has in ``doc``, in file order (one, or none, unless the key
+    is written twice: then each copy, not only the last, which is all ``doc[key]`` reads)."""
+    if isinstance(doc, _Repeated):
+        return [value for written, value in doc.pairs if written == key]
+    return [doc[key]] if key in doc else []

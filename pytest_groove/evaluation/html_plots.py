@@ -38,6 +38,7 @@ from pytest_groove.evaluation.compare import (
     project_baseline,
 )
 from pytest_groove.evaluation.metric_table import NDCG, RECALL, Metric
+from pytest_groove.evaluation.query_names import report_names
 from pytest_groove.evaluation.run import RunRecord
 
 #: the install hint every missing-extra message carries
@@ -65,7 +66,11 @@ def missing_extra_message(package: str, flag: str | None = None) -> str:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= AXIS_LABEL_CHARS else text[: AXIS_LABEL_CHARS - 1] + "…"
+    """``text`` cut to fit an axis, its end kept: a name made unique by a suffix (the
+    node id of a query sharing its id, ``…-939e472e``) stays told apart."""
+    if len(text) <= AXIS_LABEL_CHARS:
+        return text
+    return text[: AXIS_LABEL_CHARS - 10] + "…" + text[-9:]
 
 
 # --------------------------------------------------------------------------- fonts
@@ -254,13 +259,17 @@ def delta_rows(comparison: Comparison) -> tuple[list[DeltaRow], int]:
     if baseline is None or not comparison.compatible:
         return [], 0
     rows: list[DeltaRow] = []
-    for result, delta in zip(comparison.run.per_query, comparison.queries, strict=True):
+    # two queries sharing an id are named apart, as in every report
+    names = report_names(comparison.run.per_query)
+    for result, delta, name in zip(
+        comparison.run.per_query, comparison.queries, names, strict=True
+    ):
         before = find_query(baseline, result)
         if delta.previous is None or before is None:
             continue
         rows.append(
             DeltaRow(
-                id=result.id,
+                id=name,
                 recall=delta.now - delta.previous,
                 ndcg=Metric(NDCG, delta.k).of_query(result.metrics)
                 - Metric(NDCG, delta.k).of_query(before.metrics),

@@ -83,9 +83,15 @@ class Evaluation:
 
     def regressed_metrics(self, position: int, result: QueryResult) -> list[str]:
         """The metrics of golden query number ``position`` that dropped past their
-        threshold against the baseline (empty without a baseline or a gate)."""
+        threshold against the baseline, when that fails its item: empty without a
+        baseline or a gate, and under ``--significance``, where one query's drop -- a
+        single observation, which the test can never tell from chance -- fails nothing
+        and only an aggregate drop with ``p < ALPHA`` fails the gate (``groove eval``
+        and pytest alike).  The query's verdict still says what dropped."""
         options = self.plan.options
         if not options.fail_on_regression or not self.plan.compares:
+            return []
+        if self.plan.gate.significance is not None:
             return []
         previous = (
             self.baseline_queries[position] if position < len(self.baseline_queries) else None

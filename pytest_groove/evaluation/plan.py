@@ -41,6 +41,7 @@ from pytest_groove.evaluation.guarded_io import HISTORY_CAP, ReadRefused
 from pytest_groove.evaluation.history import find_run, history_path, load_history
 from pytest_groove.evaluation.history_trust import untrusted_warnings
 from pytest_groove.evaluation.metric_table import unasked_optional
+from pytest_groove.evaluation.query_names import shared_id_warnings
 from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.evaluation.report_targets import check_report_targets
 from pytest_groove.evaluation.run import RunRecord
@@ -206,6 +207,8 @@ def plan_evaluation(
     )
     if golden is None:
         golden = _load_named_golden(kb, options, settings)
+    # queries sharing an id are named apart in the reports: say so, and how to name them
+    notes += [f"warning: {warning}" for warning in shared_id_warnings(golden)]
     plan = EvalPlan(
         kb=kb,
         options=options,

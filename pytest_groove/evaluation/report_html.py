@@ -444,7 +444,7 @@ def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> d
         rows.append(
             _QueryRow(
                 position=position,
-                id=result.id,
+                id=verdict.label,
                 query=result.query,
                 expected=[
                     (
@@ -464,6 +464,10 @@ def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> d
     return {
         "k": k,
         "threshold": f"{limits.for_metric(recall.threshold_key):g}",
+        # under --significance a regressed query fails no item (finish.py, lifecycle.py)
+        "significance": None
+        if run.gate is None or run.gate.significance is None
+        else f"{run.gate.significance:g}",
         "columns": columns,
         "ks": list(ks),
         "compared": show_delta,

@@ -5,7 +5,8 @@ A query's verdict against the baseline run (the compatible one the comparison ch
 - ``missed`` -- nothing expected within the largest k (the item fails, gate or not);
 - ``regressed`` -- some metric of the query dropped by more than its threshold
   (:func:`~pytest_groove.evaluation.compare.query_regressed`, the rule the item uses
-  under ``--fail-on-regression``); each such metric with its value before and after;
+  under ``--fail-on-regression`` without ``--significance``); each such metric with its
+  value before and after;
 - ``pass`` -- neither.
 
 Beside the verdict: the rank of the first expected hit now and in the baseline (what
@@ -32,7 +33,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pytest_groove.evaluation.compare import (
@@ -50,6 +51,7 @@ from pytest_groove.evaluation.metrics import (
     is_miss,
     normalise_heading,
 )
+from pytest_groove.evaluation.query_names import report_names
 from pytest_groove.evaluation.run import QueryResult, RunRecord
 
 Verdict = Literal["pass", "regressed", "missed"]
@@ -122,6 +124,14 @@ class QueryVerdict:
     #: recall at the largest k, now and in the baseline (None: no baseline)
     recall_now: float = 0.0
     recall_before: float | None = None
+    #: the query's name in the reports when it is not its id: its pytest node id, when
+    #: another query of the run has the same id (:mod:`.query_names`); "" = the id
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        """What the reports call the query: :attr:`name`, else its id."""
+        return self.name or self.id
 
     @property
     def moved(self) -> bool:
@@ -344,16 +354,25 @@ def run_verdicts(
         [None] * len(run.per_query) if baseline is None else match_queries(run.per_query, baseline)
     )
     delta = None if baseline is None else corpus_delta(run.corpus, baseline.corpus)
+    # two queries sharing an id are named apart, as pytest names their items
+    names = report_names(run.per_query)
     return RunVerdicts(
         queries=tuple(
-            query_verdict(
-                result, previous, thresholds, k_values, delta, why_unindexed, lost_headings
+            _named(
+                query_verdict(
+                    result, previous, thresholds, k_values, delta, why_unindexed, lost_headings
+                ),
+                name,
             )
-            for result, previous in zip(run.per_query, paired, strict=True)
+            for result, previous, name in zip(run.per_query, paired, names, strict=True)
         ),
         k=largest_k(k_values),
         compared=baseline is not None,
     )
+
+
+def _named(verdict: QueryVerdict, name: str) -> QueryVerdict:
+    return verdict if name == verdict.id else replace(verdict, name=name)
 
 
 def comparison_verdicts(
@@ -376,16 +395,16 @@ def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
         moved = dict(verdict.renamed)
         gone = [p for p in verdict.removed if p not in left_out and p not in moved]
         if gone:
-            out.append(f"answer of {verdict.id} removed ({', '.join(gone)})")
+            out.append(f"answer of {verdict.label} removed ({', '.join(gone)})")
         if moved:
             # the same bytes under a new path: the golden file still names the old one
             pairs = ", ".join(f"{old} → {new}" for old, new in moved.items())
-            out.append(f"answer of {verdict.id} renamed? ({pairs})")
+            out.append(f"answer of {verdict.label} renamed? ({pairs})")
         if left_out:
             kept = [p for p in verdict.removed if p in left_out]
-            out.append(f"answer of {verdict.id} no longer indexed ({', '.join(kept)})")
+            out.append(f"answer of {verdict.label} no longer indexed ({', '.join(kept)})")
         if verdict.headings_removed:
             gone_headings = verdict.headings_removed
             named = ", ".join(f"{path}: `{heading}`" for path, heading in gone_headings)
-            out.append(f"heading of the answer of {verdict.id} removed ({named})")
+            out.append(f"heading of the answer of {verdict.label} removed ({named})")
     return out

@@ -73,7 +73,7 @@ def moved_rows(verdicts: RunVerdicts, shown: int = MOVED_SHOWN) -> MovedTable | 
         return None
     return MovedTable(
         rows=[
-            MovedRow(v.id, rank_text(v.baseline_first_rank), rank_text(v.first_rank), v.verdict)
+            MovedRow(v.label, rank_text(v.baseline_first_rank), rank_text(v.first_rank), v.verdict)
             for v in moved[:shown]
         ],
         more=max(0, len(moved) - shown),

@@ -43,10 +43,23 @@ def verdict_json(verdict: QueryVerdict) -> dict[str, Any]:
     }
 
 
+def _with_name(obj: dict[str, Any], verdict: QueryVerdict) -> dict[str, Any]:
+    """``obj`` with ``name`` after its ``id`` when the reports call the query otherwise
+    (another query has the same id); the id itself is never changed."""
+    if not verdict.name:
+        return obj
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        out[key] = value
+        if key == "id":
+            out["name"] = verdict.name
+    return out
+
+
 def per_query_json(results: tuple[QueryResult, ...], verdicts: RunVerdicts) -> list[Any]:
     """Each query's run-record object followed by its verdict keys."""
     return [
-        {**result.to_json(), **verdict_json(verdict)}
+        _with_name({**result.to_json(), **verdict_json(verdict)}, verdict)
         for result, verdict in zip(results, verdicts.queries, strict=True)
     ]
 
@@ -54,5 +67,6 @@ def per_query_json(results: tuple[QueryResult, ...], verdicts: RunVerdicts) -> l
 def moved_json(verdicts: RunVerdicts) -> list[dict[str, Any]]:
     """Every query whose first answer's rank changed, worst first (uncapped)."""
     return [
-        {"id": v.id, "before": v.baseline_first_rank, "after": v.first_rank} for v in verdicts.moved
+        _with_name({"id": v.id, "before": v.baseline_first_rank, "after": v.first_rank}, v)
+        for v in verdicts.moved
     ]

@@ -4,8 +4,10 @@ An item searches its query, scores the hits, and keeps the :class:`QueryResult` 
 plugin can put it on the test report (that is how results reach the pytest-xdist
 controller).  It fails when the query misses -- nothing expected within the largest
 k -- and, under ``--groove-fail-on-regression``, when the query's own metrics dropped
-against the baseline run.  Failure texts are plain data, not tracebacks: the query,
-what was expected, where each expected entry ranked, and the top hits.
+against the baseline run (not under ``--groove-significance``: one query's drop cannot be
+told from chance, so only the aggregate gate decides).  Failure texts are plain data,
+not tracebacks: the query, what was expected, where each expected entry ranked, and the
+top hits.
 
 PYTEST_DONT_REWRITE
 """
