@@ -103,6 +103,7 @@ _BAD_CONFIGS = (
     "[parsers]\nenabled = []\n",
     "vector_index = 'ivf'\n",
     "[eval]\ngolden = 'missing.yml'\n",
+    "[eval\n",
 )
 
 
