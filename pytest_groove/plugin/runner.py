@@ -69,7 +69,8 @@ PROG = "groove"
 REPORT_RESULT = "groove_result"
 #: report attribute carrying the item's name (the key results are stored under)
 REPORT_NAME = "groove_name"
-#: report attribute set when the golden queries of the item's process had stopped
+#: report attribute set when the golden queries of the item's process had stopped: a
+#: dict (JSON-able, so xdist can ship it) with the ``line`` that stopped them
 REPORT_STOPPED = "groove_stopped"
 #: where the active plugin keeps its runner
 RUNNER_KEY = pytest.StashKey["ProcessRunner"]()
@@ -443,7 +444,7 @@ class ProcessRunner:
         if isinstance(item, GrooveQueryItem) and call.when == "call":
             setattr(report, REPORT_NAME, item.name)
             if self.stopped is not None:
-                setattr(report, REPORT_STOPPED, True)
+                setattr(report, REPORT_STOPPED, {"line": self.stopped})
             if item.groove_result is not None:
                 setattr(report, REPORT_RESULT, item.groove_result.to_json())
         return report

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 #: the model name recorded in the fingerprint of a run measured with a retriever
 CUSTOM_MODEL = "custom"
 
+#: how a stop's line ends when it ends the run (a door that says so itself may cut it)
+NOT_RECORDED = "; nothing was recorded"
+
 #: a custom retriever's first queries (with hits) in one process that, all answered
 #: with hits outside the KB and none inside, stop the run before it ends
 EARLY_STOP_QUERIES = 3
@@ -206,8 +209,6 @@ class RetrieverSearcher:
         self._outside_only: list[list[str]] = []
         #: whether a query answered in this process had a hit in the KB
         self._kb_hit_seen = False
-        #: whether check_hits stopped the run (its line already said why)
-        self._stopped = False
 
     @property
     def retriever(self) -> ExternalRetriever:
@@ -340,8 +341,7 @@ class RetrieverSearcher:
             self.retriever.name, self._outside_only, documents, self.kb, scope=scope
         )
         if message is not None:
-            self._stopped = True
-            raise StopsTheRun(f"{message}; nothing was recorded")
+            raise StopsTheRun(f"{message}{NOT_RECORDED}")
 
     def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
         from pytest_groove.errors import GrooveError
@@ -353,10 +353,10 @@ class RetrieverSearcher:
         kind = self.retriever.kind if self.built else "callable"
         paths = [[hit.path for hit in result.top_k] for result in results]
         report = check_retriever_hits(name, kind, self.kb, paths, self.view.documents, deepest_k)
-        if report.error is not None and not self._stopped:
-            # (a run check_hits stopped was told why once; the queries before the
-            # stop are summed up, not recorded)
-            ending = "; nothing was recorded"
+        if report.error is not None:
+            # (a run check_hits stopped never gets here: it was told why once, and the
+            # queries before the stop are not summed up)
+            ending = NOT_RECORDED
             if report.error.endswith("?"):
                 ending = " Nothing was recorded."
             raise GrooveError(f"{report.error}{ending}")
