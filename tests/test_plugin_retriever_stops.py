@@ -1,6 +1,9 @@
 """A retriever that fails in a way every later golden query would repeat stops the run
 under pytest once -- with and without pytest-xdist -- and says so in one line.
 
+- it raises while searching (a store refusing connections, a sync method left
+  unimplemented): that item fails with the line, the later golden items are skipped,
+  the retriever is not called again, and the summary says the run stopped;
 - its hits name no KB file: the same stop, the same summary and exit status with and
   without xdist, and no partial aggregate presented as a subset.
 """
@@ -25,6 +28,16 @@ QUERIES = 14
 DISTS = [[], ["-n", "2"]]
 DIST_IDS = ["one-process", "xdist"]
 
+RAISING = """\
+import os, pathlib
+
+
+def raises(query, limit):
+    with open(pathlib.Path(__file__).parent / "calls.txt", "a") as log:
+        log.write(f"{os.getpid()}\\n")
+    raise ConnectionError("qdrant at 10.0.0.5:6333 refused")
+"""
+
 #: every hit's path starts with the KB folder's own name (relative to the working
 #: directory, not to the KB): no hit names a KB file
 PREFIXED = """\
@@ -43,7 +56,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
         pytester.path / "kb",
         ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
     )
-    (pytester.path / "prefixed.py").write_text(PREFIXED, encoding="utf-8")
+    for name, text in (("raising", RAISING), ("prefixed", PREFIXED)):
+        (pytester.path / f"{name}.py").write_text(text, encoding="utf-8")
     return pytester
 
 
@@ -59,6 +73,105 @@ def _no_traceback(output: str) -> None:
 
 def _recorded(project: pytest.Pytester) -> bool:
     return (project.path / "kb" / HISTORY_FILE_NAME).exists()
+
+
+# --------------------------------------------------------------------------- raises
+
+
+@pytest.mark.parametrize("dist", DISTS, ids=DIST_IDS)
+def test_a_retriever_that_raises_stops_the_run_at_its_first_query(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    (project.path / "test_own.py").write_text("def test_own():\n    pass\n", encoding="utf-8")
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "raising:raises", "test_own.py",
+        "-p", "no:cacheprovider", "-rs", *dist,
+    )  # fmt: skip
+    output = _output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    _no_traceback(output)
+    # one failure per process that searched, the rest skipped with its line, and the
+    # retriever called once per process, not once per golden query
+    calls = (project.path / "calls.txt").read_text(encoding="utf-8").split()
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == len(calls) <= max(1, len(dist) and 2)
+    assert outcomes["skipped"] == QUERIES - len(calls)
+    assert outcomes["passed"] == 1  # the project's own test still ran
+    result.stdout.fnmatch_lines(
+        [
+            "groove: the run stopped: retriever raising:raises failed on query '*': "
+            "ConnectionError: qdrant at 10.0.0.5:6333 refused; nothing was recorded and "
+            "the retrieval gate did not run",
+            "SKIPPED *not searched: groove: retriever raising:raises failed on query *",
+        ]
+    )
+    assert "no golden query ran" not in output  # they ran, and stopped
+    assert not _recorded(project)
+
+
+HOOK_RETURNS_THE_CLASS = """\
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+
+class Notes(BaseRetriever):
+    def _get_relevant_documents(self, query, *, run_manager=None):
+        return [Document(page_content="Roll back.", metadata={"source": "ops/rollback.md"})]
+
+
+def pytest_groove_retriever(config):
+    return Notes
+"""
+
+ASYNC_ONLY = """\
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+
+class Notes(BaseRetriever):
+    def _get_relevant_documents(self, query, *, run_manager=None):
+        raise NotImplementedError("this retriever is async only")
+
+    async def _aget_relevant_documents(self, query, *, run_manager):
+        return [Document(page_content="Roll back.", metadata={"source": "ops/rollback.md"})]
+
+
+def pytest_groove_retriever(config):
+    return Notes()
+"""
+
+
+def test_a_hook_returning_the_retriever_class_is_refused_before_any_search(
+    project: pytest.Pytester,
+) -> None:
+    pytest.importorskip("langchain_core")
+    project.makeconftest(HOOK_RETURNS_THE_CLASS)
+    result = project.runpytest_subprocess("--groove-kb", "kb", "-p", "no:cacheprovider")
+    output = _output(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    _no_traceback(output)
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: retriever conftest.Notes is the class Notes, not a retriever: return "
+            "(or name) an instance of it, Notes(...)"
+        ]
+    )
+    assert "failed" not in result.parseoutcomes()
+
+
+def test_an_async_only_langchain_retriever_stops_with_the_way_to_wrap_it(
+    project: pytest.Pytester,
+) -> None:
+    pytest.importorskip("langchain_core")
+    project.makeconftest(ASYNC_ONLY)
+    result = project.runpytest_subprocess("--groove-kb", "kb", "-p", "no:cacheprovider")
+    output = _output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    _no_traceback(output)
+    assert result.parseoutcomes() == {"failed": 1, "skipped": QUERIES - 1}
+    assert "NotImplementedError: this retriever is async only; if it implements only" in output
+    assert "return asyncio.run(retriever.ainvoke(query))" in output
+    assert not _recorded(project)
 
 
 # --------------------------------------------------------------------------- no KB file

@@ -197,14 +197,24 @@ def test_expected_entry_beyond_the_largest_k_shows_its_rank(project: Project) ->
     result.stdout.fnmatch_lines(["    ops/oncall.md  rank 3 (outside the top 2)"])
 
 
-def test_a_retriever_error_fails_the_item_and_the_run_is_not_recorded(
+def test_a_retriever_error_stops_the_run_at_its_query_and_nothing_is_recorded(
     project: Project,
 ) -> None:
+    # the retriever raising is one failure, the later golden items skipped with its line
+    # (the next query would raise it again), and the queries before it no subset run
     project.answer({**GOOD, "__raise__": ["who carries the pager"]})
     result = project.run()
-    result.assert_outcomes(passed=3, failed=1)
-    result.stdout.fnmatch_lines(["*RuntimeError: search backend down*"])
-    result.stdout.fnmatch_lines(["*Subset run (3 of 4 golden queries)*"])
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "groove: retriever fake failed on query 'who carries the pager': RuntimeError: "
+            "search backend down",
+            "groove: the run stopped: retriever fake failed on query 'who carries the "
+            "pager': RuntimeError: search backend down; nothing was recorded and the "
+            "retrieval gate did not run",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*Subset run*")
     assert project.history() == []
 
 
