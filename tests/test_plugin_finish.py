@@ -179,6 +179,16 @@ def test_a_stopped_run_under_the_gate_says_the_gate_did_not_run(kb: Path) -> Non
     assert done.exitstatus == pytest.ExitCode.TESTS_FAILED  # never a green stop
 
 
+def test_a_worker_that_could_not_begin_is_the_usage_error_of_one_process(kb: Path) -> None:
+    line = "groove: retriever nosuch:x: could not import nosuch (ModuleNotFoundError: ...)"
+    done = _end(kb, results=[], stop=Stop(line, begin=True))
+    assert done.summary is None
+    assert done.stderr == (
+        "ERROR: retriever nosuch:x: could not import nosuch (ModuleNotFoundError: ...)",
+    )
+    assert done.exitstatus == pytest.ExitCode.USAGE_ERROR
+
+
 def test_a_regression_under_the_gate_makes_the_status_1(kb: Path) -> None:
     finish_and_record(_end(kb))  # the baseline: every query found
     done = finish_and_record(_end(kb, found=False, fail_on_regression=True))

@@ -1,6 +1,9 @@
 """A retriever that fails in a way every later golden query would repeat stops the run
 under pytest once -- with and without pytest-xdist -- and says so in one line.
 
+- it cannot be built (its module does not import, a lock another process holds): one
+  ``ERROR:`` line, exit status 4, as a single process gives before any item; under
+  ``-n`` each worker fails one item with the line (no traceback) and skips the rest;
 - it raises while searching (a store refusing connections, a sync method left
   unimplemented): that item fails with the line, the later golden items are skipped,
   the retriever is not called again, and the summary says the run stopped;
@@ -27,6 +30,17 @@ QUERIES = 14
 
 DISTS = [[], ["-n", "2"]]
 DIST_IDS = ["one-process", "xdist"]
+
+LOCKED = """\
+import fcntl, pathlib
+
+_lock = open(pathlib.Path(__file__).parent / "store.lock", "w")
+fcntl.flock(_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def search(query, limit):
+    return [{"path": "ops/rollback.md", "heading": None, "score": 1.0}]
+"""
 
 RAISING = """\
 import os, pathlib
@@ -56,7 +70,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
         pytester.path / "kb",
         ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
     )
-    for name, text in (("raising", RAISING), ("prefixed", PREFIXED)):
+    for name, text in (("locked_search", LOCKED), ("raising", RAISING), ("prefixed", PREFIXED)):
         (pytester.path / f"{name}.py").write_text(text, encoding="utf-8")
     return pytester
 
@@ -73,6 +87,59 @@ def _no_traceback(output: str) -> None:
 
 def _recorded(project: pytest.Pytester) -> bool:
     return (project.path / "kb" / HISTORY_FILE_NAME).exists()
+
+
+# --------------------------------------------------------------------------- cannot be built
+
+
+def test_a_retriever_the_workers_cannot_import_is_one_error_line(
+    project: pytest.Pytester,
+) -> None:
+    """The controller builds an unnamed retriever to learn its name and keeps its lock:
+    each worker's import fails.  Once: ~14,000 lines, a traceback per golden query."""
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "locked_search:search", "-n", "2",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    output = _output(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    _no_traceback(output)
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1, output
+    assert errors[0].startswith(
+        "ERROR: retriever locked_search:search: could not import locked_search (BlockingIOError: "
+    )
+    # why a worker could not, though the controller could, and the way out
+    assert "the xdist controller built it before the workers" in errors[0]
+    assert "run without -n, or pass --groove-retriever-name" in errors[0]
+    # each worker failed its first item with the line and skipped the others
+    outcomes = result.parseoutcomes()
+    assert 1 <= outcomes["failed"] <= 2
+    assert outcomes["failed"] + outcomes["skipped"] == QUERIES
+    assert len(output.splitlines()) < 80
+    assert not _recorded(project)
+
+
+@pytest.mark.parametrize("dist", DISTS, ids=DIST_IDS)
+def test_a_named_retriever_that_does_not_import_is_one_error_line(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    # named, it is built where it searches: in one process before any item (as an
+    # unnamed one is), under xdist in each worker -- once, 14 identical failures
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "nosuch:x",
+        "--groove-retriever-name", "foo", "-p", "no:cacheprovider", *dist,
+    )  # fmt: skip
+    output = _output(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    _no_traceback(output)
+    result.stderr.fnmatch_lines(
+        ["ERROR: retriever nosuch:x: could not import nosuch (ModuleNotFoundError: *)"]
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) <= (2 if dist else 0)
+    assert "passed" not in outcomes
+    assert not _recorded(project)
 
 
 # --------------------------------------------------------------------------- raises

@@ -36,7 +36,8 @@ Ctrl-C gives a subset that is reported against the same queries of the baseline,
 neither written to the history nor allowed to fail the session.  A run whose golden
 queries stopped (a line every later query would repeat: ``errors.StopsTheRun``, in
 this process or a worker) is not reported at all: the summary says why it stopped
-(``unscored.py``), exit status 1.
+(``unscored.py``), exit status 1 -- or 4 with one ``ERROR:`` line when a worker could
+not open its retriever, as a single process that cannot stops the session.
 
 PYTEST_DONT_REWRITE
 """
@@ -46,7 +47,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -67,12 +68,14 @@ from pytest_groove.plugin.runner import (
     pytest_message,
 )
 from pytest_groove.plugin.unscored import (
+    BUILT_HERE_HINT,
     Stop,
     gates_asked,
     no_report_line,
     nothing_ran_line,
     stopped_line,
 )
+from pytest_groove.search.searcher import RetrieverSearcher
 
 CONTROLLER_NAME = "groove-controller"
 JUNIT_NAMES_NAME = "groove-junit-names"
@@ -199,6 +202,10 @@ def _stopped(plan: EvalPlan, stop: Stop, exitstatus: int) -> Finished:
     recorded, gated or reported -- with or without xdist (whose workers each stop on
     their own).  The results of the queries before the stop are no subset anyone
     chose, so they are not summed up as one."""
+    if stop.begin:
+        # as a single process that cannot open its retriever stops: one ERROR: line
+        summary = no_report_line(plan, "the run stopped") or None
+        return Finished(summary, (f"ERROR: {stop.reason}",), pytest.ExitCode.USAGE_ERROR)
     # the stopped item failed: a session that says otherwise is not to be believed
     status = pytest.ExitCode.TESTS_FAILED if exitstatus == pytest.ExitCode.OK else exitstatus
     return Finished(stopped_line(plan, stop) + no_report_line(plan, "the run stopped"), (), status)
@@ -271,6 +278,12 @@ def _use_color(config: pytest.Config) -> bool:
     return False
 
 
+def _built_here(runner: ProcessRunner) -> bool:
+    """Whether this process built a retriever (unnamed: to learn its name)."""
+    searcher = runner.searcher
+    return isinstance(searcher, RetrieverSearcher) and searcher.built
+
+
 class GrooveController:
     """The controller's (or single process's) hooks: prepare, gather, finish."""
 
@@ -298,9 +311,10 @@ class GrooveController:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # Begin only when a golden query was selected, so that `pytest -m "not groove"`
-        # in a project with groove_kb set does no index work.
+        # in a project with groove_kb set does no index work.  Items collected here are
+        # searched here (an xdist controller collects none): the retriever is built now.
         if any(isinstance(item, GrooveQueryItem) for item in session.items):
-            self.runner.begin()
+            self.runner.begin(searches=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
@@ -320,9 +334,13 @@ class GrooveController:
             return
 
     def _note_stop(self, raw: Any) -> None:
-        """Keep the first stop a report carries (from this process or an xdist worker)."""
-        if self.stop is None and isinstance(raw, dict) and isinstance(raw.get("line"), str):
-            self.stop = Stop(raw["line"])
+        """Keep the first stop a report carries (from this process or an xdist worker);
+        a worker that could not begin outweighs a stop found by searching."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("line"), str):
+            return
+        stop = Stop(raw["line"], begin=raw.get("begin") is True)
+        if self.stop is None or (stop.begin and not self.stop.begin):
+            self.stop = stop
 
     def _broken(self, session: pytest.Session, exitstatus: int) -> bool:
         """The session did not end as a whole run does: an internal or usage error, or
@@ -347,6 +365,10 @@ class GrooveController:
             return
         self.pytest_session = session
         runner = self.runner
+        stop = self.stop
+        if stop is not None and stop.begin and _built_here(runner):
+            # a worker could not build the retriever this controller had built
+            stop = replace(stop, line=stop.line + BUILT_HERE_HINT)
         self.finished = finish(
             runner.plan,
             runner.evaluation,
@@ -354,7 +376,7 @@ class GrooveController:
             interrupted=self.interrupted or self._broken(session, exitstatus),
             exitstatus=exitstatus,
             color=_use_color(runner.config),
-            stop=self.stop,
+            stop=stop,
             unscored=self.unscored,
         )
         self.pending_stderr.extend(self.finished.stderr)

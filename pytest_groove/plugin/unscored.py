@@ -27,12 +27,24 @@ def gates_asked(plan: EvalPlan) -> list[str]:
     return asked
 
 
+#: said when a worker could not build the retriever the controller had built (to learn
+#: its name): the likeliest cause is a retriever that holds its store exclusively
+BUILT_HERE_HINT = (
+    "; the xdist controller built it before the workers (it does so to learn the "
+    "retriever's name): if it holds its store exclusively (a lock, Qdrant's local path "
+    "mode), run without -n, or pass --groove-retriever-name and give each worker its own store"
+)
+
+
 @dataclass(frozen=True)
 class Stop:
     """Why the golden queries stopped before the end, in this process or a worker."""
 
     #: the one line the first stopped item failed with (``groove: ...``)
     line: str
+    #: a process could not begin to search (its retriever or index failed to open):
+    #: a usage error, as in a single process, where that stops the session at once
+    begin: bool = False
 
     @property
     def reason(self) -> str:

@@ -222,6 +222,11 @@ class RetrieverSearcher:
     def built(self) -> bool:
         return self._retriever is not None
 
+    def build(self) -> None:
+        """Build the retriever now (a process about to search: a retriever that cannot
+        be built is then one error before the first query, not one per query)."""
+        _ = self.retriever
+
     @property
     def view(self) -> KBView:
         """The KB's files (read once, at first use)."""
