@@ -62,6 +62,7 @@ from pytest_groove.plugin.output import StdoutGuard
 from pytest_groove.plugin.runner import (
     PROG,
     REPORT_NAME,
+    REPORT_NOTES,
     REPORT_RESULT,
     REPORT_STOPPED,
     ProcessRunner,
@@ -322,6 +323,10 @@ class GrooveController:
         if report.when != "call":
             return
         self._note_stop(getattr(report, REPORT_STOPPED, None))
+        notes = getattr(report, REPORT_NOTES, None)
+        if isinstance(notes, dict) and self.runner.searcher is not None:
+            # a worker's retriever kind and warnings, for the checks at the end
+            self.runner.searcher.add_search_notes(notes)
         raw = getattr(report, REPORT_RESULT, None)
         name = getattr(report, REPORT_NAME, None)
         if raw is None and isinstance(name, str) and report.failed:

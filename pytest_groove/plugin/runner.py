@@ -73,6 +73,10 @@ REPORT_NAME = "groove_name"
 #: dict (JSON-able, so xdist can ship it) with the ``line`` that stopped them and
 #: whether the process could not ``begin`` to search (its retriever or index failed)
 REPORT_STOPPED = "groove_stopped"
+#: report attribute on a worker's golden item: what its searches learned that the
+#: controller's end-of-run checks need (``Searcher.search_notes``: the retriever's kind,
+#: its warnings), set when it changed since the worker's last report
+REPORT_NOTES = "groove_search_notes"
 #: where the active plugin keeps its runner
 RUNNER_KEY = pytest.StashKey["ProcessRunner"]()
 
@@ -183,6 +187,8 @@ class ProcessRunner:
         #: whether that line is why this process could not begin to search (its
         #: retriever or index failed to open): under xdist, a worker's usage error
         self.stopped_at_begin = False
+        #: the search notes last put on a report (a worker: see REPORT_NOTES)
+        self._notes_sent: dict[str, Any] = {}
         #: whether this process collected golden queries only (set at collection's end):
         #: only then may the collector be frozen -- see :meth:`_open_searcher`
         self._only_golden_items = False
@@ -465,6 +471,12 @@ class ProcessRunner:
                 setattr(report, REPORT_STOPPED, stop)
             if item.groove_result is not None:
                 setattr(report, REPORT_RESULT, item.groove_result.to_json())
+            if self.worker_evaluation is not None and self.searcher is not None:
+                # the controller never searches: it warns and advises from these
+                notes = self.searcher.search_notes()
+                if notes and notes != self._notes_sent:
+                    setattr(report, REPORT_NOTES, notes)
+                    self._notes_sent = notes
         return report
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
