@@ -69,6 +69,7 @@ from pytest_groove.plugin.runner import (
     pytest_message,
 )
 from pytest_groove.plugin.unscored import (
+    BUILT_ELSEWHERE_HINT,
     BUILT_HERE_HINT,
     Stop,
     gates_asked,
@@ -371,9 +372,13 @@ class GrooveController:
         self.pytest_session = session
         runner = self.runner
         stop = self.stop
-        if stop is not None and stop.begin and _built_here(runner):
-            # a worker could not build the retriever this controller had built
-            stop = replace(stop, line=stop.line + BUILT_HERE_HINT)
+        if stop is not None and stop.begin:
+            # a worker could not build the retriever that another process of the session
+            # did build (this controller, or a worker whose results came in): say so
+            if _built_here(runner):
+                stop = replace(stop, line=stop.line + BUILT_HERE_HINT)
+            elif self.results and isinstance(runner.searcher, RetrieverSearcher):
+                stop = replace(stop, line=stop.line + BUILT_ELSEWHERE_HINT)
         self.finished = finish(
             runner.plan,
             runner.evaluation,

@@ -34,6 +34,12 @@ BUILT_HERE_HINT = (
     "retriever's name): if it holds its store exclusively (a lock, Qdrant's local path "
     "mode), run without -n, or pass --groove-retriever-name and give each worker its own store"
 )
+#: said when a worker could not build the retriever another worker built and searched with
+BUILT_ELSEWHERE_HINT = (
+    "; another xdist worker built it and searched: if it holds its store exclusively (a "
+    "lock, Qdrant's local path mode), only one process can open it: run without -n, or "
+    "give each worker its own store"
+)
 
 
 @dataclass(frozen=True)
