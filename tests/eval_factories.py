@@ -173,6 +173,12 @@ class StaticSearcher:
     def answer_warnings(self, results: Sequence[Any], deepest_k: int) -> list[str]:
         return []
 
+    def search_notes(self) -> dict[str, Any]:
+        return {}
+
+    def add_search_notes(self, notes: Mapping[str, Any]) -> None:
+        return None
+
     def close(self) -> None:
         return None
 

@@ -16,6 +16,7 @@ from pytest_groove.evaluation.history import history_path, load_history
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.run import QueryResult, evaluate_query
 from pytest_groove.plugin.controller import Finished, finish
+from pytest_groove.plugin.unscored import Stop
 from pytest_groove.search.hits import SearchHit
 
 GOLDEN = """\
@@ -56,6 +57,8 @@ def _end(
     begun_at_all: bool = True,
     interrupted: bool = False,
     exitstatus: int = pytest.ExitCode.OK,
+    stop: Stop | None = None,
+    unscored: int = 0,
     **options: object,
 ) -> Finished:
     """The session end of a run over ``kb`` (the evaluation begun as a retriever's)."""
@@ -72,6 +75,8 @@ def _end(
         _results(evaluation, found=found) if results is None else results,
         interrupted=interrupted,
         exitstatus=exitstatus,
+        stop=stop,
+        unscored=unscored,
     )
 
 
@@ -122,6 +127,66 @@ def test_nothing_ran_under_the_gate_is_impossible_to_miss(kb: Path) -> None:
         "groove: WARNING: no golden query ran (0 of 2): the retrieval gate asked for by "
         "--groove-fail-on-regression did NOT run\n"
     )
+
+
+def test_queries_that_ran_and_failed_unscored_are_not_said_not_to_have_run(kb: Path) -> None:
+    done = _end(kb, results=[], unscored=2, exitstatus=pytest.ExitCode.TESTS_FAILED)
+    assert done.summary == (
+        "groove: no golden query was scored (0 of 2): all 2 that ran failed before a "
+        "score, see the failures; the retrieval gate did not run\n"
+    )
+    assert done.exitstatus == pytest.ExitCode.TESTS_FAILED
+
+
+STOP_LINE = (
+    "groove: retriever r: none of its 6 hits in the first 3 queries it answered name a "
+    "file of the knowledge base kb; nothing was recorded"
+)
+
+
+@pytest.mark.parametrize("scored_before", [False, True], ids=["none-scored", "scored-before"])
+def test_a_stopped_run_says_why_once_and_reports_no_partial_run(
+    kb: Path, scored_before: bool
+) -> None:
+    # the queries scored before the stop are no subset the user chose: no aggregate,
+    # no "Subset run" footer, nothing recorded; the stopped item's failure sets the status
+    done = _end(
+        kb,
+        results=None if scored_before else [],
+        stop=Stop(STOP_LINE),
+        exitstatus=pytest.ExitCode.TESTS_FAILED,
+        json=kb / "out.json",
+    )
+    assert done.summary == (
+        "groove: the run stopped: retriever r: none of its 6 hits in the first 3 queries "
+        "it answered name a file of the knowledge base kb; nothing was recorded and the "
+        "retrieval gate did not run\n"
+        f"groove: no report was written ({kb / 'out.json'}): the run stopped; a file "
+        "already there is from an earlier session\n"
+    )
+    assert done.stderr == () and done.pending is None
+    assert done.exitstatus == pytest.ExitCode.TESTS_FAILED
+    assert not history_path(kb).exists() and not (kb / "out.json").exists()
+
+
+def test_a_stopped_run_under_the_gate_says_the_gate_did_not_run(kb: Path) -> None:
+    done = _end(kb, results=[], stop=Stop(STOP_LINE), fail_on_regression=True)
+    assert done.summary is not None
+    assert done.summary.startswith("groove: WARNING: the run stopped: retriever r: none")
+    assert done.summary.endswith(
+        "; nothing was recorded, and --groove-fail-on-regression did NOT run\n"
+    )
+    assert done.exitstatus == pytest.ExitCode.TESTS_FAILED  # never a green stop
+
+
+def test_a_worker_that_could_not_begin_is_the_usage_error_of_one_process(kb: Path) -> None:
+    line = "groove: retriever nosuch:x: could not import nosuch (ModuleNotFoundError: ...)"
+    done = _end(kb, results=[], stop=Stop(line, begin=True))
+    assert done.summary is None
+    assert done.stderr == (
+        "ERROR: retriever nosuch:x: could not import nosuch (ModuleNotFoundError: ...)",
+    )
+    assert done.exitstatus == pytest.ExitCode.USAGE_ERROR
 
 
 def test_a_regression_under_the_gate_makes_the_status_1(kb: Path) -> None:

@@ -8,6 +8,7 @@ workers alone.  Each process records that it imported the module.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,56 @@ def test_the_kb_files_are_the_ground_truth_for_a_named_retriever(
     result.stderr.fnmatch_lines(["*expected path `tokens.md` is not in the index*"])
     assert _importers(project) == []  # refused before anything was built
     assert not Path(project.path / "kb" / ".groove-eval-history.json").exists()
+
+
+# --------------------------------------------------------------------------- the workers' warnings
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
+
+#: the real LangChain classes: an in-memory store's retriever (k = 4 by default), whose
+#: documents carry a breadcrumb where the heading goes (in one note) and no usable score
+LANGCHAIN_STORE = """\
+import pathlib
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.vectorstores import InMemoryVectorStore
+
+kb = pathlib.Path(__file__).parent / "kb"
+docs = []
+for path in sorted(kb.rglob("*.md")):
+    source = path.relative_to(kb).as_posix()
+    meta = {"source": source, "score": float("nan")}
+    if source == "api/authentication.md":
+        meta["heading"] = "Doc title / Rotating a token"
+    docs.append(Document(page_content=path.read_text("utf-8"), metadata=meta))
+store = InMemoryVectorStore.from_documents(docs, DeterministicFakeEmbedding(size=64))
+retriever = store.as_retriever()
+"""
+
+
+def _warnings(result: pytest.RunResult) -> list[str]:
+    return sorted(line for line in result.stderr.lines if line.startswith("groove: warning:"))
+
+
+def test_the_workers_warnings_and_depth_advice_reach_the_end_of_the_run(
+    pytester: pytest.Pytester,
+) -> None:
+    """Under -n the controller, which never builds a named retriever, warns and advises
+    as one process does: the heading and NaN-score warnings its searches gave, and the
+    LangChain advice (search_kwargs) for its shallow k, not the one for a callable."""
+    pytest.importorskip("langchain_core")
+    shutil.copytree(
+        EXAMPLE_KB,
+        pytester.path / "kb",
+        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
+    )
+    (pytester.path / "store_search.py").write_text(LANGCHAIN_STORE, encoding="utf-8")
+    args = ("--groove-kb", "kb", "--groove-retriever", "store_search:retriever",
+            "--groove-retriever-name", "store-v1", "--groove-no-history",
+            "-p", "no:cacheprovider")  # fmt: skip
+    one = _warnings(pytester.runpytest_subprocess(*args))
+    assert any("returned heading 'Doc title / Rotating a token'" in line for line in one)
+    assert any("NaN" in line for line in one)
+    assert any("as_retriever(search_kwargs={'k': 10})" in line for line in one)
+    assert _warnings(pytester.runpytest_subprocess(*args, "-n", "2")) == one

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from local_http import serving, url_of
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import GrooveError, StopsTheRun
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retriever import (
     from_object,
@@ -103,6 +103,64 @@ def test_a_failing_retriever_is_one_line_not_a_traceback(kb: Path) -> None:
         GrooveError, match=r"failed on query 'why': ConnectionError: vector store is down"
     ):
         from_object(broken, kb, name="b").search("why", 5)
+
+
+def test_a_failing_retriever_stops_the_run(kb: Path) -> None:
+    # every later query would raise it again: the run stops at the first, not one
+    # identical failure per golden query
+    def broken(query: str, limit: int) -> list[Any]:
+        raise ConnectionError("qdrant at 10.0.0.5:6333 refused")
+
+    with pytest.raises(StopsTheRun, match=r"^retriever b failed on query 'why': Connection"):
+        from_object(broken, kb, name="b").search("why", 5)
+
+
+def test_a_retriever_class_is_refused_naming_the_instance_to_return(kb: Path) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    class Notes(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: Any = None) -> Any:
+            return [Document(page_content="x", metadata={"source": "a.md"})]
+
+    class Plain:
+        def __call__(self, query: str, limit: int) -> list[Any]:
+            return []
+
+    for cls in (Notes, Plain):
+        with pytest.raises(GrooveError, match=f"is the class .*{cls.__name__}, not a retriever"):
+            from_object(cls, kb)
+    assert from_object(Notes(), kb).search("q", 5)[0].path == "a.md"
+
+
+def test_an_async_only_library_retriever_is_told_how_to_wrap_it(kb: Path) -> None:
+    """A LangChain or LlamaIndex retriever class that implements only its async method
+    raises NotImplementedError from the sync one groove calls."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.retrievers import BaseRetriever as LangChainRetriever
+    from llama_index.core.retrievers import BaseRetriever as LlamaRetriever
+
+    class AsyncNotes(LangChainRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: Any = None) -> Any:
+            raise NotImplementedError
+
+        async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> Any:
+            return []
+
+    class AsyncNodes(LlamaRetriever):
+        def _retrieve(self, query_bundle: Any) -> Any:
+            raise NotImplementedError("use aretrieve")
+
+        async def _aretrieve(self, query_bundle: Any) -> Any:
+            return []
+
+    for retriever, awaited in ((AsyncNotes(), "ainvoke"), (AsyncNodes(), "aretrieve")):
+        with pytest.raises(StopsTheRun) as raised:
+            from_object(retriever, kb, name="r").search("why", 5)
+        assert raised.value.message.startswith("retriever r failed on query 'why': NotImpl")
+        assert f"return asyncio.run(retriever.{awaited}(query))" in raised.value.message
 
 
 def test_an_object_of_no_known_shape_is_refused(kb: Path) -> None:

@@ -243,6 +243,55 @@ def test_heading_spellings_are_read_as_the_documents_heading(kb: Path) -> None:
     assert len(told) == 1 and "'Shedule' for 'ops/release-train.md'" in told[0]
 
 
+def test_a_searcher_that_never_searched_warns_as_the_ones_that_did(kb: Path) -> None:
+    """An xdist controller never builds a named retriever: the workers' search notes
+    give it their retriever's kind (the depth advice is the LangChain one) and their
+    warnings, each once, and one unknown-heading warning, as one process tells it."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    class Notes(BaseRetriever):
+        heading: str
+
+        def _get_relevant_documents(self, query: str, *, run_manager: Any = None) -> Any:
+            meta = {"source": "ops/rollback.md", "heading": self.heading, "score": float("nan")}
+            return [Document(page_content="Roll back.", metadata=meta)]
+
+    def worker(heading: str) -> RetrieverSearcher:
+        searcher = RetrieverSearcher(from_object(Notes(heading=heading), kb), kb, Settings())
+        searcher.search("how do I roll back", 10)
+        return searcher
+
+    def controller() -> RetrieverSearcher:
+        return RetrieverSearcher(lambda: pytest.fail("built"), kb, Settings(), name="notes")
+
+    one = controller()
+    for searcher in (worker("Doc title / Rolling back"), worker("Doc title / Undo")):
+        notes = json.loads(json.dumps(searcher.search_notes()))  # as xdist ships them
+        one.add_search_notes(notes)
+        one.add_search_notes(notes)  # a report that repeats them adds nothing
+    results = [_result("how do I roll back", ["ops/rollback.md"])]
+    told = one.answer_warnings(results, 10)
+    assert len(told) == 3, told
+    assert sum("is not a heading of that document" in line for line in told) == 1
+    assert sum("NaN" in line for line in told) == 1
+    assert "as_retriever(search_kwargs={'k': 10})" in told[-1]
+    assert not one.built
+    # one process that searched itself tells the same
+    assert len(worker("Doc title / Undo").answer_warnings(results, 10)) == 3
+
+
+def _result(query: str, paths: list[str]) -> Any:
+    from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+    from pytest_groove.evaluation.run import evaluate_query
+    from pytest_groove.search.hits import SearchHit
+
+    golden = GoldenQuery(id="q", query=query, expected=(ExpectedEntry(path=paths[0]),))
+    hits = [SearchHit(rank=n, path=p, heading=None, score=1.0) for n, p in enumerate(paths, 1)]
+    return evaluate_query(golden, hits, (1, 10))
+
+
 # --------------------------------------------------------------------------- causes
 
 

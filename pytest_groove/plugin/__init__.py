@@ -19,8 +19,8 @@ written.  The package's modules:
 
 - ``options``: the pytest spelling of the shared option table (:mod:`pytest_groove.options`);
 - ``hookspecs``: the hooks a ``conftest.py`` can implement;
-- ``runner``, ``collection``, ``items``, ``retriever``, ``controller``, ``xdist``,
-  ``output``: the active plugin, by role.
+- ``runner``, ``collection``, ``items``, ``retriever``, ``controller``, ``unscored``,
+  ``xdist``, ``output``: the active plugin, by role.
 
 How the golden items are collected (documented in docs/pytest-plugin.md):
 

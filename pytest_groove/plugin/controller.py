@@ -33,7 +33,11 @@ Where each piece of output goes:
 Only a complete run is recorded and gated: every golden query produced a result and
 the session was not interrupted.  A ``-k`` / ``-m`` / ``--lf`` selection, ``-x`` or
 Ctrl-C gives a subset that is reported against the same queries of the baseline, but
-neither written to the history nor allowed to fail the session.
+neither written to the history nor allowed to fail the session.  A run whose golden
+queries stopped (a line every later query would repeat: ``errors.StopsTheRun``, in
+this process or a worker) is not reported at all: the summary says why it stopped
+(``unscored.py``), exit status 1 -- or 4 with one ``ERROR:`` line when a worker could
+not open its retriever, as a single process that cannot stops the session.
 
 PYTEST_DONT_REWRITE
 """
@@ -43,7 +47,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -58,11 +62,22 @@ from pytest_groove.plugin.output import StdoutGuard
 from pytest_groove.plugin.runner import (
     PROG,
     REPORT_NAME,
+    REPORT_NOTES,
     REPORT_RESULT,
     REPORT_STOPPED,
     ProcessRunner,
     pytest_message,
 )
+from pytest_groove.plugin.unscored import (
+    BUILT_ELSEWHERE_HINT,
+    BUILT_HERE_HINT,
+    Stop,
+    gates_asked,
+    no_report_line,
+    nothing_ran_line,
+    stopped_line,
+)
+from pytest_groove.search.searcher import RetrieverSearcher
 
 CONTROLLER_NAME = "groove-controller"
 JUNIT_NAMES_NAME = "groove-junit-names"
@@ -107,22 +122,12 @@ class _SetupOnlyNotice:
         self.plan = plan
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        asked = _gates_asked(self.plan)
+        asked = gates_asked(self.plan)
         if asked:
             terminalreporter.write_line(
                 f"{PROG}: WARNING: --setup-only and --setup-plan call no test: "
                 f"{' and '.join(asked)} did NOT run"
             )
-
-
-def _gates_asked(plan: EvalPlan) -> list[str]:
-    """The gates this session was asked to apply, as the warnings name them."""
-    asked = []
-    if plan.options.fail_on_regression:
-        asked.append("--groove-fail-on-regression")
-    if plan.gate.floors.pairs:
-        asked.append(f"the floors ({plan.gate.floors.describe()})")
-    return asked
 
 
 # --------------------------------------------------------------------------- finish
@@ -151,16 +156,21 @@ def finish(
     interrupted: bool,
     exitstatus: int,
     color: bool = False,
-    stopped: bool = False,
+    stop: Stop | None = None,
+    unscored: int = 0,
 ) -> Finished:
     """Evaluate what ran: the summary, the stderr lines and the session's exit status.
 
     ``evaluation`` is None when it never began (no golden query was selected);
     ``results`` are in golden order (queries that did not run are left out);
-    ``interrupted``: Ctrl-C was seen, or pytest's exit status says the run broke.
+    ``interrupted``: Ctrl-C was seen, or pytest's exit status says the run broke;
+    ``stop``: the golden queries stopped at a line every later one would repeat;
+    ``unscored``: golden items that ran and failed without a score.
     """
+    if stop is not None:
+        return _stopped(plan, stop, exitstatus)
     if evaluation is None or not results:
-        return Finished(nothing_ran_line(plan, stopped) + _no_report_line(plan), (), exitstatus)
+        return Finished(nothing_ran_line(plan, unscored) + no_report_line(plan), (), exitstatus)
     plan = evaluation.plan
     stderr = [f"{PROG}: {spell_flags(note, 'pytest')}" for note in plan.notes]
     complete = len(results) == len(plan.golden.queries) and not interrupted
@@ -189,48 +199,24 @@ def finish(
     )
 
 
-def nothing_ran_line(plan: EvalPlan, stopped: bool = False) -> str:
-    """Said when the session ran no golden query: whatever else passed, the gate did not.
-
-    Other tests may have run (``-k``, ``-m "not groove"``, ``--ignore``, a conftest's
-    ``collect_ignore`` or skips), so an exit status 0 would otherwise read as "retrieval
-    is fine".  Under ``--groove-fail-on-regression`` the line says so in capitals: it is
-    the last line the groove section prints.
-    """
-    total = len(plan.golden.queries)
-    what = (
-        f"no golden query was scored (0 of {total}): the first one searched stopped the "
-        "rest, see its failure"
-        if stopped
-        else f"no golden query ran (0 of {total})"
-    )
-    line = f"{PROG}: {what}; the retrieval gate did not run"
-    if plan.options.fail_on_regression:
-        line = (
-            f"{PROG}: WARNING: {what}: the retrieval gate asked for by "
-            "--groove-fail-on-regression did NOT run"
-        )
-    return line + "\n"
-
-
-def _no_report_line(plan: EvalPlan) -> str:
-    """Said when report files were asked for and none was written: a file already at
-    such a path (a CI artifact of an earlier session) must not pass for this one's."""
-    options = plan.options
-    wanted = (options.json, options.html, options.trec_run, options.trec_qrels)
-    asked = [str(p) for p in wanted if p is not None]
-    if not asked:
-        return ""
-    return (
-        f"{PROG}: no report was written ({', '.join(asked)}): no golden query was scored; "
-        "a file already there is from an earlier session\n"
-    )
+def _stopped(plan: EvalPlan, stop: Stop, exitstatus: int) -> Finished:
+    """The end of a run whose golden queries stopped: the one line, and nothing
+    recorded, gated or reported -- with or without xdist (whose workers each stop on
+    their own).  The results of the queries before the stop are no subset anyone
+    chose, so they are not summed up as one."""
+    if stop.begin:
+        # as a single process that cannot open its retriever stops: one ERROR: line
+        summary = no_report_line(plan, "the run stopped") or None
+        return Finished(summary, (f"ERROR: {stop.reason}",), pytest.ExitCode.USAGE_ERROR)
+    # the stopped item failed: a session that says otherwise is not to be believed
+    status = pytest.ExitCode.TESTS_FAILED if exitstatus == pytest.ExitCode.OK else exitstatus
+    return Finished(stopped_line(plan, stop) + no_report_line(plan, "the run stopped"), (), status)
 
 
 def _gate_dropped_line(plan: EvalPlan, ran: int, interrupted: bool) -> str:
     """Said when a gate was asked for and the run is not whole (a skip, a deselect, -x):
     its exit status would otherwise read as "retrieval passed its gate"."""
-    asked = _gates_asked(plan)
+    asked = gates_asked(plan)
     if not asked:
         return ""
     total = len(plan.golden.queries)
@@ -294,6 +280,12 @@ def _use_color(config: pytest.Config) -> bool:
     return False
 
 
+def _built_here(runner: ProcessRunner) -> bool:
+    """Whether this process built a retriever (unnamed: to learn its name)."""
+    searcher = runner.searcher
+    return isinstance(searcher, RetrieverSearcher) and searcher.built
+
+
 class GrooveController:
     """The controller's (or single process's) hooks: prepare, gather, finish."""
 
@@ -303,8 +295,10 @@ class GrooveController:
         #: results seen on reports, by item name
         self.results: dict[str, QueryResult] = {}
         self.interrupted = False
-        #: a golden item reported that its process's golden queries had stopped
-        self.stopped = False
+        #: the first golden item that reported its process's golden queries stopped
+        self.stop: Stop | None = None
+        #: golden items that ran and failed without a result
+        self.unscored = 0
         #: node ids of the items (of any kind) that ran to their teardown
         self.ran: set[str] = set()
         self.finished: Finished | None = None
@@ -319,25 +313,40 @@ class GrooveController:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # Begin only when a golden query was selected, so that `pytest -m "not groove"`
-        # in a project with groove_kb set does no index work.
+        # in a project with groove_kb set does no index work.  Items collected here are
+        # searched here (an xdist controller collects none): the retriever is built now.
         if any(isinstance(item, GrooveQueryItem) for item in session.items):
-            self.runner.begin()
+            self.runner.begin(searches=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
             self.ran.add(report.nodeid)  # any item, ours or not: it ran to its end
         if report.when != "call":
             return
-        if getattr(report, REPORT_STOPPED, False):
-            self.stopped = True  # in this process or in an xdist worker
+        self._note_stop(getattr(report, REPORT_STOPPED, None))
+        notes = getattr(report, REPORT_NOTES, None)
+        if isinstance(notes, dict) and self.runner.searcher is not None:
+            # a worker's retriever kind and warnings, for the checks at the end
+            self.runner.searcher.add_search_notes(notes)
         raw = getattr(report, REPORT_RESULT, None)
         name = getattr(report, REPORT_NAME, None)
+        if raw is None and isinstance(name, str) and report.failed:
+            self.unscored += 1
         if raw is None or not isinstance(name, str):
             return
         try:
             self.results[name] = QueryResult.from_json(raw)
         except RecordFormatError:
             return
+
+    def _note_stop(self, raw: Any) -> None:
+        """Keep the first stop a report carries (from this process or an xdist worker);
+        a worker that could not begin outweighs a stop found by searching."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("line"), str):
+            return
+        stop = Stop(raw["line"], begin=raw.get("begin") is True)
+        if self.stop is None or (stop.begin and not self.stop.begin):
+            self.stop = stop
 
     def _broken(self, session: pytest.Session, exitstatus: int) -> bool:
         """The session did not end as a whole run does: an internal or usage error, or
@@ -362,6 +371,14 @@ class GrooveController:
             return
         self.pytest_session = session
         runner = self.runner
+        stop = self.stop
+        if stop is not None and stop.begin:
+            # a worker could not build the retriever that another process of the session
+            # did build (this controller, or a worker whose results came in): say so
+            if _built_here(runner):
+                stop = replace(stop, line=stop.line + BUILT_HERE_HINT)
+            elif self.results and isinstance(runner.searcher, RetrieverSearcher):
+                stop = replace(stop, line=stop.line + BUILT_ELSEWHERE_HINT)
         self.finished = finish(
             runner.plan,
             runner.evaluation,
@@ -369,7 +386,8 @@ class GrooveController:
             interrupted=self.interrupted or self._broken(session, exitstatus),
             exitstatus=exitstatus,
             color=_use_color(runner.config),
-            stopped=self.stopped,
+            stop=stop,
+            unscored=self.unscored,
         )
         self.pending_stderr.extend(self.finished.stderr)
         if self.finished.exitstatus != exitstatus:

@@ -69,8 +69,14 @@ PROG = "groove"
 REPORT_RESULT = "groove_result"
 #: report attribute carrying the item's name (the key results are stored under)
 REPORT_NAME = "groove_name"
-#: report attribute set when the golden queries of the item's process had stopped
+#: report attribute set when the golden queries of the item's process had stopped: a
+#: dict (JSON-able, so xdist can ship it) with the ``line`` that stopped them and
+#: whether the process could not ``begin`` to search (its retriever or index failed)
 REPORT_STOPPED = "groove_stopped"
+#: report attribute on a worker's golden item: what its searches learned that the
+#: controller's end-of-run checks need (``Searcher.search_notes``: the retriever's kind,
+#: its warnings), set when it changed since the worker's last report
+REPORT_NOTES = "groove_search_notes"
 #: where the active plugin keeps its runner
 RUNNER_KEY = pytest.StashKey["ProcessRunner"]()
 
@@ -83,15 +89,20 @@ def pytest_message(exc: GrooveError) -> str:
     return exc.message_for("pytest")
 
 
-def usage_error(exc: GrooveError, plan: EvalPlan | None = None) -> pytest.UsageError:
-    """A GrooveError as the usage error pytest prints as one ``ERROR:`` line (exit 4);
-    with the ``plan``, an indexing command it names is this run's (KB and model)."""
+def usage_message(exc: GrooveError, plan: EvalPlan | None = None) -> str:
+    """A GrooveError's line for pytest; with the ``plan``, an indexing command it names
+    is this run's (KB and model)."""
     message = pytest_message(exc)
     if plan is not None:
         from pytest_groove.index_command import with_index_commands
 
         message = with_index_commands(message, plan.kb, plan.options)
-    return pytest.UsageError(message)
+    return message
+
+
+def usage_error(exc: GrooveError, plan: EvalPlan | None = None) -> pytest.UsageError:
+    """A GrooveError as the usage error pytest prints as one ``ERROR:`` line (exit 4)."""
+    return pytest.UsageError(usage_message(exc, plan))
 
 
 def activate(config: pytest.Config, options: PluginOptions) -> ProcessRunner:
@@ -112,6 +123,23 @@ def activate(config: pytest.Config, options: PluginOptions) -> ProcessRunner:
     register_markers(config, runner.plan.golden)
     route_golden(config, options.kb_from_cli, runner.golden_path)
     return runner
+
+
+def _check_index_exists(plan: EvalPlan, embedder_name: str) -> None:
+    """``--groove-no-reindex``: the index must be there already."""
+    from pytest_groove.engine import index_dir_for
+    from pytest_groove.index_command import index_command
+    from pytest_groove.kb.store import DB_FILE_NAME
+
+    db = index_dir_for(plan.kb, plan.settings, embedder_name) / DB_FILE_NAME
+    if not db.is_file():
+        raise IndexMissing(db, index_command(plan.kb, plan.options), no_reindex=True)
+
+
+def _build(searcher: Searcher | None) -> None:
+    """Build now a retriever known by its name alone, in a process about to search."""
+    if isinstance(searcher, RetrieverSearcher):
+        searcher.build()
 
 
 class ProcessRunner:
@@ -156,6 +184,11 @@ class ProcessRunner:
         #: the one line that stopped the golden queries in this process (a service
         #: down, hits no KB file holds): every later golden item is skipped with it
         self.stopped: str | None = None
+        #: whether that line is why this process could not begin to search (its
+        #: retriever or index failed to open): under xdist, a worker's usage error
+        self.stopped_at_begin = False
+        #: the search notes last put on a report (a worker: see REPORT_NOTES)
+        self._notes_sent: dict[str, Any] = {}
         #: whether this process collected golden queries only (set at collection's end):
         #: only then may the collector be frozen -- see :meth:`_open_searcher`
         self._only_golden_items = False
@@ -238,7 +271,7 @@ class ProcessRunner:
             )
         reindex = not quiet and not self.plan.options.no_reindex
         if not reindex and not quiet:
-            self._check_index_exists(embedder.name)
+            _check_index_exists(self.plan, embedder.name)
         searcher = open_engine_searcher(
             self.kb,
             settings,
@@ -264,41 +297,44 @@ class ProcessRunner:
         if note is not None:
             self.write_line(f"{PROG}: {spell_flags(note, 'pytest')}")
 
-    def _check_index_exists(self, embedder_name: str) -> None:
-        from pytest_groove.engine import index_dir_for
-        from pytest_groove.index_command import index_command
-        from pytest_groove.kb.store import DB_FILE_NAME
-
-        db = index_dir_for(self.kb, self.plan.settings, embedder_name) / DB_FILE_NAME
-        if not db.is_file():
-            command = index_command(self.kb, self.plan.options)
-            raise IndexMissing(db, command, no_reindex=True)
-
-    def begin(self) -> Evaluation:
+    def begin(self, *, searches: bool = False) -> Evaluation:
         """Controller or single process: open the searcher and begin the evaluation
-        (index, golden check, fingerprint, history, baseline).  Idempotent."""
-        if self.evaluation is not None:
-            return self.evaluation
+        (index, golden check, fingerprint, history, baseline).  Idempotent.
+
+        ``searches``: this process searches too (no xdist), so a retriever known by
+        its name alone is built now -- one that cannot be is a usage error before any
+        item, as an unnamed one is, not one identical failure per golden query.
+        """
         try:
-            self.searcher = self._open_searcher(quiet=False)
-            self.evaluation = begin_evaluation(self.plan, self.searcher)
+            if self.evaluation is None:
+                self.searcher = self._open_searcher(quiet=False)
+                self.evaluation = begin_evaluation(self.plan, self.searcher)
+            if searches:
+                _build(self.searcher)
         except GrooveError as exc:
             raise usage_error(exc, self.plan) from None
+        assert self.evaluation is not None
         return self.evaluation
 
     def _ready(self) -> Evaluation:
         if self.evaluation is not None:
             return self.evaluation
         if self.worker_evaluation is None:
-            return self.begin()
+            return self.begin(searches=True)
         from pytest_groove.plugin.worker_cores import share_cores_between_workers
 
         share_cores_between_workers()  # before the engine's libraries load
         try:
             self.searcher = self._open_searcher(quiet=True)
+            _build(self.searcher)
             self.evaluation = self.worker_evaluation(self.searcher)
         except GrooveError as exc:
-            raise usage_error(exc, self.plan) from None
+            # an xdist worker whose retriever (or index) cannot be opened: every golden
+            # item it is handed would fail the same way, so this one fails with the line
+            # and the rest are skipped (items.py); the controller ends the session with
+            # it as the usage error a single process stops with
+            self.stopped_at_begin = True
+            raise StopsTheRun(f"{PROG}: {usage_message(exc, self.plan)}") from None
         return self.evaluation
 
     # ------------------------------------------------------------------ per query
@@ -422,20 +458,8 @@ class ProcessRunner:
             kb_arg = str(self.kb)
         return (
             "groove: running only the golden queries (no test paths given); to run your "
-            f"own tests as well, name them: pytest --groove-kb {kb_arg} {self._test_paths()}"
+            f"own tests as well, name them: pytest --groove-kb {kb_arg} {_test_paths(config)}"
         )
-
-    def _test_paths(self) -> str:
-        """The project's own test paths as it names them: ``testpaths``, else a
-        ``tests`` folder when there is one, else a placeholder."""
-        config = self.config
-        with contextlib.suppress(ValueError, KeyError):
-            named = [str(p) for p in config.getini("testpaths") or []]
-            if named:
-                return " ".join(shlex.quote(p) for p in named)
-        if (config.invocation_params.dir / "tests").is_dir():
-            return "tests/"
-        return "<your test paths>"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -443,9 +467,16 @@ class ProcessRunner:
         if isinstance(item, GrooveQueryItem) and call.when == "call":
             setattr(report, REPORT_NAME, item.name)
             if self.stopped is not None:
-                setattr(report, REPORT_STOPPED, True)
+                stop = {"line": self.stopped, "begin": self.stopped_at_begin}
+                setattr(report, REPORT_STOPPED, stop)
             if item.groove_result is not None:
                 setattr(report, REPORT_RESULT, item.groove_result.to_json())
+            if self.worker_evaluation is not None and self.searcher is not None:
+                # the controller never searches: it warns and advises from these
+                notes = self.searcher.search_notes()
+                if notes and notes != self._notes_sent:
+                    setattr(report, REPORT_NOTES, notes)
+                    self._notes_sent = notes
         return report
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -458,3 +489,15 @@ class ProcessRunner:
         if self._collector_frozen:
             gc.unfreeze()
             self._collector_frozen = False
+
+
+def _test_paths(config: pytest.Config) -> str:
+    """The project's own test paths as it names them: ``testpaths``, else a ``tests``
+    folder when there is one, else a placeholder."""
+    with contextlib.suppress(ValueError, KeyError):
+        named = [str(p) for p in config.getini("testpaths") or []]
+        if named:
+            return " ".join(shlex.quote(p) for p in named)
+    if (config.invocation_params.dir / "tests").is_dir():
+        return "tests/"
+    return "<your test paths>"

@@ -4,7 +4,10 @@ The controller begins the evaluation just before the workers start (the index is
 brought up to date once, under the indexer's lock, so the workers never race to build
 it) and hands each worker what it needs to judge its items like a single process
 would: the run fingerprint and each golden query's baseline result.  A worker opens
-the index the controller left and searches; it never reads the history.
+the index the controller left and searches; it never reads the history.  What comes
+back travels on the test reports of its golden items (``runner.py``'s ``REPORT_*``
+attributes): each result, a stop, and the searcher's notes (a custom retriever's kind
+and warnings, which the controller's end-of-run checks need but never searched for).
 
 PYTEST_DONT_REWRITE
 """

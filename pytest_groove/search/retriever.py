@@ -20,8 +20,10 @@ How each shape of hit is read is :mod:`pytest_groove.search.retriever_hits`.  A
 relative path is taken as relative to the KB; an absolute path inside the KB is made
 relative to it, one outside the KB is kept as written (it names no KB file, and the
 searcher's run checks say what such hits cost).  Whatever goes wrong
-is one :class:`GrooveError` line that names the retriever; a service that is down is
-:class:`RetrieverUnavailable`.  Anything the user's code prints while it is imported
+is one :class:`GrooveError` line that names the retriever; what every later query would
+repeat -- the retriever raising, an answer no hit can be read from, a service that is
+down (:class:`RetrieverUnavailable`) -- is a :class:`StopsTheRun`, so the run stops at
+the first query rather than failing each.  Anything the user's code prints while it is imported
 or searches goes to standard error, so ``groove eval --format json`` stays JSON.
 
 This module imports none of the retriever libraries: it recognises their objects by
@@ -109,7 +111,8 @@ class ExternalRetriever:
         """Ranked hits for ``query``, at most ``limit`` of them, paths KB-relative.
 
         Raises :class:`RetrieverUnavailable` when the service is down -- at once, and
-        with the same line, for every search after the first that found it down.
+        with the same line, for every search after the first that found it down -- and
+        :class:`StopsTheRun` when the user's code raises.
         """
         if self.down:
             raise RetrieverUnavailable(self.down[0].message)
@@ -126,15 +129,33 @@ class ExternalRetriever:
             except GrooveError:
                 raise
             except Exception as exc:  # the user's code: any failure is theirs to fix
-                raise GrooveError(
-                    f"retriever {self.name} failed on query {echo(query)}: "
-                    f"{type(exc).__name__}: {one_line(exc)}"
-                ) from None
+                # a store down, a client misconfigured, a method left unimplemented: the
+                # next query would raise it again, so the run stops at the first
+                raise StopsTheRun(self._failed(query, exc)) from None
             except SystemExit as exc:  # sys.exit() / argparse in the user's code
                 raise StopsTheRun(exited(self.name, exc, "searching")) from None
         # a retriever that returns more than it was asked for is cut to the limit,
         # so `limit` means the same for every retriever
         return hits[:limit]
+
+    def _failed(self, query: str, exc: Exception) -> str:
+        """The line for the user's code raising ``exc`` on ``query``."""
+        text = one_line(exc)
+        line = f"retriever {self.name} failed on query {echo(query)}: {type(exc).__name__}" + (
+            f": {text}" if text else ""
+        )
+        if isinstance(exc, NotImplementedError) and self.kind in ("langchain", "llamaindex"):
+            # a retriever class that implements only its async method (LangChain's
+            # _aget_relevant_documents, LlamaIndex's _aretrieve) raises this when called
+            sync, awaited = ("invoke", "ainvoke")
+            if self.kind == "llamaindex":
+                sync, awaited = ("retrieve", "aretrieve")
+            line += (
+                f"; if it implements only {awaited}() (async), wrap it in a plain function: "
+                f"def search(query, limit): return asyncio.run(retriever.{awaited}(query)) "
+                f"-- {sync}() is what groove calls"
+            )
+        return line
 
     def warn(self, message: str) -> None:
         """Tell ``message`` once per run (see ``on_warning``)."""
@@ -231,6 +252,13 @@ def _spec_name(spec: str, obj: Any) -> str:
 
 def as_search_function(obj: Any, name: str) -> tuple[Callable[[str, int], Any], RetrieverKind]:
     """``(query, limit) -> raw hits`` for a LangChain, LlamaIndex or plain retriever."""
+    if isinstance(obj, type):
+        # the class itself (``return MyRetriever`` for ``return MyRetriever()``): its
+        # methods want an instance, so every query would fail with a TypeError
+        raise GrooveError(
+            f"retriever {name} is the class {obj.__qualname__}, not a retriever: return "
+            f"(or name) an instance of it, {obj.__name__}(...)"
+        )
     _refuse_async(obj, name)
     invoke = getattr(obj, "invoke", None)
     if callable(invoke):  # LangChain: the limit is the retriever's own setting (k)

@@ -27,10 +27,13 @@ if TYPE_CHECKING:
     from pytest_groove.engine import Engine
     from pytest_groove.evaluation.run import Finding, QueryResult
     from pytest_groove.kb.disk_view import KBView
-    from pytest_groove.search.retriever import ExternalRetriever
+    from pytest_groove.search.retriever import ExternalRetriever, RetrieverKind
 
 #: the model name recorded in the fingerprint of a run measured with a retriever
 CUSTOM_MODEL = "custom"
+
+#: how a stop's line ends when it ends the run (a door that says so itself may cut it)
+NOT_RECORDED = "; nothing was recorded"
 
 #: a custom retriever's first queries (with hits) in one process that, all answered
 #: with hits outside the KB and none inside, stop the run before it ends
@@ -88,6 +91,14 @@ class Searcher(Protocol):
         """What the run's answers suggest is wrong (too few hits, NaN scores ...);
         raises :class:`~pytest_groove.errors.GrooveError` when most hits name no KB file."""
 
+    def search_notes(self) -> dict[str, Any]:
+        """What searching in this process learned that :meth:`answer_warnings` needs
+        (JSON-able; empty: nothing): a process that searched hands it to the one that
+        finishes -- an xdist worker to its controller, which never searches."""
+
+    def add_search_notes(self, notes: Mapping[str, Any]) -> None:
+        """Take in another process's :meth:`search_notes`."""
+
     def close(self) -> None: ...
 
 
@@ -139,6 +150,12 @@ class EngineSearcher:
 
     def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
         return []
+
+    def search_notes(self) -> dict[str, Any]:
+        return {}
+
+    def add_search_notes(self, notes: Mapping[str, Any]) -> None:
+        return None
 
     def close(self) -> None:
         self.engine.close()
@@ -200,14 +217,18 @@ class RetrieverSearcher:
         self._view: KBView | None = None
         #: each document's headings and title, normalised -> as spelt (read at first need)
         self._known: dict[str, dict[str, str]] | None = None
-        self._told_heading = False
+        #: the warning for a hit's heading that is no heading of its document (told once)
+        self._heading_warning: str | None = None
+        #: what other processes' searches learned (:meth:`add_search_notes`): the kind
+        #: of retriever they built, their warnings, their unknown-heading warning
+        self._their_kind: RetrieverKind | None = None
+        self._their_warnings: list[str] = []
+        self._their_heading_warning: str | None = None
         #: the hit paths of the queries answered so far in this process, while none had a
         #: hit in the KB (the early stop's evidence: check_hits)
         self._outside_only: list[list[str]] = []
         #: whether a query answered in this process had a hit in the KB
         self._kb_hit_seen = False
-        #: whether check_hits stopped the run (its line already said why)
-        self._stopped = False
 
     @property
     def retriever(self) -> ExternalRetriever:
@@ -220,6 +241,11 @@ class RetrieverSearcher:
     @property
     def built(self) -> bool:
         return self._retriever is not None
+
+    def build(self) -> None:
+        """Build the retriever now (a process about to search: a retriever that cannot
+        be built is then one error before the first query, not one per query)."""
+        _ = self.retriever
 
     @property
     def view(self) -> KBView:
@@ -285,9 +311,11 @@ class RetrieverSearcher:
             headings = known.get(hit.path)
             if hit.heading and headings is not None:  # outside the KB: hits_outside_kb's
                 heading, found = heading_spelling(hit.heading, headings)
-                if not found and not self._told_heading:
-                    self._told_heading = True
-                    self.retriever.warn(unknown_heading(self.retriever.name, hit.heading, hit.path))
+                if not found and self._heading_warning is None:
+                    self._heading_warning = unknown_heading(
+                        self.retriever.name, hit.heading, hit.path
+                    )
+                    self.retriever.warn(self._heading_warning)
                 if heading != hit.heading:
                     hit = replace(hit, heading=heading)
             spelt.append(hit)
@@ -340,8 +368,7 @@ class RetrieverSearcher:
             self.retriever.name, self._outside_only, documents, self.kb, scope=scope
         )
         if message is not None:
-            self._stopped = True
-            raise StopsTheRun(f"{message}; nothing was recorded")
+            raise StopsTheRun(f"{message}{NOT_RECORDED}")
 
     def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
         from pytest_groove.errors import GrooveError
@@ -349,20 +376,51 @@ class RetrieverSearcher:
         from pytest_groove.search.hit_checks import check_retriever_hits
 
         name = self.identity.retriever or CUSTOM_MODEL
-        # a controller that never searched has no retriever of its own to ask
-        kind = self.retriever.kind if self.built else "callable"
+        # a controller that never built the retriever knows its kind from the workers
+        kind = self.retriever.kind if self.built else (self._their_kind or "callable")
         paths = [[hit.path for hit in result.top_k] for result in results]
         report = check_retriever_hits(name, kind, self.kb, paths, self.view.documents, deepest_k)
-        if report.error is not None and not self._stopped:
-            # (a run check_hits stopped was told why once; the queries before the
-            # stop are summed up, not recorded)
-            ending = "; nothing was recorded"
+        if report.error is not None:
+            # (a run check_hits stopped never gets here: it was told why once, and the
+            # queries before the stop are not summed up)
+            ending = NOT_RECORDED
             if report.error.endswith("?"):
                 ending = " Nothing was recorded."
             raise GrooveError(f"{report.error}{ending}")
         warnings = list(self.retriever.warnings) if self.built else []
+        warnings += [w for w in self._their_warnings if w not in warnings]
+        if self._heading_warning is None and self._their_heading_warning is not None:
+            warnings.append(self._their_heading_warning)  # once a run, as in one process
         lost = headingless_hits(name, results)
         return [*warnings, *report.warnings, *([lost] if lost else [])]
+
+    def search_notes(self) -> dict[str, Any]:
+        """The kind of retriever this process built and the warnings its searches gave
+        (the unknown-heading one apart: a run tells only the first)."""
+        if not self.built:
+            return {}
+        retriever = self.retriever
+        return {
+            "kind": retriever.kind,
+            "warnings": [w for w in retriever.warnings if w != self._heading_warning],
+            "heading_warning": self._heading_warning,
+        }
+
+    def add_search_notes(self, notes: Mapping[str, Any]) -> None:
+        from typing import get_args
+
+        from pytest_groove.search.retriever import RetrieverKind
+
+        kind = notes.get("kind")
+        if self._their_kind is None and kind in get_args(RetrieverKind):
+            self._their_kind = kind
+        warnings = notes.get("warnings")
+        for warning in warnings if isinstance(warnings, list) else ():
+            if isinstance(warning, str) and warning not in self._their_warnings:
+                self._their_warnings.append(warning)
+        heading = notes.get("heading_warning")
+        if self._their_heading_warning is None and isinstance(heading, str):
+            self._their_heading_warning = heading
 
     def close(self) -> None:
         return None
