@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 CUSTOM_MODEL = "custom"
 
 #: a custom retriever's first queries (with hits) in one process that, all answered
-#: with hits outside the KB and none inside, stop the run before it ends
+#: with hits outside the KB and none inside, most of them KB paths spelt another way,
+#: stop the run before it ends
 EARLY_STOP_QUERIES = 3
 
 
@@ -204,7 +205,8 @@ class RetrieverSearcher:
         #: the hit paths of the queries answered so far in this process, while none had a
         #: hit in the KB (the early stop's evidence: check_hits)
         self._outside_only: list[list[str]] = []
-        #: whether a query answered in this process had a hit in the KB
+        #: whether the early stop has decided: a query answered in this process had a
+        #: hit in the KB, or the first queries without one were judged
         self._kb_hit_seen = False
         #: whether check_hits stopped the run (its line already said why)
         self._stopped = False
@@ -319,9 +321,10 @@ class RetrieverSearcher:
     def check_hits(self, hits: Sequence[SearchHit]) -> None:
         """Stop early only on conclusive evidence: the first
         :data:`EARLY_STOP_QUERIES` queries of this process that got hits got none in
-        the KB.  Once a query had a KB hit, one whose hits all lie outside (a store
-        holding another source's notes too) never stops the run; the run's own check
-        (:meth:`answer_warnings`) judges the share of such hits."""
+        the KB, and most of those hits are KB paths spelt another way (``kb/ops/a.md``,
+        ``ops/a.md#2``).  Hits that look like another source's documents (a store
+        holding tickets too) never stop the run early, nor does one query once a query
+        had a KB hit; the run's own check (:meth:`answer_warnings`) judges the whole run."""
         if not hits or self._kb_hit_seen:
             return
         documents = self.view.documents
@@ -332,13 +335,21 @@ class RetrieverSearcher:
         self._outside_only.append([hit.path for hit in hits])
         if len(self._outside_only) < EARLY_STOP_QUERIES:
             return
+        # judged once, on the first queries: the run's end judges the rest
+        self._kb_hit_seen = True
         from pytest_groove.errors import StopsTheRun
         from pytest_groove.search.hit_checks import hits_outside_kb
 
         scope = f" in the first {len(self._outside_only)} queries it answered"
         message = hits_outside_kb(
-            self.retriever.name, self._outside_only, documents, self.kb, scope=scope
+            self.retriever.name,
+            self._outside_only,
+            documents,
+            self.kb,
+            scope=scope,
+            misnamed_only=True,
         )
+        self._outside_only.clear()
         if message is not None:
             self._stopped = True
             raise StopsTheRun(f"{message}; nothing was recorded")
