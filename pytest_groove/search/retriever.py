@@ -48,6 +48,11 @@ from typing import Any, Literal
 from pytest_groove.errors import GrooveError, StopsTheRun, flag
 from pytest_groove.options import RunOptions
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.key_evidence import (
+    KEY_EVIDENCE_QUERIES,
+    KeyEvidence,
+    missing_heading_key,
+)
 from pytest_groove.search.retriever_hits import (
     DEFAULT_KEYS,
     HitKeys,
@@ -104,6 +109,8 @@ class ExternalRetriever:
     #: the RetrieverUnavailable that ended the first failed search, raised again at once
     #: by every later one (a down service is not waited for once per query)
     down: list[RetrieverUnavailable] = field(default_factory=list)
+    #: what the hits so far showed of the heading key ``keys`` names
+    heading_evidence: KeyEvidence = field(default_factory=KeyEvidence)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
         """Ranked hits for ``query``, at most ``limit`` of them, paths KB-relative.
@@ -113,12 +120,20 @@ class ExternalRetriever:
         """
         if self.down:
             raise RetrieverUnavailable(self.down[0].message)
+        # counted until a hit holds the named heading key
+        evidence = self.heading_evidence
+        looking = self.keys.heading is not None and evidence.held == 0
         with user_prints_to_stderr():
             try:
                 raw = self.fetch(query, limit)
                 # inside the redirect: a generator's code runs while it is read
                 hits = normalise_hits(
-                    raw, self.name, self.kb, keys=self.keys, on_warning=self._warn
+                    raw,
+                    self.name,
+                    self.kb,
+                    keys=self.keys,
+                    on_warning=self._warn,
+                    evidence=evidence if looking else None,
                 )
             except RetrieverUnavailable as exc:
                 self.down.append(exc)
@@ -132,9 +147,26 @@ class ExternalRetriever:
                 ) from None
             except SystemExit as exc:  # sys.exit() / argparse in the user's code
                 raise StopsTheRun(exited(self.name, exc, "searching")) from None
+        if looking and evidence.never_held and evidence.queries >= KEY_EVIDENCE_QUERIES:
+            raise StopsTheRun(f"{self.heading_key_problem()}; nothing was recorded")
         # a retriever that returns more than it was asked for is cut to the limit,
         # so `limit` means the same for every retriever
         return hits[:limit]
+
+    def heading_key_problem(self) -> str | None:
+        """The line for a heading key (``--retriever-heading-key``) that no hit so far
+        held, None when one did or none was named or no hit was read.
+
+        :meth:`search` stops the run with it once :data:`KEY_EVIDENCE_QUERIES` queries
+        were answered; a run of fewer queries is judged at its end.
+        """
+        evidence = self.heading_evidence
+        if self.keys.heading is None or not evidence.never_held:
+            return None
+        scope = ""
+        if evidence.queries >= KEY_EVIDENCE_QUERIES:
+            scope = f" in the first {evidence.queries} queries it answered"
+        return missing_heading_key(self.name, self.keys.heading, evidence, scope)
 
     def warn(self, message: str) -> None:
         """Tell ``message`` once per run (see ``on_warning``)."""

@@ -33,6 +33,7 @@ from typing import Any
 
 from pytest_groove.errors import StopsTheRun, flag
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.key_evidence import KeyEvidence
 
 
 class HitShapeError(StopsTheRun):
@@ -80,6 +81,8 @@ class _Fields:
     score: Any
     #: where the path was looked for, for the "no path" message
     looked: str
+    #: the metadata a named heading key was looked for in (None: the hit has none)
+    meta: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,7 @@ def _node_fields(hit: Any, keys: HitKeys, score: Any) -> _Fields:
         _heading(meta, keys, text),
         score,
         _looked(keys, "node.metadata", defaults),
+        meta,
     )
 
 
@@ -212,13 +216,18 @@ def _document_fields(doc: Any, meta: Mapping[str, Any], keys: HitKeys, score: An
         _heading(meta, keys),
         score,
         _looked(keys, "metadata", defaults),
+        meta,
     )
 
 
 def _payload_fields(meta: Mapping[str, Any], keys: HitKeys, score: Any, where: str) -> _Fields:
     """A Qdrant point's payload, or a Chroma row's metadata."""
     return _Fields(
-        _path(meta, keys, _PATH_KEYS), _heading(meta, keys), score, _looked(keys, where, _PATH_KEYS)
+        _path(meta, keys, _PATH_KEYS),
+        _heading(meta, keys),
+        score,
+        _looked(keys, where, _PATH_KEYS),
+        meta,
     )
 
 
@@ -247,7 +256,7 @@ def _fields(hit: Any, keys: HitKeys) -> _Fields:
             heading = own_heading(text)
         # Chroma ranks by distance, smaller first: negated, a larger score is better
         score = None if hit.distance is None else -float(hit.distance)
-        return _Fields(fields.path, heading, score, fields.looked)
+        return _Fields(fields.path, heading, score, fields.looked, hit.metadata)
     if isinstance(hit, tuple) and len(hit) == 2 and (_is_document(hit[0]) or _is_node(hit[0])):
         inner, score = hit  # similarity_search_with_score's (Document, score)
         if _is_node(inner):
@@ -264,7 +273,7 @@ def _fields(hit: Any, keys: HitKeys) -> _Fields:
             return _Fields(hit.get("path"), hit.get("heading"), hit.get("score"), "['path']")
         path = _dotted(hit, keys.path) if keys.path else hit.get("path")
         heading = _dotted(hit, keys.heading) if keys.heading else hit.get("heading")
-        return _Fields(path, heading, hit.get("score"), f"[{keys.path or 'path'!r}]")
+        return _Fields(path, heading, hit.get("score"), f"[{keys.path or 'path'!r}]", hit)
     path, heading = getattr(hit, "path", None), getattr(hit, "heading", None)
     return _Fields(path, heading, getattr(hit, "score", None), "path")
 
@@ -405,6 +414,7 @@ def normalise_hits(
     *,
     keys: HitKeys = DEFAULT_KEYS,
     on_warning: Callable[[str], None] | None = None,
+    evidence: KeyEvidence | None = None,
 ) -> list[SearchHit]:
     """A retriever's answer as ranked :class:`SearchHit` s (order kept).
 
@@ -412,7 +422,9 @@ def normalise_hits(
     missing (then 0.0) but must be a number when given.  A score that is NaN or
     infinite is taken as 0.0 and ``on_warning`` is told, at most once per answer.
     With ``kb`` given, paths inside the KB are made KB-relative; a path outside it
-    is kept as written (it can never match a golden entry).
+    is kept as written (it can never match a golden entry).  ``evidence`` counts the
+    hits that hold the heading key ``keys`` names (:mod:`~pytest_groove.search.
+    key_evidence`).
     """
     if inspect.isawaitable(raw):
         if inspect.iscoroutine(raw):
@@ -436,6 +448,7 @@ def normalise_hits(
                 on_warning(message)
 
     hits: list[SearchHit] = []
+    looked_before = evidence.looked if evidence is not None else 0
     for position, hit in enumerate(raw, start=1):
         fields = _fields(hit, keys)
         path, heading = fields.path, fields.heading
@@ -462,6 +475,10 @@ def normalise_hits(
             )
         score = _score(fields.score, retriever, position, warn)
         hits.append(SearchHit(rank=position, path=path, heading=heading, score=score))
+        if evidence is not None and keys.heading is not None and fields.meta is not None:
+            evidence.hit(fields.meta, keys.heading)
+    if evidence is not None and evidence.looked > looked_before:
+        evidence.queries += 1
     return hits
 
 

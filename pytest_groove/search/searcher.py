@@ -358,6 +358,7 @@ class RetrieverSearcher:
         from pytest_groove.errors import GrooveError
         from pytest_groove.search.headingless import headingless_hits
         from pytest_groove.search.hit_checks import check_retriever_hits
+        from pytest_groove.search.key_evidence import KEY_EVIDENCE_QUERIES
 
         name = self.identity.retriever or CUSTOM_MODEL
         # a controller that never searched has no retriever of its own to ask
@@ -371,6 +372,11 @@ class RetrieverSearcher:
             if report.error.endswith("?"):
                 ending = " Nothing was recorded."
             raise GrooveError(f"{report.error}{ending}")
+        if self.built and self.retriever.heading_evidence.queries < KEY_EVIDENCE_QUERIES:
+            # a run too short for the search's own stop: a heading key no hit held
+            problem = self.retriever.heading_key_problem()
+            if problem is not None:
+                raise GrooveError(f"{problem}; nothing was recorded")
         warnings = list(self.retriever.warnings) if self.built else []
         lost = headingless_hits(name, results)
         return [*warnings, *report.warnings, *([lost] if lost else [])]
