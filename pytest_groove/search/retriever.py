@@ -376,8 +376,8 @@ def load_retriever(
     when given, else the object's ``groove_name``, else the spec itself with the
     vector store behind it (``search:retriever[QdrantVectorStore:kb]``; a URL without
     credentials or query string).  ``timeout`` and ``token_env`` apply to HTTP
-    retrievers (a Python retriever's own client keeps its own timeout); a token for a
-    Python retriever is refused, since it would not be sent anywhere.
+    retrievers (a Python retriever's own client keeps its own timeout); either given
+    for a Python retriever is refused, since it would not apply.
     """
     text = spec.strip()
     if is_url(text):
@@ -390,6 +390,12 @@ def load_retriever(
         raise GrooveError(
             f"retriever {text}: {flag('retriever-token-env')} is for http:// retrievers; a Python "
             "retriever reads its own credentials"
+        )
+    if timeout is not None:
+        raise GrooveError(
+            f"retriever {text}: {flag('retriever-timeout')} is for http:// retrievers; a Python "
+            "retriever is called in this process, where a call cannot be cut short: set the "
+            "timeout on the client it uses"
         )
     obj = _import_attribute(text)
     return from_object(obj, kb, name or _spec_name(text, obj), keys=keys, on_warning=on_warning)
@@ -404,12 +410,15 @@ def retriever_for_run(
     """
     if run.retriever is None:
         return None
+    # a Python retriever's are refused by the plan when given to the run, and warned
+    # about when [retriever] holds them (evaluation/plan.py): not passed on
+    http = is_url(run.retriever)
     return load_retriever(
         run.retriever,
         kb,
         name=run.retriever_name,
-        timeout=run.retriever_timeout,
-        token_env=run.retriever_token_env,
+        timeout=run.retriever_timeout if http else None,
+        token_env=run.retriever_token_env if http else None,
         keys=hit_keys(run),
         on_warning=on_warning,
     )
