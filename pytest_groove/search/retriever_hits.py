@@ -27,7 +27,7 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -83,6 +83,8 @@ class _Fields:
     looked: str
     #: the metadata a named heading key was looked for in (None: the hit has none)
     meta: Mapping[str, Any] | None = None
+    #: what the "no path" message says after the hit's number, when its shape knows better
+    no_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,27 @@ def _payload_fields(meta: Mapping[str, Any], keys: HitKeys, score: Any, where: s
     )
 
 
+def _point_fields(point: Any, keys: HitKeys) -> _Fields:
+    """A Qdrant ``ScoredPoint``: its payload, which a query may have left out."""
+    if point.payload is None:
+        return _Fields(
+            None,
+            None,
+            point.score,
+            "payload",
+            no_path="is a Qdrant point without its payload (payload=None), so it has no path: "
+            "query with with_payload=True (query_points' default), or a with_payload list "
+            "that names the path's key",
+        )
+    fields = _payload_fields(point.payload, keys, point.score, "payload")
+    advice = (
+        f"has no path (got {echo(fields.path)}) in {fields.looked}, the Qdrant point's payload: "
+        "keep the path's key in it (with_payload=True, or the key in a with_payload list), "
+        f"or name the key with {flag('retriever-path-key')}"
+    )
+    return replace(fields, no_path=advice)
+
+
 def _is_node(hit: Any) -> bool:
     return hasattr(hit, "node") and _metadata(getattr(hit, "node", None)) is not None
 
@@ -267,7 +290,7 @@ def _fields(hit: Any, keys: HitKeys) -> _Fields:
     if _is_document(hit):
         return _document_fields(hit, _metadata(hit) or {}, keys, None)
     if _is_point(hit):
-        return _payload_fields(hit.payload or {}, keys, hit.score, "payload")
+        return _point_fields(hit, keys)
     if isinstance(hit, Mapping):
         if keys.path is None and keys.heading is None:
             return _Fields(hit.get("path"), hit.get("heading"), hit.get("score"), "['path']")
@@ -281,6 +304,18 @@ def _fields(hit: Any, keys: HitKeys) -> _Fields:
 def _chroma_rows(result: Mapping[str, Any], retriever: str) -> list[_ChromaRow]:
     """The rows of a one-query Chroma ``QueryResult`` (columns of lists, one per query)."""
     ids = result.get("ids")
+    if (
+        isinstance(ids, list)
+        and "distances" not in result
+        and not any(isinstance(column, list) for column in ids)
+    ):
+        # collection.get(): one flat list of the stored records, in no ranked order
+        raise HitShapeError(
+            f"retriever {retriever} returned a Chroma GetResult ({len(ids)} stored records "
+            "listed by collection.get(), not ranked for the query); search with "
+            "collection.query(query_texts=[query], n_results=limit) (or query_embeddings="
+            "[vector]) and return its QueryResult"
+        )
     if not isinstance(ids, list) or len(ids) != 1 or not isinstance(ids[0], list):
         count = len(ids) if isinstance(ids, list) else 0
         raise HitShapeError(
@@ -454,6 +489,8 @@ def normalise_hits(
         path, heading = fields.path, fields.heading
         if isinstance(path, os.PathLike):
             path = os.fsdecode(path)  # a pathlib.Path is as good as its string
+        if (not isinstance(path, str) or not path) and fields.no_path is not None:
+            raise HitShapeError(f"retriever {retriever}: hit {position} {fields.no_path}")
         if not isinstance(path, str) or not path:
             raise HitShapeError(
                 f"retriever {retriever}: hit {position} has no path (got {echo(path)}) in "
