@@ -272,3 +272,16 @@ def test_the_early_stop_needs_kb_paths_spelt_another_way() -> None:
     moved = [["kb/ops/rollback.md", "tickets/1.md", "kb/api/tokens.md"]] * 3
     error = hits_outside_kb("r", moved, KB_FILES, Path("kb"), misnamed_only=True)
     assert error is not None and "(e.g. 'kb/ops/rollback.md')" in error
+
+
+def test_a_bare_file_name_left_after_other_folders_is_another_document() -> None:
+    """A flat KB (``2.md`` at its root) beside a ticket system's ``tickets/2.md``: the
+    ticket is no misnamed note, but ``kb/2.md`` and ``docs/api/tokens.md`` are."""
+    flat = frozenset({"2.md", "api/tokens.md"})
+    assert (
+        hits_outside_kb("r", [["2.md", "tickets/2.md", "/srv/tickets/2.md"]], flat, Path("kb"))
+        is None
+    )
+    moved = [["2.md", "kb/2.md", "/app/kb/2.md", "docs/api/tokens.md"]]
+    error = hits_outside_kb("r", moved, flat, Path("kb"))
+    assert error is not None and "3 look like paths of its files spelt another way" in error

@@ -14,12 +14,12 @@ Tried in order on the sample path of a message, the first that explains it wins:
   (:mod:`~pytest_groove.search.hit_paths`).
 
 Some of these say the path is a KB file's, mapped wrong: a KB path with a suffix,
-leading folders too many (also inside a URL), another case, or any of these once
-decoded or normalised.  :class:`PathJudge` tells those apart from a path that may well
-be another source's document (``tickets/2.md`` in a store that holds the KB and a
-ticket system): a URL of its own, the same file name in another folder, or no KB file
-of that name at all.  The run's checks stop only on the first kind
-(:mod:`~pytest_groove.search.hit_checks`).
+leading folders too many (also inside a URL; the KB's folder among them, or a folder of
+the KB kept after them), another case, or any of these once decoded or normalised.
+:class:`PathJudge` tells those apart from a path that may well be another source's
+document (``tickets/2.md`` in a store that holds the KB and a ticket system): a URL of
+its own, the same file name in another folder, or no KB file of that name at all.  The
+run's checks stop only on the first kind (:mod:`~pytest_groove.search.hit_checks`).
 
 PYTEST_DONT_REWRITE
 """
@@ -47,6 +47,19 @@ def _rerooted(path: str, kb_paths: Collection[str]) -> tuple[str, str] | None:
         if rest in kb_paths:
             return PurePosixPath(*parts[:cut]).as_posix(), rest
     return None
+
+
+def _rerooted_file(path: str, kb_paths: Collection[str], kb: Path) -> bool:
+    """Whether ``path`` names a KB file once leading folders are dropped, in a way only
+    a path mistake explains: the dropped part ends with the KB's folder
+    (``kb/ops/a.md``, ``/app/kb/a.md``), or what is left keeps a folder of the KB
+    (``docs/ops/a.md``).  A bare file name left (``tickets/2.md`` for the KB's
+    ``2.md``) may as well be another source's file."""
+    found = _rerooted(path, kb_paths)
+    if found is None:
+        return False
+    prefix, rest = found
+    return "/" in rest or PurePosixPath(prefix).name == kb.name or prefix == _kb_text(kb)
 
 
 def _prefix_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
@@ -114,11 +127,10 @@ def _misnamed_fix(
     fix = _suffix_fix(path, kb_paths)
     if fix is not None:
         return fix
+    if _rerooted_file(path, kb_paths, kb):
+        return _url_fix(path) if URL_PATH.match(path) else _prefix_fix(path, kb_paths, kb)
     if URL_PATH.match(path):
-        return _url_fix(path) if _rerooted(path, kb_paths) is not None else None
-    fix = _prefix_fix(path, kb_paths, kb)
-    if fix is not None:
-        return fix
+        return None
     if path.lower() in lowered:
         return f"the KB has {lowered[path.lower()]!r}: paths are compared byte for byte"
     return None
@@ -132,6 +144,9 @@ def _plain_fix(
         return fix
     if URL_PATH.match(path):
         return _url_fix(path)
+    fix = _prefix_fix(path, kb_paths, kb)
+    if fix is not None:
+        return fix
     name = PurePosixPath(path).name
     same_name = sorted(p for p in kb_paths if PurePosixPath(p).name == name)
     if same_name:
