@@ -212,3 +212,30 @@ def test_the_conftest_hook_example(project: Path, tmp_path: Path) -> None:
     output = done.stdout + done.stderr
     assert done.returncode in (0, 1), output
     assert "custom retriever" in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize(
+    "spec", ["langchain_search:retriever", "plain_search:search"], ids=["langchain", "plain"]
+)
+def test_an_example_named_in_the_ini_runs_from_a_subfolder(
+    project: Path, tmp_path: Path, spec: str
+) -> None:
+    """The advertised ``cd tests && pytest``: the ini beside the KB names the KB and the
+    retriever, pytest runs in a subfolder, and the example still reads the KB's notes
+    (it read ``Path("kb")`` relative to the working directory: LangChain's BM25Retriever
+    got no document, ``plain_search`` no hit)."""
+    _needs(spec)
+    root = tmp_path / "project"
+    shutil.copytree(project, root)
+    (root / "pytest.ini").write_text(
+        f"[pytest]\ngroove_kb = kb\ngroove_retriever = {spec}\n", encoding="utf-8"
+    )
+    (root / "tests").mkdir()
+    report = tmp_path / "report.json"
+    done = run("pytest", root / "tests", ["--groove-no-history", "--groove-json", str(report)])
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output and "ERROR:" not in output, output
+    assert done.returncode in (0, 1), output  # a toy retriever may miss some queries
+    hits = [hit for query in json.loads(report.read_text("utf-8"))["per_query"]
+            for hit in query["top_k"]]  # fmt: skip
+    assert hits and all(not hit["path"].startswith("kb/") for hit in hits)

@@ -70,13 +70,15 @@ CALLS = []
 GOLDEN = yaml.safe_load(open({golden!r}, encoding="utf-8"))["queries"]
 ANSWER = {{q["query"]: q["expected"] for q in GOLDEN}}
 ODD = {odd!r}
+OUTSIDE = {outside!r}
 
 
 def search(query, limit):
     CALLS.append(query)
     if query in ODD:
         # as many hits as the KB's answer would have
-        return [{{"path": f"legacy/note-{{n}}.md"}} for n in range(len(ANSWER[query]))]
+        expected = enumerate(ANSWER[query])
+        return [{{"path": OUTSIDE.format(n=n, path=e["path"])}} for n, e in expected]
     return [{{"path": e["path"], "heading": e.get("heading"), "score": 1.0}} for e in ANSWER[query]]
 """
 
@@ -95,8 +97,10 @@ def _qid(query: dict[str, Any]) -> str:
     return str(query.get("id", query["query"][:32]))
 
 
-def _answers(kb: Path, odd: list[str]) -> str:
-    return ANSWERS.format(golden=str(kb / ".groove-eval.yml"), odd=odd)
+def _answers(kb: Path, odd: list[str], outside: str = "legacy/note-{n}.md") -> str:
+    """The module: ``odd`` queries answered with ``outside`` paths (``{n}`` the hit's
+    place, ``{path}`` the expected entry's path), the others with their entries."""
+    return ANSWERS.format(golden=str(kb / ".groove-eval.yml"), odd=odd, outside=outside)
 
 
 # --------------------------------------------------------------------------- F1
@@ -245,20 +249,43 @@ def test_a_query_answered_only_from_outside_the_kb_does_not_stop_the_run(
     assert missed == [_qid(q) for q in _golden(kb)[:2]]
 
 
-def test_hits_all_outside_the_kb_stop_after_the_first_three_queries(
+def test_kb_paths_spelt_another_way_stop_after_the_first_three_queries(
     example_kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kb = example_kb_copy
-    name = _module(tmp_path, _answers(kb, [q["query"] for q in _golden(kb)]), monkeypatch)
+    every = [q["query"] for q in _golden(kb)]
+    name = _module(tmp_path, _answers(kb, every, "docs/{path}"), monkeypatch)
     hits = sum(len(q["expected"]) for q in _golden(kb)[:3])
     done = _eval(kb, tmp_path, f"{name}:search")
     assert done.returncode == 1
     (error,) = _errors(done)
+    first = _golden(kb)[0]["expected"][0]["path"]
     assert error.startswith(
         f"Error: retriever {name}:search: none of its {hits} hits in the first 3 queries "
-        f"it answered name a file of the knowledge base {kb} (e.g. 'legacy/note-0.md')"
+        f"it answered name a file of the knowledge base {kb} (e.g. 'docs/{first}'), so no "
+        "golden entry can match; the paths look to start with docs/"
     ), error
     assert len(sys.modules[name].CALLS) == 3  # not one query more than the evidence
+
+
+def test_hits_all_of_other_documents_stop_at_the_end_of_the_run(
+    example_kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first queries answered only with other documents are no evidence of a path
+    mistake (a shared store may answer them from its other sources): the run goes on,
+    and stops at its end only because no hit of the whole run named a KB file."""
+    kb = example_kb_copy
+    every = [q["query"] for q in _golden(kb)]
+    name = _module(tmp_path, _answers(kb, every), monkeypatch)
+    hits = sum(len(q["expected"]) for q in _golden(kb))
+    done = _eval(kb, tmp_path, f"{name}:search")
+    assert done.returncode == 1
+    (error,) = _errors(done)
+    assert error.startswith(
+        f"Error: retriever {name}:search: none of its {hits} hits name a file of the "
+        f"knowledge base {kb} (e.g. 'legacy/note-0.md'), so no golden entry can match"
+    ), error
+    assert len(sys.modules[name].CALLS) == len(every)
 
 
 @pytest.mark.parametrize(
@@ -540,7 +567,10 @@ def test_a_store_built_at_another_location_is_named_as_such(
     done = _eval(kb, tmp_path, f"{name}:search")
     (error,) = _errors(done)
     assert "the store was built at another location (/app/kb): set each hit's path" in error
-    assert "to the KB-relative path ('README.md')" in error
+    # the sample is a hit whose re-rooted path keeps a folder of the KB: a bare file
+    # name left (README.md) could as well be another source's file
+    assert "(e.g. '/app/kb/api/authentication.md')" in error
+    assert "to the KB-relative path ('api/authentication.md')" in error
     assert not (kb / ".groove-eval-history.json").exists()
 
 

@@ -19,6 +19,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,8 +58,18 @@ K_CAP_NOTE = (
 MMR_IGNORED_NOTE = "MMR override values were provided but effective MMR is off; values ignored"
 
 
-#: the built-in engine's options, which a custom retriever's run does not use
-ENGINE_ONLY_OPTIONS = ("model", "reranker", "vector-index", "index-dir")
+#: the built-in engine's options (its index, model and search pipeline), which a
+#: custom retriever's run does not use
+ENGINE_ONLY_OPTIONS = (
+    "model",
+    "reranker",
+    "mmr",
+    "mmr-lambda",
+    "mmr-same-doc-penalty",
+    "parent-retriever",
+    "vector-index",
+    "index-dir",
+)
 
 
 def engine_options_note(options: RunOptions) -> str | None:
@@ -74,6 +85,80 @@ def engine_options_note(options: RunOptions) -> str | None:
         f"warning: {names} {verb} not apply to a custom retriever (it searches its own "
         "store); ignored"
     )
+
+
+#: the options only an http:// retriever uses, and the ``[retriever]`` keys behind them
+HTTP_ONLY_OPTIONS = (("retriever-timeout", "timeout"), ("retriever-token-env", "token_env"))
+
+
+def _python_retriever(options: RunOptions, retriever_hook: bool) -> str | None:
+    """How a message names the Python retriever this run measures; None when it
+    measures an http:// one or none (a hook's answer is a Python object)."""
+    from pytest_groove.search.retriever_spec import is_url
+
+    if options.retriever is not None:
+        return None if is_url(options.retriever) else options.retriever
+    return "the pytest_groove_retriever hook's retriever" if retriever_hook else None
+
+
+def check_http_only_options(options: RunOptions, retriever_hook: bool = False) -> None:
+    """``--retriever-timeout`` / ``--retriever-token-env`` beside a Python retriever: it
+    runs in this process (no call of it can be cut short) and reads its own credentials,
+    so neither would apply; refused rather than silently ignored.  Only the options
+    given to this run count (``[retriever]`` keys are :func:`retriever_notes`' warning).
+    """
+    retriever = _python_retriever(options, retriever_hook)
+    given = [
+        name
+        for name, _ in HTTP_ONLY_OPTIONS
+        if getattr(options, name.replace("-", "_")) is not None
+    ]
+    if retriever is None or not given:
+        return
+    names = " and ".join(flag(name) for name in given)
+    why = []
+    if "retriever-timeout" in given:
+        why.append(
+            "is called in this process, where a call cannot be cut short (set the timeout "
+            "on the client it uses: QdrantClient(timeout=...), an HTTP client's timeout)"
+        )
+    if "retriever-token-env" in given:
+        why.append("reads its own credentials")
+    raise UsageError(
+        f"{names} {'is' if len(given) == 1 else 'are'} for http:// retrievers, and "
+        f"{retriever} is a Python retriever, which {' and '.join(why)}: drop "
+        f"{'it' if len(given) == 1 else 'them'}"
+    )
+
+
+def retriever_notes(options: RunOptions, settings: Settings, retriever_hook: bool) -> list[str]:
+    """Warnings for what a custom retriever's run will not use: the built-in engine's
+    options, and beside a Python retriever the ``[retriever]`` keys and the
+    ``$GROOVE_RETRIEVER_TIMEOUT`` an http:// retriever would use.  ``options`` as given
+    (before ``[retriever]`` fills them in)."""
+    notes = [note for note in (engine_options_note(options),) if note is not None]
+    retriever = _python_retriever(options, retriever_hook)
+    if retriever is None:
+        return notes
+    configured = [key for _, key in HTTP_ONLY_OPTIONS if getattr(settings.retriever, key)]
+    if configured:
+        keys = " and ".join(f"[retriever] {key}" for key in configured)
+        notes.append(
+            f"warning: {keys} in {clip_path(settings.source)} "
+            f"{'is' if len(configured) == 1 else 'are'} for http:// retrievers; {retriever} "
+            "is a Python retriever, so ignored"
+        )
+    if "timeout" in configured:
+        return notes
+    # imported here: the HTTP client stays unloaded in a run that measures no service
+    from pytest_groove.search.retriever_http import TIMEOUT_ENV
+
+    if os.environ.get(TIMEOUT_ENV, "").strip():
+        notes.append(
+            f"warning: ${TIMEOUT_ENV} is for http:// retrievers; {retriever} is a Python "
+            "retriever, called without a deadline (set the timeout on the client it uses)"
+        )
+    return notes
 
 
 @dataclass(frozen=True)
@@ -109,6 +194,9 @@ class EvalPlan:
     prog: str = "groove eval"
     #: notes for stderr, without a program prefix (e.g. the limit-cap note)
     notes: tuple[str, ...] = ()
+    #: the warnings of :func:`retriever_notes`, for a door whose retriever comes from a
+    #: hook (with a ``--retriever`` spec they are among ``notes``)
+    retriever_notes: tuple[str, ...] = ()
     #: the history, when read at plan time (``read_history=True``); else read at begin
     stored: StoredRuns | None = None
     #: byte cap of the history file (tests lower it)
@@ -180,8 +268,11 @@ def plan_evaluation(
     check_option_combinations(options)
     if options.retriever is None and not retriever_hook:
         check_no_retriever_details(options)
+    check_http_only_options(options, retriever_hook)
     check_flag_names(options, model=check_model)
     settings = settings_for(kb, options)
+    measured = options.retriever is not None or retriever_hook
+    unused = retriever_notes(options, settings, retriever_hook) if measured else []
     options = with_retriever_settings(options, settings)
     raw_k = options.k if options.k is not None else settings.eval.k_values
     check_k_values(tuple(raw_k), flag("k") if options.k is not None else "[eval].k_values")
@@ -194,13 +285,13 @@ def plan_evaluation(
         # named for where the number came from: a --limit, or the largest k
         note = LIMIT_CAP_NOTE if options.limit is not None else K_CAP_NOTE
         notes.append(note.format(requested=requested_limit, cap=SEARCH_LIMIT_MAX))
-    if (options.mmr_lambda is not None or options.mmr_same_doc_penalty is not None) and not (
+    if options.retriever is not None:
+        # a hook's retriever is known only once the hook answers: the door notes them then
+        notes += unused
+    elif (options.mmr_lambda is not None or options.mmr_same_doc_penalty is not None) and not (
         settings.search.mmr.enabled
     ):
         notes.append(MMR_IGNORED_NOTE)
-    engine_note = engine_options_note(options) if options.retriever is not None else None
-    if engine_note is not None:
-        notes.append(engine_note)
     metrics = options.metrics if options.metrics is not None else settings.eval.metrics
     thresholds = resolve_thresholds(
         options.threshold, settings.eval.regression_threshold, k_values, metrics
@@ -221,6 +312,7 @@ def plan_evaluation(
         metrics=metrics,
         prog=prog,
         notes=tuple(notes),
+        retriever_notes=tuple(unused),
         gate=resolve_gate(options, settings, k_values, metrics),
     )
     check_report_targets(kb, options, settings, golden=Path(golden.path), history=plan.history_path)

@@ -117,6 +117,8 @@ def plugin_retriever(
             f"{hook_files(config)} and groove_retriever = {spec} in {_ini_file(config)}; "
             "remove one, or choose on the command line with --groove-retriever SPEC"
         )
+    if isinstance(hooked, str | bytes):
+        raise GrooveError(_spec_from_hook(config, hooked))
     if hooked is not None:
         return from_object(
             hooked, kb, run.retriever_name, keys=hit_keys(run), on_warning=on_warning
@@ -125,6 +127,21 @@ def plugin_retriever(
         _import_beside_the_ini(config, spec)
         return retriever_for_run(replace(run, retriever=spec), kb, on_warning=on_warning)
     return None
+
+
+def _spec_from_hook(config: pytest.Config, answer: str | bytes) -> str:
+    """The line for a hook that returned a spec's text instead of the retriever."""
+    from pytest_groove.errors import clip
+    from pytest_groove.search.retriever_spec import spec_problem
+
+    text = answer if isinstance(answer, str) else answer.decode("utf-8", "replace")
+    spec = text.strip() if spec_problem(text) is None else "MODULE:ATTR"
+    return (
+        f"the pytest_groove_retriever hook in {hook_files(config)} returned the "
+        f"{type(answer).__name__} {clip(text)!r}, not a retriever: return the retriever "
+        f"object itself, or drop the hook and name it with --groove-retriever {clip(spec)} "
+        "(ini groove_retriever)"
+    )
 
 
 def _import_beside_the_ini(config: pytest.Config, spec: str) -> None:

@@ -290,11 +290,11 @@ class ProcessRunner:
         return searcher
 
     def _engine_options_note(self, run: RunOptions) -> None:
-        """Engine options beside the hook's retriever (the plan notes a spec's)."""
-        from pytest_groove.evaluation.plan import engine_options_note
-
-        note = engine_options_note(run) if run.retriever is None else None
-        if note is not None:
+        """What the hook's retriever will not use: engine options, ``[retriever]`` keys
+        and ``$GROOVE_RETRIEVER_TIMEOUT`` (the plan notes a spec's)."""
+        if run.retriever is not None:
+            return
+        for note in self.plan.retriever_notes:
             self.write_line(f"{PROG}: {spell_flags(note, 'pytest')}")
 
     def begin(self, *, searches: bool = False) -> Evaluation:

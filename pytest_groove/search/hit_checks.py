@@ -4,7 +4,10 @@ Mistakes that make every number of a run meaningless without any error along the
 
 - **paths that name no KB file** -- typically paths relative to the working
   directory (``kb/guide/setup.md``) where the KB-relative ``guide/setup.md`` was
-  meant: no hit can ever satisfy a golden entry, and the run scores 0;
+  meant: no hit can ever satisfy a golden entry, and the run scores 0.  Only a run
+  where no hit names a KB file, or most hits are KB paths spelt another way, is
+  stopped: a store that holds other sources too (``tickets/2.md`` beside the KB's
+  notes) is measured, its other documents scored as misses and counted in a warning;
 - **no hit at all** -- an empty store, or a collection name with a typo: every query
   answers ``[]`` and the run scores 0;
 - **a shallow retriever** -- LangChain's retrievers return 4 documents unless told
@@ -35,7 +38,7 @@ from pytest_groove.errors import flag
 from pytest_groove.evaluation.metric_table import RECALL, Metric
 from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.search.heading_lines import readings, without_closing_hashes
-from pytest_groove.search.path_advice import likely_fix
+from pytest_groove.search.path_advice import PathJudge
 from pytest_groove.search.retriever import RetrieverKind
 
 
@@ -47,6 +50,10 @@ class HitCheckReport:
     warnings: tuple[str, ...]
 
 
+def _outside(hit_paths: Sequence[Sequence[str]], kb_paths: Collection[str]) -> list[str]:
+    return [path for paths in hit_paths for path in paths if path not in kb_paths]
+
+
 def hits_outside_kb(
     retriever: str,
     hit_paths: Sequence[Sequence[str]],
@@ -54,8 +61,17 @@ def hits_outside_kb(
     kb: Path,
     *,
     scope: str = "",
+    misnamed_only: bool = False,
 ) -> str | None:
-    """One error line when no hit, or most hits, of the run name no file of the KB.
+    """One error line when the hits show that the retriever's paths are mapped wrong.
+
+    That is: no hit of the run names a file of the KB, or most hits are KB files' paths
+    spelt another way (leading folders too many, a suffix, another case: ``PathJudge.
+    misnamed``).  Hits that name no KB file and look like nothing of the KB's -- another
+    source's documents in a shared store -- are no error however many there are, as
+    long as some hit names a KB file (:func:`some_hits_outside_kb` warns about them).
+    With ``misnamed_only`` (the early stop) a run without a KB hit stops only when most
+    of its hits are misnamed too.
 
     ``hit_paths`` holds each query's hit paths as normalised (KB-relative);
     ``kb_paths`` the KB's files as the index names them; ``scope`` says which hits
@@ -63,15 +79,27 @@ def hits_outside_kb(
     without hits is left to :func:`shallow_retriever`.
     """
     every = [path for paths in hit_paths for path in paths]
-    outside = [path for path in every if path not in kb_paths]
-    if not every or len(outside) * 2 <= len(every):
+    outside = _outside(hit_paths, kb_paths)
+    if not outside:
         return None
-    sample = outside[0]
-    share = "none" if len(outside) == len(every) else f"only {len(every) - len(outside)}"
+    judge = PathJudge(kb_paths, kb)
+    misnamed = [path for path in outside if judge.misnamed(path) is not None]
+    most_misnamed = len(misnamed) * 2 > len(every)
+    if len(outside) == len(every) and (most_misnamed or not misnamed_only):
+        sample = misnamed[0] if misnamed else outside[0]
+        return (
+            f"retriever {retriever}: none of its {len(every)} hits{scope} name a file of "
+            f"the knowledge base {kb} (e.g. {sample!r}), so no golden entry can match; "
+            f"{judge.likely_fix(sample)}"
+        )
+    if not most_misnamed or misnamed_only:
+        return None
+    sample = misnamed[0]
     return (
-        f"retriever {retriever}: {share} of its {len(every)} hits{scope} name a file of "
-        f"the knowledge base {kb} (e.g. {sample!r}), so no golden entry can match; "
-        f"{likely_fix(sample, kb_paths, kb)}"
+        f"retriever {retriever}: only {len(every) - len(outside)} of its {len(every)} "
+        f"hits{scope} name a file of the knowledge base {kb}, and {len(misnamed)} look like "
+        f"paths of its files spelt another way (e.g. {sample!r}), which no golden entry can "
+        f"match; {judge.misnamed(sample)}"
     )
 
 
@@ -84,19 +112,33 @@ def some_hits_outside_kb(
 ) -> str | None:
     """One warning line when more than a quarter of the queries have a hit outside the KB.
 
-    Below :func:`hits_outside_kb`'s error (most hits outside), such hits still cost
-    score silently: each takes a rank no golden entry can ever fill.
+    Below :func:`hits_outside_kb`'s error, such hits cost score: each takes a rank no
+    golden entry can ever fill.  The line says how many there were, and either the fix
+    (some look like KB files' paths spelt another way) or that they were scored as
+    misses, as another source's documents in a shared store are.
     """
     touched = [paths for paths in hit_paths if any(path not in kb_paths for path in paths)]
     if not touched or len(touched) <= OUTSIDE_QUERY_SHARE * len(hit_paths):
         return None
     every = [path for paths in hit_paths for path in paths]
-    outside = [path for path in every if path not in kb_paths]
-    sample = outside[0]
-    return (
+    outside = _outside(hit_paths, kb_paths)
+    judge = PathJudge(kb_paths, kb)
+    misnamed = [path for path in outside if judge.misnamed(path) is not None]
+    counted = (
         f"retriever {retriever}: {len(outside)} of its {len(every)} hits, in {len(touched)} "
-        f"of {len(hit_paths)} queries, name no file of the knowledge base {kb} (e.g. "
-        f"{sample!r}) and can never match a golden entry; {likely_fix(sample, kb_paths, kb)}"
+        f"of {len(hit_paths)} queries, name no file of the knowledge base {kb}"
+    )
+    if misnamed:
+        sample = misnamed[0]
+        some = "it looks" if len(misnamed) == 1 else f"{len(misnamed)} of them look"
+        return (
+            f"{counted}; {some} like a path of its files spelt another way (e.g. "
+            f"{sample!r}), which can never match a golden entry; {judge.misnamed(sample)}"
+        )
+    return (
+        f"{counted} (e.g. {outside[0]!r}) and were scored as misses, as documents of other "
+        "sources in a shared store are; if they are notes of the knowledge base, return "
+        "their paths relative to it"
     )
 
 

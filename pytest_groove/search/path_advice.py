@@ -13,13 +13,21 @@ Tried in order on the sample path of a message, the first that explains it wins:
   percent-encoded or spelt in another normalisation form
   (:mod:`~pytest_groove.search.hit_paths`).
 
+Some of these say the path is a KB file's, mapped wrong: a KB path with a suffix,
+leading folders too many (also inside a URL; the KB's folder among them, or a folder of
+the KB kept after them), another case, or any of these once decoded or normalised.
+:class:`PathJudge` tells those apart from a path that may well be another source's
+document (``tickets/2.md`` in a store that holds the KB and a ticket system): a URL of
+its own, the same file name in another folder, or no KB file of that name at all.  The
+run's checks stop only on the first kind (:mod:`~pytest_groove.search.hit_checks`).
+
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path, PurePosixPath
 
 from pytest_groove.search.hit_paths import kb_paths_named, spellings
@@ -30,39 +38,57 @@ def _kb_text(kb: Path) -> str:
     return PurePosixPath(os.path.normpath(kb).replace(os.sep, "/")).as_posix()
 
 
-def _prefix_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
-    """How ``path`` becomes a KB path by dropping leading folders, said as a fix."""
+def _rerooted(path: str, kb_paths: Collection[str]) -> tuple[str, str] | None:
+    """(leading folders, KB path): the first KB path ``path`` becomes by dropping
+    leading folders (``kb/ops/a.md`` -> ``ops/a.md``), None when none."""
     parts = PurePosixPath(path).parts
     for cut in range(1, len(parts)):
         rest = PurePosixPath(*parts[cut:]).as_posix()
-        if rest not in kb_paths:
-            continue
-        prefix = PurePosixPath(*parts[:cut]).as_posix()
-        if prefix == _kb_text(kb) or prefix == kb.name:
-            whence = "the paths look relative to the working directory"
-        elif PurePosixPath(path).is_absolute():
-            whence = f"the store was built at another location ({prefix})"
-        else:
-            whence = f"the paths look to start with {prefix}/"
-        return (
-            f"{whence}: set each hit's path (LangChain metadata ['source'], LlamaIndex "
-            f"metadata['file_path']) to the KB-relative path ({rest!r}) or to an absolute "
-            "path inside the KB"
-        )
+        if rest in kb_paths:
+            return PurePosixPath(*parts[:cut]).as_posix(), rest
     return None
+
+
+def _rerooted_file(path: str, kb_paths: Collection[str], kb: Path) -> bool:
+    """Whether ``path`` names a KB file once leading folders are dropped, in a way only
+    a path mistake explains: the dropped part ends with the KB's folder
+    (``kb/ops/a.md``, ``/app/kb/a.md``), or what is left keeps a folder of the KB
+    (``docs/ops/a.md``).  A bare file name left (``tickets/2.md`` for the KB's
+    ``2.md``) may as well be another source's file."""
+    found = _rerooted(path, kb_paths)
+    if found is None:
+        return False
+    prefix, rest = found
+    return "/" in rest or PurePosixPath(prefix).name == kb.name or prefix == _kb_text(kb)
+
+
+def _prefix_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
+    """How ``path`` becomes a KB path by dropping leading folders, said as a fix."""
+    found = _rerooted(path, kb_paths)
+    if found is None:
+        return None
+    prefix, rest = found
+    if prefix == _kb_text(kb) or prefix == kb.name:
+        whence = "the paths look relative to the working directory"
+    elif PurePosixPath(path).is_absolute():
+        whence = f"the store was built at another location ({prefix})"
+    else:
+        whence = f"the paths look to start with {prefix}/"
+    return (
+        f"{whence}: set each hit's path (LangChain metadata ['source'], LlamaIndex "
+        f"metadata['file_path']) to the KB-relative path ({rest!r}) or to an absolute "
+        "path inside the KB"
+    )
 
 
 def _suffixed(path: str, kb_paths: Collection[str]) -> str | None:
     """The longest KB path ``path`` starts with, followed by a suffix that is no part
     of a file name (``#2``, ``_part_0``, ``:12``, ``::chunk``, ``/3``)."""
-    found = [
-        kb_path
-        for kb_path in kb_paths
-        if len(path) > len(kb_path)
-        and path.startswith(kb_path)
-        and not path[len(kb_path)].isalnum()
-    ]
-    return max(found, key=len) if found else None
+    # each place a suffix may start at, longest first: as many look-ups as characters
+    for end in range(len(path) - 1, 0, -1):
+        if not path[end].isalnum() and path[:end] in kb_paths:
+            return path[:end]
+    return None
 
 
 def _suffix_fix(path: str, kb_paths: Collection[str]) -> str | None:
@@ -81,22 +107,46 @@ def _suffix_fix(path: str, kb_paths: Collection[str]) -> str | None:
     )
 
 
-def _plain_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
+def _url_fix(path: str) -> str:
+    return (
+        f"the hits carry URLs ({path!r}), not files of the KB: give each hit the "
+        "KB-relative path of the note it came from (a metadata key such as "
+        "LangChain's 'source' or LlamaIndex's 'file_path')"
+    )
+
+
+def _lowered(kb_paths: Collection[str]) -> dict[str, str]:
+    return {p.lower(): p for p in kb_paths}
+
+
+def _misnamed_fix(
+    path: str, kb_paths: Collection[str], kb: Path, lowered: Mapping[str, str]
+) -> str | None:
+    """The fix when ``path`` as written is a KB file's path mapped wrong: a suffix after
+    it, leading folders too many (a URL's too), another case."""
     fix = _suffix_fix(path, kb_paths)
     if fix is not None:
         return fix
+    if _rerooted_file(path, kb_paths, kb):
+        return _url_fix(path) if URL_PATH.match(path) else _prefix_fix(path, kb_paths, kb)
     if URL_PATH.match(path):
-        return (
-            f"the hits carry URLs ({path!r}), not files of the KB: give each hit the "
-            "KB-relative path of the note it came from (a metadata key such as "
-            "LangChain's 'source' or LlamaIndex's 'file_path')"
-        )
+        return None
+    if path.lower() in lowered:
+        return f"the KB has {lowered[path.lower()]!r}: paths are compared byte for byte"
+    return None
+
+
+def _plain_fix(
+    path: str, kb_paths: Collection[str], kb: Path, lowered: Mapping[str, str]
+) -> str | None:
+    fix = _misnamed_fix(path, kb_paths, kb, lowered)
+    if fix is not None:
+        return fix
+    if URL_PATH.match(path):
+        return _url_fix(path)
     fix = _prefix_fix(path, kb_paths, kb)
     if fix is not None:
         return fix
-    lowered = {p.lower(): p for p in kb_paths}
-    if path.lower() in lowered:
-        return f"the KB has {lowered[path.lower()]!r}: paths are compared byte for byte"
     name = PurePosixPath(path).name
     same_name = sorted(p for p in kb_paths if PurePosixPath(p).name == name)
     if same_name:
@@ -104,7 +154,13 @@ def _plain_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
     return None
 
 
-def _spelling_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
+#: how a spelling of a path is judged: ``(path, kb_paths, kb, lowered) -> fix``
+_Judge = Callable[[str, Collection[str], Path, Mapping[str, str]], "str | None"]
+
+
+def _spelling_fix(
+    path: str, kb_paths: Collection[str], kb: Path, lowered: Mapping[str, str], judge: _Judge
+) -> str | None:
     """The fix when ``path`` is percent-encoded or spelt in another Unicode form."""
     named = kb_paths_named(path, kb_paths, kb)
     for spelling in spellings(path):
@@ -116,7 +172,7 @@ def _spelling_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
                 "return each path exactly as its file is named"
             )
     for spelling in spellings(path):
-        fix = _plain_fix(spelling.path, kb_paths, kb)
+        fix = judge(spelling.path, kb_paths, kb, lowered)
         if fix is not None:
             return (
                 f"the paths look {spelling.cause} ({path!r} is {spelling.path!r} once "
@@ -125,15 +181,49 @@ def _spelling_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
     return None
 
 
+class PathJudge:
+    """Judges a run's hit paths that name no KB file against one KB's file names.
+
+    :meth:`misnamed` is the fix when a path is a KB file's path mapped wrong, None
+    when it may be another source's document; :meth:`likely_fix` is the fix a message
+    suggests either way.  Answers are kept per path, and the KB's names are read once,
+    so judging every hit of a long run costs one pass per distinct path.
+    """
+
+    def __init__(self, kb_paths: Collection[str], kb: Path) -> None:
+        self.kb_paths = kb_paths
+        self.kb = kb
+        self._lower: dict[str, str] | None = None
+        self._misnamed: dict[str, str | None] = {}
+
+    @property
+    def lowered(self) -> dict[str, str]:
+        if self._lower is None:
+            self._lower = _lowered(self.kb_paths)
+        return self._lower
+
+    def misnamed(self, path: str) -> str | None:
+        """The fix when ``path`` is a KB file's path mapped wrong, else None."""
+        if path not in self._misnamed:
+            args = (path, self.kb_paths, self.kb, self.lowered)
+            self._misnamed[path] = _misnamed_fix(*args) or _spelling_fix(*args, _misnamed_fix)
+        return self._misnamed[path]
+
+    def likely_fix(self, path: str) -> str:
+        """What to change so that hits like ``path`` name files of the KB."""
+        args = (path, self.kb_paths, self.kb, self.lowered)
+        fix = self.misnamed(path) or _plain_fix(*args) or _spelling_fix(*args, _plain_fix)
+        if fix is not None:
+            return fix
+        return (
+            f"no KB file has that name: is the retriever built over another folder than "
+            f"{self.kb}? Return paths relative to the KB (or absolute ones inside it)"
+        )
+
+
 def likely_fix(path: str, kb_paths: Collection[str], kb: Path) -> str:
     """What to change so that hits like ``path`` name files of the KB ``kb``."""
-    fix = _plain_fix(path, kb_paths, kb) or _spelling_fix(path, kb_paths, kb)
-    if fix is not None:
-        return fix
-    return (
-        f"no KB file has that name: is the retriever built over another folder than {kb}? "
-        "Return paths relative to the KB (or absolute ones inside it)"
-    )
+    return PathJudge(kb_paths, kb).likely_fix(path)
 
 
-__all__ = ["likely_fix"]
+__all__ = ["PathJudge", "likely_fix"]

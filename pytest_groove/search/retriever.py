@@ -50,6 +50,11 @@ from typing import Any, Literal
 from pytest_groove.errors import GrooveError, StopsTheRun, flag
 from pytest_groove.options import RunOptions
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.key_evidence import (
+    KEY_EVIDENCE_QUERIES,
+    KeyEvidence,
+    missing_heading_key,
+)
 from pytest_groove.search.retriever_hits import (
     DEFAULT_KEYS,
     HitKeys,
@@ -106,6 +111,8 @@ class ExternalRetriever:
     #: the RetrieverUnavailable that ended the first failed search, raised again at once
     #: by every later one (a down service is not waited for once per query)
     down: list[RetrieverUnavailable] = field(default_factory=list)
+    #: what the hits so far showed of the heading key ``keys`` names
+    heading_evidence: KeyEvidence = field(default_factory=KeyEvidence)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
         """Ranked hits for ``query``, at most ``limit`` of them, paths KB-relative.
@@ -116,12 +123,20 @@ class ExternalRetriever:
         """
         if self.down:
             raise RetrieverUnavailable(self.down[0].message)
+        # counted until a hit holds the named heading key
+        evidence = self.heading_evidence
+        looking = self.keys.heading is not None and evidence.held == 0
         with user_prints_to_stderr():
             try:
                 raw = self.fetch(query, limit)
                 # inside the redirect: a generator's code runs while it is read
                 hits = normalise_hits(
-                    raw, self.name, self.kb, keys=self.keys, on_warning=self._warn
+                    raw,
+                    self.name,
+                    self.kb,
+                    keys=self.keys,
+                    on_warning=self._warn,
+                    evidence=evidence if looking else None,
                 )
             except RetrieverUnavailable as exc:
                 self.down.append(exc)
@@ -134,6 +149,8 @@ class ExternalRetriever:
                 raise StopsTheRun(self._failed(query, exc)) from None
             except SystemExit as exc:  # sys.exit() / argparse in the user's code
                 raise StopsTheRun(exited(self.name, exc, "searching")) from None
+        if looking and evidence.never_held and evidence.queries >= KEY_EVIDENCE_QUERIES:
+            raise StopsTheRun(f"{self.heading_key_problem()}; nothing was recorded")
         # a retriever that returns more than it was asked for is cut to the limit,
         # so `limit` means the same for every retriever
         return hits[:limit]
@@ -156,6 +173,21 @@ class ExternalRetriever:
                 f"-- {sync}() is what groove calls"
             )
         return line
+
+    def heading_key_problem(self) -> str | None:
+        """The line for a heading key (``--retriever-heading-key``) that no hit so far
+        held, None when one did or none was named or no hit was read.
+
+        :meth:`search` stops the run with it once :data:`KEY_EVIDENCE_QUERIES` queries
+        were answered; a run of fewer queries is judged at its end.
+        """
+        evidence = self.heading_evidence
+        if self.keys.heading is None or not evidence.never_held:
+            return None
+        scope = ""
+        if evidence.queries >= KEY_EVIDENCE_QUERIES:
+            scope = f" in the first {evidence.queries} queries it answered"
+        return missing_heading_key(self.name, self.keys.heading, evidence, scope)
 
     def warn(self, message: str) -> None:
         """Tell ``message`` once per run (see ``on_warning``)."""
@@ -372,8 +404,8 @@ def load_retriever(
     when given, else the object's ``groove_name``, else the spec itself with the
     vector store behind it (``search:retriever[QdrantVectorStore:kb]``; a URL without
     credentials or query string).  ``timeout`` and ``token_env`` apply to HTTP
-    retrievers (a Python retriever's own client keeps its own timeout); a token for a
-    Python retriever is refused, since it would not be sent anywhere.
+    retrievers (a Python retriever's own client keeps its own timeout); either given
+    for a Python retriever is refused, since it would not apply.
     """
     text = spec.strip()
     if is_url(text):
@@ -386,6 +418,12 @@ def load_retriever(
         raise GrooveError(
             f"retriever {text}: {flag('retriever-token-env')} is for http:// retrievers; a Python "
             "retriever reads its own credentials"
+        )
+    if timeout is not None:
+        raise GrooveError(
+            f"retriever {text}: {flag('retriever-timeout')} is for http:// retrievers; a Python "
+            "retriever is called in this process, where a call cannot be cut short: set the "
+            "timeout on the client it uses"
         )
     obj = _import_attribute(text)
     return from_object(obj, kb, name or _spec_name(text, obj), keys=keys, on_warning=on_warning)
@@ -400,12 +438,15 @@ def retriever_for_run(
     """
     if run.retriever is None:
         return None
+    # a Python retriever's are refused by the plan when given to the run, and warned
+    # about when [retriever] holds them (evaluation/plan.py): not passed on
+    http = is_url(run.retriever)
     return load_retriever(
         run.retriever,
         kb,
         name=run.retriever_name,
-        timeout=run.retriever_timeout,
-        token_env=run.retriever_token_env,
+        timeout=run.retriever_timeout if http else None,
+        token_env=run.retriever_token_env if http else None,
         keys=hit_keys(run),
         on_warning=on_warning,
     )

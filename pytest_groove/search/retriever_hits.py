@@ -27,12 +27,13 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_groove.errors import StopsTheRun, flag
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.key_evidence import KeyEvidence
 
 
 class HitShapeError(StopsTheRun):
@@ -80,6 +81,10 @@ class _Fields:
     score: Any
     #: where the path was looked for, for the "no path" message
     looked: str
+    #: the metadata a named heading key was looked for in (None: the hit has none)
+    meta: Mapping[str, Any] | None = None
+    #: what the "no path" message says after the hit's number, when its shape knows better
+    no_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,7 @@ def _node_fields(hit: Any, keys: HitKeys, score: Any) -> _Fields:
         _heading(meta, keys, text),
         score,
         _looked(keys, "node.metadata", defaults),
+        meta,
     )
 
 
@@ -212,14 +218,40 @@ def _document_fields(doc: Any, meta: Mapping[str, Any], keys: HitKeys, score: An
         _heading(meta, keys),
         score,
         _looked(keys, "metadata", defaults),
+        meta,
     )
 
 
 def _payload_fields(meta: Mapping[str, Any], keys: HitKeys, score: Any, where: str) -> _Fields:
     """A Qdrant point's payload, or a Chroma row's metadata."""
     return _Fields(
-        _path(meta, keys, _PATH_KEYS), _heading(meta, keys), score, _looked(keys, where, _PATH_KEYS)
+        _path(meta, keys, _PATH_KEYS),
+        _heading(meta, keys),
+        score,
+        _looked(keys, where, _PATH_KEYS),
+        meta,
     )
+
+
+def _point_fields(point: Any, keys: HitKeys) -> _Fields:
+    """A Qdrant ``ScoredPoint``: its payload, which a query may have left out."""
+    if point.payload is None:
+        return _Fields(
+            None,
+            None,
+            point.score,
+            "payload",
+            no_path="is a Qdrant point without its payload (payload=None), so it has no path: "
+            "query with with_payload=True (query_points' default), or a with_payload list "
+            "that names the path's key",
+        )
+    fields = _payload_fields(point.payload, keys, point.score, "payload")
+    advice = (
+        f"has no path (got {echo(fields.path)}) in {fields.looked}, the Qdrant point's payload: "
+        "keep the path's key in it (with_payload=True, or the key in a with_payload list), "
+        f"or name the key with {flag('retriever-path-key')}"
+    )
+    return replace(fields, no_path=advice)
 
 
 def _is_node(hit: Any) -> bool:
@@ -247,7 +279,7 @@ def _fields(hit: Any, keys: HitKeys) -> _Fields:
             heading = own_heading(text)
         # Chroma ranks by distance, smaller first: negated, a larger score is better
         score = None if hit.distance is None else -float(hit.distance)
-        return _Fields(fields.path, heading, score, fields.looked)
+        return _Fields(fields.path, heading, score, fields.looked, hit.metadata)
     if isinstance(hit, tuple) and len(hit) == 2 and (_is_document(hit[0]) or _is_node(hit[0])):
         inner, score = hit  # similarity_search_with_score's (Document, score)
         if _is_node(inner):
@@ -258,13 +290,13 @@ def _fields(hit: Any, keys: HitKeys) -> _Fields:
     if _is_document(hit):
         return _document_fields(hit, _metadata(hit) or {}, keys, None)
     if _is_point(hit):
-        return _payload_fields(hit.payload or {}, keys, hit.score, "payload")
+        return _point_fields(hit, keys)
     if isinstance(hit, Mapping):
         if keys.path is None and keys.heading is None:
             return _Fields(hit.get("path"), hit.get("heading"), hit.get("score"), "['path']")
         path = _dotted(hit, keys.path) if keys.path else hit.get("path")
         heading = _dotted(hit, keys.heading) if keys.heading else hit.get("heading")
-        return _Fields(path, heading, hit.get("score"), f"[{keys.path or 'path'!r}]")
+        return _Fields(path, heading, hit.get("score"), f"[{keys.path or 'path'!r}]", hit)
     path, heading = getattr(hit, "path", None), getattr(hit, "heading", None)
     return _Fields(path, heading, getattr(hit, "score", None), "path")
 
@@ -272,6 +304,18 @@ def _fields(hit: Any, keys: HitKeys) -> _Fields:
 def _chroma_rows(result: Mapping[str, Any], retriever: str) -> list[_ChromaRow]:
     """The rows of a one-query Chroma ``QueryResult`` (columns of lists, one per query)."""
     ids = result.get("ids")
+    if (
+        isinstance(ids, list)
+        and "distances" not in result
+        and not any(isinstance(column, list) for column in ids)
+    ):
+        # collection.get(): one flat list of the stored records, in no ranked order
+        raise HitShapeError(
+            f"retriever {retriever} returned a Chroma GetResult ({len(ids)} stored records "
+            "listed by collection.get(), not ranked for the query); search with "
+            "collection.query(query_texts=[query], n_results=limit) (or query_embeddings="
+            "[vector]) and return its QueryResult"
+        )
     if not isinstance(ids, list) or len(ids) != 1 or not isinstance(ids[0], list):
         count = len(ids) if isinstance(ids, list) else 0
         raise HitShapeError(
@@ -405,6 +449,7 @@ def normalise_hits(
     *,
     keys: HitKeys = DEFAULT_KEYS,
     on_warning: Callable[[str], None] | None = None,
+    evidence: KeyEvidence | None = None,
 ) -> list[SearchHit]:
     """A retriever's answer as ranked :class:`SearchHit` s (order kept).
 
@@ -412,7 +457,9 @@ def normalise_hits(
     missing (then 0.0) but must be a number when given.  A score that is NaN or
     infinite is taken as 0.0 and ``on_warning`` is told, at most once per answer.
     With ``kb`` given, paths inside the KB are made KB-relative; a path outside it
-    is kept as written (it can never match a golden entry).
+    is kept as written (it can never match a golden entry).  ``evidence`` counts the
+    hits that hold the heading key ``keys`` names (:mod:`~pytest_groove.search.
+    key_evidence`).
     """
     if inspect.isawaitable(raw):
         if inspect.iscoroutine(raw):
@@ -436,11 +483,14 @@ def normalise_hits(
                 on_warning(message)
 
     hits: list[SearchHit] = []
+    looked_before = evidence.looked if evidence is not None else 0
     for position, hit in enumerate(raw, start=1):
         fields = _fields(hit, keys)
         path, heading = fields.path, fields.heading
         if isinstance(path, os.PathLike):
             path = os.fsdecode(path)  # a pathlib.Path is as good as its string
+        if (not isinstance(path, str) or not path) and fields.no_path is not None:
+            raise HitShapeError(f"retriever {retriever}: hit {position} {fields.no_path}")
         if not isinstance(path, str) or not path:
             raise HitShapeError(
                 f"retriever {retriever}: hit {position} has no path (got {echo(path)}) in "
@@ -462,6 +512,10 @@ def normalise_hits(
             )
         score = _score(fields.score, retriever, position, warn)
         hits.append(SearchHit(rank=position, path=path, heading=heading, score=score))
+        if evidence is not None and keys.heading is not None and fields.meta is not None:
+            evidence.hit(fields.meta, keys.heading)
+    if evidence is not None and evidence.looked > looked_before:
+        evidence.queries += 1
     return hits
 
 

@@ -36,7 +36,8 @@ CUSTOM_MODEL = "custom"
 NOT_RECORDED = "; nothing was recorded"
 
 #: a custom retriever's first queries (with hits) in one process that, all answered
-#: with hits outside the KB and none inside, stop the run before it ends
+#: with hits outside the KB and none inside, most of them KB paths spelt another way,
+#: stop the run before it ends
 EARLY_STOP_QUERIES = 3
 
 
@@ -227,7 +228,8 @@ class RetrieverSearcher:
         #: the hit paths of the queries answered so far in this process, while none had a
         #: hit in the KB (the early stop's evidence: check_hits)
         self._outside_only: list[list[str]] = []
-        #: whether a query answered in this process had a hit in the KB
+        #: whether the early stop has decided: a query answered in this process had a
+        #: hit in the KB, or the first queries without one were judged
         self._kb_hit_seen = False
 
     @property
@@ -347,9 +349,10 @@ class RetrieverSearcher:
     def check_hits(self, hits: Sequence[SearchHit]) -> None:
         """Stop early only on conclusive evidence: the first
         :data:`EARLY_STOP_QUERIES` queries of this process that got hits got none in
-        the KB.  Once a query had a KB hit, one whose hits all lie outside (a store
-        holding another source's notes too) never stops the run; the run's own check
-        (:meth:`answer_warnings`) judges the share of such hits."""
+        the KB, and most of those hits are KB paths spelt another way (``kb/ops/a.md``,
+        ``ops/a.md#2``).  Hits that look like another source's documents (a store
+        holding tickets too) never stop the run early, nor does one query once a query
+        had a KB hit; the run's own check (:meth:`answer_warnings`) judges the whole run."""
         if not hits or self._kb_hit_seen:
             return
         documents = self.view.documents
@@ -360,13 +363,21 @@ class RetrieverSearcher:
         self._outside_only.append([hit.path for hit in hits])
         if len(self._outside_only) < EARLY_STOP_QUERIES:
             return
+        # judged once, on the first queries: the run's end judges the rest
+        self._kb_hit_seen = True
         from pytest_groove.errors import StopsTheRun
         from pytest_groove.search.hit_checks import hits_outside_kb
 
         scope = f" in the first {len(self._outside_only)} queries it answered"
         message = hits_outside_kb(
-            self.retriever.name, self._outside_only, documents, self.kb, scope=scope
+            self.retriever.name,
+            self._outside_only,
+            documents,
+            self.kb,
+            scope=scope,
+            misnamed_only=True,
         )
+        self._outside_only.clear()
         if message is not None:
             raise StopsTheRun(f"{message}{NOT_RECORDED}")
 
@@ -374,6 +385,7 @@ class RetrieverSearcher:
         from pytest_groove.errors import GrooveError
         from pytest_groove.search.headingless import headingless_hits
         from pytest_groove.search.hit_checks import check_retriever_hits
+        from pytest_groove.search.key_evidence import KEY_EVIDENCE_QUERIES
 
         name = self.identity.retriever or CUSTOM_MODEL
         # a controller that never built the retriever knows its kind from the workers
@@ -387,6 +399,11 @@ class RetrieverSearcher:
             if report.error.endswith("?"):
                 ending = " Nothing was recorded."
             raise GrooveError(f"{report.error}{ending}")
+        if self.built and self.retriever.heading_evidence.queries < KEY_EVIDENCE_QUERIES:
+            # a run too short for the search's own stop: a heading key no hit held
+            problem = self.retriever.heading_key_problem()
+            if problem is not None:
+                raise GrooveError(f"{problem}; nothing was recorded")
         warnings = list(self.retriever.warnings) if self.built else []
         warnings += [w for w in self._their_warnings if w not in warnings]
         if self._heading_warning is None and self._their_heading_warning is not None:
