@@ -128,7 +128,9 @@ def test_a_retriever_a_worker_cannot_import_is_one_error_line(
     if not named:
         assert 1 <= outcomes["failed"] <= 2
         assert outcomes["failed"] + outcomes["skipped"] == QUERIES
-    assert output.count("could not import locked_search") <= 4
+    # each failed item says it twice (its section and the summary line), the ERROR once:
+    # never once per golden query
+    assert output.count("could not import locked_search") <= 2 * outcomes["failed"] + 1
     assert not _recorded(project)
 
 
