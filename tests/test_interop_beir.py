@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -436,3 +437,27 @@ def test_a_title_that_is_not_text_is_named_as_optional(
     source = write_dataset(tmp_path / "t", [*DOCUMENTS, {"_id": "d9", "title": 7, "text": "x"}])
     err = _error(capsys, source, "--kb-path", tmp_path / "kb")
     assert "`title` is not a string; write it as a string, or leave it out" in err
+
+
+def test_force_replaces_links_in_the_folder_and_never_writes_through_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a note's name taken by a symbolic link and by a second name of an outside file:
+    # --force writes over files of the same name, never into what a link points at
+    source = write_dataset(tmp_path / "mini")
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    outside, shared = tmp_path / "victim.txt", tmp_path / "victim2.txt"
+    outside.write_text("precious", encoding="utf-8")
+    shared.write_text("precious too", encoding="utf-8")
+    (kb / "d1.md").symlink_to(outside)
+    (kb / ".groove-eval.yml").symlink_to(outside)
+    os.link(shared, kb / "d2.md")
+    code, _out, err = groove(capsys, "import", "beir", source, "--kb-path", kb, "--force")
+    assert (code, err) == (0, "")
+    assert outside.read_text(encoding="utf-8") == "precious"
+    assert shared.read_text(encoding="utf-8") == "precious too"
+    for name in ("d1.md", "d2.md", ".groove-eval.yml"):
+        note = kb / name
+        assert note.is_file() and not note.is_symlink() and note.stat().st_nlink == 1
+    assert (kb / "d1.md").read_text(encoding="utf-8").startswith("# Rollback")

@@ -35,6 +35,7 @@ import yaml
 from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME, MAX_GRADE
 from pytest_groove.evaluation.guarded_io import GOLDEN_CAP
+from pytest_groove.files.atomic import write_atomic_with
 from pytest_groove.kb.markdown import FRONTMATTER_FENCE
 from pytest_groove.kb.read_files import FILE_SIZE_CAP
 from pytest_groove.search.exclusion import split_exclusions
@@ -433,8 +434,13 @@ def _check_out(out: Path, force: bool) -> None:
 
 
 def _write(path: Path, text: str) -> None:
+    """Write ``text`` to a new file renamed over ``path``: a link standing at the name
+    (``--force`` into a folder that holds one) is replaced, never written through, and
+    a file that fails half-way (a full disk) leaves the old one as it was.  Not synced:
+    the import is made again as easily as it was made."""
+    data = text.encode("utf-8")
     try:
-        path.write_text(text, encoding="utf-8", newline="\n")
+        write_atomic_with(path, lambda handle: handle.write(data), mode=0o644, sync=False)
     except OSError as exc:
         raise GrooveError(
             f"could not write {path}: {exc.strerror or exc}; check the folder"
