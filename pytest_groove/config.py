@@ -371,6 +371,34 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
     return ev
 
 
+def read_config_bytes(kb: Path | None, config: Path | None = None) -> tuple[Path, bytes] | None:
+    """The config file's path and bytes, read as :func:`load_settings` reads them
+    (None: no ``--config`` and no ``<kb>/groove.toml``): the one read of the file, for
+    a caller that rewrites it (``groove floors --raise``) as much as for the settings."""
+    if config is not None:
+        try:
+            return config, read_regular_file(config, CONFIG_CAP)
+        except FileNotFoundError:
+            raise GrooveError(
+                f"config file not found: {clip_path(config)} (check {flag('config')})"
+            ) from None
+        except OSError as exc:
+            raise GrooveError(
+                f"could not read config file {clip_path(config)}: {exc.strerror}"
+            ) from None
+    if kb is None:
+        return None
+    path = kb / CONFIG_FILE_NAME
+    own = read_guarded(path, "config file", CONFIG_CAP)
+    return None if own is None else (path, own)
+
+
+def config_text(raw: bytes) -> str:
+    """The config's text: UTF-8, line endings as written, a byte-order mark (which
+    Windows editors write, and TOML parsers refuse) dropped."""
+    return raw.decode("utf-8").removeprefix("\ufeff")
+
+
 def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
     """Read ``groove.toml`` (explicit path, else ``<kb>/groove.toml``) or use defaults.
 
@@ -379,28 +407,12 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
     ``index_dir`` or ``[eval].golden`` in a config file that lives inside the KB must
     resolve inside the KB; flags may point anywhere.
     """
-    if config is not None:
-        path = config
-        try:
-            raw = read_regular_file(path, CONFIG_CAP)
-        except FileNotFoundError:
-            raise GrooveError(
-                f"config file not found: {clip_path(path)} (check {flag('config')})"
-            ) from None
-        except OSError as exc:
-            raise GrooveError(
-                f"could not read config file {clip_path(path)}: {exc.strerror}"
-            ) from None
-    else:
-        if kb is None:
-            return Settings()
-        path = kb / CONFIG_FILE_NAME
-        own = read_guarded(path, "config file", CONFIG_CAP)
-        if own is None:
-            return Settings()
-        raw = own
+    read = read_config_bytes(kb, config)
+    if read is None:
+        return Settings()
+    path, raw = read
     try:
-        text = raw.decode("utf-8")
+        text = config_text(raw)
         data = tomllib.loads(text)
     except RecursionError:
         raise GrooveError(

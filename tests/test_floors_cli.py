@@ -270,3 +270,45 @@ def test_floors_are_raised_to_a_run_of_the_configured_model_never_an_experiments
     # a model no run was measured with: said, with what differs
     assert main(["floors", "--kb-path", str(kb), "--model", "bge-m3"]) == 1
     assert "model: hash (that run) vs bge-m3 (now)" in capsys.readouterr().err
+
+
+def test_raise_keeps_windows_line_endings_and_a_byte_order_mark(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # a groove.toml saved by a Windows editor: CRLF line ends and a BOM, which the
+    # settings read too; the rewrite changes the numbers and not one byte more
+    config = kb / "groove.toml"
+    written = "\ufeff" + COMMENTED.replace("\n", "\r\n")
+    config.write_bytes(written.encode("utf-8"))
+    finish(kb, ALL - {0, 1, 2})
+    assert main(["floors", "--kb-path", str(kb), "--raise"]) == 0
+    capsys.readouterr()
+    expected = written.replace('"recall@5" = 0.50', '"recall@5" = 0.85').replace(
+        '"ndcg@10" = 0.3', '"ndcg@10" = 0.85'
+    )
+    assert config.read_bytes() == expected.encode("utf-8")
+
+
+def test_a_config_that_cannot_be_written_is_one_line_and_stays_as_it_was(
+    kb: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import errno
+
+    from pytest_groove.evaluation import floor_raise
+
+    config = kb / "groove.toml"
+    config.write_text(COMMENTED, encoding="utf-8")
+    finish(kb, ALL - {0, 1, 2})
+
+    def full_disk(path: Path, data: bytes, **_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(floor_raise, "write_atomic", full_disk)
+    assert main(["floors", "--kb-path", str(kb), "--raise"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("Error: could not write "), err
+    assert "No space left on device; the floors were not raised and the file is unchanged" in err
+    assert config.read_text(encoding="utf-8") == COMMENTED

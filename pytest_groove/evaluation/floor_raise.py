@@ -30,7 +30,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import String
 
-from pytest_groove.config import load_settings
+from pytest_groove.config import config_text, load_settings, read_config_bytes
 from pytest_groove.embed.names import model_slug
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_path
 from pytest_groove.evaluation.floors import (
@@ -52,6 +52,8 @@ from pytest_groove.settings import Settings
 
 #: floors are raised to a multiple of this, rounded down
 DEFAULT_STEP = 0.01
+#: UTF-8's byte-order mark, which Windows editors put before a config's text
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,8 @@ class _Config:
     settings: Settings
     #: where the model the floors' runs were measured with is named (None: nowhere)
     model_from: str | None
+    #: the file opens with a byte-order mark, which the rewrite keeps
+    bom: bool = False
 
 
 def _config_and_floors(kb: Path, config: Path | None, model: str | None = None) -> _Config:
@@ -214,13 +218,16 @@ def _config_and_floors(kb: Path, config: Path | None, model: str | None = None) 
     the ``--model`` of ``groove floors``, over the file's)."""
     settings = load_settings(kb, config)
     golden = resolve_golden_path(kb, None, settings.eval.golden)
-    source = settings.source
-    if source is None:
+    read = read_config_bytes(kb, config)
+    if settings.source is None or read is None:
         raise GrooveError(
             f"no groove.toml in {clip_path(kb)}: add [eval] fail_under = {{ ... }} with the floors "
             f"to raise (for example {FLOORS_EXAMPLE})"
         )
-    doc = tomlkit.parse(source.read_text(encoding="utf-8"))
+    source = settings.source
+    # the bytes read as the settings were (no link followed into the KB), and their
+    # line endings kept: the rewrite changes the numbers and nothing else
+    doc = tomlkit.parse(config_text(read[1]))
     section = doc.get("eval")
     floors = None if section is None else section.get("fail_under")
     if floors is None:
@@ -236,7 +243,7 @@ def _config_and_floors(kb: Path, config: Path | None, model: str | None = None) 
         model_from = "--model"
     elif "model" in doc:
         model_from = f"model in {clip_path(source)}"
-    return _Config(source, doc, floors, golden, settings, model_from)
+    return _Config(source, doc, floors, golden, settings, model_from, read[1].startswith(_BOM))
 
 
 def _latest_run(kb: Path, config: _Config) -> tuple[RunRecord, tuple[str, ...]]:
@@ -402,5 +409,13 @@ def apply_raise(
     else:
         for key, value in raised.items():
             floors[_spelled_key(floors, key)] = value
-    write_atomic(source, tomlkit.dumps(doc).encode("utf-8"))
+    data = (_BOM if named.bom else b"") + tomlkit.dumps(doc).encode("utf-8")
+    try:
+        write_atomic(source, data)
+    except OSError as exc:
+        # written beside it and renamed over it: the file is as it was
+        raise GrooveError(
+            f"could not write {clip_path(source)}: {exc.strerror or exc}; the floors were not "
+            "raised and the file is unchanged (free some space, or make it writable)"
+        ) from None
     return report
