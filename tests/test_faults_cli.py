@@ -548,3 +548,35 @@ def test_ctrl_c_at_any_moment_of_the_start_up_is_one_line(tmp_path: Path, module
         text=True,
     )
     assert (proc.returncode, proc.stderr) == (130, "interrupted\n")
+
+
+@needs_mount
+def test_init_on_a_full_disk_keeps_no_cut_short_starter(tmp_path: Path) -> None:
+    """A starter that could not be written whole is removed: the next `groove init`
+    (with space again) writes it, instead of keeping an empty file as "exists"."""
+    full = tmp_path / "full"
+    full.mkdir()
+    kb = full / "kb"
+    groove = " ".join([sys.executable, "-m", "pytest_groove.cli"])
+    script = f"""
+        mount -t tmpfs -o size=64k none "{full}" || exit 99
+        mkdir "{kb}" && printf '## A\\n\\nSome text to find.\\n' > "{kb}/a.md"
+        dd if=/dev/zero of="{full}/filler" bs=1k 2>/dev/null
+        {groove} init --kb-path "{kb}" 2>"{tmp_path}/err1"; echo "first=$?"
+        ls -a "{kb}" | tr '\\n' ' '; echo
+        cat "{tmp_path}/err1"
+        rm "{full}/filler"
+        {groove} init --kb-path "{kb}" >/dev/null 2>&1; echo "second=$?"
+        wc -c < "{kb}/.groove-eval.yml"
+    """
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "first=1", done.stdout + done.stderr
+    listed = lines[1].split()
+    assert ".groove-eval.yml" not in listed and "groove.toml" not in listed, lines[1]
+    assert lines[2].startswith("Error: could not ") and "nothing was kept" in lines[2]
+    assert "Traceback" not in done.stdout
+    assert lines[3] == "second=0"
+    assert int(lines[4]) > 100  # the whole starter, written once there was room

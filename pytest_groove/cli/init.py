@@ -61,8 +61,15 @@ def _write_new(path: Path, text: str) -> bool:
     try:
         with handle:
             handle.write(text.encode("utf-8"))
-    except OSError as exc:
-        raise GrooveError(f"could not write {path}: {exc.strerror or exc}") from None
+    except BaseException as exc:
+        # the file is ours (created just now): a cut-short starter is removed, or the
+        # next `groove init` would keep it as "exists" and eval would refuse it
+        path.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise GrooveError(
+                f"could not write {path}: {exc.strerror or exc}; nothing was kept"
+            ) from None
+        raise
     return True
 
 
