@@ -117,7 +117,8 @@ def test_golden_padded_past_cap_is_refused(tmp_path: Path) -> None:
     with pytest.raises(GrooveError) as info:
         load_golden(target, tmp_path)
     assert "refusing to read the golden file" in info.value.message
-    assert "over the 1048576 byte limit" in info.value.message
+    assert "over the 1,048,576 byte limit" in info.value.message
+    assert "split the golden set into files under the limit" in info.value.message
 
 
 def test_golden_of_exactly_cap_loads(tmp_path: Path) -> None:

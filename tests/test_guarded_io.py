@@ -52,6 +52,8 @@ def test_exactly_cap_accepted_one_more_refused(tmp_path: Path, cap: int) -> None
     assert info.value.kind == "too_large"
     assert message.startswith("refusing to read the eval history: ")
     assert f"{target} is {cap + 1} bytes, over the {cap} byte limit" in message
+    # and what to do: a history that large is no history this product wrote
+    assert "move it aside (the next run starts a new one)" in message
     assert "\n" not in message
 
 

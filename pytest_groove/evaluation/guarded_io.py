@@ -109,12 +109,24 @@ def _hard_link(path: Path, what: str) -> ReadRefused:
     )
 
 
+#: what to do about a file over its cap, by what it is
+_TOO_LARGE_FIX = {
+    "eval history": (
+        "no run writes a history that large: it is damaged or not a history; move it aside "
+        "(the next run starts a new one) and keep the runs you need with `groove history`"
+    ),
+    "golden file": "split the golden set into files under the limit (--golden picks one)",
+    "config file": "a groove.toml is a few lines: check that the path names the right file",
+}
+
+
 def _too_large(path: Path, what: str, size: int, cap: int) -> ReadRefused:
+    fix = _TOO_LARGE_FIX.get(what)
     return _refuse(
         what,
         "too_large",
-        f"{clip_path(path)} is {size} bytes, over the {cap} byte limit (size taken from the "
-        "opened file)",
+        f"{clip_path(path)} is {size:,} bytes, over the {cap:,} byte limit (size taken from "
+        "the opened file)" + (f"; {fix}" if fix else ""),
     )
 
 
