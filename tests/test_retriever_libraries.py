@@ -359,6 +359,38 @@ def test_what_the_retriever_prints_does_not_break_groove_eval_json(
     assert "loading the index" in done.stderr and "searching check the vat number" in done.stderr
 
 
+def test_what_reaches_descriptor_1_without_python_does_not_break_the_json(
+    kb: Path, tmp_path: Path
+) -> None:
+    """A child process the retriever starts, or a C library, writes to descriptor 1
+    itself, past Python's sys.stdout: it goes to standard error too."""
+    (tmp_path / "shell_search.py").write_text(
+        "import os, subprocess\n"
+        "subprocess.run(['echo', 'warming the cache'], check=True)\n"
+        "def search(query, limit):\n"
+        "    os.write(1, b'raw bytes on descriptor 1\\n')\n"
+        "    subprocess.run(['echo', 'asked', query], check=True)\n"
+        "    return [{'path': 'ops/deploy.md', 'score': 1.0}]\n",
+        encoding="utf-8",
+    )
+    golden = tmp_path / "golden.yml"
+    golden.write_text(
+        "queries:\n  - id: ship\n    query: how do we ship\n    expected:\n"
+        "      - path: ops/deploy.md\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_groove.cli", "eval", "--kb-path", str(kb), "--golden",
+         str(golden), "--retriever", "shell_search:search", "--format", "json", "--no-history"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["aggregate"]["mrr"] == 1.0  # nothing but the JSON
+    for said in ("warming the cache", "raw bytes on descriptor 1", "asked how do we ship"):
+        assert said in done.stderr
+
+
 def test_prints_of_a_python_retriever_go_to_stderr(
     kb: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

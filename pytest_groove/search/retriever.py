@@ -81,13 +81,47 @@ RetrieverKind = Literal["langchain", "llamaindex", "callable", "http"]
 
 @contextlib.contextmanager
 def user_prints_to_stderr() -> Iterator[None]:
-    """While the user's code runs, its ``print`` s go to standard error.
+    """While the user's code runs, what it writes to standard output goes to standard
+    error: its ``print`` s, and what reaches file descriptor 1 without Python (a child
+    process it starts, a C library's logging).
 
     LlamaIndex prints when ``Settings.llm = None``; on standard output that would
     break ``groove eval --format json``.
     """
-    with contextlib.redirect_stdout(sys.stderr):
+    with _descriptor_1_to_2(), contextlib.redirect_stdout(sys.stderr):
         yield
+
+
+@contextlib.contextmanager
+def _descriptor_1_to_2() -> Iterator[None]:
+    """Point descriptor 1 at descriptor 2 for the block, then back as it was (also when
+    the block raised); nothing is swapped where either is not open."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()  # what we wrote goes out where it was meant to, first
+    saved = _stderr_in_place_of_stdout()
+    try:
+        yield
+    finally:
+        if saved is not None:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _stderr_in_place_of_stdout() -> int | None:
+    """Descriptor 1 duplicated aside and descriptor 2 put in its place; the aside copy
+    (None: nothing was swapped)."""
+    try:
+        saved = os.dup(1)
+    except OSError:
+        return None
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        os.close(saved)
+        return None
+    return saved
 
 
 @dataclass(frozen=True)
