@@ -407,7 +407,12 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
     ``index_dir`` or ``[eval].golden`` in a config file that lives inside the KB must
     resolve inside the KB; flags may point anywhere.
     """
-    read = read_config_bytes(kb, config)
+    return settings_from(read_config_bytes(kb, config), kb)
+
+
+def settings_from(read: tuple[Path, bytes] | None, kb: Path | None) -> Settings:
+    """The settings of a config file's bytes as :func:`read_config_bytes` gave them
+    (None: the defaults); ``kb``: the knowledge base a config inside it must stay in."""
     if read is None:
         return Settings()
     path, raw = read

@@ -30,7 +30,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import String
 
-from pytest_groove.config import config_text, load_settings, read_config_bytes
+from pytest_groove.config import config_text, read_config_bytes, settings_from
 from pytest_groove.embed.names import model_slug
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_path
 from pytest_groove.evaluation.floors import (
@@ -216,9 +216,10 @@ class _Config:
 def _config_and_floors(kb: Path, config: Path | None, model: str | None = None) -> _Config:
     """The config file, its floors, the golden file and settings it names (``model``:
     the ``--model`` of ``groove floors``, over the file's)."""
-    settings = load_settings(kb, config)
-    golden = resolve_golden_path(kb, None, settings.eval.golden)
+    # one read of the file for the settings and for the rewrite
     read = read_config_bytes(kb, config)
+    settings = settings_from(read, kb)
+    golden = resolve_golden_path(kb, None, settings.eval.golden)
     if settings.source is None or read is None:
         raise GrooveError(
             f"no groove.toml in {clip_path(kb)}: add [eval] fail_under = {{ ... }} with the floors "
