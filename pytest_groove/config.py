@@ -28,6 +28,7 @@ from pytest_groove.files.merge_conflicts import conflict_marker_lines, has_confl
 from pytest_groove.files.regular import read_regular_file
 from pytest_groove.list_values import EmptyItem, ascii_int, split_items
 from pytest_groove.path_limits import config_path
+from pytest_groove.paths import check_os_path
 from pytest_groove.settings import (
     CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
@@ -381,6 +382,8 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
     """
     if config is not None:
         path = config
+        # a path the OS would refuse (a NUL, a name the locale cannot write) is one line
+        check_os_path(path, "config file", flag("config"), require_utf8=False)
         try:
             raw = read_regular_file(path, CONFIG_CAP)
         except FileNotFoundError:

@@ -1,0 +1,130 @@
+"""Locales that decode file names otherwise than UTF-8: right answers or one line.
+
+Python reads file names, arguments and standard output in the locale's encoding
+unless UTF-8 mode is on.  Under ``de_DE.ISO-8859-1``, ``ja_JP.EUC-JP`` or ``C``
+(with ``PYTHONUTF8=0``) a UTF-8 name on disk comes out as other characters, a UTF-8
+argument as other characters or none, and standard output is not UTF-8.  Every test
+here runs ``groove`` or ``pytest --groove-kb`` in a child process under such a locale
+(``conftest.foreign_locale`` makes a missing one with ``localedef``, into a folder of
+the session) and checks that the run either gives the answers a UTF-8 run gives or
+stops with one line naming the locale and the fix, before anything is recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+GROOVE = [sys.executable, "-m", "pytest_groove.cli"]
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"]
+HASH = ["--model", "hash"]
+LATIN1, EUCJP, ASCII = "de_DE.ISO-8859-1", "ja_JP.EUC-JP", "C"
+#: the environment of a UTF-8 run, to compare with
+UTF8 = {**os.environ, "LC_ALL": "C.UTF-8"}
+#: what every refusal about the locale ends with
+THE_FIX = "(the locale); run it under a UTF-8 locale (LC_ALL=C.UTF-8) or with PYTHONUTF8=1"
+
+ForeignLocale = Callable[[str], tuple[dict[str, str], str]]
+
+CAFE_NOTE = (
+    "# Café\n\n## Coffee machine\n\n"
+    "The espresso machine on floor three is descaled every Friday by facilities.\n"
+)
+CAFE_QUERY = (
+    "  - query: when is the espresso machine descaled\n    expected:\n      - path: café.md\n"
+)
+
+
+def run(
+    args: Sequence[object], env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [str(arg) for arg in args], capture_output=True, timeout=300, env=env, cwd=cwd
+    )
+
+
+def error_lines(proc: subprocess.CompletedProcess[bytes], encoding: str) -> list[str]:
+    """The lines of standard error that are no warning, read in the child's encoding."""
+    stderr = proc.stderr.decode(encoding, "replace")
+    assert "Traceback" not in stderr and "INTERNALERROR" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return [line for line in lines if "warning:" not in line]
+
+
+def one_line(proc: subprocess.CompletedProcess[bytes], encoding: str, statuses: set[int]) -> str:
+    """The one line a refused run prints; it names the locale and the fix."""
+    lines = error_lines(proc, encoding)
+    assert proc.returncode in statuses and len(lines) == 1, (proc.returncode, lines)
+    line = lines[0]
+    assert f"as {encoding} {THE_FIX}" in line, line
+    assert "lone surrogate" not in line and "NUL" not in line, line
+    return line
+
+
+# --------------------------------------------------------------------------- typed values
+
+
+def _eucjp_cases(tmp_path: Path, kb: Path) -> dict[str, list[object]]:
+    """Each place a UTF-8 value typed under EUC-JP reaches: Python's EUC-JP codec cannot
+    write back what the C library decoded (``必要`` became ``\\x85`` and more)."""
+    other = tmp_path / "必要kb"
+    other.mkdir()
+    return {
+        "search query": ["search", "--kb-path", kb, *HASH, "必要なもの"],
+        "search short query": ["search", "--kb-path", kb, *HASH, "必要"],
+        "--html": ["eval", "--kb-path", kb, *HASH, "--no-history", "--html", "必要.html"],
+        "--trec-run": ["eval", "--kb-path", kb, *HASH, "--no-history", "--trec-run", "必要.txt"],
+        "--golden": ["eval", "--kb-path", kb, *HASH, "--golden", "必要.yml"],
+        "--config": ["eval", "--kb-path", kb, *HASH, "--config", "必要.toml"],
+        "--index-dir": ["eval", "--kb-path", kb, *HASH, "--index-dir", "必要idx"],
+        "index --kb-path": ["index", "--kb-path", other, *HASH],
+        "search --kb-path": ["search", "--kb-path", other, *HASH, "x"],
+        "eval --kb-path": ["eval", "--kb-path", other, *HASH],
+        "init --kb-path": ["init", "--kb-path", other],
+        "tune --kb-path": ["tune", "--kb-path", other, *HASH],
+        "history --kb-path": ["history", "--kb-path", other],
+        "floors --kb-path": ["floors", "--kb-path", other],
+    }
+
+
+def test_utf8_typed_under_euc_jp_is_one_line_naming_the_locale(
+    example_kb_copy: Path, tmp_path: Path, foreign_locale: ForeignLocale
+) -> None:
+    # before: tracebacks (os.fsencode in typed_text, resolve in report_targets), "the
+    # path holds a NUL character" and "a lone surrogate", none naming the locale
+    env, encoding = foreign_locale(EUCJP)
+    failures = {}
+    for case, args in _eucjp_cases(tmp_path, example_kb_copy).items():
+        proc = run([*GROOVE, *args], env, tmp_path)
+        try:
+            one_line(proc, encoding, {1, 2})
+        except AssertionError as exc:
+            failures[case] = str(exc)
+    assert not failures, failures
+    assert not list(tmp_path.glob("*.html")) and not list(tmp_path.glob("*.txt"))
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["--groove-json=/tmp/必要.json", "--groove-golden=必要.yml", "--groove-kb=必要kb",
+     "--groove-config=必要.toml", "--groove-index-dir=必要idx"],
+)  # fmt: skip
+def test_under_pytest_utf8_typed_under_euc_jp_is_one_usage_error(
+    example_kb_copy: Path, tmp_path: Path, foreign_locale: ForeignLocale, option: str
+) -> None:
+    # --groove-json was INTERNALERROR (exit 3)
+    env, encoding = foreign_locale(EUCJP)
+    (tmp_path / "必要kb").mkdir()
+    args = [*PYTEST, "--groove-kb", example_kb_copy, "--groove-model", "hash", option]
+    if option.startswith("--groove-kb"):
+        args = [*PYTEST, "--groove-model", "hash", option]
+    proc = run(args, env, tmp_path)
+    lines = [line for line in error_lines(proc, encoding) if line.startswith("ERROR:")]
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR and len(lines) == 1, proc.stderr
+    assert f"as {encoding} {THE_FIX}" in lines[0], lines[0]
+    assert "lone surrogate" not in lines[0] and "NUL" not in lines[0]
