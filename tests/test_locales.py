@@ -12,6 +12,7 @@ stops with one line naming the locale and the fix, before anything is recorded.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -128,3 +129,61 @@ def test_under_pytest_utf8_typed_under_euc_jp_is_one_usage_error(
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR and len(lines) == 1, proc.stderr
     assert f"as {encoding} {THE_FIX}" in lines[0], lines[0]
     assert "lone surrogate" not in lines[0] and "NUL" not in lines[0]
+
+
+# --------------------------------------------------------------------------- written paths
+
+
+@pytest.mark.parametrize("locale", [ASCII, LATIN1])
+def test_an_expected_path_the_locale_cannot_name_is_refused_naming_the_locale(
+    example_kb_copy: Path, tmp_path: Path, foreign_locale: ForeignLocale, locale: str
+) -> None:
+    # once "holds a character that cannot be written as a file name (a lone
+    # surrogate) ...; shorten it": the wrong cause and the wrong fix
+    env, encoding = foreign_locale(locale)
+    golden = tmp_path / "golden.yml"
+    golden.write_text(
+        "queries:\n  - query: the weather in town\n    expected:\n      - path: İstanbul/ılık.md\n",
+        encoding="utf-8",
+    )
+    args = [*GROOVE, "eval", "--kb-path", example_kb_copy, *HASH, "--golden", golden]
+    line = one_line(run(args, env), encoding, {1})
+    assert "line 4" in line and "shorten" not in line
+
+
+@pytest.mark.parametrize(
+    ("setting", "key"),
+    [('index_dir = "índice"\n', "index_dir"), ('[eval]\ngolden = "prüfung.yml"\n', "golden")],
+)
+def test_a_config_path_the_locale_would_write_otherwise_is_refused(
+    example_kb_copy: Path, foreign_locale: ForeignLocale, setting: str, key: str
+) -> None:
+    # Latin-1 made the folder `\xedndice`, another name than the one in the file
+    env, encoding = foreign_locale(LATIN1)
+    (example_kb_copy / "groove.toml").write_text(setting, encoding="utf-8")
+    before = sorted(p.name for p in example_kb_copy.iterdir())
+    proc = run([*GROOVE, "index", "--kb-path", example_kb_copy, *HASH], env)
+    line = one_line(proc, encoding, {1})
+    assert key in line and "groove.toml" in line
+    assert sorted(p.name for p in example_kb_copy.iterdir()) == before
+
+
+def test_a_beir_import_never_writes_a_name_the_locale_would_change(
+    tmp_path: Path, foreign_locale: ForeignLocale
+) -> None:
+    env, encoding = foreign_locale(LATIN1)
+    source = tmp_path / "dataset"
+    (source / "qrels").mkdir(parents=True)
+    documents = [{"_id": "文書/一", "title": "Rollback", "text": "Revert a release."}]
+    (source / "corpus.jsonl").write_text(
+        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in documents), encoding="utf-8"
+    )
+    (source / "queries.jsonl").write_text('{"_id": "q1", "text": "revert"}\n')
+    (source / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\t文書/一\t1\n", encoding="utf-8"
+    )
+    kb = tmp_path / "kb"
+    proc = run([*GROOVE, "import", "beir", source, "--kb-path", kb], env)
+    line = one_line(proc, encoding, {1})
+    assert "nothing was written" in line
+    assert not kb.exists()
