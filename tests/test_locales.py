@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+
+from conftest import EXAMPLE_KB, KB_EVAL_GOLDEN, LOCAL_STATE
 
 GROOVE = [sys.executable, "-m", "pytest_groove.cli"]
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"]
@@ -187,3 +190,108 @@ def test_a_beir_import_never_writes_a_name_the_locale_would_change(
     line = one_line(proc, encoding, {1})
     assert "nothing was written" in line
     assert not kb.exists()
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+@pytest.fixture
+def cafe_kb(tmp_path: Path) -> Path:
+    """The example KB with a note whose name is not ASCII, and a query expecting it."""
+    kb = tmp_path / "r3"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    (kb / "café.md").write_text(CAFE_NOTE, encoding="utf-8")
+    with (kb / ".groove-eval.yml").open("a", encoding="utf-8") as golden:
+        golden.write(CAFE_QUERY)
+    return kb
+
+
+@pytest.mark.parametrize("locale", [LATIN1, EUCJP, ASCII])
+def test_a_utf8_note_name_under_a_foreign_locale_records_nothing(
+    cafe_kb: Path, foreign_locale: ForeignLocale, locale: str
+) -> None:
+    # Latin-1 read `café.md` as `cafÃ©.md`: the answer "renamed", a regression, and the
+    # bogus run recorded as the next baseline (ASCII and EUC-JP skipped the note as
+    # "not valid UTF-8", which it is)
+    env, encoding = foreign_locale(locale)
+    recorded = run([*GROOVE, "eval", "--kb-path", cafe_kb, *HASH], UTF8)
+    assert recorded.returncode == 0, recorded.stderr
+    history = (cafe_kb / ".groove-eval-history.json").read_bytes()
+    proc = run([*GROOVE, "eval", "--kb-path", cafe_kb, *HASH, "--fail-on-regression"], env)
+    line = one_line(proc, encoding, {1})
+    assert "café.md" in line or "caf\\xe9.md" in line, line
+    assert proc.stdout == b""  # no report: nothing was measured
+    assert (cafe_kb / ".groove-eval-history.json").read_bytes() == history
+
+
+@pytest.mark.parametrize("locale", [LATIN1, EUCJP, ASCII])
+def test_the_walk_stops_at_a_utf8_name_the_locale_misreads(
+    cafe_kb: Path, foreign_locale: ForeignLocale, locale: str
+) -> None:
+    # no golden file names the note here: the walk itself must not index `cafÃ©.md`
+    # (Latin-1), nor leave the note out as "not valid UTF-8" (EUC-JP, ASCII)
+    env, encoding = foreign_locale(locale)
+    (cafe_kb / "menu").mkdir()
+    (cafe_kb / "menu" / "crème.md").write_text(CAFE_NOTE, encoding="utf-8")
+    (cafe_kb / "café.md").rename(cafe_kb / "menu" / "cafe.md")
+    (cafe_kb / "menu").rename(cafe_kb / "menü")
+    for command in (["index"], ["eval", "--golden", KB_EVAL_GOLDEN, "--no-history"]):
+        proc = run([*GROOVE, *command, "--kb-path", cafe_kb, *HASH], env)
+        line = one_line(proc, encoding, {1})
+        assert line.startswith("Error: cannot read the name of ")
+        assert "men" in line and "crème" not in line  # the folder, before what is in it
+
+
+def test_under_pytest_a_utf8_note_name_records_nothing(
+    cafe_kb: Path, foreign_locale: ForeignLocale
+) -> None:
+    env, encoding = foreign_locale(LATIN1)
+    recorded = run([*GROOVE, "eval", "--kb-path", cafe_kb, *HASH], UTF8)
+    assert recorded.returncode == 0, recorded.stderr
+    history = (cafe_kb / ".groove-eval-history.json").read_bytes()
+    proc = run([*PYTEST, "--groove-kb", cafe_kb, "--groove-model", "hash"], env, cafe_kb.parent)
+    lines = [line for line in error_lines(proc, encoding) if line.startswith("ERROR:")]
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR and len(lines) == 1, proc.stderr
+    assert f"as {encoding} {THE_FIX}" in lines[0]
+    assert (cafe_kb / ".groove-eval-history.json").read_bytes() == history
+
+
+def _indexed_line(proc: subprocess.CompletedProcess[bytes]) -> str:
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stdout.decode("ascii", "replace").splitlines() if "indexed:" in x]
+    return line.split(";")[0]  # the counts, not the time taken
+
+
+@pytest.mark.parametrize("locale", [LATIN1, EUCJP])
+def test_a_name_that_is_not_utf8_is_skipped_under_every_locale(
+    tmp_path: Path, foreign_locale: ForeignLocale, locale: str
+) -> None:
+    # a Latin-1 name on disk: a UTF-8 run skips it (the index holds UTF-8 text), and so
+    # must a Latin-1 run, which once indexed it as `café.md`
+    env, encoding = foreign_locale(locale)
+    kbs = {}
+    for name in ("utf8", "foreign"):
+        kbs[name] = kb = tmp_path / name
+        shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+        (kb / os.fsdecode(b"caf\xe9.md")).write_text(CAFE_NOTE, encoding="utf-8")
+    utf8 = run([*GROOVE, "index", "--kb-path", kbs["utf8"], *HASH], UTF8)
+    foreign = run([*GROOVE, "index", "--kb-path", kbs["foreign"], *HASH], env)
+    assert _indexed_line(foreign) == _indexed_line(utf8)
+    assert "its name is not valid UTF-8" in foreign.stderr.decode(encoding, "replace")
+
+
+def test_names_that_are_not_ascii_but_never_indexed_are_no_reason_to_stop(
+    tmp_path: Path, foreign_locale: ForeignLocale
+) -> None:
+    # only a name the run would index or enter has to be read right: an image, a link
+    # and an ignored folder with such names are left out as under a UTF-8 locale
+    env, encoding = foreign_locale(LATIN1)
+    kb = tmp_path / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    (kb / "Übersicht.png").write_bytes(b"\x89PNG")
+    (kb / "Entwürfe").mkdir()
+    (kb / "Entwürfe" / "draft.md").write_text("# Draft\n\n## Idea\n\nNot yet.\n")
+    (kb / ".grooveignore").write_text("Entwürfe/\n", encoding="utf-8")
+    (kb / "verknüpft.md").symlink_to(kb / "README.md")
+    proc = run([*GROOVE, "eval", "--kb-path", kb, *HASH, "--no-history"], env)
+    assert proc.returncode == 0, proc.stderr.decode(encoding, "replace")
