@@ -19,10 +19,11 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_KB, KB_EVAL_GOLDEN, LOCAL_STATE
+from conftest import EXAMPLE_KB, KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE
 
 GROOVE = [sys.executable, "-m", "pytest_groove.cli"]
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"]
@@ -295,3 +296,84 @@ def test_names_that_are_not_ascii_but_never_indexed_are_no_reason_to_stop(
     (kb / "verknüpft.md").symlink_to(kb / "README.md")
     proc = run([*GROOVE, "eval", "--kb-path", kb, *HASH, "--no-history"], env)
     assert proc.returncode == 0, proc.stderr.decode(encoding, "replace")
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+@pytest.fixture
+def ascii_kb(tmp_path: Path) -> Path:
+    """kb-eval: ASCII file names, English and Japanese notes and queries."""
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
+    return kb
+
+
+def _same_json(foreign: subprocess.CompletedProcess[bytes], utf8: Any) -> dict[str, Any]:
+    assert foreign.returncode == utf8.returncode == 0, foreign.stderr
+    # RFC 8259: JSON between systems is UTF-8; written as ASCII with \u escapes, it
+    # is the same bytes in every encoding
+    assert foreign.stdout.isascii(), foreign.stdout[:200]
+    document: dict[str, Any] = json.loads(foreign.stdout)
+    assert document == json.loads(utf8.stdout)
+    return document
+
+
+@pytest.mark.parametrize("locale", [LATIN1, EUCJP])
+def test_eval_json_under_a_foreign_locale_is_the_utf8_runs_json(
+    ascii_kb: Path, foreign_locale: ForeignLocale, locale: str
+) -> None:
+    # EUC-JP wrote the Japanese queries as EUC-JP bytes, which no JSON reader takes;
+    # an ASCII-named KB is evaluated alike under every locale
+    env, _ = foreign_locale(locale)
+    args = [*GROOVE, "eval", "--kb-path", ascii_kb, *HASH, "--golden", KB_EVAL_GOLDEN]
+    args += ["--format", "json", "--no-history"]
+    utf8 = run(args, UTF8)
+    report = json.loads(utf8.stdout)
+    foreign = run(args, env)
+    assert foreign.stdout.isascii(), foreign.stdout[:200]
+    foreign_report = json.loads(foreign.stdout)
+    assert foreign.returncode == utf8.returncode == 0
+    assert foreign_report["aggregate"] == report["aggregate"]
+    assert foreign_report["per_query"] == report["per_query"]
+    assert any(not q["query"].isascii() for q in report["per_query"])
+
+
+@pytest.mark.parametrize("command", ["search", "history show", "tune"])
+def test_every_json_command_under_euc_jp_writes_utf8_json(
+    ascii_kb: Path, tmp_path: Path, foreign_locale: ForeignLocale, command: str
+) -> None:
+    env, _ = foreign_locale(EUCJP)
+    kb = ["--kb-path", ascii_kb, *HASH]
+    golden = tmp_path / "golden.yml"
+    # an id that is not ASCII, so that tune's report holds one
+    text = KB_EVAL_GOLDEN.read_text(encoding="utf-8")
+    golden.write_text(text.replace("id: ja-rollback", "id: 切り戻し"), encoding="utf-8")
+    recorded = run([*GROOVE, "eval", *kb, "--golden", golden, "--format", "json"], UTF8)
+    assert recorded.returncode == 0, recorded.stderr
+    if command == "search":
+        args = ["search", *kb, "--format", "json", "rollback release"]
+    elif command == "history show":
+        listing = run([*GROOVE, "history", "--kb-path", ascii_kb, "--format", "json"], UTF8)
+        (row,) = json.loads(listing.stdout)
+        args = ["history", "show", row["run"], "--kb-path", ascii_kb, "--format", "json"]
+    else:
+        args = ["tune", *kb, "--golden", golden, "--format", "json"]
+    utf8 = run([*GROOVE, *args], UTF8)
+    assert not utf8.stdout.isascii(), utf8.stdout[:200]
+    _same_json(run([*GROOVE, *args], env), utf8)
+
+
+def test_the_plugins_json_report_under_euc_jp_is_utf8(
+    ascii_kb: Path, foreign_locale: ForeignLocale, tmp_path: Path
+) -> None:
+    env, _ = foreign_locale(EUCJP)
+    reports = {}
+    for name, environment in (("utf8", UTF8), ("eucjp", env)):
+        target = tmp_path / f"{name}.json"
+        args = [*PYTEST, "--groove-kb", ascii_kb, "--groove-model", "hash"]
+        args += ["--groove-golden", KB_EVAL_GOLDEN, "--groove-json", target, "--groove-no-history"]
+        proc = run(args, environment, tmp_path)
+        assert proc.returncode in (0, 1), proc.stderr
+        reports[name] = json.loads(target.read_bytes().decode("utf-8"))
+    assert reports["eucjp"]["per_query"] == reports["utf8"]["per_query"]
