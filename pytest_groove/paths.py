@@ -87,6 +87,9 @@ def os_path_problem(path: Path | str, *, require_utf8: bool = True) -> str | Non
             # os.fsdecode smuggles bytes that are not UTF-8 in as lone surrogates; the
             # index stores paths as UTF-8 text, so such a folder cannot be indexed
             return _not_utf8(text)
+        if not _bytes_are_utf8(text):
+            # a locale that decodes every byte (Latin-1) smuggles in nothing
+            return NOT_UTF8
     try:
         raw = os.fsencode(os.path.abspath(text))
     except UnicodeEncodeError:  # a lone surrogate, or a character the locale has no bytes for
@@ -112,6 +115,20 @@ def os_path_problem(path: Path | str, *, require_utf8: bool = True) -> str | Non
 
 #: why a path whose bytes are not UTF-8 is refused where the index needs UTF-8 text
 NOT_UTF8 = "is not valid UTF-8 (a name in it holds bytes of another encoding); rename it"
+
+
+def _bytes_are_utf8(text: str) -> bool:
+    """Whether the bytes the path ``text`` stands for are UTF-8 (or cannot be told:
+    :func:`os_path_problem` says so next)."""
+    if text.isascii() or foreign_name_encoding() is None:
+        return True
+    try:
+        os.fsencode(text).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    except UnicodeEncodeError:
+        return True  # the locale cannot write it back: said by the caller
+    return True
 
 
 def _not_utf8(text: str) -> str:

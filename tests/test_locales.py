@@ -298,6 +298,28 @@ def test_names_that_are_not_ascii_but_never_indexed_are_no_reason_to_stop(
     assert proc.returncode == 0, proc.stderr.decode(encoding, "replace")
 
 
+# --------------------------------------------------------------------------- the KB's own path
+
+
+@pytest.mark.parametrize("locale", [LATIN1, EUCJP])
+def test_a_kb_folder_named_in_utf8_is_evaluated_as_under_utf8(
+    tmp_path: Path, foreign_locale: ForeignLocale, locale: str
+) -> None:
+    # the KB's own path, typed, is used as typed; but SQLite takes names as UTF-8: it
+    # was given `Notizen-Ã¼` and said "unable to open database file; pass --index-dir"
+    env, encoding = foreign_locale(locale)
+    kb = tmp_path / "Notizen-ü"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    args = [*GROOVE, "eval", "--kb-path", kb, *HASH, "--format", "json", "--no-history"]
+    foreign = run(args, env)
+    assert foreign.returncode == 0, foreign.stderr.decode(encoding, "replace")
+    # the index the foreign run built, where a UTF-8 run looks for it, up to date
+    indexed = _indexed_line(run([*GROOVE, "index", "--kb-path", kb, *HASH], UTF8))
+    assert indexed.startswith("indexed: 0 added, 0 changed, 0 renamed, 0 removed"), indexed
+    utf8 = run(args, UTF8)
+    assert json.loads(foreign.stdout)["per_query"] == json.loads(utf8.stdout)["per_query"]
+
+
 # --------------------------------------------------------------------------- JSON
 
 
