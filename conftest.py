@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,8 +61,6 @@ LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
 def package_modules_after(statement: str) -> list[str]:
     """The pytest_groove modules a fresh interpreter holds after ``statement``: what an
     entry point costs to import, and what runs before its error boundary."""
-    import subprocess
-
     code = (
         f"import sys; {statement}; "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_groove'))))"
@@ -103,3 +103,63 @@ def invoke() -> object:
     from cli_invoke import invoke as run_groove
 
     return run_groove
+
+
+#: locales that decode file names in another encoding than UTF-8, each with what
+#: ``sys.getfilesystemencoding()`` says under it (``C`` only with UTF-8 mode off)
+FOREIGN_LOCALES = {"C": "ascii", "de_DE.ISO-8859-1": "iso8859-1", "ja_JP.EUC-JP": "euc_jp"}
+
+
+def _names_decoded_as(env: dict[str, str]) -> str:
+    probe = "import sys; print(sys.getfilesystemencoding())"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip()
+
+
+def _foreign_env(name: str, folder: Callable[[], Path]) -> dict[str, str] | str:
+    """The environment of a process under the locale ``name``, or why there is none."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("LC_")}
+    env.pop("PYTHONIOENCODING", None)  # standard output follows the locale too
+    env.update(LC_ALL=name, PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    wanted = FOREIGN_LOCALES[name]
+    if _names_decoded_as(env) == wanted:
+        return env  # installed on this machine
+    if shutil.which("localedef") is None or "." not in name:
+        return f"the {name} locale is not installed and localedef is missing"
+    # compiled into a folder of this session's own (LOCPATH): nothing installed, no root
+    where = folder()
+    language, charset = name.split(".")
+    subprocess.run(
+        ["localedef", "-i", language, "-f", charset, str(where / name)],
+        capture_output=True,
+        check=False,
+    )
+    env["LOCPATH"] = str(where)
+    if _names_decoded_as(env) != wanted:
+        return f"localedef could not make the {name} locale"
+    return env
+
+
+@pytest.fixture(scope="session")
+def foreign_locale(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], tuple[dict[str, str], str]]:
+    """``foreign_locale(name)``: the environment of a process under the locale ``name``
+    (a key of :data:`FOREIGN_LOCALES`) and the encoding it decodes names in.
+
+    A locale the machine lacks is made with ``localedef`` into a folder of the session
+    (``LOCPATH``); the test is skipped when that cannot be done.
+    """
+    made: dict[str, dict[str, str] | str] = {}
+
+    def environment(name: str) -> tuple[dict[str, str], str]:
+        if name not in made:
+            made[name] = _foreign_env(name, lambda: tmp_path_factory.mktemp("locales"))
+        env = made[name]
+        if isinstance(env, str):
+            pytest.skip(env)
+        return env, FOREIGN_LOCALES[name]
+
+    return environment

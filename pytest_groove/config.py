@@ -28,6 +28,7 @@ from pytest_groove.files.merge_conflicts import conflict_marker_lines, has_confl
 from pytest_groove.files.regular import read_regular_file
 from pytest_groove.list_values import EmptyItem, ascii_int, split_items
 from pytest_groove.path_limits import config_path
+from pytest_groove.paths import check_os_path
 from pytest_groove.settings import (
     CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
@@ -376,6 +377,8 @@ def read_config_bytes(kb: Path | None, config: Path | None = None) -> tuple[Path
     (None: no ``--config`` and no ``<kb>/groove.toml``): the one read of the file, for
     a caller that rewrites it (``groove floors --raise``) as much as for the settings."""
     if config is not None:
+        # a path the OS would refuse (a NUL, a name the locale cannot write) is one line
+        check_os_path(config, "config file", flag("config"), require_utf8=False)
         try:
             return config, read_regular_file(config, CONFIG_CAP)
         except FileNotFoundError:

@@ -88,18 +88,24 @@ def _json_escape(match: re.Match[str]) -> str:
 def json_for(stream: TextIO, text: str) -> str:
     """The JSON document ``text`` as ``stream`` carries it exactly.
 
-    Where the stream's encoding cannot represent a character, every non-ASCII
-    character becomes a JSON ``\\u`` escape (as ``json.dumps`` with ``ensure_ascii``
-    writes it): the degrading above is for people, and would change JSON's data (an
-    en dash read as ``-``) or break it (``\\xdc`` is no JSON escape).
+    JSON exchanged between systems is UTF-8 (RFC 8259), so a stream whose encoding is
+    anything else (``LC_ALL=C``, a Latin-1 or EUC-JP locale, ``PYTHONIOENCODING``)
+    gets every non-ASCII character as a JSON ``\\u`` escape (as ``json.dumps`` with
+    ``ensure_ascii`` writes it): the same data in the bytes every encoding shares.
+    Written in the stream's own encoding, a reader would get EUC-JP bytes where JSON
+    promises UTF-8; degraded as for people, JSON's data would change (an en dash read
+    as ``-``) or break (``\\xdc`` is no JSON escape).
     """
+    if text.isascii() or _is_utf8(getattr(stream, "encoding", None) or "utf-8"):
+        return text
+    return _NON_ASCII.sub(_json_escape, text)
+
+
+def _is_utf8(encoding: str) -> bool:
     try:
-        text.encode(getattr(stream, "encoding", None) or "utf-8")
-    except UnicodeEncodeError:
-        return _NON_ASCII.sub(_json_escape, text)
+        return codecs.lookup(encoding).name == "utf-8"
     except LookupError:
-        pass
-    return text
+        return False
 
 
 def write_json(stream: TextIO, text: str) -> None:

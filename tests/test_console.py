@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from pytest_groove.console import guarded_text_stream, to_ascii
+from pytest_groove.console import guarded_text_stream, json_for, to_ascii
 from pytest_groove.errors import OutputFailed
 
 
@@ -54,3 +56,24 @@ def test_a_closed_pipe_is_one_error() -> None:
         assert "pipe was closed" in caught.value.message
     finally:
         os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "value"),
+    [
+        ("euc_jp", "必要なもの"),
+        ("iso8859-1", "café"),
+        ("cp1252", "café – 5 €"),
+        ("utf-16", "必要 𝄞"),
+    ],
+)
+def test_json_on_a_stream_that_is_not_utf8_is_ascii(encoding: str, value: str) -> None:
+    # JSON between systems is UTF-8 (RFC 8259): a stream in any other encoding gets the
+    # JSON's own \u escapes, also for the characters its encoding could write (before:
+    # EUC-JP bytes for `必要`, Latin-1 bytes for `é`)
+    document = json.dumps({"query": value}, ensure_ascii=False)
+    value.encode(encoding)  # each value is one its stream could carry as it is
+    stream = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+    assert json_for(stream, document) == json.dumps({"query": value})  # ensure_ascii's
+    utf8 = io.TextIOWrapper(io.BytesIO(), encoding="UTF-8")
+    assert json_for(utf8, document) == document

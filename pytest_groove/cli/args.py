@@ -28,7 +28,7 @@ from pytest_groove.options import (
     RunOptions,
     read_run_options,
 )
-from pytest_groove.paths import check_os_path
+from pytest_groove.paths import check_os_path, foreign_name_encoding, locale_advice
 
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are
 KB_OPTIONS = ("model", "config", "index-dir")
@@ -80,11 +80,22 @@ def typed_text(value: str, what: str) -> str:
     cannot decode as a lone surrogate (under ``LC_ALL=C``, every byte of ``切り戻し``):
     searched as they are, those match nothing the index holds, and strict JSON refuses
     them.  The bytes are read as UTF-8 instead, the encoding every KB file is read in;
-    bytes that are not UTF-8 either are refused with one line.
+    bytes that are not UTF-8 either are refused with one line.  Under a locale whose
+    codec cannot give the bytes back (UTF-8 typed under ``ja_JP.EUC-JP``: the C library
+    decoded the arguments, Python's codec cannot encode what it made of them), the
+    text typed is lost: one line names the locale and the fix.
     """
+    if value.isascii():
+        return value
+    try:
+        raw = os.fsencode(value)
+    except UnicodeEncodeError:
+        encoding = foreign_name_encoding() or sys.getfilesystemencoding()
+        raise UsageError(
+            f"the {what} cannot be read as typed: {locale_advice(encoding, 'its command line')}"
+        ) from None
     if _ESCAPED_BYTE.search(value) is None:
         return value
-    raw = os.fsencode(value)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

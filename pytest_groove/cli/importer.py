@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import run_reporting_errors
+from pytest_groove.paths import check_os_path
 
 PROG = "groove import"
 
@@ -61,6 +62,9 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 def _import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pytest_groove.interop.beir import first_and_more, import_beir, note_cap_text
 
+    # a path the OS would refuse (a NUL, a name the locale cannot write) is one line
+    check_os_path(args.source, "dataset", "the DIR argument", require_utf8=False)
+    check_os_path(args.kb_path, "knowledge base", "--kb-path")
     summary = import_beir(args.source, args.kb_path, split=args.split, force=args.force)
     skipped = (
         f" ({summary.unjudged_queries} without a judged document in {args.split} left out)"

@@ -73,7 +73,7 @@ from pytest_groove.evaluation.guarded_io import GOLDEN_CAP, read_guarded
 from pytest_groove.evaluation.metrics import normalise_heading
 from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
 from pytest_groove.files.merge_conflicts import conflict_marker_lines, has_conflict, line_list
-from pytest_groove.path_limits import path_refusal
+from pytest_groove.path_limits import locale_refusal, path_refusal
 from pytest_groove.shapes import optional, read_bool, read_int
 
 DEFAULT_GOLDEN_NAME = ".groove-eval.yml"
@@ -322,6 +322,9 @@ def _check_os_limits(path: str, where: str, line: int) -> None:
             "indexed file name can; remove it",
             line,
         )
+    locale = locale_refusal(path)
+    if locale is not None:
+        fail(where, f"path `{clip(path)}` {locale}", line)
     problem = path_refusal(path)
     if problem is not None:
         fail(where, f"path `{clip(path)}` {problem}, so no file can have it; shorten it", line)

@@ -34,6 +34,7 @@ from typing import Literal
 
 from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.kb.beneath import open_folder, open_root
+from pytest_groove.paths import unencodable_name
 
 #: the golden file may hold at most this many bytes (a 25-query golden set is ~5.5 KB)
 GOLDEN_CAP = 1 * 1024 * 1024
@@ -183,6 +184,10 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
         return None
     except OSError as exc:
         raise GrooveError(f"could not look at {clip_path(path)} ({_os_reason(exc)})") from exc
+    except UnicodeEncodeError:  # a character the locale's encoding has no bytes for
+        raise GrooveError(
+            f"could not look at {clip_path(path)}: the path {unencodable_name()}"
+        ) from None
     except ValueError:  # os.lstat's "embedded null byte"
         raise GrooveError(
             f"could not look at {clip_path(path)}: the path holds a NUL character, which no "

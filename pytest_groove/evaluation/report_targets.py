@@ -21,6 +21,7 @@ from pytest_groove.config import Settings
 from pytest_groove.errors import UsageError, clip_path, flag
 from pytest_groove.kb.walk import file_extension
 from pytest_groove.options import RunOptions
+from pytest_groove.paths import unencodable_name
 from pytest_groove.settings import CONFIG_FILE_NAME
 
 #: the report options, by option name: (their value on RunOptions)
@@ -63,6 +64,13 @@ def check_report_targets(
     wanted = {p.lower() for p in settings.index.parsers}
     seen: dict[Path, str] = {}
     for name, target in report_targets(options):
+        try:
+            os.fsencode(target)
+        except UnicodeEncodeError:  # a name the locale's encoding has no bytes for
+            raise UsageError(
+                f"{flag(name)} {clip_path(target)} {unencodable_name()}; name another file "
+                "for the report"
+            ) from None
         where = _resolved(target)
         why = _input_named(where, target, inputs)
         if why is None and index_dir is not None and where.is_relative_to(index_dir):
@@ -87,7 +95,13 @@ def check_report_targets(
 
 def _resolved(path: Path) -> Path:
     # strict=False: a report file need not exist yet (its folder may not either)
-    return Path(os.path.abspath(path)).resolve(strict=False)
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.resolve(strict=False)
+    except (UnicodeEncodeError, ValueError):
+        # an input path the OS cannot be given (refused, naming it, where it is opened)
+        # is no file a report could be written over
+        return absolute
 
 
 def _input_named(where: Path, target: Path, inputs: Iterable[tuple[Path, str]]) -> str | None:

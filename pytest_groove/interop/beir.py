@@ -32,12 +32,13 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from pytest_groove.errors import GrooveError, clip_path
+from pytest_groove.errors import GrooveError, clip, clip_path
 from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME, MAX_GRADE
 from pytest_groove.evaluation.guarded_io import GOLDEN_CAP
 from pytest_groove.files.atomic import write_atomic_with
 from pytest_groove.kb.markdown import FRONTMATTER_FENCE
 from pytest_groove.kb.read_files import FILE_SIZE_CAP
+from pytest_groove.path_limits import locale_refusal
 from pytest_groove.search.exclusion import split_exclusions
 
 CORPUS_FILE = "corpus.jsonl"
@@ -496,11 +497,19 @@ def import_beir(
             f"{golden_path}: the golden file would be {len(golden.encode('utf-8')):,} bytes, over "
             f"the {GOLDEN_CAP:,} a golden file may hold; import a smaller split"
         )
+    written = [d for d in documents if d.id not in not_written]
+    for document in written:
+        # a name the locale would write as other bytes than its UTF-8 (or not at all)
+        locale = locale_refusal(names[document.id])
+        if locale is not None:
+            raise GrooveError(
+                f"the note of document {clip(document.id)}, {clip(names[document.id])}, "
+                f"{locale}; nothing was written"
+            )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GrooveError(f"could not create {out}: {exc.strerror or exc}") from None
-    written = [d for d in documents if d.id not in not_written]
     for document in written:
         _write(out / names[document.id], note_text(document))
     _write(golden_path, golden)

@@ -27,6 +27,7 @@ from pytest_groove.errors import (
     IndexMissing,
     IndexUnwritable,
     clip_path,
+    flag,
 )
 from pytest_groove.kb.corpus_digest import ChunkFields, document_digest
 from pytest_groove.kb.index_faults import apsw_fault, index_dir_faults, index_faults
@@ -65,6 +66,26 @@ DB_FILE_NAMES = tuple(f"{DB_FILE_NAME}{suffix}" for suffix in ("", "-wal", "-shm
 #: SQLite refuses a database reached through a symbolic link (SQLite >= 3.31)
 _NOFOLLOW = getattr(apsw, "SQLITE_OPEN_NOFOLLOW", 0)
 BUSY_TIMEOUT_MS = 30_000
+
+
+def sqlite_name(db_path: Path) -> str:
+    """The file name to give SQLite for ``db_path``.
+
+    SQLite takes a name as UTF-8 and hands those bytes to the operating system, while
+    Python writes a name in the locale's encoding: under a Latin-1 locale the folder
+    ``Notizen-ü`` (UTF-8 bytes, read by Python as ``Notizen-Ã¼``) would reach SQLite
+    as other bytes, a folder that does not exist.  So SQLite gets the path's own bytes
+    read as UTF-8 (the same text under a UTF-8 locale); a path whose bytes are not
+    UTF-8 cannot be named to SQLite at all.
+    """
+    try:
+        return os.fsencode(db_path).decode("utf-8")
+    except UnicodeError:
+        raise GrooveError(
+            f"the index folder {clip_path(db_path.parent)} has a path that is not UTF-8, "
+            f"which SQLite cannot open; pass {flag('index-dir')} a folder whose path is UTF-8"
+        ) from None
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -239,7 +260,7 @@ class StoreConnection:
         conn: apsw.Connection | None = None
         before = identity_of(db_path)
         try:
-            conn = apsw.Connection(str(db_path), flags=flags)
+            conn = apsw.Connection(sqlite_name(db_path), flags=flags)
             # SQLite has the file open now (by name): still the one that was checked?
             check_unchanged(db_path, before)
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
@@ -324,7 +345,7 @@ class StoreConnection:
         to read it; ``immutable=1`` skips that (and all locking), which is right for a
         read-only checkout or mount where nobody changes the file meanwhile.
         """
-        uri = f"file:{quote(str(db_path))}?immutable=1"
+        uri = f"file:{quote(sqlite_name(db_path))}?immutable=1"
         conn: apsw.Connection | None = None
         try:
             conn = apsw.Connection(

@@ -20,12 +20,22 @@ directory is not entered), skips office lock files, and refuses hard-linked
 files with a warning: a hard link could pull content from outside the KB into
 the index.
 
+Names are UTF-8 text, whatever the locale: a name whose bytes are not UTF-8 is
+skipped with a warning.  A process that decodes file names in another encoding
+(a Latin-1 or EUC-JP locale) would read a UTF-8 name as other characters -- the
+note ``café.md`` indexed as ``cafÃ©.md``, an expected answer lost, a regression
+recorded -- and could not open the name stored in the index; so a file to index or
+a folder to enter whose name is not ASCII stops the walk with one line naming the
+locale and the fix (:func:`pytest_groove.paths.locale_advice`).  ASCII names read
+alike under every such locale.
+
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +44,7 @@ from pytest_groove.config import IndexSettings
 from pytest_groove.errors import GrooveError, clip, clip_path
 from pytest_groove.kb.beneath import FileIdentity, open_folder, open_root
 from pytest_groove.kb.ignore import IGNORE_FILE_NAME, IgnoreRules, load_ignore_rules
+from pytest_groove.paths import foreign_name_encoding, locale_advice
 
 _SCANDIR_FD = os.scandir in os.supports_fd
 
@@ -183,13 +194,50 @@ def _path_key(rel: str) -> tuple[str, ...]:
     return tuple(rel.split("/"))
 
 
-def _has_undecodable_name(name: str) -> bool:
-    # os.scandir smuggles non-UTF-8 bytes in as lone surrogates
+@dataclass(frozen=True)
+class _EntryName:
+    """A listed name as UTF-8 text, and whether the locale read it otherwise."""
+
+    #: the name as its bytes say in UTF-8 (as listed when they cannot be had back)
+    text: str
+    #: the bytes are not UTF-8: the file is skipped under every locale
+    undecodable: bool = False
+    #: the process read the name in another encoding than UTF-8 and it is not ASCII:
+    #: the name cannot be opened as the index stores it
+    misread_as: str | None = None
+    #: the UTF-8 text could not be had back (``text`` is the name as listed): not even
+    #: whether a rule excludes it can be told
+    lost: bool = False
+
+
+def _entry_name(name: str, encoding: str | None) -> _EntryName:
+    """``name`` as listed, read as UTF-8 (``encoding``: the locale's, when not UTF-8)."""
+    if encoding is None:
+        # os.scandir smuggles non-UTF-8 bytes in as lone surrogates
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            return _EntryName(name, undecodable=True)
+        return _EntryName(name)
+    if name.isascii():
+        return _EntryName(name)
     try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+        raw = os.fsencode(name)
+    except UnicodeEncodeError:  # the locale's codec does not give these bytes back
+        return _EntryName(name, misread_as=encoding, lost=True)
+    try:
+        return _EntryName(raw.decode("utf-8"), misread_as=encoding)
+    except UnicodeDecodeError:
+        return _EntryName(name, undecodable=True)
+
+
+def _misread(folder: Path, name: _EntryName) -> GrooveError:
+    """The walk stops: the locale reads a name that is not ASCII as other characters."""
+    encoding = name.misread_as or sys.getfilesystemencoding()
+    return GrooveError(
+        f"cannot read the name of {clip_path(folder / name.text)} as UTF-8 text: "
+        f"{locale_advice(encoding)}"
+    )
 
 
 class TooManyEntries(GrooveError):
@@ -297,26 +345,34 @@ def _list_folder(
         warnings.append(f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})")
         unlisted.append(prefix)
         return 0
+    encoding = foreign_name_encoding()
     for entry in listing:
-        rel = prefix + entry.name
-        if _has_undecodable_name(entry.name):
+        name = _entry_name(entry.name, encoding)
+        if name.undecodable:
             warnings.append(f"skipped {folder / entry.name!s}: its name is not valid UTF-8")
             continue
+        rel = prefix + name.text
         try:
             if entry.is_symlink():
-                continue
+                continue  # never followed, whatever its name
+            if name.lost:
+                raise _misread(folder, name)
             if entry.is_dir(follow_symlinks=False):
                 if not rules.excludes_entry(rel, True):
+                    if name.misread_as is not None:
+                        raise _misread(folder, name)
                     pending.append(rel + "/")
                 continue
             if not entry.is_file(follow_symlinks=False):
                 continue  # sockets, FIFOs, devices
         except OSError:
             continue  # vanished or unreadable while we looked
-        if is_office_lock_file(entry.name) or file_extension(entry.name) not in wanted:
+        if is_office_lock_file(name.text) or file_extension(name.text) not in wanted:
             continue
         if rules.excludes_entry(rel, False):
             continue
+        if name.misread_as is not None:
+            raise _misread(folder, name)
         try:
             info = entry.stat(follow_symlinks=False)
         except OSError:
