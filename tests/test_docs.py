@@ -437,3 +437,33 @@ def test_every_golden_file_example_loads(block: str, tmp_path: Path) -> None:
     golden = tmp_path / DEFAULT_GOLDEN_NAME
     golden.write_text(block, encoding="utf-8")
     assert load_golden(golden, tmp_path).queries
+
+
+#: `tests/test_x.py`, `tests/test_x.py::test_y`, and `::test_z` (a test of the file named
+#: last before it) as the docs cite the test behind a claim
+_TEST_CITATION = re.compile(r"`(tests/test_\w+\.py)(?:::(test_\w+))?`|`::(test_\w+)`")
+
+
+def _cited_tests() -> Iterator[tuple[str, str, str]]:
+    """(page, test file, test name or "") for every test a page of docs/ cites."""
+    for page in sorted(DOCS.glob("*.md")):
+        current: str | None = None
+        for file, named, bare in _TEST_CITATION.findall(page.read_text(encoding="utf-8")):
+            current = file or current
+            if current is not None:
+                yield page.name, current, named or bare
+
+
+def test_every_test_the_docs_cite_exists() -> None:
+    """A claim in docs/ (reliability.md's "test that proves it") names a test that runs:
+    a renamed or deleted test leaves the claim unproven, so it fails here."""
+    missing = []
+    for page, file, name in _cited_tests():
+        path = ROOT / file
+        source = path.read_text(encoding="utf-8") if path.is_file() else None
+        defined = source is not None and (
+            not name or re.search(rf"^\s*(?:async )?def {name}\b|^{name} = ", source, re.M)
+        )
+        if not defined:
+            missing.append(f"{page}: {file}{'::' + name if name else ''}")
+    assert not missing, missing
