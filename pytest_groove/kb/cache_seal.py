@@ -61,12 +61,14 @@ __all__ = [
     "Seal",
     "Verdict",
     "current_boot",
+    "identity_sealed",
     "is_vouched",
     "open_cache_file",
     "open_regular",
     "open_vouched",
     "read_seal",
     "remove_with_seal",
+    "seal_identity",
     "seal_of",
     "seal_path",
     "verdict_of",
@@ -338,3 +340,28 @@ def remove_with_seal(path: Path) -> None:
     for name in (path, seal_path(path)):
         with contextlib.suppress(OSError):
             name.unlink()
+
+
+def seal_identity(path: Path) -> None:
+    """Seal the regular file ``path`` by its identity alone, with no pieces: for a file
+    another program writes in place (``index.db``, SQLite's), trusted by
+    :func:`identity_sealed` while that identity holds in this boot, and otherwise never
+    vouched for by this seal.  Raises the :class:`OSError` met."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(f"{path} is not a regular file")
+    boot = current_boot()
+    _write_seal(path, Seal.of(_identity(info), boot or _DURABLE, ()), boot is None)
+
+
+def identity_sealed(path: Path) -> bool:
+    """Whether ``path`` (never followed) has the identity :func:`seal_identity` sealed,
+    in the boot it was sealed in."""
+    seal = read_seal(path)
+    if seal is None:
+        return False
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return seal.trusts(info)

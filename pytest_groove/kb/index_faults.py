@@ -22,6 +22,7 @@ from pathlib import Path
 import apsw
 
 from pytest_groove.errors import (
+    GENERIC_INDEX_COMMAND,
     GENERIC_REBUILD_COMMAND,
     GrooveError,
     IndexCorrupt,
@@ -30,11 +31,17 @@ from pytest_groove.errors import (
     clip_path,
     flag,
 )
+from pytest_groove.kb.index_damage import mark_damaged
 
 #: where the index can go instead (the plugin rewrites the flag to --groove-index-dir)
 INDEX_DIR_HINT = f"pass {flag('index-dir')} to keep the index in a writable folder"
 #: the index is derived data, so the remedy for damage is always the same
 REBUILD_HINT = f"it is only a cache of the KB: rebuild it with `{GENERIC_REBUILD_COMMAND}`"
+#: ... and once a reader left its mark: any run that indexes rebuilds it
+MARKED_HINT = (
+    f"it is only a cache of the KB, marked now to be rebuilt by the next run that indexes: "
+    f"run `{GENERIC_INDEX_COMMAND}`"
+)
 
 _READ_ONLY = frozenset({errno.EROFS})
 _NO_PERMISSION = frozenset({errno.EACCES, errno.EPERM})
@@ -100,7 +107,10 @@ def os_fault(exc: OSError, where: Path) -> GrooveError:
 
 
 def corrupt(db_path: Path, detail: str) -> IndexCorrupt:
-    return IndexCorrupt(f"the index {clip_path(db_path)} is corrupt ({detail}); {REBUILD_HINT}")
+    """The error for a damaged ``db_path``, once the mark that has the next indexer
+    rebuild it is left beside it (:mod:`~pytest_groove.kb.index_damage`)."""
+    hint = MARKED_HINT if mark_damaged(db_path, detail) else REBUILD_HINT
+    return IndexCorrupt(f"the index {clip_path(db_path)} is corrupt ({detail}); {hint}")
 
 
 def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveError:

@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_groove.engine_names import check_config_names
-from pytest_groove.errors import GrooveError, IndexMissing, StopsTheRun, spell_flags
+from pytest_groove.errors import (
+    GrooveError,
+    IndexCorrupt,
+    IndexMissing,
+    StopsTheRun,
+    spell_flags,
+)
 from pytest_groove.evaluation.golden import node_ids
 from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
@@ -348,6 +354,9 @@ class ProcessRunner:
         except StopsTheRun as exc:
             # spelled for pytest here; the item stops the session (items.py)
             raise StopsTheRun(f"{PROG}: {pytest_message(exc)}") from None
+        except IndexCorrupt as exc:
+            # every later search meets the same damage: one line naming this run's command
+            raise StopsTheRun(f"{PROG}: {usage_message(exc, self.plan)}") from None
 
     def _embed_ahead(self, position: int, query: GoldenQuery) -> None:
         """Embed this query with the next golden queries in one embedder call.
