@@ -28,6 +28,7 @@ from pytest_groove.files.merge_conflicts import conflict_marker_lines, has_confl
 from pytest_groove.files.regular import read_regular_file
 from pytest_groove.list_values import EmptyItem, ascii_int, split_items
 from pytest_groove.path_limits import config_path
+from pytest_groove.resource_limits import raise_if_limit
 from pytest_groove.settings import (
     CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
@@ -388,6 +389,7 @@ def load_settings(kb: Path | None, config: Path | None = None) -> Settings:
                 f"config file not found: {clip_path(path)} (check {flag('config')})"
             ) from None
         except OSError as exc:
+            raise_if_limit(exc, path)
             raise GrooveError(
                 f"could not read config file {clip_path(path)}: {exc.strerror}"
             ) from None

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import functools
 import os
 import stat
@@ -54,6 +55,7 @@ from typing import BinaryIO
 
 from pytest_groove.files.atomic import sync_directory, write_atomic_with
 from pytest_groove.kb.cache_pieces import Piece, crc_matches, pieces_of
+from pytest_groove.resource_limits import ResourceLimit, raise_if_limit, resource_limit
 
 __all__ = [
     "CACHE_FILE_CAP",
@@ -179,7 +181,8 @@ def read_seal(path: Path) -> Seal | None:
     limit = _HEAD.size + _MAX_PIECES * _PIECE.size + _TAIL.size
     try:
         fd = os.open(seal_path(path), flags | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    except OSError as exc:
+        raise_if_limit(exc, seal_path(path))  # a seal that cannot be opened now is no damage
         return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -192,7 +195,8 @@ def read_seal(path: Path) -> Seal | None:
             chunks.append(chunk)
             total += len(chunk)
         return Seal.decode(b"".join(chunks)) if total <= limit else None
-    except OSError:
+    except OSError as exc:
+        raise_if_limit(exc, seal_path(path))
         return None
     finally:
         os.close(fd)
@@ -218,7 +222,9 @@ def verdict_of(handle: BinaryIO, path: Path) -> Verdict:
     """Whether the cache file opened from ``path`` as ``handle`` is what its writer wrote.
 
     A file whose identity moved but whose bytes still match is sealed again (where the
-    folder takes a file) so that the next reader trusts it at once.  Never raises.
+    folder takes a file) so that the next reader trusts it at once.  Raises only
+    :class:`~pytest_groove.resource_limits.ResourceLimit`: out of open files or memory,
+    nothing can be said of the file.
     """
     try:
         seal = read_seal(path)
@@ -232,7 +238,14 @@ def verdict_of(handle: BinaryIO, path: Path) -> Verdict:
         boot = current_boot()
         with contextlib.suppress(OSError):  # a read-only folder checks it again next time
             _write_seal(path, Seal(_identity(info), boot or _DURABLE, seal.packed), boot is None)
-    except Exception:  # a file that cannot be checked is not used
+    except ResourceLimit:
+        raise
+    except MemoryError:
+        raise resource_limit(errno.ENOMEM, path) from None
+    except OSError as exc:
+        raise_if_limit(exc, path)
+        return Verdict.DAMAGED  # a file that cannot be checked is not used
+    except Exception:
         return Verdict.DAMAGED
     return Verdict.TRUSTED
 
@@ -294,6 +307,9 @@ def open_cache_file(path: Path) -> BinaryIO | None:
         fd = os.open(path, _CACHE_OPEN_FLAGS)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise_if_limit(exc, path)
+        raise
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_FILE_CAP:
