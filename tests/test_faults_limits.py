@@ -148,7 +148,7 @@ def check_limit(indexed: Path, tmp_path: Path, command: str, limit: int) -> None
     }
 
 
-@pytest.mark.parametrize("limit", range(5, 11))
+@pytest.mark.parametrize("limit", range(5, 10))
 @pytest.mark.parametrize("command", ["index a new KB", "eval", "eval --no-reindex"])
 def test_too_few_open_files_is_one_line_naming_the_limit(
     indexed: Path, tmp_path: Path, command: str, limit: int
