@@ -29,6 +29,7 @@ from pytest_groove.files.regular import read_regular_file
 from pytest_groove.list_values import EmptyItem, ascii_int, split_items
 from pytest_groove.path_limits import config_path
 from pytest_groove.paths import check_os_path
+from pytest_groove.resource_limits import raise_if_limit
 from pytest_groove.settings import (
     CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
@@ -386,6 +387,7 @@ def read_config_bytes(kb: Path | None, config: Path | None = None) -> tuple[Path
                 f"config file not found: {clip_path(config)} (check {flag('config')})"
             ) from None
         except OSError as exc:
+            raise_if_limit(exc, config)
             raise GrooveError(
                 f"could not read config file {clip_path(config)}: {exc.strerror}"
             ) from None

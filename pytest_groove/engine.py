@@ -188,7 +188,9 @@ class Engine:
         try:
             yield
         except BaseException as exc:
-            snapshot.__exit__(type(exc), exc, exc.__traceback__)
+            # ends the transaction quietly: the block's error stays the one raised
+            with self._faults():
+                snapshot.__exit__(type(exc), exc, exc.__traceback__)
             raise
         with self._faults():
             snapshot.__exit__(None, None, None)

@@ -8,6 +8,7 @@ module's own functions.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import random
@@ -28,6 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.kb import cache_pieces, cache_seal
+from pytest_groove.kb.cache_check import check_caches
 from pytest_groove.kb.cache_seal import (
     SEAL_SUFFIX,
     Seal,
@@ -38,6 +40,7 @@ from pytest_groove.kb.cache_seal import (
     verdict_of,
     write_sealed,
 )
+from pytest_groove.resource_limits import ResourceLimit
 
 
 @pytest.fixture
@@ -310,3 +313,27 @@ def _other_written(folder: Path) -> list[Path]:
         for p in derived_files(folder)
         if not p.name.endswith((".faiss", SEAL_SUFFIX)) and p.name.startswith(("notevectors",))
     ]
+
+
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE])
+def test_a_seal_out_of_reach_for_want_of_descriptors_is_no_damage(
+    example: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    # `ulimit -n 8`: opening a seal failed with EMFILE, which read as "its seal does not
+    # read back", and every cache was removed as damaged
+    kb, _ = example
+    folder = index_dir(kb)
+    before = derived_files(folder)
+    real_open = os.open
+
+    def out_of_descriptors(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith(SEAL_SUFFIX):
+            raise OSError(code, os.strerror(code), str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", out_of_descriptors)
+    with pytest.raises(ResourceLimit, match="open files") as caught:
+        check_caches(folder)
+    monkeypatch.undo()
+    assert SEAL_SUFFIX in caught.value.message and "\n" not in caught.value.message
+    assert derived_files(folder) == before

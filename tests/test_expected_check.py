@@ -3,6 +3,10 @@ a KB with nothing indexed is refused; nothing is recorded in either case."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,4 +170,52 @@ def test_groove_eval_refuses_a_kb_with_nothing_indexable(tmp_path: Path) -> None
     assert result.returncode == 1
     assert "has no indexable document: only .md files are indexed" in result.stderr
     assert "Traceback" not in result.stderr
+    assert not (kb / HISTORY_FILE_NAME).exists()
+
+
+def _without_dac_override() -> list[str] | None:
+    """A command prefix that runs a process this one's folder permissions bind: none for
+    a user that is not root; for root, ``setpriv`` dropping the capabilities that let it
+    read any folder (None where that cannot be had)."""
+    if os.name == "nt":
+        return None
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        return None
+    wrap = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    probe = subprocess.run([*wrap, "true"], capture_output=True, check=False)
+    return wrap if probe.returncode == 0 else None
+
+
+@pytest.mark.skipif(_without_dac_override() is None, reason="needs a process bound by permissions")
+def test_an_expected_path_in_a_folder_that_cannot_be_listed_says_so(tmp_path: Path) -> None:
+    # the walk skipped the folder with a warning; the golden check then said the path
+    # "is not in the index ...; fix the golden file", as for a typo
+    kb = _kb(tmp_path)
+    (kb / "team").mkdir()
+    (kb / "oncall.md").rename(kb / "team" / "oncall.md")
+    (kb / ".groove-eval.yml").write_text(
+        GOLDEN.replace("path: oncal.md", "path: team/oncall.md"), encoding="utf-8"
+    )
+    (kb / "team").chmod(0)
+    try:
+        result = subprocess.run(
+            [
+                *(_without_dac_override() or []),
+                *[sys.executable, "-m", "pytest_groove.cli"],
+                *["eval", "--kb-path", str(kb), "--model", "hash"],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        (kb / "team").chmod(0o755)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert (
+        "expected path `team/oncall.md` is not in the index: it is below `team/`, a folder "
+        "this process cannot list (Permission denied: check its permissions), so the indexer "
+        "skipped it; fix the golden file, or let the file be indexed"
+    ) in result.stderr
     assert not (kb / HISTORY_FILE_NAME).exists()

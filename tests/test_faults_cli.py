@@ -225,7 +225,7 @@ def test_a_corrupt_index_is_named_then_rebuilt(kb_eval_copy: Path) -> None:
         cache.unlink()
     db.write_bytes(db.read_bytes()[:4096] + b"\xff" * 8192)
     line = single_error(run(["search", "--kb-path", str(kb), *HASH, "deploy"]))
-    assert "corrupt" in line and "groove index --force" in line
+    assert "corrupt" in line and f"`groove index --kb-path {kb} --model hash`" in line
     assert history.read_bytes() == before
     proc = run(evaluate(kb))
     assert proc.returncode == 0, proc.stderr

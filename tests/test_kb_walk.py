@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_groove.config import IndexSettings
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb import walk
 from pytest_groove.kb.walk import (
     CollectResult,
     file_extension,
@@ -18,6 +20,7 @@ from pytest_groove.kb.walk import (
     load_exclusion_rules,
 )
 from pytest_groove.kb.walk import collect_files as _collect
+from pytest_groove.resource_limits import ResourceLimit
 
 needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="symlinks need privileges on Windows")
 
@@ -246,3 +249,24 @@ def test_walk_matches_the_exclusion_predicate(
         key=lambda r: r.split("/"),
     )
     assert list(_collect(root, index).files) == expected
+
+
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE, errno.ENOMEM])
+def test_a_folder_out_of_reach_for_want_of_resources_stops_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    # skipped with "cannot list it (Too many open files)", a KB looked empty (and an index
+    # kept a folder's rows it could not see): the limit is named instead
+    make(tmp_path, "ok.md", "deep/a.md")
+    real = walk.open_folder
+
+    def out_of_resources(root_fd: int, root: Path, rel: str) -> int:
+        if rel:
+            raise OSError(code, os.strerror(code))
+        return real(root_fd, root, rel)
+
+    monkeypatch.setattr(walk, "open_folder", out_of_resources)
+    with pytest.raises(ResourceLimit) as caught:
+        collect(tmp_path)
+    assert str(tmp_path / "deep") in caught.value.message
+    assert ("ulimit -n" in caught.value.message) == (code == errno.EMFILE)

@@ -29,6 +29,7 @@ from pytest_groove.options import (
     read_run_options,
 )
 from pytest_groove.paths import check_os_path, foreign_name_encoding, locale_advice
+from pytest_groove.resource_limits import limits_as_errors
 
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are
 KB_OPTIONS = ("model", "config", "index-dir")
@@ -237,7 +238,9 @@ def run_reporting_errors(
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        return body(args, out, err)
+        # out of open files or memory where no caller said so: the same one line
+        with limits_as_errors():
+            return body(args, out, err)
     except GrooveError as exc:
         # the report may be what failed (a full or closed output): the error line wins
         with contextlib.suppress(GrooveError, OSError, ValueError):

@@ -34,6 +34,7 @@ from pytest_groove.config import Settings
 from pytest_groove.console import write_json
 from pytest_groove.engine_names import check_config_names, check_flag_names
 from pytest_groove.errors import GrooveError, IndexMissing, OutputFailed, spell_flags
+from pytest_groove.resource_limits import resource_limit_of
 from pytest_groove.search.hits import hit_label
 
 # --------------------------------------------------------------------------- index
@@ -199,6 +200,13 @@ def run_command_line(argv: Sequence[str] | None) -> int:
     except GrooveError as exc:
         report_line(error_line(exc, args))
         return exc.exit_code
+    except (OSError, MemoryError) as exc:
+        # out of open files or memory where no caller said so (groove index, search)
+        limit = resource_limit_of(exc)
+        if limit is None:
+            raise
+        report_line(error_line(limit, args))
+        return limit.exit_code
     except KeyboardInterrupt:
         report_line("interrupted")
         return EXIT_INTERRUPTED

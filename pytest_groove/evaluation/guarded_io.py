@@ -35,6 +35,7 @@ from typing import Literal
 from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.kb.beneath import open_folder, open_root
 from pytest_groove.paths import unencodable_name
+from pytest_groove.resource_limits import raise_if_limit
 
 #: the golden file may hold at most this many bytes (a 25-query golden set is ~5.5 KB)
 GOLDEN_CAP = 1 * 1024 * 1024
@@ -207,6 +208,7 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
     except OSError as exc:
         if os.name != "nt" and exc.errno in _SYMLINK_OPEN_ERRNOS | {errno.ENOTDIR}:
             raise _not_regular(path, what) from exc
+        raise_if_limit(exc, path)
         raise GrooveError(
             f"failed to read the {what}: {clip_path(path)} ({_os_reason(exc)})"
         ) from exc
@@ -222,6 +224,7 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
             raise _too_large(path, what, info.st_size, cap)
         data = _read_at_most(fd, cap + 1)
     except OSError as exc:
+        raise_if_limit(exc, path)
         raise GrooveError(
             f"failed to read the {what}: {clip_path(path)} ({_os_reason(exc)})"
         ) from exc

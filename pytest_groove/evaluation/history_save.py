@@ -36,6 +36,7 @@ from pytest_groove.evaluation.history_trust import untrusted
 from pytest_groove.evaluation.run import RecordFormatError, RunRecord
 from pytest_groove.files import atomic
 from pytest_groove.files.lock import LockTimeout, acquire_lock, holding
+from pytest_groove.resource_limits import raise_if_limit
 
 #: seconds to wait for another process's save to finish
 LOCK_TIMEOUT_SECONDS = 120.0
@@ -48,6 +49,7 @@ EDITING = "check that the directory is writable: the history cannot be changed o
 
 
 def _write_failed(what: str, path: Path, exc: OSError, remedy: str = RECORDING) -> GrooveError:
+    raise_if_limit(exc, path)  # out of open files is no unwritable folder
     return GrooveError(f"could not write the {what} {path}: {exc.strerror or exc} ({remedy})")
 
 
@@ -103,6 +105,7 @@ def _write_backup(path: Path, data: bytes, remedy: str = RECORDING) -> Path:
 
 
 def _backup_failed(backup: Path, exc: OSError, remedy: str = RECORDING) -> GrooveError:
+    raise_if_limit(exc, backup)
     return GrooveError(
         f"could not write the eval history backup {backup}: {exc.strerror or exc}; the "
         f"history was left as it is ({remedy})"
@@ -134,6 +137,7 @@ def _acquire_lock(path: Path, remedy: str = RECORDING) -> filelock.BaseFileLock:
             "active, as after a crash on a network file system)"
         ) from None
     except OSError as exc:
+        raise_if_limit(exc, lock_path)
         raise GrooveError(
             f"could not lock the eval history {lock_path}: {exc.strerror or exc} ({remedy})"
         ) from None

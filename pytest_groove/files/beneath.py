@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.errors import GrooveError, clip_path, flag
+from pytest_groove.resource_limits import RESOURCE_ERRNOS
 
 _HAS_DIR_FD = os.open in os.supports_dir_fd and os.scandir in os.supports_fd
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -118,6 +119,8 @@ def read_beneath(
         else:
             fd = os.open(root / rel, _FILE_FLAGS)
     except OSError as exc:
+        if exc.errno in RESOURCE_ERRNOS:
+            raise  # out of open files or memory: nothing wrong with the file
         raise Skipped(_describe_open_error(exc)) from None
     try:
         info = os.fstat(fd)
@@ -135,6 +138,8 @@ def read_beneath(
             raise Skipped(f"{info.st_size} bytes, over the {cap} byte limit", lasting=True)
         data = _read_at_most(fd, info.st_size + 1, cap + 1)
     except OSError as exc:
+        if exc.errno in RESOURCE_ERRNOS:
+            raise
         raise Skipped(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)

@@ -37,6 +37,7 @@ from pytest_groove.kb.quote_cache import CACHE_PREFIX as QUOTE_SCAN_PREFIX
 from pytest_groove.kb.store import DB_FILE_NAME
 from pytest_groove.kb.vector_cache import CACHE_PREFIX, NOTES_CACHE_PREFIX
 from pytest_groove.kb.word_index import MANIFEST_PREFIX
+from pytest_groove.resource_limits import raise_if_limit
 
 __all__ = ["DERIVED_PREFIXES", "check_caches", "is_derived", "remove_caches"]
 
@@ -66,7 +67,8 @@ def _names(folder: Path) -> set[str]:
     try:
         with os.scandir(folder) as entries:
             return {entry.name for entry in entries if is_derived(entry.name)}
-    except OSError:
+    except OSError as exc:
+        raise_if_limit(exc, folder)
         return set()
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import functools
 import os
 import stat
@@ -54,6 +55,7 @@ from typing import BinaryIO
 
 from pytest_groove.files.atomic import sync_directory, write_atomic_with
 from pytest_groove.kb.cache_pieces import Piece, crc_matches, pieces_of
+from pytest_groove.resource_limits import ResourceLimit, raise_if_limit, resource_limit
 
 __all__ = [
     "CACHE_FILE_CAP",
@@ -61,12 +63,14 @@ __all__ = [
     "Seal",
     "Verdict",
     "current_boot",
+    "identity_sealed",
     "is_vouched",
     "open_cache_file",
     "open_regular",
     "open_vouched",
     "read_seal",
     "remove_with_seal",
+    "seal_identity",
     "seal_of",
     "seal_path",
     "verdict_of",
@@ -177,7 +181,8 @@ def read_seal(path: Path) -> Seal | None:
     limit = _HEAD.size + _MAX_PIECES * _PIECE.size + _TAIL.size
     try:
         fd = os.open(seal_path(path), flags | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    except OSError as exc:
+        raise_if_limit(exc, seal_path(path))  # a seal that cannot be opened now is no damage
         return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -190,7 +195,8 @@ def read_seal(path: Path) -> Seal | None:
             chunks.append(chunk)
             total += len(chunk)
         return Seal.decode(b"".join(chunks)) if total <= limit else None
-    except OSError:
+    except OSError as exc:
+        raise_if_limit(exc, seal_path(path))
         return None
     finally:
         os.close(fd)
@@ -216,7 +222,9 @@ def verdict_of(handle: BinaryIO, path: Path) -> Verdict:
     """Whether the cache file opened from ``path`` as ``handle`` is what its writer wrote.
 
     A file whose identity moved but whose bytes still match is sealed again (where the
-    folder takes a file) so that the next reader trusts it at once.  Never raises.
+    folder takes a file) so that the next reader trusts it at once.  Raises only
+    :class:`~pytest_groove.resource_limits.ResourceLimit`: out of open files or memory,
+    nothing can be said of the file.
     """
     try:
         seal = read_seal(path)
@@ -230,7 +238,14 @@ def verdict_of(handle: BinaryIO, path: Path) -> Verdict:
         boot = current_boot()
         with contextlib.suppress(OSError):  # a read-only folder checks it again next time
             _write_seal(path, Seal(_identity(info), boot or _DURABLE, seal.packed), boot is None)
-    except Exception:  # a file that cannot be checked is not used
+    except ResourceLimit:
+        raise
+    except MemoryError:
+        raise resource_limit(errno.ENOMEM, path) from None
+    except OSError as exc:
+        raise_if_limit(exc, path)
+        return Verdict.DAMAGED  # a file that cannot be checked is not used
+    except Exception:
         return Verdict.DAMAGED
     return Verdict.TRUSTED
 
@@ -292,6 +307,9 @@ def open_cache_file(path: Path) -> BinaryIO | None:
         fd = os.open(path, _CACHE_OPEN_FLAGS)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise_if_limit(exc, path)
+        raise
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_FILE_CAP:
@@ -338,3 +356,28 @@ def remove_with_seal(path: Path) -> None:
     for name in (path, seal_path(path)):
         with contextlib.suppress(OSError):
             name.unlink()
+
+
+def seal_identity(path: Path) -> None:
+    """Seal the regular file ``path`` by its identity alone, with no pieces: for a file
+    another program writes in place (``index.db``, SQLite's), trusted by
+    :func:`identity_sealed` while that identity holds in this boot, and otherwise never
+    vouched for by this seal.  Raises the :class:`OSError` met."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(f"{path} is not a regular file")
+    boot = current_boot()
+    _write_seal(path, Seal.of(_identity(info), boot or _DURABLE, ()), boot is None)
+
+
+def identity_sealed(path: Path) -> bool:
+    """Whether ``path`` (never followed) has the identity :func:`seal_identity` sealed,
+    in the boot it was sealed in."""
+    seal = read_seal(path)
+    if seal is None:
+        return False
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return seal.trusts(info)

@@ -28,6 +28,7 @@ from typing import Any
 from pytest_groove.kb.cache_seal import open_vouched, write_sealed
 from pytest_groove.kb.records import CorpusSnapshot
 from pytest_groove.kb.store import Store
+from pytest_groove.resource_limits import ResourceLimit
 
 __all__ = ["CACHE_NAME", "IndexedHeadings", "cached_corpus_snapshot"]
 
@@ -84,6 +85,8 @@ def _read(path: Path, state: dict[str, Any]) -> CorpusSnapshot | None:
             digest=str(data["digest"]),
             digest_version=int(data["digest_version"]),
         )
+    except ResourceLimit:
+        raise  # out of open files or memory: no damage
     except Exception:
         return None  # missing, damaged in any way or of another state: computed again
 

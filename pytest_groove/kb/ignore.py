@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pytest_groove.errors import clip_repr
 from pytest_groove.kb.text import trim
+from pytest_groove.resource_limits import raise_if_limit
 
 IGNORE_FILE_NAME = ".grooveignore"
 #: bigger ignore files are refused as a whole
@@ -327,6 +328,7 @@ def _read_ignore_file(path: Path) -> tuple[bytes | None, str | None]:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
+        raise_if_limit(exc, path)  # the rules left out would index what they exclude
         return None, f"it cannot be read ({exc.strerror})"
     try:
         # re-check on the open handle: the path may have been swapped meanwhile

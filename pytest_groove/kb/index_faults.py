@@ -22,6 +22,7 @@ from pathlib import Path
 import apsw
 
 from pytest_groove.errors import (
+    GENERIC_INDEX_COMMAND,
     GENERIC_REBUILD_COMMAND,
     GrooveError,
     IndexCorrupt,
@@ -30,11 +31,18 @@ from pytest_groove.errors import (
     clip_path,
     flag,
 )
+from pytest_groove.kb.index_damage import mark_damaged
+from pytest_groove.resource_limits import RESOURCE_ERRNOS, resource_limit
 
 #: where the index can go instead (the plugin rewrites the flag to --groove-index-dir)
 INDEX_DIR_HINT = f"pass {flag('index-dir')} to keep the index in a writable folder"
 #: the index is derived data, so the remedy for damage is always the same
 REBUILD_HINT = f"it is only a cache of the KB: rebuild it with `{GENERIC_REBUILD_COMMAND}`"
+#: ... and once a reader left its mark: any run that indexes rebuilds it
+MARKED_HINT = (
+    f"it is only a cache of the KB, marked now to be rebuilt by the next run that indexes: "
+    f"run `{GENERIC_INDEX_COMMAND}`"
+)
 
 _READ_ONLY = frozenset({errno.EROFS})
 _NO_PERMISSION = frozenset({errno.EACCES, errno.EPERM})
@@ -65,6 +73,9 @@ def unwritable_reason(code: int | None) -> str | None:
 def os_fault(exc: OSError, where: Path) -> GrooveError:
     """An OSError met while preparing or locking the index folder ``where``."""
     path = Path(exc.filename) if isinstance(exc.filename, str) else where
+    if exc.errno in RESOURCE_ERRNOS:
+        # not the folder's fault: no --index-dir (a name opened below a folder is relative)
+        return resource_limit(exc.errno, path if path.is_absolute() else where)
     reason = unwritable_reason(exc.errno)
     if reason is not None:
         return IndexUnwritable(
@@ -100,15 +111,24 @@ def os_fault(exc: OSError, where: Path) -> GrooveError:
 
 
 def corrupt(db_path: Path, detail: str) -> IndexCorrupt:
-    return IndexCorrupt(f"the index {clip_path(db_path)} is corrupt ({detail}); {REBUILD_HINT}")
+    """The error for a damaged ``db_path``, once the mark that has the next indexer
+    rebuild it is left beside it (:mod:`~pytest_groove.kb.index_damage`)."""
+    hint = MARKED_HINT if mark_damaged(db_path, detail) else REBUILD_HINT
+    return IndexCorrupt(f"the index {clip_path(db_path)} is corrupt ({detail}); {hint}")
 
 
 def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveError:
     """An error SQLite reported for the index database ``db_path``.
 
     ``system_errno`` is the connection's last operating-system error, which tells a
-    full disk from a file size limit behind SQLite's plain "disk I/O error".
+    full disk from a file size limit behind SQLite's plain "disk I/O error", and a
+    process out of open files from a folder it may not write.
     """
+    if isinstance(exc, apsw.NoMemError):
+        return resource_limit(errno.ENOMEM, db_path)
+    limit = system_errno if system_errno in RESOURCE_ERRNOS else _out_of_files(exc)
+    if limit:
+        return resource_limit(limit, db_path)
     if isinstance(exc, apsw.CantOpenError) and (
         getattr(exc, "extendedresult", 0) == getattr(apsw, "SQLITE_CANTOPEN_SYMLINK", -1)
         or system_errno in (errno.ELOOP, errno.EMLINK)
@@ -153,6 +173,20 @@ def apsw_fault(exc: apsw.Error, db_path: Path, system_errno: int = 0) -> GrooveE
             f"({exc}); run again once it has finished"
         )
     return GrooveError(f"the index {clip_path(db_path)} failed: {exc}; {REBUILD_HINT}")
+
+
+def _out_of_files(exc: apsw.Error) -> int:
+    """EMFILE or ENFILE when SQLite could not open a file because this process (or the
+    system) has no descriptor left, else 0.  SQLite says only "unable to open database
+    file", and a connection that failed to open keeps no errno: one descriptor is asked
+    for here, as SQLite's open asked."""
+    if not isinstance(exc, apsw.CantOpenError | apsw.IOError):
+        return 0
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
+    except OSError as probe:
+        return probe.errno if probe.errno in (errno.EMFILE, errno.ENFILE) else 0
+    return 0
 
 
 def _system_errno(conn: apsw.Connection | None) -> int:

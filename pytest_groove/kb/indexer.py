@@ -41,6 +41,7 @@ from pytest_groove.kb.build_record import (
 from pytest_groove.kb.cache_check import check_caches, remove_caches
 from pytest_groove.kb.cache_seal import is_vouched
 from pytest_groove.kb.heap import return_freed_memory
+from pytest_groove.kb.index_damage import check_database, clear_damage_records, record_checked
 from pytest_groove.kb.index_faults import index_dir_faults, index_faults
 from pytest_groove.kb.index_files import clear_planted
 from pytest_groove.kb.index_group import IndexReport as IndexReport
@@ -136,8 +137,10 @@ def _index_rebuilding_damage(
 ) -> IndexReport:
     """Index under the lock; a corrupt database is deleted and built again, once.
 
-    The index holds nothing the KB does not: throwing a damaged one away loses no
-    data, while keeping it would fail every later search.
+    Corrupt: SQLite says so while the indexer reads it, a reader marked it, or the
+    check of a file the indexer did not leave finds damage (:mod:`.index_damage`).  The
+    index holds nothing the KB does not: throwing a damaged one away loses no data,
+    while keeping it would fail every later search.
     """
     try:
         return _index_open(kb, index_dir, settings, embedder, force, progress, wants)
@@ -146,6 +149,7 @@ def _index_rebuilding_damage(
     for suffix in ("", "-wal", "-shm"):
         with index_dir_faults(index_dir):
             Path(f"{index_dir / DB_FILE_NAME}{suffix}").unlink(missing_ok=True)
+    clear_damage_records(index_dir / DB_FILE_NAME)
     report = _index_open(kb, index_dir, settings, embedder, True, progress, wants)
     report.warnings.insert(0, report_warning)
     return report
@@ -163,10 +167,13 @@ def _index_open(
     store = Store.open(index_dir, create=True)
     try:
         with index_faults(store.path, store.conn):
+            check_database(store.conn, store.path)
             store.conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            return _index_locked(kb, store, settings, embedder, force, progress, wants)
+            report = _index_locked(kb, store, settings, embedder, force, progress, wants)
     finally:
         store.close()
+    record_checked(store.path)  # the file as this indexer leaves it
+    return report
 
 
 def current_read_only(

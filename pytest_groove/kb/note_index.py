@@ -54,6 +54,7 @@ from pytest_groove.kb.vector_cache import (
     older_generation,
 )
 from pytest_groove.kb.vectors import Means, VectorIndex, graded_scores, one_faiss_thread
+from pytest_groove.resource_limits import ResourceLimit
 
 __all__ = ["ROWS_SUFFIX", "NoteCarryingIndex", "NoteRows", "note_index_for", "rows_path"]
 
@@ -130,6 +131,8 @@ class NoteRows:
                 rows.notes.shape != (len(rows.note_docs), dim)
             ):
                 return None
+        except ResourceLimit:
+            raise  # out of open files or memory: no damage
         except Exception:  # an empty, cut-short or garbled file (EOFError, BadZipFile, ...)
             return None
         return rows

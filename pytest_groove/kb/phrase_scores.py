@@ -55,6 +55,7 @@ from pytest_groove.kb.cache_seal import SEAL_SUFFIX, open_vouched, seal_path, wr
 from pytest_groove.kb.store import FTS_TABLES, Store
 from pytest_groove.kb.tie_order import IN_ID_ORDER, TieOrder
 from pytest_groove.kb.word_index import WordIndex
+from pytest_groove.resource_limits import ResourceLimit
 
 __all__ = ["CACHE_PREFIX", "PhraseScores", "or_phrases"]
 
@@ -302,6 +303,8 @@ class PhraseScores:
                 (str(table), str(phrase), tuple(float(w) for w in weights))
                 for table, phrase, weights in header["keys"]
             ]
+        except ResourceLimit:
+            raise  # out of open files or memory: no damage
         except Exception:  # damaged or foreign in any way: the phrases are asked again
             return
         start = 0

@@ -38,6 +38,7 @@ from typing import Any
 from pytest_groove.kb.cache_seal import open_vouched, remove_with_seal, seal_path, write_sealed
 from pytest_groove.kb.records import ChunkText
 from pytest_groove.kb.store import Store
+from pytest_groove.resource_limits import ResourceLimit
 
 __all__ = ["CACHE_PREFIX", "KEEP_FILES", "cached_scan", "scan_key"]
 
@@ -191,6 +192,8 @@ def _read(path: Path, key: str, needles: set[str]) -> _Kept | None:
             return None
         kept = {str(doc_path): tuple(texts) for doc_path, texts in quoted.items()}
         return _Kept(str(data["index_id"]), int(data["generation"]), paths, signatures, kept)
+    except ResourceLimit:
+        raise  # out of open files or memory: no damage
     except Exception:
         return None  # missing or damaged in any way: scanned again and rewritten
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from pytest_groove.errors import GrooveError, clip_path
 from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
 from pytest_groove.kb.walk import CollectResult
+from pytest_groove.resource_limits import raise_if_limit
 
 #: a KB file larger than this is skipped with a warning
 FILE_SIZE_CAP = 50 * 1024 * 1024
@@ -38,6 +39,7 @@ def read_collected(
     try:
         root_fd = open_root(root)
     except OSError as exc:
+        raise_if_limit(exc, kb)
         raise GrooveError(
             f"cannot read the knowledge base folder {clip_path(kb)} ({exc.strerror}); check "
             "its permissions"
@@ -48,6 +50,9 @@ def read_collected(
                 contents[rel] = read_beneath(
                     root_fd, root, rel, collected.identities.get(rel), FILE_SIZE_CAP
                 )
+            except OSError as exc:
+                raise_if_limit(exc, root / rel)
+                raise
             except Skipped as exc:
                 contents[rel] = None
                 if exc.lasting and refused is not None:

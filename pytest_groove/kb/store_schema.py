@@ -11,6 +11,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -452,14 +453,31 @@ class StoreConnection:
             yield  # already inside a transaction: that one is the snapshot
             return
         self.conn.execute("BEGIN")
-        # a deferred transaction takes its snapshot at the first read
-        self.conn.execute("SELECT count(*) FROM index_meta").fetchone()
-        self.snapshot_memo = {}
         try:
+            # a deferred transaction takes its snapshot at the first read
+            self.conn.execute("SELECT count(*) FROM index_meta").fetchone()
+            self.snapshot_memo = {}
             yield
-        finally:
+        except BaseException:
+            # the block's error is the one to report: SQLite repeats a damaged page's
+            # error when the transaction ends, and that must not replace it
             self.snapshot_memo = None
+            self._end_quietly()
+            raise
+        self.snapshot_memo = None
+        try:
             self.conn.execute("COMMIT")
+        except apsw.Error:
+            self._end_quietly()
+            raise
+
+    def _end_quietly(self) -> None:
+        """End the open read transaction, whatever SQLite says meanwhile."""
+        for statement in ("COMMIT", "ROLLBACK"):
+            if self.conn.getautocommit():
+                return
+            with contextlib.suppress(apsw.Error):
+                self.conn.execute(statement)
 
     # ------------------------------------------------------------------ metadata
 

@@ -12,6 +12,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from pytest_groove.errors import clip
 from pytest_groove.kb.beneath import open_root
 from pytest_groove.kb.walk import file_extension, is_office_lock_file, load_exclusion_rules
+from pytest_groove.resource_limits import raise_if_limit
 from pytest_groove.settings import IndexSettings
 
 #: said when the file is there and nothing the walk decides explains it (a hard link,
@@ -48,8 +50,13 @@ def _status(kb: Path, rel: str) -> os.stat_result | str | None:
     by_fd = os.stat in os.supports_dir_fd and os.open in os.supports_dir_fd
     try:
         folder: int | None = open_root(kb) if by_fd else None
-    except (OSError, ValueError):
+    except OSError as exc:
+        raise_if_limit(exc, kb)
         return None
+    except ValueError:
+        return None
+    # the folder being looked into ("" is the KB itself)
+    inside = ""
     try:
         for depth, part in enumerate(parts, 1):
             here = "/".join(parts[:depth])
@@ -60,12 +67,23 @@ def _status(kb: Path, rel: str) -> os.stat_result | str | None:
                 return f"it is below `{clip(here)}`, a symbolic link (links are never followed)"
             if not stat.S_ISDIR(info.st_mode):
                 return None
+            inside = here
             if folder is not None:
                 child = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
                 os.close(folder)
                 folder = child
         return None
-    except (OSError, ValueError):  # no such file, or it cannot be looked at
+    except OSError as exc:
+        raise_if_limit(exc, kb / rel)  # out of open files: nothing is known of the file
+        if exc.errno in (errno.EACCES, errno.EPERM) and inside:
+            # the walk could not list that folder either: nothing below it was indexed
+            return (
+                f"it is below `{clip(inside)}/`, a folder this process cannot list "
+                f"({exc.strerror or 'permission denied'}: check its permissions), so the "
+                "indexer skipped it"
+            )
+        return None  # no such file, or it cannot be looked at
+    except ValueError:
         return None
     finally:
         if folder is not None:

@@ -48,6 +48,7 @@ from pytest_groove.kb.cache_seal import open_cache_file as open_cache_file
 from pytest_groove.kb.cache_seal import open_vouched, seal_of
 from pytest_groove.kb.scripts import chunk_opening, script_group
 from pytest_groove.kb.store import Store
+from pytest_groove.resource_limits import ResourceLimit
 
 __all__ = [
     "CENTRING_MIN_SHARE",
@@ -179,6 +180,8 @@ class CacheState:
                         int(d): int(h)
                         for d, h in zip(saved["note_docs"], saved["note_digests"], strict=True)
                     }
+        except ResourceLimit:
+            raise  # out of open files or memory: no damage
         except Exception:  # damaged in any way: the cache is built in full
             return None
         return cls(names, codes, digests)
@@ -430,6 +433,8 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
         seal = seal_of(handle, older)
         if update is not None and seal is not None:
             update.old_pieces = seal.pieces
+    except ResourceLimit:
+        raise  # out of open files or memory: no damage
     except Exception:  # anything that does not add up: built in full
         update = None
     if update is None:

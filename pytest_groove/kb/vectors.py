@@ -68,6 +68,7 @@ from pytest_groove.kb.vector_cache import cache_path
 from pytest_groove.kb.vector_cache import centred as _centred
 from pytest_groove.kb.vector_cache import open_cache_file as open_cache_file
 from pytest_groove.kb.vector_cache import read_cached_index as _read_cached_index
+from pytest_groove.resource_limits import ResourceLimit
 
 Means = dict[str, npt.NDArray[np.float32]]
 
@@ -338,6 +339,8 @@ class VectorIndex:
             if any(mean.shape != (dim,) for mean in means.values()):
                 return None
             return cls(index, dim, means, kind)
+        except ResourceLimit:
+            raise  # out of open files or memory: no damage
         except Exception:  # a damaged cache is rebuilt, never fatal
             return None
 

@@ -45,6 +45,7 @@ from pytest_groove.errors import GrooveError, clip, clip_path
 from pytest_groove.kb.beneath import FileIdentity, open_folder, open_root
 from pytest_groove.kb.ignore import IGNORE_FILE_NAME, IgnoreRules, load_ignore_rules
 from pytest_groove.paths import foreign_name_encoding, locale_advice
+from pytest_groove.resource_limits import raise_if_limit
 
 _SCANDIR_FD = os.scandir in os.supports_fd
 
@@ -282,6 +283,7 @@ def collect_files(
     try:
         root_fd = open_root(root)
     except OSError as exc:
+        raise_if_limit(exc, kb_root)  # not the folder's permissions
         raise GrooveError(
             f"cannot read the knowledge base folder {clip_path(kb_root)} ({exc.strerror}); "
             "check its permissions"
@@ -295,6 +297,7 @@ def collect_files(
             try:
                 folder_fd = open_folder(root_fd, root, prefix)
             except OSError as exc:
+                raise_if_limit(exc, folder)  # a folder left out would look emptied
                 warnings.append(
                     f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})"
                 )
@@ -342,6 +345,7 @@ def _list_folder(
         with os.scandir(folder_fd if _SCANDIR_FD else folder) as entries:
             listing = list(entries)
     except OSError as exc:
+        raise_if_limit(exc, folder)
         warnings.append(f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})")
         unlisted.append(prefix)
         return 0

@@ -66,7 +66,7 @@ from pytest_groove.plugin.runner import (
     REPORT_RESULT,
     REPORT_STOPPED,
     ProcessRunner,
-    pytest_message,
+    usage_message,
 )
 from pytest_groove.plugin.unscored import (
     BUILT_ELSEWHERE_HINT,
@@ -77,6 +77,7 @@ from pytest_groove.plugin.unscored import (
     nothing_ran_line,
     stopped_line,
 )
+from pytest_groove.resource_limits import limits_as_errors
 from pytest_groove.search.searcher import RetrieverSearcher
 
 CONTROLLER_NAME = "groove-controller"
@@ -175,11 +176,13 @@ def finish(
     stderr = [f"{PROG}: {spell_flags(note, 'pytest')}" for note in plan.notes]
     complete = len(results) == len(plan.golden.queries) and not interrupted
     try:
-        outcome = finish_evaluation(
-            evaluation, results, record=complete, staged=True, color=color, door="pytest"
-        )
+        with limits_as_errors():
+            outcome = finish_evaluation(
+                evaluation, results, record=complete, staged=True, color=color, door="pytest"
+            )
     except GrooveError as exc:
-        stderr.append(f"ERROR: {pytest_message(exc)}")
+        # an indexing command it names is this run's (a damaged index met at the end)
+        stderr.append(f"ERROR: {usage_message(exc, plan)}")
         return Finished(None, tuple(stderr), pytest.ExitCode.USAGE_ERROR)
     stderr += _outcome_messages(outcome)
     failed = None

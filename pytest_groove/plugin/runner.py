@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_groove.engine_names import check_config_names
-from pytest_groove.errors import GrooveError, IndexMissing, StopsTheRun, spell_flags
+from pytest_groove.errors import (
+    GrooveError,
+    IndexCorrupt,
+    IndexMissing,
+    StopsTheRun,
+    spell_flags,
+)
 from pytest_groove.evaluation.golden import node_ids
 from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
@@ -50,6 +56,7 @@ from pytest_groove.plugin.collection import (
 from pytest_groove.plugin.items import GrooveQueryItem
 from pytest_groove.plugin.options import PluginOptions
 from pytest_groove.plugin.retriever import plugin_retriever
+from pytest_groove.resource_limits import ResourceLimit, limits_as_errors
 from pytest_groove.search.searcher import (
     RetrieverSearcher,
     Searcher,
@@ -140,6 +147,15 @@ def _build(searcher: Searcher | None) -> None:
     """Build now a retriever known by its name alone, in a process about to search."""
     if isinstance(searcher, RetrieverSearcher):
         searcher.build()
+
+
+def _note_engine_options(runner: ProcessRunner, run: RunOptions) -> None:
+    """What the hook's retriever will not use: engine options, ``[retriever]`` keys and
+    ``$GROOVE_RETRIEVER_TIMEOUT`` (the plan notes a spec's)."""
+    if run.retriever is not None:
+        return
+    for note in runner.plan.retriever_notes:
+        runner.write_line(f"{PROG}: {spell_flags(note, 'pytest')}")
 
 
 class ProcessRunner:
@@ -245,11 +261,11 @@ class ProcessRunner:
                     )
                 return built
 
-            self._engine_options_note(run)
+            _note_engine_options(self, run)
             return RetrieverSearcher(build, self.kb, self.plan.settings, name=run.retriever_name)
         retriever = plugin_retriever(self.config, run.retriever, self.kb, run)
         if retriever is not None:
-            self._engine_options_note(run)
+            _note_engine_options(self, run)
             return RetrieverSearcher(retriever, self.kb, self.plan.settings)
         from pytest_groove.embed.registry import get_embedder
 
@@ -289,14 +305,6 @@ class ProcessRunner:
             self.write_line(f"{PROG}: {report.summary()}")
         return searcher
 
-    def _engine_options_note(self, run: RunOptions) -> None:
-        """What the hook's retriever will not use: engine options, ``[retriever]`` keys
-        and ``$GROOVE_RETRIEVER_TIMEOUT`` (the plan notes a spec's)."""
-        if run.retriever is not None:
-            return
-        for note in self.plan.retriever_notes:
-            self.write_line(f"{PROG}: {spell_flags(note, 'pytest')}")
-
     def begin(self, *, searches: bool = False) -> Evaluation:
         """Controller or single process: open the searcher and begin the evaluation
         (index, golden check, fingerprint, history, baseline).  Idempotent.
@@ -306,11 +314,12 @@ class ProcessRunner:
         item, as an unnamed one is, not one identical failure per golden query.
         """
         try:
-            if self.evaluation is None:
-                self.searcher = self._open_searcher(quiet=False)
-                self.evaluation = begin_evaluation(self.plan, self.searcher)
-            if searches:
-                _build(self.searcher)
+            with limits_as_errors():
+                if self.evaluation is None:
+                    self.searcher = self._open_searcher(quiet=False)
+                    self.evaluation = begin_evaluation(self.plan, self.searcher)
+                if searches:
+                    _build(self.searcher)
         except GrooveError as exc:
             raise usage_error(exc, self.plan) from None
         assert self.evaluation is not None
@@ -325,9 +334,10 @@ class ProcessRunner:
 
         share_cores_between_workers()  # before the engine's libraries load
         try:
-            self.searcher = self._open_searcher(quiet=True)
-            _build(self.searcher)
-            self.evaluation = self.worker_evaluation(self.searcher)
+            with limits_as_errors():
+                self.searcher = self._open_searcher(quiet=True)
+                _build(self.searcher)
+                self.evaluation = self.worker_evaluation(self.searcher)
         except GrooveError as exc:
             # an xdist worker whose retriever (or index) cannot be opened: every golden
             # item it is handed would fail the same way, so this one fails with the line
@@ -344,10 +354,14 @@ class ProcessRunner:
         evaluation = self._ready()
         self._embed_ahead(position, query)
         try:
-            return evaluation.run_query(query)
+            with limits_as_errors():
+                return evaluation.run_query(query)
         except StopsTheRun as exc:
             # spelled for pytest here; the item stops the session (items.py)
             raise StopsTheRun(f"{PROG}: {pytest_message(exc)}") from None
+        except (IndexCorrupt, ResourceLimit) as exc:
+            # every later search meets the same: one line naming this run's command
+            raise StopsTheRun(f"{PROG}: {usage_message(exc, self.plan)}") from None
 
     def _embed_ahead(self, position: int, query: GoldenQuery) -> None:
         """Embed this query with the next golden queries in one embedder call.
