@@ -30,17 +30,23 @@ KEY_EVIDENCE_QUERIES = 3
 _SHOWN_KEYS = 12
 
 
-def has_key(meta: Mapping[str, Any], key: str) -> bool:
-    """Whether ``meta`` holds ``key`` (``a.b`` is ``meta["a"]["b"]``; an exact key wins),
-    whatever its value (None and ``""`` count: the hit says it has no heading)."""
+def dotted_lookup(meta: Mapping[str, Any], key: str) -> tuple[bool, Any]:
+    """(whether ``meta`` holds ``key``, its value): ``a.b`` reads ``meta["a"]["b"]``, and
+    an exact key ``"a.b"`` wins over that."""
     if key in meta:
-        return True
+        return True, meta[key]
     value: Any = meta
     for part in key.split("."):
         if not isinstance(value, Mapping) or part not in value:
-            return False
+            return False, None
         value = value[part]
-    return True
+    return True, value
+
+
+def has_key(meta: Mapping[str, Any], key: str) -> bool:
+    """Whether ``meta`` holds ``key`` (see :func:`dotted_lookup`), whatever its value
+    (None and ``""`` count: the hit says it has no heading)."""
+    return dotted_lookup(meta, key)[0]
 
 
 def carried_keys(meta: Mapping[str, Any]) -> list[str]:
@@ -107,6 +113,7 @@ __all__ = [
     "KEY_EVIDENCE_QUERIES",
     "KeyEvidence",
     "carried_keys",
+    "dotted_lookup",
     "has_key",
     "missing_heading_key",
 ]

@@ -33,7 +33,7 @@ from typing import Any
 
 from pytest_groove.errors import StopsTheRun, flag
 from pytest_groove.search.hits import SearchHit
-from pytest_groove.search.key_evidence import KeyEvidence
+from pytest_groove.search.key_evidence import KeyEvidence, dotted_lookup
 
 
 class HitShapeError(StopsTheRun):
@@ -100,15 +100,9 @@ class _ChromaRow:
 
 
 def _dotted(meta: Mapping[str, Any], key: str) -> Any:
-    """``meta[key]``, where ``a.b`` reads ``meta["a"]["b"]`` (an exact key wins)."""
-    if key in meta:
-        return meta[key]
-    value: Any = meta
-    for part in key.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
+    """``meta[key]``, where ``a.b`` reads ``meta["a"]["b"]`` (an exact key wins); None
+    when it holds no such key."""
+    return dotted_lookup(meta, key)[1]
 
 
 def _metadata(obj: Any) -> Mapping[str, Any] | None:
