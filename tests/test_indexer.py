@@ -174,46 +174,43 @@ def test_undecodable_file_is_skipped_and_loses_its_old_rows(tmp_path: Path) -> N
         assert engine.corpus_snapshot().documents == 0
 
 
-def test_model_mismatch_is_one_clear_error(tmp_path: Path) -> None:
+class OtherModel(CountingEmbedder):
+    """The hash embedder under another model's name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "other-model"
+
+
+def _indexed_in_a_shared_folder(tmp_path: Path, *names: str) -> tuple[Path, Settings]:
+    """A KB of ``names`` indexed with ``hash`` into one ``--index-dir`` folder."""
     kb = tmp_path / "kb"
-    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
-    shared_dir = tmp_path / "index"
-    settings = replace(SETTINGS, index=replace(SETTINGS.index, index_dir=shared_dir))
+    for name in names:
+        write(kb, f"{name}.md", f"## {name.upper()}\n\n" + f"{name} words " * 10)
+    settings = replace(SETTINGS, index=replace(SETTINGS.index, index_dir=tmp_path / "index"))
     run_indexer(kb, settings, progress=False)
+    return kb, settings
 
-    class Other(CountingEmbedder):
-        def __init__(self) -> None:
-            super().__init__()
-            self.name = "other-model"
 
+def test_model_mismatch_is_one_clear_error(tmp_path: Path) -> None:
+    kb, settings = _indexed_in_a_shared_folder(tmp_path, "alpha")
     with pytest.raises(GrooveError, match=r"embedding model mismatch.*hash.*other-model"):
-        open_engine(kb, settings, embedder=Other(), reindex=False)
+        open_engine(kb, settings, embedder=OtherModel(), reindex=False)
 
 
 def test_an_index_of_another_model_is_rebuilt_by_the_indexer(tmp_path: Path) -> None:
     """A CI cache of one ``--index-dir`` restored after the model changed: the index is a
     cache, so the indexer builds the new model's (under pytest there is no --force)."""
-    kb = tmp_path / "kb"
-    write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
-    write(kb, "b.md", "## B\n\n" + "beta words " * 10)
-    shared_dir = tmp_path / "index"
-    settings = replace(SETTINGS, index=replace(SETTINGS.index, index_dir=shared_dir))
-    run_indexer(kb, settings, progress=False)
-
-    class Other(CountingEmbedder):
-        def __init__(self) -> None:
-            super().__init__()
-            self.name = "other-model"
-
-    other = Other()
+    kb, settings = _indexed_in_a_shared_folder(tmp_path, "alpha", "beta")
+    other = OtherModel()
     report = run_indexer(kb, settings, embedder=other, progress=False)
     (warning,) = report.warnings
     assert "was built with 'hash'" in warning and "rebuilt it for 'other-model'" in warning
     assert other.passages >= 2  # every chunk again, by the new model
-    with open_engine(kb, settings, embedder=Other(), reindex=False) as engine:
+    with open_engine(kb, settings, embedder=OtherModel(), reindex=False) as engine:
         assert engine.corpus_snapshot().chunks == 2
     # the next run finds its own model's index: nothing to rebuild
-    again = Other()
+    again = OtherModel()
     assert run_indexer(kb, settings, embedder=again, progress=False).warnings == []
     assert again.passages == 0
 
