@@ -56,8 +56,8 @@ from bench_speed import (
     write_golden,
 )
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import run_indexer
+from pytest_groove.engine.builtin import run_indexer
+from pytest_groove.settings.config import IndexSettings, Settings
 
 GOLDEN_KB_EVAL = ROOT / "tests" / "corpora" / "kb-eval-golden.yml"
 

@@ -12,7 +12,7 @@ query mix, shuffled):
 * **engine, cold**: the engine's full-text leg (``PhraseScores.candidates``, the
   default bm25 weights, 50 rows) with nothing kept: every phrase of every query is
   scored afresh from the word postings the indexer keeps beside the index
-  (``kb/word_index.py``);
+  (``kb/derived/word_index.py``);
 * **engine, one golden set**: the same queries searched in order by one
   ``PhraseScores``, as ``groove eval`` does on the first run after any index change
   (phrases repeated from query to query are kept);
@@ -45,11 +45,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.registry import get_embedder
-from pytest_groove.engine import open_engine, run_indexer
-from pytest_groove.kb.phrase_scores import CACHE_PREFIX, PhraseScores
-from pytest_groove.search.fts_query import ParsedQuery, parse_query
+from pytest_groove.engine.builtin import open_engine, run_indexer
+from pytest_groove.kb.derived.phrase_scores import CACHE_PREFIX, PhraseScores
+from pytest_groove.search.query.fts_query import ParsedQuery, parse_query
+from pytest_groove.settings.config import IndexSettings, Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import Corpus, generate_kb, make_queries

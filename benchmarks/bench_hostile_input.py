@@ -23,14 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.findings import scan_golden_quotes
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.metrics import QueryMetrics
-from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.evaluation.run import QueryResult
-from pytest_groove.kb.ignore import parse_ignore_text
-from pytest_groove.kb.records import ChunkText
-from pytest_groove.search.fts_query import MAX_QUERY_CHARS, parse_query
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.evaluation.runs.findings import scan_golden_quotes
+from pytest_groove.evaluation.runs.record import QueryResult
+from pytest_groove.kb.source.ignore import parse_ignore_text
+from pytest_groove.kb.source.records import ChunkText
+from pytest_groove.scoring.metrics import QueryMetrics
+from pytest_groove.scoring.records import ExpectedEntry
+from pytest_groove.search.query.fts_query import MAX_QUERY_CHARS, parse_query
 
 WORDS = (
     "index",

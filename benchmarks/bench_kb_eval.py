@@ -26,13 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import Engine, open_engine, run_indexer
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.metrics import QueryMetrics, aggregate, query_metrics
-from pytest_groove.evaluation.records import GoldenSet
-from pytest_groove.search.fts_query import parse_query
+from pytest_groove.engine.builtin import Engine, open_engine, run_indexer
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.scoring.metrics import QueryMetrics, aggregate, query_metrics
+from pytest_groove.scoring.records import GoldenSet
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.query.fts_query import parse_query
+from pytest_groove.settings.config import IndexSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpora" / "kb-eval"

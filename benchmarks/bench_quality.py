@@ -29,15 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.embed.base import Embedder, Matrix
 from pytest_groove.embed.registry import get_embedder
-from pytest_groove.engine import Engine, open_engine
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.metrics import QueryMetrics, aggregate, query_metrics
-from pytest_groove.evaluation.records import GoldenQuery
-from pytest_groove.search.fts_query import parse_query
+from pytest_groove.engine.builtin import Engine, open_engine
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.scoring.metrics import QueryMetrics, aggregate, query_metrics
+from pytest_groove.scoring.records import GoldenQuery
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.query.fts_query import parse_query
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {

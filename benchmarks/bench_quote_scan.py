@@ -32,15 +32,15 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.registry import get_embedder
-from pytest_groove.engine import index_dir_for, run_indexer
-from pytest_groove.evaluation.findings import golden_quote_findings, scan_golden_quotes
-from pytest_groove.evaluation.metrics import QueryMetrics
-from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.evaluation.run import QueryResult
-from pytest_groove.kb import quote_cache
-from pytest_groove.kb.store import Store
+from pytest_groove.engine.builtin import index_dir_for, run_indexer
+from pytest_groove.evaluation.runs.findings import golden_quote_findings, scan_golden_quotes
+from pytest_groove.evaluation.runs.record import QueryResult
+from pytest_groove.kb.derived import quote_cache
+from pytest_groove.kb.store.database import Store
+from pytest_groove.scoring.metrics import QueryMetrics
+from pytest_groove.scoring.records import ExpectedEntry
+from pytest_groove.settings.config import IndexSettings, Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fulltext import queries_for

@@ -48,13 +48,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.base import Embedder, Matrix
 from pytest_groove.embed.registry import get_embedder
-from pytest_groove.engine import Engine, index_dir_for, open_engine, run_indexer
-from pytest_groove.kb.records import Chunk, ParsedDocument
-from pytest_groove.kb.store import Store
-from pytest_groove.search.fts_query import build_fts_query, parse_query, query_phrases
+from pytest_groove.engine.builtin import Engine, index_dir_for, open_engine, run_indexer
+from pytest_groove.kb.source.records import Chunk, ParsedDocument
+from pytest_groove.kb.store.database import Store
+from pytest_groove.search.query.fts_query import build_fts_query, parse_query, query_phrases
+from pytest_groove.settings.config import IndexSettings, Settings
 
 #: bm25 column weights of the default search (heading, context, content)
 WEIGHTS = (2.0, 1.0, 1.0)

@@ -68,13 +68,13 @@ import apsw
 import faiss
 import numpy as np
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.embed.base import Embedder, Matrix
 from pytest_groove.embed.registry import get_embedder
-from pytest_groove.engine import open_engine, run_indexer
+from pytest_groove.engine.builtin import open_engine, run_indexer
 from pytest_groove.kb.indexer import WRITER_CACHE_KIB
-from pytest_groove.kb.store import FTS_TABLE_SETTINGS
-from pytest_groove.search.fts_query import parse_query
+from pytest_groove.kb.store.database import FTS_TABLE_SETTINGS
+from pytest_groove.search.query.fts_query import parse_query
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.tune.sweep import build_metric_table, run_preflight
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -495,10 +495,10 @@ def in_process_per_query(
     per query.  Returns (first pass mean, best-of-``passes`` mean, raw FTS5 mean, raw
     faiss mean, the whole eval's begin: plan + open + begin + embedding), in seconds.
     """
+    from pytest_groove.engine.searcher import closing_searcher, open_engine_searcher
     from pytest_groove.evaluation.lifecycle import begin_evaluation
     from pytest_groove.evaluation.plan import plan_evaluation
-    from pytest_groove.options import RunOptions
-    from pytest_groove.search.searcher import closing_searcher, open_engine_searcher
+    from pytest_groove.settings.options import RunOptions
 
     started = time.perf_counter()
     options = RunOptions(golden=golden, model="hash", no_history=True, no_reindex=True)
@@ -662,7 +662,7 @@ def figure_eval(
 
 
 def figure_tune(report: Report, scale: float, seed: int, tmp: Path) -> None:
-    from pytest_groove.evaluation.golden import load_golden
+    from pytest_groove.evaluation.golden.file import load_golden
 
     settings = Settings(index=IndexSettings(model="hash"))
     kb = hash_kb(tmp, max(2, round(1000 * scale)), seed)

@@ -20,9 +20,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
-from pytest_groove.engine import open_engine
-from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.engine.builtin import open_engine
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.tune.grid import all_conditions
 from pytest_groove.tune.sweep import build_metric_table, run_preflight
 

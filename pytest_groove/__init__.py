@@ -17,22 +17,22 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "GrooveError": "pytest_groove.errors",
     "UsageError": "pytest_groove.errors",
-    "Settings": "pytest_groove.config",
-    "load_settings": "pytest_groove.config",
-    "Engine": "pytest_groove.engine",
-    "open_engine": "pytest_groove.engine",
-    "run_indexer": "pytest_groove.engine",
+    "Settings": "pytest_groove.settings.config",
+    "load_settings": "pytest_groove.settings.config",
+    "Engine": "pytest_groove.engine.builtin",
+    "open_engine": "pytest_groove.engine.builtin",
+    "run_indexer": "pytest_groove.engine.builtin",
     "Embedder": "pytest_groove.embed.base",
     "get_embedder": "pytest_groove.embed.registry",
     "register_embedder": "pytest_groove.embed.registry",
     "SearchHit": "pytest_groove.search.hits",
-    "build_fts_query": "pytest_groove.search.fts_query",
-    "build_terms_query": "pytest_groove.search.fts_query",
-    "parse_query": "pytest_groove.search.fts_query",
-    "GoldenSet": "pytest_groove.evaluation.records",
-    "GoldenQuery": "pytest_groove.evaluation.records",
-    "ExpectedEntry": "pytest_groove.evaluation.records",
-    "load_golden": "pytest_groove.evaluation.golden",
+    "build_fts_query": "pytest_groove.search.query.fts_query",
+    "build_terms_query": "pytest_groove.search.query.fts_query",
+    "parse_query": "pytest_groove.search.query.fts_query",
+    "GoldenSet": "pytest_groove.scoring.records",
+    "GoldenQuery": "pytest_groove.scoring.records",
+    "ExpectedEntry": "pytest_groove.scoring.records",
+    "load_golden": "pytest_groove.evaluation.golden.file",
 }
 
 __all__ = [
@@ -58,15 +58,15 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from pytest_groove.config import Settings, load_settings
     from pytest_groove.embed.base import Embedder
     from pytest_groove.embed.registry import get_embedder, register_embedder
-    from pytest_groove.engine import Engine, open_engine, run_indexer
+    from pytest_groove.engine.builtin import Engine, open_engine, run_indexer
     from pytest_groove.errors import GrooveError, UsageError
-    from pytest_groove.evaluation.golden import load_golden
-    from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
-    from pytest_groove.search.fts_query import build_fts_query, build_terms_query, parse_query
+    from pytest_groove.evaluation.golden.file import load_golden
+    from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
     from pytest_groove.search.hits import SearchHit
+    from pytest_groove.search.query.fts_query import build_fts_query, build_terms_query, parse_query
+    from pytest_groove.settings.config import Settings, load_settings
 
 
 def __getattr__(name: str) -> Any:

@@ -55,7 +55,7 @@ def spell_flags_within(value: Any, door: Door = "cli") -> Any:
 
 #: the indexing commands the library names where it knows neither the KB as the user
 #: typed it nor the run's flags; each door puts its own in their place
-#: (:func:`pytest_groove.index_command.with_index_commands`)
+#: (:func:`pytest_groove.engine.index_command.with_index_commands`)
 GENERIC_INDEX_COMMAND = "groove index --kb-path <kb>"
 GENERIC_REBUILD_COMMAND = "groove index --force --kb-path <kb>"
 
@@ -113,7 +113,7 @@ class IndexMissing(GrooveError):
     """No index where one is looked for (``groove search``, ``--no-reindex``).
 
     ``command`` is the ``groove index`` line that builds it, as the door that knows the
-    flags spells it (:func:`pytest_groove.index_command.index_command`); ``no_reindex``
+    flags spells it (:func:`pytest_groove.engine.index_command.index_command`); ``no_reindex``
     says the flag of that name is why nothing was built.
     """
 

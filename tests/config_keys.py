@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from pytest_groove import config
+from pytest_groove.settings import config
 
 
 def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[str]:

@@ -6,10 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pytest_groove.config import SearchSettings
-from pytest_groove.evaluation.metrics import AggregateMetrics, QueryMetrics
-from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.evaluation.run import (
+from pytest_groove.evaluation.runs.record import (
     Finding,
     Fingerprint,
     QueryResult,
@@ -17,7 +14,10 @@ from pytest_groove.evaluation.run import (
     RunRecord,
     TopHit,
 )
-from pytest_groove.kb.records import CorpusSnapshot
+from pytest_groove.kb.source.records import CorpusSnapshot
+from pytest_groove.scoring.metrics import AggregateMetrics, QueryMetrics
+from pytest_groove.scoring.records import ExpectedEntry
+from pytest_groove.settings.config import SearchSettings
 
 GOLDEN_HASH = "9c1e" + "0" * 56 + "77d2"
 EPOCH = datetime(2026, 4, 24, 5, 32, 1, tzinfo=UTC)
@@ -132,7 +132,7 @@ class StaticSearcher:
         texts: Iterable[Any] | None = None,
         headings: Mapping[str, Any] | None = None,
     ) -> None:
-        from pytest_groove.search.searcher import SearcherIdentity
+        from pytest_groove.engine.searcher import SearcherIdentity
 
         self.identity = identity or SearcherIdentity("hash", context_mode="off")
         self.corpus = corpus
@@ -163,7 +163,7 @@ class StaticSearcher:
         return self.texts
 
     def quote_findings(self, results: Sequence[Any]) -> list[Any]:
-        from pytest_groove.evaluation.findings import scan_golden_quotes
+        from pytest_groove.evaluation.runs.findings import scan_golden_quotes
 
         return [] if self.texts is None else scan_golden_quotes(results, self.texts)
 
@@ -205,12 +205,12 @@ def begun(
         pick_baseline_for,
     )
     from pytest_groove.evaluation.plan import plan_evaluation, read_stored_runs
-    from pytest_groove.options import RunOptions
+    from pytest_groove.settings.options import RunOptions
 
     plan = plan_evaluation(kb, RunOptions(**options), prog=prog)
     if history_cap is not None:
         plan = replace(plan, history_cap=history_cap)
-    from pytest_groove.search.searcher import SearcherIdentity
+    from pytest_groove.engine.searcher import SearcherIdentity
 
     identity = (
         SearcherIdentity("custom", retriever=identity_retriever)

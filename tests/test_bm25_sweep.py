@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import Engine, open_engine
-from pytest_groove.kb.bm25_sweep import bm25_scores
-from pytest_groove.search.fts_query import parse_query
+from pytest_groove.engine.builtin import Engine, open_engine
+from pytest_groove.kb.store.bm25_sweep import bm25_scores
+from pytest_groove.search.query.fts_query import parse_query
+from pytest_groove.settings.config import IndexSettings, Settings
 from pytest_groove.tune.grid import weight_triples
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))

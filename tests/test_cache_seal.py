@@ -1,4 +1,4 @@
-"""Seals on the index folder's derived files (``kb/cache_seal.py``): what they trust.
+"""Seals on the index folder's derived files (``files/seal.py``): what they trust.
 
 A file whose identity is what its seal records is used without being read; one whose
 identity moved is read once and its CRC-32 decides; a seal that does not read back
@@ -28,9 +28,10 @@ from cache_damage import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.kb import cache_pieces, cache_seal
-from pytest_groove.kb.cache_check import check_caches
-from pytest_groove.kb.cache_seal import (
+from pytest_groove.files import seal as cache_seal
+from pytest_groove.files import seal_pieces as cache_pieces
+from pytest_groove.files.resource_limits import ResourceLimit
+from pytest_groove.files.seal import (
     SEAL_SUFFIX,
     Seal,
     Verdict,
@@ -40,7 +41,7 @@ from pytest_groove.kb.cache_seal import (
     verdict_of,
     write_sealed,
 )
-from pytest_groove.resource_limits import ResourceLimit
+from pytest_groove.kb.derived.cache_check import check_caches
 
 
 @pytest.fixture

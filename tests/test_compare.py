@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from eval_factories import corpus, fingerprint, query, run
 
-from pytest_groove.evaluation.compare import (
+from pytest_groove.evaluation.gate.compare import (
     CONFIG_CHANGED,
     GOLDEN_CHANGED,
     ThresholdError,
@@ -26,7 +26,7 @@ from pytest_groove.evaluation.compare import (
     project_baseline,
     query_regressed,
 )
-from pytest_groove.evaluation.run import Fingerprint, QueryResult
+from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult
 
 T = 0.05
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import SearchSettings
-from pytest_groove.search.confidence import DEFAULT_MIN_CONFIDENCE_RATIO, low_confidence
+from pytest_groove.search.pipeline.confidence import DEFAULT_MIN_CONFIDENCE_RATIO, low_confidence
+from pytest_groove.settings.config import SearchSettings
 
 
 def test_dominant_top_hit_is_confident() -> None:

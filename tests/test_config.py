@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import (
+from pytest_groove.errors import GrooveError, UsageError
+from pytest_groove.settings.config import (
     FusionParams,
     SearchOverrides,
     SearchSettings,
@@ -17,7 +18,6 @@ from pytest_groove.config import (
     normalise_k_values,
     parse_k_list,
 )
-from pytest_groove.errors import GrooveError, UsageError
 
 
 def write_config(tmp_path: Path, text: str) -> Path:

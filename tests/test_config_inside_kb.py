@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import load_settings
 from pytest_groove.errors import GrooveError
+from pytest_groove.settings.config import load_settings
 
 
 def _kb(tmp_path: Path, toml: str) -> Path:

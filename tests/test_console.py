@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.console import guarded_text_stream, json_for, to_ascii
 from pytest_groove.errors import OutputFailed
+from pytest_groove.text.console import guarded_text_stream, json_for, to_ascii
 
 
 def test_report_characters_degrade_to_ascii() -> None:

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings, load_settings
 from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
-from pytest_groove.engine import open_engine, run_indexer
-from pytest_groove.evaluation.run import Fingerprint
+from pytest_groove.engine.builtin import open_engine, run_indexer
+from pytest_groove.evaluation.runs.record import Fingerprint
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings, load_settings
 
 OFF = Settings(index=IndexSettings(model="hash"))
 EMBEDDED = Settings(index=IndexSettings(model="hash", contextual=True, contextual_full_text=False))

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import open_engine, run_indexer
-from pytest_groove.kb.corpus_cache import CACHE_NAME
-from pytest_groove.kb.records import CorpusSnapshot
-from pytest_groove.kb.store import Store
+from pytest_groove.engine.builtin import open_engine, run_indexer
+from pytest_groove.kb.derived.corpus_cache import CACHE_NAME
+from pytest_groove.kb.source.records import CorpusSnapshot
+from pytest_groove.kb.store.database import Store
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import open_engine
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.kb.markdown import heading_of
+from pytest_groove.engine.builtin import open_engine
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.kb.source.markdown import heading_of
+from pytest_groove.settings.config import IndexSettings, Settings
 
 CORPORA = Path(__file__).parent / "corpora"
 

@@ -14,17 +14,17 @@ import pytest
 from eval_factories import begun
 from kb_files import write_notes
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import index_dir_for, open_engine, run_indexer
-from pytest_groove.evaluation.compare import corpus_change
+from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.evaluation.finish import finish_evaluation
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME
-from pytest_groove.evaluation.run import corpus_from_json, corpus_to_json, evaluate_query
-from pytest_groove.kb.corpus_digest import DIGEST_VERSION, chunk_digest
-from pytest_groove.kb.disk_view import read_kb_view
-from pytest_groove.kb.records import CorpusSnapshot
-from pytest_groove.kb.store import DB_FILE_NAME, SCHEMA_VERSION, Store
+from pytest_groove.evaluation.gate.compare import corpus_change
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
+from pytest_groove.evaluation.runs.record import corpus_from_json, corpus_to_json, evaluate_query
+from pytest_groove.kb.source.corpus_digest import DIGEST_VERSION, chunk_digest
+from pytest_groove.kb.source.disk_view import read_kb_view
+from pytest_groove.kb.source.records import CorpusSnapshot
+from pytest_groove.kb.store.database import DB_FILE_NAME, SCHEMA_VERSION, Store
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 STATIC = Settings(index=IndexSettings(model="hash", contextual=True, contextual_full_text=True))

@@ -26,13 +26,13 @@ from config_keys import accepted_keys, keys_of
 
 from pytest_groove import plugin
 from pytest_groove.cli.commands import build_parser
-from pytest_groove.config import (
+from pytest_groove.evaluation.golden.file import DEFAULT_GOLDEN_NAME
+from pytest_groove.settings.config import (
     IndexSettings,
     SearchSettings,
     Settings,
     parse_settings,
 )
-from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -383,14 +383,14 @@ def test_every_toml_snippet_in_the_docs_is_accepted(block: str) -> None:
 
 def test_eval_doc_quotes_the_messages_the_code_prints() -> None:
     """The user-visible strings docs/eval.md quotes are the ones the code prints."""
-    from pytest_groove.evaluation.compare import CONFIG_CHANGED, GOLDEN_CHANGED
-    from pytest_groove.evaluation.findings import MIN_DISTINCT_QUERIES, MIN_QUERY_CODE_POINTS
-    from pytest_groove.evaluation.guarded_io import GOLDEN_CAP, HISTORY_CAP
-    from pytest_groove.evaluation.history import HISTORY_FILE_NAME
-    from pytest_groove.evaluation.metrics import METRIC_VERSION
-    from pytest_groove.evaluation.report_text import NEXT_RUN_HINT
-    from pytest_groove.evaluation.run import QUOTE_CHECK
-    from pytest_groove.search.fts_query import FTS_QUERY_VERSION
+    from pytest_groove.evaluation.gate.compare import CONFIG_CHANGED, GOLDEN_CHANGED
+    from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
+    from pytest_groove.evaluation.reports.text_report import NEXT_RUN_HINT
+    from pytest_groove.evaluation.runs.findings import MIN_DISTINCT_QUERIES, MIN_QUERY_CODE_POINTS
+    from pytest_groove.evaluation.runs.record import QUOTE_CHECK
+    from pytest_groove.files.guarded_io import GOLDEN_CAP, HISTORY_CAP
+    from pytest_groove.scoring.metrics import METRIC_VERSION
+    from pytest_groove.search.query.fts_query import FTS_QUERY_VERSION
 
     doc = read_doc(EVAL_DOC)
     for text in (
@@ -432,7 +432,7 @@ def _golden_examples() -> list[Any]:
 @pytest.mark.parametrize("block", _golden_examples())
 def test_every_golden_file_example_loads(block: str, tmp_path: Path) -> None:
     """A golden file shown in the docs passes the loader a reader will copy it into."""
-    from pytest_groove.evaluation.golden import load_golden
+    from pytest_groove.evaluation.golden.file import load_golden
 
     golden = tmp_path / DEFAULT_GOLDEN_NAME
     golden.write_text(block, encoding="utf-8")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from pytest_groove.options import OPTIONS
+from pytest_groove.settings.options import OPTIONS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "ci.md"
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)

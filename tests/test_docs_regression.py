@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 # see test_plugin_engine: modules pytester's in-process runs must not re-import
-import pytest_groove.engine
+import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import IndexSettings, MmrSettings, SearchSettings, Settings
-from pytest_groove.engine import Engine, open_engine
-from pytest_groove.search.documents import documents_first
+from pytest_groove.engine.builtin import Engine, open_engine
+from pytest_groove.search.pipeline.documents import documents_first
+from pytest_groove.settings.config import IndexSettings, MmrSettings, SearchSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 QUERY = "database snapshot replay"

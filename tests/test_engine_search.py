@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import (
+from pytest_groove.engine.builtin import Engine, open_engine
+from pytest_groove.errors import GrooveError
+from pytest_groove.search.pipeline.rerank import register_reranker, unregister_reranker
+from pytest_groove.search.query.fts_query import parse_query
+from pytest_groove.settings.config import (
     IndexSettings,
     MmrSettings,
     ParentRetrieverSettings,
     SearchSettings,
     Settings,
 )
-from pytest_groove.engine import Engine, open_engine
-from pytest_groove.errors import GrooveError
-from pytest_groove.search.fts_query import parse_query
-from pytest_groove.search.rerank import register_reranker, unregister_reranker
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_groove.config import load_settings
 from pytest_groove.errors import (
     ECHO_LIMIT,
     PATH_ECHO_LIMIT,
@@ -17,6 +16,7 @@ from pytest_groove.errors import (
     clip_path,
     clip_repr,
 )
+from pytest_groove.settings.config import load_settings
 
 
 def test_short_text_is_unchanged() -> None:

@@ -24,15 +24,15 @@ from eval_factories import begun, corpus
 
 from pytest_groove.cli import evaluate as command
 from pytest_groove.cli.commands import build_parser
-from pytest_groove.config import SearchSettings
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.finish import finish_evaluation
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME, encode_history, load_history
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, encode_history, load_history
 from pytest_groove.evaluation.lifecycle import Evaluation
-from pytest_groove.evaluation.run import QueryResult, evaluate_query
-from pytest_groove.kb.records import ChunkText, CorpusSnapshot
+from pytest_groove.evaluation.runs.record import QueryResult, evaluate_query
+from pytest_groove.kb.source.records import ChunkText, CorpusSnapshot
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.settings.config import SearchSettings
 
 GOLDEN = """\
 queries:
@@ -386,7 +386,7 @@ class FakeEngine:
         self._check("scan")
 
     def golden_quote_findings(self, results: Sequence[QueryResult]) -> list[Any]:
-        from pytest_groove.evaluation.findings import scan_golden_quotes
+        from pytest_groove.evaluation.runs.findings import scan_golden_quotes
 
         return scan_golden_quotes(results, self.iter_chunk_texts())
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from pytest_groove.config import SEARCH_LIMIT_MAX
 from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.plan import plan_evaluation
-from pytest_groove.options import RunOptions
+from pytest_groove.settings.config import SEARCH_LIMIT_MAX
+from pytest_groove.settings.options import RunOptions
 
 NOTE = f"note: limit 2000 exceeds the retrieval cap; using {SEARCH_LIMIT_MAX}"
 K_NOTE = (

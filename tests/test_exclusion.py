@@ -10,15 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.text import split_white_space, trim
-from pytest_groove.search import fts_query
-from pytest_groove.search.exclusion import is_excluded, split_exclusions
-from pytest_groove.search.fts_query import (
+from pytest_groove.search.query import fts_query
+from pytest_groove.search.query.exclusion import is_excluded, split_exclusions
+from pytest_groove.search.query.fts_query import (
     MAX_PHRASES,
     build_fts_query,
     parse_query,
     query_phrases,
 )
+from pytest_groove.text.plain import split_white_space, trim
 
 # (query, positive part, exclusions, MATCH expression)
 SYNTAX_CASES: list[tuple[str, str, tuple[str, ...], str | None]] = [

@@ -13,13 +13,13 @@ import pytest
 from cli_invoke import invoke as groove
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.expected_check import (
+from pytest_groove.evaluation.golden.expected_check import (
     check_before_search,
     check_expected_entries,
     check_kb_has_documents,
 )
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
 
 INDEXED: dict[str, set[str | None]] = {
     "docs/architecture.md": {"Data flow", "Storage"},

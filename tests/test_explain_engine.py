@@ -12,7 +12,7 @@ from kb_files import write_notes
 from test_plugin_engine import DOCS, GOLDEN
 
 # see test_plugin_engine: the modules pytester's in-process runs must not re-import
-import pytest_groove.engine
+import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.cli import main

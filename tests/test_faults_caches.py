@@ -36,7 +36,7 @@ from test_faults_plugin import DOCS, GOLDEN
 
 # pytester runs in this process: import what a run imports first, since numpy and
 # PyYAML's C loader do not survive a second import
-import pytest_groove.engine
+import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from conftest import EXAMPLE_KB, KB_EVAL, KB_EVAL_GOLDEN

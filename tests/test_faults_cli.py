@@ -533,7 +533,7 @@ def test_the_entry_point_imports_nothing_before_its_error_boundary() -> None:
     [
         "pytest_groove.cli.commands",  # main's first import
         "pytest_groove.cli.args",  # ... and what it imports at its top
-        "pytest_groove.console",
+        "pytest_groove.text.console",
         "pytest_groove.cli.evaluate",  # while the parser is built
         "numpy",  # while the command runs
     ],

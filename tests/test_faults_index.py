@@ -18,12 +18,12 @@ from pathlib import Path
 import apsw
 import pytest
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.errors import GrooveError, IndexCorrupt, IndexUnwritable, LockFailed
 from pytest_groove.kb import indexer
-from pytest_groove.kb.index_faults import os_fault
-from pytest_groove.kb.store import DB_FILE_NAME, Store
+from pytest_groove.kb.store.database import DB_FILE_NAME, Store
+from pytest_groove.kb.store.faults import os_fault
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 

@@ -9,15 +9,15 @@ from eval_factories import query
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_groove.evaluation.findings import (
+from pytest_groove.evaluation.runs.findings import (
     MIN_QUERY_CODE_POINTS,
     findings_warning,
     normalise_text,
     scan_golden_quotes,
 )
-from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.evaluation.run import Finding, QueryResult, QuotedQuery
-from pytest_groove.kb.records import ChunkText
+from pytest_groove.evaluation.runs.record import Finding, QueryResult, QuotedQuery
+from pytest_groove.kb.source.records import ChunkText
+from pytest_groove.scoring.records import ExpectedEntry
 
 LONG_A = "how does reciprocal rank fusion work"
 LONG_B = "what is the retention period for backups"

@@ -7,13 +7,13 @@ from eval_factories import query
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.evaluation.findings import (
+from pytest_groove.evaluation.runs.findings import (
     MIN_DISTINCT_QUERIES,
     MIN_QUERY_CODE_POINTS,
     normalise_text,
     scan_golden_quotes,
 )
-from pytest_groove.kb.records import ChunkText
+from pytest_groove.kb.source.records import ChunkText
 
 
 def _naive_matches(texts: list[str], chunks: list[ChunkText]) -> dict[str, set[str]]:

@@ -11,8 +11,8 @@ from test_gate_honest import ALL, finish, kb  # noqa: F401  (the fixture)
 
 from pytest_groove.cli import main
 from pytest_groove.evaluation.floor_raise import floor_text, respelled, round_down
-from pytest_groove.evaluation.floors import parse_floors
-from pytest_groove.evaluation.run import format_timestamp
+from pytest_groove.evaluation.runs.record import format_timestamp
+from pytest_groove.scoring.floors import parse_floors
 
 COMMENTED = """\
 # groove settings for the docs KB -- reviewed in PR #12

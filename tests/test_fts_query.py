@@ -15,10 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.text import split_white_space, trim
-from pytest_groove.search import fts_query, querytext
-from pytest_groove.search.exclusion import split_exclusions
-from pytest_groove.search.fts_query import (
+from pytest_groove.search.query import fts_query
+from pytest_groove.search.query.exclusion import split_exclusions
+from pytest_groove.search.query.fts_query import (
     FTS_QUERY_VERSION,
     MAX_PHRASES,
     _dedupe_and_cap,
@@ -29,14 +28,16 @@ from pytest_groove.search.fts_query import (
     parse_query,
     query_phrases,
 )
-from pytest_groove.search.querytext import (
+from pytest_groove.search.query.spans import match_spans
+from pytest_groove.text import querytext
+from pytest_groove.text.plain import split_white_space, trim
+from pytest_groove.text.querytext import (
     CharClass,
     Segment,
     char_class,
     is_word_char,
     split_quotes,
 )
-from pytest_groove.search.spans import match_spans
 
 NUL = "\0"
 FORTY_WORDS = " ".join(f"w{i:02d}" for i in range(40))

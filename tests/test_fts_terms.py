@@ -8,10 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb import scripts
-from pytest_groove.kb.scripts import JAPANESE_SHARE, SCRIPT_RANGES, japanese_script, script_group
-from pytest_groove.kb.terms import bigrams, script_runs, term_text
-from pytest_groove.search.fts_query import (
+from pytest_groove.search.query.fts_query import (
     FTS_QUERY_VERSION,
     FTS_QUERY_VERSIONS,
     build_fts_query,
@@ -19,6 +16,9 @@ from pytest_groove.search.fts_query import (
     content_terms,
     parse_query,
 )
+from pytest_groove.text import scripts
+from pytest_groove.text.scripts import JAPANESE_SHARE, SCRIPT_RANGES, japanese_script, script_group
+from pytest_groove.text.terms import bigrams, script_runs, term_text
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import SEARCH_LIMIT_MAX
-from pytest_groove.search.fusion import (
+from pytest_groove.search.pipeline.fusion import (
     VECTOR_FETCH_MAX,
     FusedRanking,
     PoolPlan,
@@ -19,6 +18,7 @@ from pytest_groove.search.fusion import (
     pool_sizes,
     rrf_terms,
 )
+from pytest_groove.settings.config import SEARCH_LIMIT_MAX
 
 TUNE_KS = (5.0, 10.0, 20.0, 30.0, 60.0, 100.0)
 

@@ -12,9 +12,9 @@ from eval_factories import begun, corpus
 from pytest_groove.cli import main
 from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME, load_history
-from pytest_groove.evaluation.history_trust import content_digest
-from pytest_groove.evaluation.run import QueryResult, evaluate_query, format_timestamp
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, load_history
+from pytest_groove.evaluation.runs.record import QueryResult, evaluate_query, format_timestamp
+from pytest_groove.evaluation.runs.trust import content_digest
 from pytest_groove.search.hits import SearchHit
 
 QUERIES = 20

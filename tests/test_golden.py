@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.golden import (
+from pytest_groove.evaluation.golden.file import (
     DEFAULT_GOLDEN_NAME,
     derive_query_id,
     golden_hash,
@@ -25,8 +25,8 @@ from pytest_groove.evaluation.golden import (
     node_ids,
     resolve_golden_path,
 )
-from pytest_groove.evaluation.guarded_io import GOLDEN_CAP
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.files.guarded_io import GOLDEN_CAP
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
 
 MINIMAL = """\
 queries:
@@ -649,8 +649,8 @@ def test_node_id_is_a_fixed_function_of_the_text() -> None:
 
 def test_node_ids_stable_across_processes() -> None:
     script = (
-        "from pytest_groove.evaluation.golden import node_id_for, derive_query_id\n"
-        "from pytest_groove.evaluation.records import GoldenQuery, ExpectedEntry\n"
+        "from pytest_groove.evaluation.golden.file import node_id_for, derive_query_id\n"
+        "from pytest_groove.scoring.records import GoldenQuery, ExpectedEntry\n"
         "t = '検索 and [brackets] :: colons'\n"
         "print(node_id_for(GoldenQuery(id=derive_query_id(t), query=t, "
         "expected=(ExpectedEntry('a'),))))\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.evaluation.golden.file import load_golden
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX links")
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.golden import PYTEST_BEHAVIOUR_MARKERS, load_golden
-from pytest_groove.search.fts_query import MAX_QUERY_CHARS, parse_query
+from pytest_groove.evaluation.golden.file import PYTEST_BEHAVIOUR_MARKERS, load_golden
+from pytest_groove.search.query.fts_query import MAX_QUERY_CHARS, parse_query
 
 
 def _load(tmp_path: Path, text: str) -> GrooveError:

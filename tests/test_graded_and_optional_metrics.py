@@ -11,12 +11,13 @@ import pytest
 from eval_factories import fingerprint, query, run
 from test_interop_trec import _ranked
 
-from pytest_groove.config import load_settings
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.compare import compare, gate_failures, parse_thresholds
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.metric_names import OPTIONAL_METRICS, parse_metric_names
-from pytest_groove.evaluation.metric_table import (
+from pytest_groove.evaluation.gate.compare import compare, gate_failures, parse_thresholds
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.evaluation.reports.text_report import render_text
+from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult, RunRecord
+from pytest_groove.scoring.metric_names import OPTIONAL_METRICS, parse_metric_names
+from pytest_groove.scoring.metric_table import (
     MAP,
     PRECISION,
     Metric,
@@ -24,7 +25,7 @@ from pytest_groove.evaluation.metric_table import (
     parse_metric,
     query_summary,
 )
-from pytest_groove.evaluation.metrics import (
+from pytest_groove.scoring.metrics import (
     AggregateMetrics,
     aggregate,
     average_precision,
@@ -36,10 +37,9 @@ from pytest_groove.evaluation.metrics import (
     recall_at_k,
     reciprocal_rank,
 )
-from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.evaluation.report_text import render_text
-from pytest_groove.evaluation.run import Fingerprint, QueryResult, RunRecord
-from pytest_groove.options import OPTIONS_BY_NAME
+from pytest_groove.scoring.records import ExpectedEntry
+from pytest_groove.settings.config import load_settings
+from pytest_groove.settings.options import OPTIONS_BY_NAME
 
 A, B, C = ExpectedEntry("a.md"), ExpectedEntry("b.md"), ExpectedEntry("c.md")
 
@@ -204,7 +204,7 @@ def test_a_query_summary_names_only_the_measured_metrics() -> None:
 
 
 def test_the_compact_history_keeps_grades_and_optional_metrics() -> None:
-    from pytest_groove.evaluation.history_codec import decode_run, encode_run
+    from pytest_groove.evaluation.history.codec import decode_run, encode_run
 
     graded = _result((replace(A, grade=2), replace(B, grade=0)), OPTIONAL_METRICS)
     plain = _result((A,))

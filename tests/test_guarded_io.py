@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.guarded_io import (
+from pytest_groove.files.guarded_io import (
     GOLDEN_CAP,
     HISTORY_CAP,
     ReadRefused,

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.history import (
+from pytest_groove.evaluation.history.file import (
     HISTORY_FILE_NAME,
     HistoryWarning,
     bound_history,
@@ -33,7 +33,7 @@ from pytest_groove.evaluation.history import (
     select_baseline,
     stage_save,
 )
-from pytest_groove.evaluation.run import RecordFormatError, RunRecord
+from pytest_groove.evaluation.runs.record import RecordFormatError, RunRecord
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="symlinks are refused on Unix")
 
@@ -725,7 +725,7 @@ def test_every_damage_event_keeps_its_own_backup(hist: Path) -> None:
 def test_a_backup_name_already_taken_is_never_overwritten(hist: Path) -> None:
     from datetime import UTC, datetime
 
-    from pytest_groove.evaluation.history import new_backup_path
+    from pytest_groove.evaluation.history.file import new_backup_path
 
     moment = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
     first = new_backup_path(hist, moment)

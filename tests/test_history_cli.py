@@ -10,7 +10,7 @@ import pytest
 from cli_invoke import CliRun, invoke
 from eval_factories import big_run, fingerprint, run
 
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME, encode_history, load_history
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, encode_history, load_history
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 

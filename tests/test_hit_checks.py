@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import IndexSettings
-from pytest_groove.search.hit_checks import (
+from pytest_groove.search.retrievers.hit_checks import (
     HitCheckReport,
     check_retriever_hits,
     hits_outside_kb,
     kb_file_set,
     shallow_retriever,
 )
+from pytest_groove.settings.config import IndexSettings
 
 KB_FILES = frozenset({"guide/setup.md", "guide/faq.md", "ops/deploy.md"})
 

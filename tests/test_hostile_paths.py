@@ -22,13 +22,13 @@ from hypothesis import strategies as st
 
 # pytester runs in this process: import what a run imports first, since numpy and
 # PyYAML's C loader do not survive a second import
-import pytest_groove.engine
+import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.cli import main
 from pytest_groove.errors import PATH_ECHO_LIMIT, GrooveError
 from pytest_groove.evaluation.starter import MAX_WALKED_ENTRIES
-from pytest_groove.paths import check_os_path, os_path_problem
+from pytest_groove.files.paths import check_os_path, os_path_problem
 
 pytest_plugins = ["pytester"]
 

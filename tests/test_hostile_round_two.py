@@ -49,7 +49,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.cli import main
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME, read_history, save_history
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, read_history, save_history
 
 DOC = "## Release schedule\n\nReleases leave on Tuesday and Thursday mornings.\n"
 GOLDEN = "queries:\n  - query: release schedule\n    expected:\n      - path: a.md\n"
@@ -201,7 +201,7 @@ def history_cli_case(site: Site, data: bytes, stamps: set[str]) -> None:
 
 
 def _stamp(moment: Any) -> str:
-    from pytest_groove.evaluation.run import format_timestamp
+    from pytest_groove.evaluation.runs.record import format_timestamp
 
     return format_timestamp(moment)
 

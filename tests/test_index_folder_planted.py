@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 
 # pytester runs in this process: import what a run imports first, since numpy and
 # PyYAML's C loader do not survive a second import
-import pytest_groove.engine
+import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.cli import main
-from pytest_groove.kb.index_files import clear_planted, find_planted, refuse_planted
+from pytest_groove.kb.store.files import clear_planted, find_planted, refuse_planted
 
 pytest_plugins = ["pytester"]
 

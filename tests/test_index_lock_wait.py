@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.index_lock import LOCK_FILE_NAME, index_lock
+from pytest_groove.kb.store.lock import LOCK_FILE_NAME, index_lock
 
 HOLDER = textwrap.dedent(
     """

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
-from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.store import Store
+from pytest_groove.kb.store.database import Store
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 
@@ -335,7 +335,7 @@ def test_unlistable_folder_keeps_its_documents(
     write(kb, "ops/a.md", "## A\n\n" + "alpha words " * 10)
     write(kb, "top.md", "## T\n\n" + "top words " * 10)
     run_indexer(kb, SETTINGS, progress=False)
-    import pytest_groove.kb.walk as walk
+    import pytest_groove.kb.source.walk as walk
 
     real_open_folder = walk.open_folder
 

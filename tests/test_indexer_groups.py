@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
-from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.kb import indexer
-from pytest_groove.kb.store import Store
+from pytest_groove.kb.store.database import Store
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 

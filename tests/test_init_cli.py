@@ -11,8 +11,8 @@ import pytest
 from cli_invoke import invoke as groove
 from config_keys import accepted_keys, keys_of
 
-from pytest_groove.config import Settings, parse_settings
-from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.settings.config import Settings, parse_settings
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 

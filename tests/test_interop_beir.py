@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from pytest_groove.cli import main
-from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.interop.beir import BeirDocument, note_names, note_text, query_text
 
 DOCUMENTS = [

@@ -15,7 +15,7 @@ import yaml
 from test_interop_beir import write_dataset
 
 from pytest_groove.cli import main
-from pytest_groove.evaluation.golden import load_golden
+from pytest_groove.evaluation.golden.file import load_golden
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "interop.md"

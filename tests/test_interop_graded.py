@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_interop_trec import Query, _ranked
 
-from pytest_groove.evaluation.metrics import ndcg_at_k
-from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.interop.graded import graded_ndcg_at_k
-from pytest_groove.interop.trec import entry_id, run_lines
+from pytest_groove.evaluation.reports.trec import entry_id, run_lines
+from pytest_groove.scoring.graded import graded_ndcg_at_k
+from pytest_groove.scoring.metrics import ndcg_at_k
+from pytest_groove.scoring.records import ExpectedEntry
 
 KS = (1, 3, 5, 10)
 _PATHS = st.sampled_from(["a.md", "b.md", "c d.md", "e.md"])

@@ -18,11 +18,16 @@ import pytrec_eval
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.evaluation.metric_names import OPTIONAL_METRICS
-from pytest_groove.evaluation.metric_table import all_metrics
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
-from pytest_groove.evaluation.run import QueryResult, evaluate_query
-from pytest_groove.interop.trec import qrels_lines, query_ids, recall_may_differ, run_lines
+from pytest_groove.evaluation.reports.trec import (
+    qrels_lines,
+    query_ids,
+    recall_may_differ,
+    run_lines,
+)
+from pytest_groove.evaluation.runs.record import QueryResult, evaluate_query
+from pytest_groove.scoring.metric_names import OPTIONAL_METRICS
+from pytest_groove.scoring.metric_table import all_metrics
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
 from pytest_groove.search.hits import SearchHit
 
 KS = (1, 3, 5, 10)

@@ -16,10 +16,10 @@ import pytrec_eval
 import yaml
 
 from pytest_groove.cli import main
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.metric_names import OPTIONAL_METRICS
-from pytest_groove.evaluation.run import QueryResult, evaluate_query
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.evaluation.runs.record import QueryResult, evaluate_query
 from pytest_groove.interop.beir import note_names
+from pytest_groove.scoring.metric_names import OPTIONAL_METRICS
 from pytest_groove.search.hits import SearchHit
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,9 +23,7 @@ from hypothesis import strategies as st
 
 from pytest_groove.cli import main
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.metrics import query_metrics
-from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.interop.trec import (
+from pytest_groove.evaluation.reports.trec import (
     encode_id,
     entry_id,
     hit_ids,
@@ -35,6 +33,8 @@ from pytest_groove.interop.trec import (
     run_lines,
     write_trec_run,
 )
+from pytest_groove.scoring.metrics import query_metrics
+from pytest_groove.scoring.records import ExpectedEntry
 
 ROOT = Path(__file__).resolve().parents[1]
 KB_EVAL = ROOT / "tests" / "corpora" / "kb-eval"

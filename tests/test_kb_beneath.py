@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 import pytest_groove.kb.indexer as indexer
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import index_dir_for, run_indexer
-from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
-from pytest_groove.kb.store import Store
-from pytest_groove.kb.walk import CollectResult, collect_files
+from pytest_groove.engine.builtin import index_dir_for, run_indexer
+from pytest_groove.files.beneath import Skipped, open_root, read_beneath
+from pytest_groove.kb.source.walk import CollectResult, collect_files
+from pytest_groove.kb.store.database import Store
+from pytest_groove.settings.config import IndexSettings, Settings
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX links and pipes")
 

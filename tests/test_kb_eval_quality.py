@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.metrics import AggregateMetrics, QueryMetrics, aggregate
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.scoring.metrics import AggregateMetrics, QueryMetrics, aggregate
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpora" / "kb-eval"

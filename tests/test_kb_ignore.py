@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.kb.ignore import (
+from pytest_groove.kb.source.ignore import (
     MAX_IGNORE_BYTES,
     MAX_PATTERNS,
     IgnoreRules,
@@ -19,7 +19,7 @@ from pytest_groove.kb.ignore import (
     parse_ignore_bytes,
     parse_ignore_text,
 )
-from pytest_groove.kb.walk import ExclusionRules, is_excluded
+from pytest_groove.kb.source.walk import ExclusionRules, is_excluded
 
 
 def rules_for(text: str, exclude_dirs: tuple[str, ...] = ()) -> ExclusionRules:

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import IndexSettings
-from pytest_groove.kb.markdown import (
+from pytest_groove.kb.source.markdown import (
     Frontmatter,
     heading_of,
     merge_short_sections,
@@ -18,15 +17,16 @@ from pytest_groove.kb.markdown import (
     split_sections,
     split_title,
 )
-from pytest_groove.kb.parse import (
+from pytest_groove.kb.source.parse import (
     CONTEXT_MAX_CHARS,
     ParseFailure,
     build_context,
     parse_document,
     path_category_topic,
 )
-from pytest_groove.kb.records import ParsedDocument
-from pytest_groove.kb.text import trim
+from pytest_groove.kb.source.records import ParsedDocument
+from pytest_groove.settings.config import IndexSettings
+from pytest_groove.text.plain import trim
 
 LONG = "This paragraph is comfortably longer than fifty bytes of text."
 

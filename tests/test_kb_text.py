@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import IndexSettings
-from pytest_groove.kb.parse import parse_document, title_from_filename
-from pytest_groove.kb.quality import is_placeholder, quality_score, token_count
-from pytest_groove.kb.text import (
+from pytest_groove.kb.source.parse import parse_document, title_from_filename
+from pytest_groove.kb.source.quality import is_placeholder, quality_score, token_count
+from pytest_groove.settings.config import IndexSettings
+from pytest_groove.text.plain import (
     WHITE_SPACE,
     collapse_whitespace,
     normalise_newlines,
@@ -91,7 +91,7 @@ def test_txt_topic_from_path() -> None:
 
 
 def test_txt_invalid_utf8_is_a_parse_failure() -> None:
-    from pytest_groove.kb.parse import ParseFailure
+    from pytest_groove.kb.source.parse import ParseFailure
 
     with pytest.raises(ParseFailure):
         parse_document("a.txt", b"\xc3\x28", IndexSettings())

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import IndexSettings
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb import walk
-from pytest_groove.kb.walk import (
+from pytest_groove.files.resource_limits import ResourceLimit
+from pytest_groove.kb.source import walk
+from pytest_groove.kb.source.walk import (
     CollectResult,
     file_extension,
     is_office_lock_file,
     load_exclusion_rules,
 )
-from pytest_groove.kb.walk import collect_files as _collect
-from pytest_groove.resource_limits import ResourceLimit
+from pytest_groove.kb.source.walk import collect_files as _collect
+from pytest_groove.settings.config import IndexSettings
 
 needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="symlinks need privileges on Windows")
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.evaluation.metrics import (
+from pytest_groove.scoring.metrics import (
     METRIC_VERSION,
     AggregateMetrics,
     QueryMetrics,
@@ -23,7 +23,7 @@ from pytest_groove.evaluation.metrics import (
     recall_at_k,
     reciprocal_rank,
 )
-from pytest_groove.evaluation.records import ExpectedEntry
+from pytest_groove.scoring.records import ExpectedEntry
 from pytest_groove.search.hits import SearchHit
 
 

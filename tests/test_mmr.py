@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from pytest_groove.errors import UsageError
-from pytest_groove.search.mmr import cosine, mmr_select, normalise_relevance
+from pytest_groove.search.pipeline.mmr import cosine, mmr_select, normalise_relevance
 
 
 def basis(dim: int, *axes: int) -> np.ndarray:

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import yaml
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
-from pytest_groove.engine import Engine, open_engine
-from pytest_groove.kb import note_index
-from pytest_groove.kb.note_index import NoteCarryingIndex, NoteRows
-from pytest_groove.kb.scripts import script_group
-from pytest_groove.kb.vectors import NoteVectors, VectorIndex
+from pytest_groove.engine.builtin import Engine, open_engine
+from pytest_groove.kb.derived import note_index
+from pytest_groove.kb.derived.note_index import NoteCarryingIndex, NoteRows
+from pytest_groove.kb.derived.vectors import NoteVectors, VectorIndex
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
+from pytest_groove.text.scripts import script_group
 
 CORPORA = Path(__file__).parent / "corpora"
 SETTINGS = Settings(index=IndexSettings(model="hash"))

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings, load_settings
-from pytest_groove.engine import Engine, open_engine, run_indexer
-from pytest_groove.kb.vectors import NoteVectors, VectorIndex
-from pytest_groove.search.documents import documents_first
-from pytest_groove.search.notes import notes_first
+from pytest_groove.engine.builtin import Engine, open_engine, run_indexer
+from pytest_groove.kb.derived.vectors import NoteVectors, VectorIndex
+from pytest_groove.search.pipeline.documents import documents_first
+from pytest_groove.search.pipeline.notes import notes_first
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings, load_settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 CORPORA = Path(__file__).parent / "corpora"

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import pytest_groove.kb.indexer as indexer
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
-from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.store import NOTE_VECTORS_META, Store
+from pytest_groove.kb.store.database import NOTE_VECTORS_META, Store
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 
 CORPORA = Path(__file__).parent / "corpora"
 ON = Settings(index=IndexSettings(model="hash"))
@@ -218,7 +218,7 @@ def test_an_index_from_before_the_key_keeps_its_notes(tmp_path: Path) -> None:
 
 def test_note_texts_from_the_store_are_the_parsed_ones(tmp_path: Path) -> None:
     from pytest_groove.kb.notes import note_text, note_text_of
-    from pytest_groove.kb.parse import parse_document
+    from pytest_groove.kb.source.parse import parse_document
 
     kb = copy_kb(tmp_path)
     (kb / "untitled.md").write_text("No title here, only an opening.\n\n## Part\n\nMore.\n")

@@ -12,8 +12,8 @@ import pytest
 from pytest_groove.cli.args import run_options
 from pytest_groove.cli.commands import build_parser
 from pytest_groove.errors import flag, spell_flags
-from pytest_groove.options import OPTIONS, OPTIONS_BY_NAME, RunOptions
 from pytest_groove.plugin import options as plugin_options
+from pytest_groove.settings.options import OPTIONS, OPTIONS_BY_NAME, RunOptions
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:

@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import ParentRetrieverSettings
 from pytest_groove.search.hits import SearchHit
-from pytest_groove.search.parent import (
+from pytest_groove.search.pipeline.parent import (
     Expansion,
     ParentChunk,
     apply_expansion,
@@ -19,6 +18,7 @@ from pytest_groove.search.parent import (
     is_small,
     whole_document_row_cap,
 )
+from pytest_groove.settings.config import ParentRetrieverSettings
 
 ON = ParentRetrieverSettings(enabled=True)  # threshold 100, cap 2000
 

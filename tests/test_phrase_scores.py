@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE, REPO_ROOT
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
-from pytest_groove.engine import Engine, open_engine, run_indexer
+from pytest_groove.engine.builtin import Engine, open_engine, run_indexer
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.kb.phrase_scores import PhraseScores, or_phrases
-from pytest_groove.search.fts_query import parse_query
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.kb.derived.phrase_scores import PhraseScores, or_phrases
+from pytest_groove.search.query.fts_query import parse_query
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 
 KB_BILINGUAL = REPO_ROOT / "tests" / "corpora" / "kb-bilingual"
 KB_BILINGUAL_GOLDEN = REPO_ROOT / "tests" / "corpora" / "kb-bilingual-golden.yml"

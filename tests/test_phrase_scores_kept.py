@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import KB_EVAL, KB_EVAL_GOLDEN
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import Engine, open_engine, run_indexer
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.kb.phrase_scores import CACHE_PREFIX, PhraseScores
-from pytest_groove.search.fts_query import parse_query
+from pytest_groove.engine.builtin import Engine, open_engine, run_indexer
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.kb.derived.phrase_scores import CACHE_PREFIX, PhraseScores
+from pytest_groove.search.query.fts_query import parse_query
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash", contextual=True))
 WEIGHTS = (2.0, 1.0, 1.0)

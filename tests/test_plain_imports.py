@@ -31,11 +31,12 @@ def test_the_plugin_entry_imports_only_its_thin_modules() -> None:
     assert package_modules_after("import pytest_groove.plugin") == [
         "pytest_groove",
         "pytest_groove.errors",  # standard library only
-        "pytest_groove.options",
         "pytest_groove.plugin",
         "pytest_groove.plugin.hookspecs",
         "pytest_groove.plugin.options",
         "pytest_groove.plugin.plain_imports",
+        "pytest_groove.settings",  # the package's docstring only
+        "pytest_groove.settings.options",
     ]
 
 
@@ -78,7 +79,7 @@ def test_only_the_modules_before_the_finder_go_through_the_rewrite_hook(
         "pytest_groove.plugin.plain_imports",
     }
     assert loaders["pytest_groove.plugin.options"] == "SourceFileLoader"
-    assert loaders["pytest_groove.options"] == "SourceFileLoader"
+    assert loaders["pytest_groove.settings.options"] == "SourceFileLoader"
 
 
 def test_package_modules_imported_during_a_run_bypass_the_rewrite_hook(
@@ -92,8 +93,8 @@ def test_package_modules_imported_during_a_run_bypass_the_rewrite_hook(
 
         def pytest_configure(config):
             config.pluginmanager.rewrite_hook.mark_rewrite("pytest_groove")
-            sys.modules.pop("pytest_groove.kb.text", None)
-            import pytest_groove.kb.text as text
+            sys.modules.pop("pytest_groove.text.plain", None)
+            import pytest_groove.text.plain as text
             print("LOADER", type(text.__loader__).__name__)
         """
     )

@@ -18,7 +18,7 @@ from kb_files import write_notes
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove.engine
+import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.plugin.items import tag_marker
@@ -170,7 +170,8 @@ def test_an_inert_pytest_run_imports_only_the_thin_plugin_modules(
         "pytest_groove.plugin.options",
         "pytest_groove.plugin.hookspecs",
         "pytest_groove.plugin.plain_imports",
-        "pytest_groove.options",
+        "pytest_groove.settings",  # the package's docstring only
+        "pytest_groove.settings.options",
         # the one exception type and its echo helpers: standard library only
         "pytest_groove.errors",
     }

@@ -15,7 +15,7 @@ import pytest
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
-import pytest_groove.engine
+import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 
@@ -115,7 +115,7 @@ def _history(kb: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     # the stored runs in their full JSON form, whatever the file's compact form
-    from pytest_groove.evaluation.history import load_history
+    from pytest_groove.evaluation.history.file import load_history
 
     return [r.to_json() for r in load_history(path)]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from eval_factories import begun
 
-from pytest_groove.evaluation.history import history_path, load_history
+from pytest_groove.evaluation.history.file import history_path, load_history
 from pytest_groove.evaluation.lifecycle import Evaluation
-from pytest_groove.evaluation.run import QueryResult, evaluate_query
+from pytest_groove.evaluation.runs.record import QueryResult, evaluate_query
 from pytest_groove.plugin.controller import Finished, finish
 from pytest_groove.plugin.unscored import Stop
 from pytest_groove.search.hits import SearchHit

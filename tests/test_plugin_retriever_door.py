@@ -11,7 +11,7 @@ import pytest
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME, load_history
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, load_history
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 

@@ -22,7 +22,7 @@ import pytest
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 #: the example KB's golden queries

@@ -152,7 +152,7 @@ class Project:
         if not self.history_file.exists():
             return []
         # the stored runs in their full JSON form, whatever the file's compact form
-        from pytest_groove.evaluation.history import load_history
+        from pytest_groove.evaluation.history.file import load_history
 
         return [r.to_json() for r in load_history(self.history_file)]
 
@@ -367,7 +367,7 @@ def test_queries_sharing_a_derived_id_are_told_apart_in_every_report(
     """Two queries without `id:` opening with the same 32 characters share their id:
     the history and the JSON `id` keep it, but every report names each row as pytest
     names its item, so a failure in CI is matched to its report row."""
-    from pytest_groove.evaluation.golden import load_golden, node_ids
+    from pytest_groove.evaluation.golden.file import load_golden, node_ids
 
     golden = project.kb / ".groove-eval.yml"
     golden.write_text(SHARED_PREFIX_GOLDEN, encoding="utf-8")

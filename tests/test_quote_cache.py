@@ -14,14 +14,14 @@ from eval_factories import query
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.registry import model_slug
-from pytest_groove.engine import open_engine, run_indexer
-from pytest_groove.evaluation.findings import golden_quote_findings, scan_golden_quotes
-from pytest_groove.evaluation.run import Finding, QueryResult
-from pytest_groove.kb import quote_cache
+from pytest_groove.engine.builtin import open_engine, run_indexer
+from pytest_groove.evaluation.runs.findings import golden_quote_findings, scan_golden_quotes
+from pytest_groove.evaluation.runs.record import Finding, QueryResult
+from pytest_groove.kb.derived import quote_cache
 from pytest_groove.kb.indexer import default_index_dir
-from pytest_groove.kb.store import Store
+from pytest_groove.kb.store.database import Store
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 LONG_A = "how does reciprocal rank fusion work"

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE_KB, LOCAL_STATE
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 REPORT_SNAPSHOT = SNAPSHOTS / "example-kb-report.json"

@@ -25,25 +25,25 @@ from eval_factories import StaticSearcher
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and numpy / PyYAML's C loader (and matplotlib's extensions)
 # do not survive a second import.
-import pytest_groove.engine
+import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.compare import compare
 from pytest_groove.evaluation.finish import finish_evaluation
+from pytest_groove.evaluation.gate.compare import compare
 from pytest_groove.evaluation.lifecycle import Evaluation, pick_baseline_for
-from pytest_groove.evaluation.metrics import QueryMetrics, aggregate
 from pytest_groove.evaluation.plan import plan_evaluation, read_stored_runs
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery, GoldenSet
-from pytest_groove.evaluation.report_html import (
+from pytest_groove.evaluation.reports.html_report import (
     MAX_DELTA_ROWS,
     PLOTS_EXTRA,
     check_html_available,
     render_html_report,
     write_html_report,
 )
-from pytest_groove.evaluation.run import Finding, QueryResult, RunRecord, TopHit
-from pytest_groove.options import RunOptions
+from pytest_groove.evaluation.runs.record import Finding, QueryResult, RunRecord, TopHit
+from pytest_groove.scoring.metrics import QueryMetrics, aggregate
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.settings.options import RunOptions
 
 try:
     import matplotlib.backends.backend_agg
@@ -479,7 +479,7 @@ def test_an_unwritable_html_report_is_reported_like_the_json_one(tmp_path: Path)
 
 
 def test_missing_jinja2_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_groove.evaluation import report_html
+    from pytest_groove.evaluation.reports import html_report as report_html
 
     monkeypatch.setitem(sys.modules, "jinja2", None)
     monkeypatch.setattr(report_html, "_template", report_html._template.__wrapped__)
@@ -663,7 +663,7 @@ def test_plots_draw_japanese_with_the_cjk_font_found_on_the_system() -> None:
     import numpy as np
     from matplotlib import font_manager, ft2font
 
-    from pytest_groove.evaluation.html_plots import Plotter, cjk_font_family
+    from pytest_groove.evaluation.reports.html_plots import Plotter, cjk_font_family
 
     family = cjk_font_family()
     if family is None:
@@ -691,7 +691,7 @@ def test_plots_draw_japanese_with_the_cjk_font_found_on_the_system() -> None:
 def test_without_a_cjk_font_the_report_says_how_to_get_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_groove.evaluation import html_plots
+    from pytest_groove.evaluation.reports import html_plots
 
     before, run = japanese_runs()
     monkeypatch.setattr(html_plots, "cjk_font_family", lambda: None)
@@ -850,8 +850,8 @@ def test_queries_sharing_a_derived_id_get_their_node_ids_in_groove_eval_reports(
     as pytest names their items; the JSON keeps the shared `id` and adds `name`."""
     from cli_invoke import invoke
 
-    from pytest_groove.evaluation.golden import load_golden, node_ids
-    from pytest_groove.evaluation.history import load_history
+    from pytest_groove.evaluation.golden.file import load_golden, node_ids
+    from pytest_groove.evaluation.history.file import load_history
 
     kb = tmp_path / "kb"
     shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)

@@ -12,9 +12,9 @@ import pytest
 from cli_invoke import invoke
 from eval_factories import corpus, finding, fingerprint, query, run
 
-from pytest_groove.evaluation.compare import compare
-from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
-from pytest_groove.evaluation.run import RunRecord
+from pytest_groove.evaluation.gate.compare import compare
+from pytest_groove.evaluation.reports.json_report import build_json_report, dumps_json_report
+from pytest_groove.evaluation.runs.record import RunRecord
 
 T = 0.05
 #: the top-level keys, in the order the report writes them

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 from eval_factories import corpus, fingerprint, query, run
 
-from pytest_groove.evaluation.compare import compare
-from pytest_groove.evaluation.history import BaselineChoice
-from pytest_groove.evaluation.report_text import NEXT_RUN_HINT, render_text
-from pytest_groove.evaluation.run import Fingerprint, RunRecord
+from pytest_groove.evaluation.gate.compare import compare
+from pytest_groove.evaluation.history.file import BaselineChoice
+from pytest_groove.evaluation.reports.text_report import NEXT_RUN_HINT, render_text
+from pytest_groove.evaluation.runs.record import Fingerprint, RunRecord
 
 T = 0.05
 DEDUP = "How are chunks deduplicated?"

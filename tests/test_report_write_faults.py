@@ -17,7 +17,7 @@ from cli_invoke import invoke
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 
 pytest_plugins = ["pytester"]
 

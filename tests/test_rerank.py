@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.search import rerank as rerank_module
-from pytest_groove.search.rerank import (
+from pytest_groove.search.pipeline import rerank as rerank_module
+from pytest_groove.search.pipeline.rerank import (
     CrossEncoderReranker,
     Reranker,
     get_reranker,

@@ -15,7 +15,7 @@ from local_http import serving, url_of
 
 from pytest_groove.errors import GrooveError, StopsTheRun
 from pytest_groove.search.hits import SearchHit
-from pytest_groove.search.retriever import (
+from pytest_groove.search.retrievers.external import (
     from_object,
     kb_relative,
     load_retriever,

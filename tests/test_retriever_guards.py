@@ -20,18 +20,18 @@ import pytest
 from cli_invoke import CliRun, invoke
 from local_http import serving, url_of
 
-from pytest_groove.config import Settings
+from pytest_groove.engine.searcher import RetrieverSearcher
 from pytest_groove.errors import GrooveError, StopsTheRun
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME
-from pytest_groove.search.retriever import (
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
+from pytest_groove.search.retrievers.external import (
     RetrieverUnavailable,
     from_object,
     kb_relative,
     load_retriever,
     retriever_name,
 )
-from pytest_groove.search.retriever_http import public_url
-from pytest_groove.search.searcher import RetrieverSearcher
+from pytest_groove.search.retrievers.http import public_url
+from pytest_groove.settings.config import Settings
 
 ANSWER = [{"path": "ops/release-train.md", "heading": "Schedule", "score": 1.0}]
 
@@ -216,7 +216,7 @@ def test_an_empty_store_stops_the_run_and_records_nothing(
 
 
 def test_half_the_hits_outside_the_kb_is_a_warning() -> None:
-    from pytest_groove.search.hit_checks import some_hits_outside_kb
+    from pytest_groove.search.retrievers.hit_checks import some_hits_outside_kb
 
     kb_files = frozenset({"a.md", "b.md"})
     half = [["a.md", "x/a.md"], ["b.md", "x/b.md"]]
@@ -283,8 +283,8 @@ def test_a_searcher_that_never_searched_warns_as_the_ones_that_did(kb: Path) -> 
 
 
 def _result(query: str, paths: list[str]) -> Any:
-    from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
-    from pytest_groove.evaluation.run import evaluate_query
+    from pytest_groove.evaluation.runs.record import evaluate_query
+    from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
     from pytest_groove.search.hits import SearchHit
 
     golden = GoldenQuery(id="q", query=query, expected=(ExpectedEntry(path=paths[0]),))

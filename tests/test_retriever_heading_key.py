@@ -23,8 +23,8 @@ from cli_invoke import CliRun, invoke
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.errors import StopsTheRun
-from pytest_groove.evaluation.history import HISTORY_FILE_NAME
-from pytest_groove.search.retriever import HitKeys, from_object
+from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
+from pytest_groove.search.retrievers.external import HitKeys, from_object
 
 #: the docs' Chroma example, with an embedding function of its own instead of vectors
 #: passed in: each section's metadata holds its path under "file", its heading under

@@ -14,13 +14,13 @@ import pytest
 from local_http import serving, url_of
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.options import RunOptions
-from pytest_groove.search.retriever import (
+from pytest_groove.search.retrievers.external import (
     RetrieverUnavailable,
     load_retriever,
     retriever_for_run,
 )
-from pytest_groove.search.retriever_http import TIMEOUT_ENV, resolve_timeout
+from pytest_groove.search.retrievers.http import TIMEOUT_ENV, resolve_timeout
+from pytest_groove.settings.options import RunOptions
 
 TOKEN = "s3cret-token-value"
 

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.metrics import recall_at_k
-from pytest_groove.evaluation.records import ExpectedEntry
-from pytest_groove.search.hit_checks import shallow_retriever
+from pytest_groove.scoring.metrics import recall_at_k
+from pytest_groove.scoring.records import ExpectedEntry
 from pytest_groove.search.hits import SearchHit
-from pytest_groove.search.retriever import HitKeys, from_object, load_retriever
+from pytest_groove.search.retrievers.external import HitKeys, from_object, load_retriever
+from pytest_groove.search.retrievers.hit_checks import shallow_retriever
 
 BILLING = """# Billing
 

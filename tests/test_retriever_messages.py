@@ -22,7 +22,7 @@ import pytest
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.errors import GrooveError
-from pytest_groove.search.retriever import from_object
+from pytest_groove.search.retrievers.external import from_object
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 

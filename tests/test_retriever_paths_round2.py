@@ -28,11 +28,11 @@ from kb_files import write_notes
 # modules a run imported, and PyYAML's C loader does not survive being imported twice.
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
-from pytest_groove.config import Settings
-from pytest_groove.search.hit_checks import hits_outside_kb
-from pytest_groove.search.hit_paths import kb_path_for
-from pytest_groove.search.retriever import from_object, kb_relative
-from pytest_groove.search.searcher import RetrieverSearcher
+from pytest_groove.engine.searcher import RetrieverSearcher
+from pytest_groove.search.retrievers.external import from_object, kb_relative
+from pytest_groove.search.retrievers.hit_checks import hits_outside_kb
+from pytest_groove.search.retrievers.hit_paths import kb_path_for
+from pytest_groove.settings.config import Settings
 
 
 def _module(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> str:

@@ -28,7 +28,7 @@ from cli_invoke import CliRun, invoke
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.errors import GrooveError
-from pytest_groove.search.retriever import load_retriever
+from pytest_groove.search.retrievers.external import load_retriever
 
 EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "kb"
 

@@ -19,7 +19,7 @@ import pytest
 from cli_invoke import CliRun, invoke
 from kb_files import write_notes
 
-from pytest_groove.search.hit_checks import hits_outside_kb, some_hits_outside_kb
+from pytest_groove.search.retrievers.hit_checks import hits_outside_kb, some_hits_outside_kb
 
 NOTES = {
     "ops/rollback.md": "# Rollback\n\nTo roll back a bad deploy, redeploy the previous build.\n",

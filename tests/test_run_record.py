@@ -13,10 +13,7 @@ from eval_factories import GOLDEN_HASH, corpus, finding, fingerprint, query, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import FusionParams, MmrSettings, ParentRetrieverSettings, SearchSettings
-from pytest_groove.evaluation.metrics import METRIC_VERSION, QueryMetrics, query_metrics
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
-from pytest_groove.evaluation.run import (
+from pytest_groove.evaluation.runs.record import (
     Fingerprint,
     QueryResult,
     RecordFormatError,
@@ -28,8 +25,16 @@ from pytest_groove.evaluation.run import (
     format_timestamp,
     parse_timestamp,
 )
-from pytest_groove.search.fts_query import FTS_QUERY_VERSION
+from pytest_groove.scoring.metrics import METRIC_VERSION, QueryMetrics, query_metrics
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.query.fts_query import FTS_QUERY_VERSION
+from pytest_groove.settings.config import (
+    FusionParams,
+    MmrSettings,
+    ParentRetrieverSettings,
+    SearchSettings,
+)
 
 
 def build(search: SearchSettings | None = None, context_mode: str | None = "off") -> Fingerprint:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import faiss
 
-from pytest_groove.config import IndexSettings, Settings
 from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
-from pytest_groove.engine import Engine, open_engine
-from pytest_groove.kb.vectors import one_faiss_thread
+from pytest_groove.engine.builtin import Engine, open_engine
+from pytest_groove.kb.derived.vectors import one_faiss_thread
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 QUERIES = [

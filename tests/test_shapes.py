@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pytest_groove.evaluation.fingerprint import FINGERPRINT_KEYS, Fingerprint
-from pytest_groove.evaluation.run import RecordFormatError, RunRecord
+from pytest_groove.evaluation.runs.fingerprint import FINGERPRINT_KEYS, Fingerprint
+from pytest_groove.evaluation.runs.record import RecordFormatError, RunRecord
 from pytest_groove.shapes import (
     ShapeError,
     json_key,

@@ -9,9 +9,9 @@ import statistics
 
 import pytest
 
-from pytest_groove.evaluation.metric_table import RR, Metric
-from pytest_groove.evaluation.metrics import QueryMetrics
-from pytest_groove.evaluation.significance import (
+from pytest_groove.scoring.metric_table import RR, Metric
+from pytest_groove.scoring.metrics import QueryMetrics
+from pytest_groove.scoring.significance import (
     EXACT_MAX_FLIPS,
     detectable_drop,
     detectable_drop_line,
@@ -107,8 +107,8 @@ def test_repeated_golden_texts_do_not_make_a_drop_significant() -> None:
     """Through the comparison: ids differ, the text differs only in case and spaces."""
     from eval_factories import query, run
 
-    from pytest_groove.evaluation.compare import compare
-    from pytest_groove.evaluation.run import RunRecord
+    from pytest_groove.evaluation.gate.compare import compare
+    from pytest_groove.evaluation.runs.record import RunRecord
 
     def runs(copies: int) -> tuple[RunRecord, RunRecord]:
         texts = [f"how do I {word}" for word in ("deploy", "roll back", "page", "rotate")]

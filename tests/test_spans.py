@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_groove.search.spans import MAX_CONTENT_BYTES, match_spans
+from pytest_groove.search.query.spans import MAX_CONTENT_BYTES, match_spans
 
 # §12.1 examples: (query, content, spans)
 SPEC_EXAMPLES: list[tuple[str, str, list[tuple[int, int]] | None]] = [

@@ -10,11 +10,11 @@ import apsw
 import pytest
 from kb_files import write_notes
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
-from pytest_groove.engine import index_dir_for, open_engine, run_indexer
+from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.errors import GrooveError
-from pytest_groove.kb.store import DB_FILE_NAME, SCHEMA_VERSION, TERM_TABLE_META, Store
-from pytest_groove.search.fts_query import build_terms_query
+from pytest_groove.kb.store.database import DB_FILE_NAME, SCHEMA_VERSION, TERM_TABLE_META, Store
+from pytest_groove.search.query.fts_query import build_terms_query
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 
 V3 = Settings(index=IndexSettings(model="hash", contextual=True))
 V4 = replace(V3, search=SearchSettings(fts_query_version=4))

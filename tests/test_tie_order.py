@@ -23,8 +23,8 @@ from cli_invoke import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.kb.store import Store
-from pytest_groove.kb.tie_order import (
+from pytest_groove.kb.store.database import Store
+from pytest_groove.kb.store.tie_order import (
     IN_ID_ORDER,
     TIE_ORDER_META,
     TieOrder,

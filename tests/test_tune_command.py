@@ -11,7 +11,7 @@ from pytest_groove.cli.tune import (
     tune_k_values,
     tune_limit,
 )
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
 from pytest_groove.tune.sweep import run_preflight
 
 

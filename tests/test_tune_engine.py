@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
-from pytest_groove.engine import Engine, open_engine
-from pytest_groove.evaluation.golden import load_golden
-from pytest_groove.evaluation.metrics import query_metrics
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.engine.builtin import Engine, open_engine
+from pytest_groove.evaluation.golden.file import load_golden
+from pytest_groove.scoring.metrics import query_metrics
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.tune.grid import Condition, all_conditions
 from pytest_groove.tune.sweep import (
     MetricTable,

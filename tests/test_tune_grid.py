@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_groove.config import FusionParams, parse_settings
+from pytest_groove.settings.config import FusionParams, parse_settings
 from pytest_groove.tune.grid import (
     DEFAULT_CONDITION,
     DEFAULT_INDEX,

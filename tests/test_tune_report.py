@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from test_tune_sweep import FakeSource, fixed
 
-from pytest_groove.config import FusionParams, parse_settings
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
+from pytest_groove.settings.config import FusionParams, parse_settings
 from pytest_groove.tune.grid import (
     DEFAULT_CONDITION,
     DEFAULT_INDEX,

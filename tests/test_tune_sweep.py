@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.metrics import QueryMetrics, aggregate, query_metrics
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
-from pytest_groove.kb.tie_order import IN_ID_ORDER, TieOrder
-from pytest_groove.search.fts_query import ParsedQuery
-from pytest_groove.search.fusion import fuse_rrf
+from pytest_groove.kb.store.tie_order import IN_ID_ORDER, TieOrder
+from pytest_groove.scoring.metrics import QueryMetrics, aggregate, query_metrics
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.pipeline.fusion import fuse_rrf
+from pytest_groove.search.query.fts_query import ParsedQuery
 from pytest_groove.tune.grid import DEFAULT_INDEX, Condition, all_conditions, condition_index
 from pytest_groove.tune.sweep import (
     MetricTable,

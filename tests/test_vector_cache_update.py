@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.config import IndexSettings, SearchSettings, Settings
-from pytest_groove.engine import index_dir_for, open_engine, run_indexer
-from pytest_groove.kb import note_index
-from pytest_groove.kb.note_index import NoteCarryingIndex, NoteRows, rows_path
-from pytest_groove.kb.store import Store
-from pytest_groove.kb.vector_cache import cache_path
-from pytest_groove.kb.vectors import VectorIndex
+from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
+from pytest_groove.kb.derived import note_index
+from pytest_groove.kb.derived.note_index import NoteCarryingIndex, NoteRows, rows_path
+from pytest_groove.kb.derived.vector_cache import cache_path
+from pytest_groove.kb.derived.vectors import VectorIndex
+from pytest_groove.kb.store.database import Store
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 WORDS = [
@@ -71,11 +71,11 @@ def state(kb: Path, settings: Settings, *, notes: bool) -> tuple[bytes, bytes]:
             index: Any = faiss.read_index(str(cached))
             ids, matrix = store.all_vectors()
             if notes:
-                from pytest_groove.kb.vectors import NoteVectors
+                from pytest_groove.kb.derived.vectors import NoteVectors
 
                 groups = None
                 if centre:
-                    from pytest_groove.kb.scripts import script_group
+                    from pytest_groove.text.scripts import script_group
 
                     openings = store.chunk_openings()
                     groups = [script_group(openings.get(int(c), "")) for c in ids]
@@ -302,7 +302,7 @@ def test_a_folder_that_takes_no_file_gets_the_same_index_in_memory(
 ) -> None:
     kb = indexed
     _edit(kb, "A line about tokens.")
-    from pytest_groove.kb import vectors
+    from pytest_groove.kb.derived import vectors
 
     def full_disk(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
@@ -328,7 +328,7 @@ def test_an_update_that_fails_midway_is_built_in_full(
 ) -> None:
     kb = indexed
     _edit(kb, "A line about windows.")
-    from pytest_groove.kb import vector_cache
+    from pytest_groove.kb.derived import vector_cache
 
     def cut_short(*args: object) -> None:
         raise OSError("the older vector cache ended 4096 bytes early")

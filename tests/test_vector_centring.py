@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import open_engine
-from pytest_groove.kb import vectors
-from pytest_groove.kb.vectors import VectorIndex, group_means
+from pytest_groove.engine.builtin import open_engine
+from pytest_groove.kb.derived import vectors
+from pytest_groove.kb.derived.vectors import VectorIndex, group_means
+from pytest_groove.settings.config import IndexSettings, Settings
 
 
 def _unit(*rows: list[float]) -> np.ndarray:

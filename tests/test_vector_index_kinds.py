@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import index_dir_for, open_engine
-from pytest_groove.kb.vectors import VectorIndex
+from pytest_groove.engine.builtin import index_dir_for, open_engine
+from pytest_groove.kb.derived.vectors import VectorIndex
+from pytest_groove.settings.config import IndexSettings, Settings
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 HNSW = replace(SETTINGS, index=replace(SETTINGS.index, vector_index="hnsw"))

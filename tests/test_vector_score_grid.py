@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.kb.tie_order import IN_ID_ORDER
-from pytest_groove.kb.vectors import SCORE_GRID, VectorIndex, graded_scores
+from pytest_groove.kb.derived.vectors import SCORE_GRID, VectorIndex, graded_scores
+from pytest_groove.kb.store.tie_order import IN_ID_ORDER
 
 DIM = 16
 
@@ -86,7 +86,7 @@ def test_the_grid_is_far_coarser_than_float32_rounding_and_far_finer_than_a_rank
 def test_the_note_index_rescores_every_row_that_could_tie_on_the_grid() -> None:
     # its rows within the margin of the n-th score are scored again and compared on
     # the grid: the margin must hold a whole step and the rounding around it
-    from pytest_groove.kb.note_index import _RESCORE_MARGIN
+    from pytest_groove.kb.derived.note_index import _RESCORE_MARGIN
 
     assert _RESCORE_MARGIN > 2 * SCORE_GRID
 
@@ -107,7 +107,7 @@ def _mmr_pool(seed: int, steps: int) -> np.ndarray:
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**16), steps=st.integers(1, 8))
 def test_rounding_noise_never_changes_what_mmr_picks(seed: int, steps: int) -> None:
-    from pytest_groove.search.mmr import mmr_select
+    from pytest_groove.search.pipeline.mmr import mmr_select
 
     # the four after the first are equally relevant and equally unlike it: the second
     # pick is a tie between them, which goes to the earlier pool position -- whatever

@@ -17,14 +17,14 @@ from eval_factories import corpus, fingerprint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.evaluation.compare import Thresholds, compare, query_regressed
-from pytest_groove.evaluation.corpus_files import CorpusDelta, with_document_digests
-from pytest_groove.evaluation.metrics import is_miss
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
-from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
-from pytest_groove.evaluation.report_text import render_text
-from pytest_groove.evaluation.run import RunRecord, build_run, evaluate_query
-from pytest_groove.evaluation.verdict import comparison_verdicts, query_verdict, run_verdicts
+from pytest_groove.evaluation.gate.compare import Thresholds, compare, query_regressed
+from pytest_groove.evaluation.gate.verdict import comparison_verdicts, query_verdict, run_verdicts
+from pytest_groove.evaluation.reports.json_report import build_json_report, dumps_json_report
+from pytest_groove.evaluation.reports.text_report import render_text
+from pytest_groove.evaluation.runs.corpus_files import CorpusDelta, with_document_digests
+from pytest_groove.evaluation.runs.record import RunRecord, build_run, evaluate_query
+from pytest_groove.scoring.metrics import is_miss
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
 from pytest_groove.search.hits import SearchHit
 
 K_VALUES = (1, 5, 10)
@@ -100,7 +100,7 @@ def test_the_item_the_text_and_the_json_agree_on_every_verdict(
 def test_the_html_report_agrees_too(runs: tuple[RunRecord, RunRecord]) -> None:
     pytest.importorskip("matplotlib")
     pytest.importorskip("jinja2")
-    from pytest_groove.evaluation.report_html import render_html_report
+    from pytest_groove.evaluation.reports.html_report import render_html_report
 
     before, after = runs
     comparison = compare(after, before, T)

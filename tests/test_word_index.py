@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 from test_phrase_scores import golden_queries
 
 from conftest import KB_EVAL, LOCAL_STATE
-from pytest_groove.config import IndexSettings, Settings
-from pytest_groove.engine import open_engine, run_indexer
-from pytest_groove.kb.phrase_scores import PhraseScores
-from pytest_groove.kb.store_schema import _SCHEMA as SCHEMA
-from pytest_groove.kb.trigram_fold import FOLD, TRIGRAM_ARGS, fold_phrase, folded_tokens
-from pytest_groove.kb.word_index import MANIFEST_PREFIX, WordIndex, _fts5_totals, _varints
-from pytest_groove.kb.word_postings import build_segment, merge_segments, read_segment
-from pytest_groove.kb.word_postings import write_segment as write_segment_file
+from pytest_groove.engine.builtin import open_engine, run_indexer
+from pytest_groove.kb.derived.phrase_scores import PhraseScores
+from pytest_groove.kb.derived.word_index import MANIFEST_PREFIX, WordIndex, _fts5_totals, _varints
+from pytest_groove.kb.derived.word_postings import build_segment, merge_segments, read_segment
+from pytest_groove.kb.derived.word_postings import write_segment as write_segment_file
+from pytest_groove.kb.store.schema import _SCHEMA as SCHEMA
+from pytest_groove.settings.config import IndexSettings, Settings
+from pytest_groove.text.trigram_fold import FOLD, TRIGRAM_ARGS, fold_phrase, folded_tokens
 
 SETTINGS = Settings(index=IndexSettings(model="hash", contextual=True))
 WEIGHTS = [(2.0, 1.0, 1.0), (1.0, 1.0, 1.0), (0.5, 3.0, 1.5), (1.0, 0.0, 0.25), (0.7, 1.3, 0.1)]
@@ -185,7 +185,7 @@ def test_a_damaged_segment_file_is_refused(tmp_path: Path) -> None:
 
 
 def _expressions() -> list[str]:
-    from pytest_groove.search.fts_query import parse_query
+    from pytest_groove.search.query.fts_query import parse_query
 
     out = []
     for query in golden_queries():

@@ -24,12 +24,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The one error boundary of ``groove``: every fault ends as one line and a status.
 
     Standard output and error are guarded streams for the run (see
-    :mod:`pytest_groove.console`): characters the terminal's encoding lacks degrade to
+    :mod:`pytest_groove.text.console`): characters the terminal's encoding lacks degrade to
     ASCII, and a closed, full or broken output is one ``Error:`` line, not a traceback.
     """
     try:
         from pytest_groove.cli.commands import run_command_line
-        from pytest_groove.console import guarded_stdio
+        from pytest_groove.text.console import guarded_stdio
 
         with guarded_stdio() as stdout_open:
             if not stdout_open:

@@ -1,6 +1,6 @@
 """The ``groove`` subcommands' arguments: the shared option table spelled ``--<name>``.
 
-The options both doors share are declared once, in :mod:`pytest_groove.options`;
+The options both doors share are declared once, in :mod:`pytest_groove.settings.options`;
 the groups below only pick which of them a subcommand takes.  Options that exist
 only on the command line (``--kb-path``, ``--format``, ``--no-color``) are declared
 here, each with its help text.
@@ -19,17 +19,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from pytest_groove.config import Settings
 from pytest_groove.errors import GrooveError, UsageError, clip_path
-from pytest_groove.options import (
+from pytest_groove.files.paths import check_os_path, foreign_name_encoding, locale_advice
+from pytest_groove.files.resource_limits import limits_as_errors
+from pytest_groove.settings.config import Settings
+from pytest_groove.settings.options import (
     LIST_KINDS,
     OPTIONS_BY_NAME,
     Option,
     RunOptions,
     read_run_options,
 )
-from pytest_groove.paths import check_os_path, foreign_name_encoding, locale_advice
-from pytest_groove.resource_limits import limits_as_errors
 
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are
 KB_OPTIONS = ("model", "config", "index-dir")
@@ -112,7 +112,7 @@ def error_line(exc: GrooveError, args: argparse.Namespace) -> str:
     message = exc.message
     kb = getattr(args, "kb_path", None)
     if isinstance(kb, Path):
-        from pytest_groove.index_command import with_index_commands
+        from pytest_groove.engine.index_command import with_index_commands
 
         message = with_index_commands(message, kb, run_options(args))
     if isinstance(exc, UsageError):

@@ -30,19 +30,19 @@ from pytest_groove.cli.args import (
     typed_text,
 )
 from pytest_groove.cli.ending import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, report_line
-from pytest_groove.config import Settings
-from pytest_groove.console import write_json
-from pytest_groove.engine_names import check_config_names, check_flag_names
+from pytest_groove.engine.names import check_config_names, check_flag_names
 from pytest_groove.errors import GrooveError, IndexMissing, OutputFailed, spell_flags
-from pytest_groove.resource_limits import resource_limit_of
+from pytest_groove.files.resource_limits import resource_limit_of
 from pytest_groove.search.hits import hit_label
+from pytest_groove.settings.config import Settings
+from pytest_groove.text.console import write_json
 
 # --------------------------------------------------------------------------- index
 
 
 def _run_index(args: argparse.Namespace) -> int:
     from pytest_groove.embed.registry import get_embedder
-    from pytest_groove.engine import run_indexer
+    from pytest_groove.engine.builtin import run_indexer
 
     check_flag_names(run_options(args))  # an unknown --model is named first
     settings = load_cli_settings(args)
@@ -67,7 +67,7 @@ def _refuse_an_empty_kb(kb: Path, settings: Settings) -> None:
     An index that already exists is still brought up to date (its notes were deleted).
     """
     from pytest_groove.kb.indexer import GROOVE_DIR_NAME
-    from pytest_groove.kb.walk import collect_files
+    from pytest_groove.kb.source.walk import collect_files
 
     collected = collect_files(kb, settings.index)
     if collected.files or collected.unlisted:
@@ -87,8 +87,8 @@ def _refuse_an_empty_kb(kb: Path, settings: Settings) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from pytest_groove.engine import open_engine
-    from pytest_groove.index_command import missing_index
+    from pytest_groove.engine.builtin import open_engine
+    from pytest_groove.engine.index_command import missing_index
 
     run = run_options(args)
     query = typed_text(args.query, "query")

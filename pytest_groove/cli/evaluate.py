@@ -27,22 +27,22 @@ from pytest_groove.cli.args import (
     run_options,
     run_reporting_errors,
 )
-from pytest_groove.console import write_json
-from pytest_groove.engine_names import check_config_names
-from pytest_groove.errors import IndexMissing, spell_flags
-from pytest_groove.evaluation.compare import color_enabled
-from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
-from pytest_groove.evaluation.lifecycle import begin_evaluation
-from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
-from pytest_groove.evaluation.report_json import dumps_json_report
-from pytest_groove.index_command import missing_index
-from pytest_groove.search.searcher import (
+from pytest_groove.engine.index_command import missing_index
+from pytest_groove.engine.names import check_config_names
+from pytest_groove.engine.searcher import (
     EngineOpener,
     RetrieverSearcher,
     Searcher,
     closing_searcher,
     open_engine_searcher,
 )
+from pytest_groove.errors import IndexMissing, spell_flags
+from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
+from pytest_groove.evaluation.gate.compare import color_enabled
+from pytest_groove.evaluation.lifecycle import begin_evaluation
+from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
+from pytest_groove.evaluation.reports.json_report import dumps_json_report
+from pytest_groove.text.console import write_json
 
 PROG = "groove eval"
 
@@ -102,7 +102,7 @@ def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Searche
     """The ``--retriever``, else the built-in engine (refreshed unless ``--no-reindex``)."""
     options = plan.options
     if options.retriever is not None:
-        from pytest_groove.search.retriever import retriever_for_run
+        from pytest_groove.search.retrievers.external import retriever_for_run
 
         retriever = retriever_for_run(options, plan.kb)
         assert retriever is not None
@@ -182,7 +182,7 @@ def run(
 ) -> int:
     """Execute ``groove eval`` for parsed ``args``; returns the exit status.
 
-    ``open_engine`` replaces :func:`pytest_groove.engine.open_engine` (tests).
+    ``open_engine`` replaces :func:`pytest_groove.engine.builtin.open_engine` (tests).
     """
 
     def body(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

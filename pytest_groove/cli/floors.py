@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import check_kb, run_reporting_errors
-from pytest_groove.list_values import ascii_float
+from pytest_groove.text.list_values import ascii_float
 
 PROG = "groove floors"
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
 def _floors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pytest_groove.evaluation.floor_raise import apply_raise, floor_text, plan_raise
-    from pytest_groove.evaluation.run import display_timestamp
+    from pytest_groove.evaluation.runs.record import display_timestamp
 
     check_kb(args.kb_path)
     act = apply_raise if args.raise_floors else plan_raise

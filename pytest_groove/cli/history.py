@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import check_kb, run_reporting_errors
-from pytest_groove.console import write_json
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.compare import Thresholds, compare, fingerprint_difference
-from pytest_groove.evaluation.history import (
+from pytest_groove.evaluation.gate.compare import Thresholds, compare, fingerprint_difference
+from pytest_groove.evaluation.gate.verdict import comparison_verdicts, removed_answer_failures
+from pytest_groove.evaluation.history.file import (
     choose_baseline,
     find_run,
     freeze_run,
@@ -36,13 +36,13 @@ from pytest_groove.evaluation.history import (
     load_history,
     run_label,
 )
-from pytest_groove.evaluation.history_save import delete_run
-from pytest_groove.evaluation.history_trust import untrusted
-from pytest_groove.evaluation.metric_table import aggregate_summary
-from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
-from pytest_groove.evaluation.report_text import render_text
-from pytest_groove.evaluation.run import RunRecord, aggregate_to_json, display_timestamp
-from pytest_groove.evaluation.verdict import comparison_verdicts, removed_answer_failures
+from pytest_groove.evaluation.history.save import delete_run
+from pytest_groove.evaluation.reports.json_report import build_json_report, dumps_json_report
+from pytest_groove.evaluation.reports.text_report import render_text
+from pytest_groove.evaluation.runs.record import RunRecord, aggregate_to_json, display_timestamp
+from pytest_groove.evaluation.runs.trust import untrusted
+from pytest_groove.scoring.metric_table import aggregate_summary
+from pytest_groove.text.console import write_json
 
 PROG = "groove history"
 
@@ -151,7 +151,7 @@ def _runs(args: argparse.Namespace, err: TextIO) -> tuple[Path, list[RunRecord]]
 
 def _thresholds(args: argparse.Namespace) -> Thresholds:
     """The KB's ``[eval].regression_threshold`` (what its gate uses)."""
-    from pytest_groove.config import load_settings
+    from pytest_groove.settings.config import load_settings
 
     return Thresholds(load_settings(_kb(args), None).eval.regression_threshold)
 
@@ -210,7 +210,7 @@ def _list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _color(args: argparse.Namespace, out: TextIO) -> bool:
-    from pytest_groove.evaluation.compare import color_enabled
+    from pytest_groove.evaluation.gate.compare import color_enabled
 
     return color_enabled(bool(getattr(args, "no_color", False)), out)
 

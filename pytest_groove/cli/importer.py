@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import run_reporting_errors
-from pytest_groove.paths import check_os_path
+from pytest_groove.files.paths import check_os_path
 
 PROG = "groove import"
 

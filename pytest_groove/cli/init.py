@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import check_kb, run_reporting_errors
-from pytest_groove.config import CONFIG_FILE_NAME, Settings
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME
+from pytest_groove.evaluation.golden.file import DEFAULT_GOLDEN_NAME
 from pytest_groove.evaluation.starter import (
     golden_starter,
     missing_gitignore_lines,
@@ -25,6 +24,7 @@ from pytest_groove.evaluation.starter import (
     toml_starter,
 )
 from pytest_groove.files.atomic import open_new
+from pytest_groove.settings.config import CONFIG_FILE_NAME, Settings
 
 PROG = "groove init"
 

@@ -31,8 +31,8 @@ from pytest_groove.cli.args import (
 from pytest_groove.errors import IndexMissing, spell_flags
 
 if TYPE_CHECKING:
-    from pytest_groove.config import SearchSettings
     from pytest_groove.evaluation.plan import EvalPlan
+    from pytest_groove.settings.config import SearchSettings
     from pytest_groove.tune.sweep import CandidateSource, MetricTable, Preflight
 
 PROG = "groove tune"
@@ -92,7 +92,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 def tune_k_values(k_values: Sequence[int]) -> tuple[int, ...]:
     """The eval normalisation plus k=5, which the primary metric and threshold need."""
-    from pytest_groove.config import normalise_k_values
+    from pytest_groove.settings.config import normalise_k_values
     from pytest_groove.tune.decide import PRIMARY_K
 
     return normalise_k_values((*k_values, PRIMARY_K))
@@ -156,9 +156,9 @@ class _TuneSetup:
 
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # heavy imports (numpy tables, the engine) only once a run really starts
-    from pytest_groove.engine import open_engine
-    from pytest_groove.engine_names import check_config_names
-    from pytest_groove.index_command import missing_index
+    from pytest_groove.engine.builtin import open_engine
+    from pytest_groove.engine.index_command import missing_index
+    from pytest_groove.engine.names import check_config_names
     from pytest_groove.tune.golden_check import check_golden_against_index
     from pytest_groove.tune.sweep import build_metric_table
 
@@ -193,8 +193,8 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _setup(args: argparse.Namespace, err: TextIO) -> _TuneSetup:
     """Settings (as ``groove eval`` resolves them, with notes), golden set, k values, limit."""
-    from pytest_groove.config import SEARCH_LIMIT_MAX
     from pytest_groove.evaluation.plan import plan_evaluation
+    from pytest_groove.settings.config import SEARCH_LIMIT_MAX
     from pytest_groove.tune.plot import check_plot_target
 
     kb: Path = args.kb_path
@@ -282,8 +282,8 @@ def _report(
     err: TextIO,
 ) -> None:
     """The verdict on stdout, then the heatmap and the cost split on stderr."""
-    from pytest_groove.console import write_json
-    from pytest_groove.evaluation.compare import color_enabled
+    from pytest_groove.evaluation.gate.compare import color_enabled
+    from pytest_groove.text.console import write_json
     from pytest_groove.tune.plot import write_heatmap
     from pytest_groove.tune.report import analyse, render_json, render_text
 

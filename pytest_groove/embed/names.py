@@ -1,7 +1,7 @@
 """Embedder names: the default model, the index directory of a name, HTTP endpoints.
 
 Standard library only, and importing no other embedder module, so both the registry
-and the HTTP backend (and ``config.py``, for the default) can use it without
+and the HTTP backend (and ``settings/config.py``, for the default) can use it without
 importing each other.
 
 :func:`model_slug` turns an embedder's name into the directory name of its index

@@ -24,15 +24,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_groove.engine.searcher import Searcher
 from pytest_groove.errors import Door, GrooveError, flag, spell_flags, spell_flags_within
-from pytest_groove.evaluation.compare import (
+from pytest_groove.evaluation.gate.compare import (
     Comparison,
     compare,
     project_baseline,
 )
-from pytest_groove.evaluation.corpus_files import with_document_digests
-from pytest_groove.evaluation.findings import findings_warning
-from pytest_groove.evaluation.gate_policy import (
+from pytest_groove.evaluation.gate.policy import (
     failed_baseline_warning,
     floors_message,
     gate_record,
@@ -41,26 +40,27 @@ from pytest_groove.evaluation.gate_policy import (
     significance_phrase,
     unconfirmed_note,
 )
-from pytest_groove.evaluation.gate_record import loosened_warning
-from pytest_groove.evaluation.history import BaselineChoice, StagedSave, stage_save
+from pytest_groove.evaluation.gate.verdict import (
+    RunVerdicts,
+    comparison_verdicts,
+    removed_answer_failures,
+)
+from pytest_groove.evaluation.history.file import BaselineChoice, StagedSave, stage_save
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
-from pytest_groove.evaluation.records import GoldenQuery, GoldenSet
-from pytest_groove.evaluation.report_json import build_json_report, dumps_json_report
-from pytest_groove.evaluation.report_text import NEXT_RUN_HINT, render_text
-from pytest_groove.evaluation.run import (
+from pytest_groove.evaluation.reports.json_report import build_json_report, dumps_json_report
+from pytest_groove.evaluation.reports.text_report import NEXT_RUN_HINT, render_text
+from pytest_groove.evaluation.runs.corpus_files import with_document_digests
+from pytest_groove.evaluation.runs.findings import findings_warning
+from pytest_groove.evaluation.runs.gate_record import loosened_warning
+from pytest_groove.evaluation.runs.record import (
     Finding,
     QueryResult,
     RunRecord,
     build_run,
     display_timestamp,
 )
-from pytest_groove.evaluation.verdict import (
-    RunVerdicts,
-    comparison_verdicts,
-    removed_answer_failures,
-)
-from pytest_groove.search.searcher import Searcher
+from pytest_groove.scoring.records import GoldenQuery, GoldenSet
 
 
 @dataclass(frozen=True)
@@ -559,7 +559,7 @@ def _write_html(
     verdicts: RunVerdicts | None = None,
 ) -> str | None:
     # imported here: the module is only needed when the report is asked for
-    from pytest_groove.evaluation.report_html import write_html_report
+    from pytest_groove.evaluation.reports.html_report import write_html_report
 
     try:
         write_html_report(path, run, comparison, history, title=title, verdicts=verdicts)
@@ -573,7 +573,7 @@ def _write_html(
 def _write_trec(path: Path, what: str, run: RunRecord, golden: Sequence[GoldenQuery]) -> str | None:
     # the qrels come from the run's queries too: a subset run's files then judge the
     # same queries our averages do; their qids are the whole golden set's
-    from pytest_groove.interop.trec import write_trec_qrels, write_trec_run
+    from pytest_groove.evaluation.reports.trec import write_trec_qrels, write_trec_run
 
     try:
         if what == "run":

@@ -30,10 +30,15 @@ from typing import Any
 import tomlkit
 from tomlkit.items import String
 
-from pytest_groove.config import config_text, read_config_bytes, settings_from
 from pytest_groove.embed.names import model_slug
 from pytest_groove.errors import GrooveError, UsageError, clip, clip_path
-from pytest_groove.evaluation.floors import (
+from pytest_groove.evaluation.golden.file import golden_hash, resolve_golden_path
+from pytest_groove.evaluation.history.file import history_path, load_history
+from pytest_groove.evaluation.runs.record import Fingerprint, RunRecord, format_timestamp
+from pytest_groove.evaluation.runs.trust import trusted_runs
+from pytest_groove.files.atomic import write_atomic
+from pytest_groove.files.guarded_io import GOLDEN_CAP, read_guarded
+from pytest_groove.scoring.floors import (
     FLOORS_EXAMPLE,
     FloorError,
     Floors,
@@ -41,14 +46,9 @@ from pytest_groove.evaluation.floors import (
     parse_floors,
     read_floors_setting,
 )
-from pytest_groove.evaluation.golden import golden_hash, resolve_golden_path
-from pytest_groove.evaluation.guarded_io import GOLDEN_CAP, read_guarded
-from pytest_groove.evaluation.history import history_path, load_history
-from pytest_groove.evaluation.history_trust import trusted_runs
-from pytest_groove.evaluation.metric_table import unasked_optional
-from pytest_groove.evaluation.run import Fingerprint, RunRecord, format_timestamp
-from pytest_groove.files.atomic import write_atomic
-from pytest_groove.settings import Settings
+from pytest_groove.scoring.metric_table import unasked_optional
+from pytest_groove.settings.config import config_text, read_config_bytes, settings_from
+from pytest_groove.settings.records import Settings
 
 #: floors are raised to a multiple of this, rounded down
 DEFAULT_STEP = 0.01

@@ -2,7 +2,7 @@
 
 - :func:`~pytest_groove.evaluation.plan.plan_evaluation` checks the options, the
   config and the golden file (no index, no search);
-- :func:`begin_evaluation`, given a :class:`~pytest_groove.search.searcher.Searcher`,
+- :func:`begin_evaluation`, given a :class:`~pytest_groove.engine.searcher.Searcher`,
   checks the golden set against what the searcher can answer with, builds the run
   fingerprint, reads the history and picks the baseline -- the point after which
   searching is worth it;
@@ -22,27 +22,27 @@ import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_groove.engine.searcher import Searcher, SearcherIdentity
 from pytest_groove.errors import clip
-from pytest_groove.evaluation.compare import match_queries, query_regressed
-from pytest_groove.evaluation.corpus_files import DIGEST_CHARS, CorpusDelta, document_digests
-from pytest_groove.evaluation.expected_check import (
+from pytest_groove.evaluation.gate.baseline import BaselineChoice, find_run, pick_baseline
+from pytest_groove.evaluation.gate.compare import match_queries, query_regressed
+from pytest_groove.evaluation.gate.verdict import QueryVerdict, query_verdict
+from pytest_groove.evaluation.golden.expected_check import (
     check_before_search,
     unindexed_paths,
     unmatched_headings,
 )
-from pytest_groove.evaluation.history_baseline import BaselineChoice, find_run, pick_baseline
-from pytest_groove.evaluation.history_trust import refuse_untrusted, trusted_runs, untrusted
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
-from pytest_groove.evaluation.records import GoldenQuery
-from pytest_groove.evaluation.run import (
+from pytest_groove.evaluation.runs.corpus_files import DIGEST_CHARS, CorpusDelta, document_digests
+from pytest_groove.evaluation.runs.record import (
     Fingerprint,
     QueryResult,
     evaluate_query,
     format_timestamp,
 )
-from pytest_groove.evaluation.verdict import QueryVerdict, query_verdict
-from pytest_groove.kb.unindexed import why_not_indexed
-from pytest_groove.search.searcher import Searcher, SearcherIdentity
+from pytest_groove.evaluation.runs.trust import refuse_untrusted, trusted_runs, untrusted
+from pytest_groove.kb.source.unindexed import why_not_indexed
+from pytest_groove.scoring.records import GoldenQuery
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The first step of every evaluation: from the options a door was given to a plan.
 
 Both doors -- the pytest plugin and ``groove eval`` -- read their flags into one
-:class:`~pytest_groove.options.RunOptions` and call :func:`plan_evaluation`, which
+:class:`~pytest_groove.settings.options.RunOptions` and call :func:`plan_evaluation`, which
 checks every precondition that needs no index and no search, once: the option
 combinations, the HTML extra, ``groove.toml``, the k values and the limit, the
 thresholds, the golden file.  A refusal is a :class:`UsageError` or
@@ -24,7 +24,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_groove.config import (
+from pytest_groove.engine.names import check_flag_names
+from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
+from pytest_groove.evaluation.gate.compare import ThresholdError, Thresholds, parse_thresholds
+from pytest_groove.evaluation.gate.policy import GatePlan, resolve_gate
+from pytest_groove.evaluation.gate.query_names import shared_id_warnings
+from pytest_groove.evaluation.golden.file import GoldenMissing, load_golden, resolve_golden_path
+from pytest_groove.evaluation.history.file import find_run, history_path, load_history
+from pytest_groove.evaluation.reports.targets import check_report_targets
+from pytest_groove.evaluation.runs.record import RunRecord
+from pytest_groove.evaluation.runs.trust import untrusted_warnings
+from pytest_groove.files.guarded_io import HISTORY_CAP, ReadRefused
+from pytest_groove.scoring.metric_table import unasked_optional
+from pytest_groove.scoring.records import GoldenSet
+from pytest_groove.settings.config import (
     SEARCH_LIMIT_MAX,
     SearchOverrides,
     Settings,
@@ -33,20 +46,7 @@ from pytest_groove.config import (
     normalise_k_values,
     with_overrides,
 )
-from pytest_groove.engine_names import check_flag_names
-from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
-from pytest_groove.evaluation.compare import ThresholdError, Thresholds, parse_thresholds
-from pytest_groove.evaluation.gate_policy import GatePlan, resolve_gate
-from pytest_groove.evaluation.golden import GoldenMissing, load_golden, resolve_golden_path
-from pytest_groove.evaluation.guarded_io import HISTORY_CAP, ReadRefused
-from pytest_groove.evaluation.history import find_run, history_path, load_history
-from pytest_groove.evaluation.history_trust import untrusted_warnings
-from pytest_groove.evaluation.metric_table import unasked_optional
-from pytest_groove.evaluation.query_names import shared_id_warnings
-from pytest_groove.evaluation.records import GoldenSet
-from pytest_groove.evaluation.report_targets import check_report_targets
-from pytest_groove.evaluation.run import RunRecord
-from pytest_groove.options import RunOptions, contradiction
+from pytest_groove.settings.options import RunOptions, contradiction
 
 #: the note printed (after a ``prog: `` prefix) when the limit is lowered to the cap
 LIMIT_CAP_NOTE = "note: limit {requested} exceeds the retrieval cap; using {cap}"
@@ -94,7 +94,7 @@ HTTP_ONLY_OPTIONS = (("retriever-timeout", "timeout"), ("retriever-token-env", "
 def _python_retriever(options: RunOptions, retriever_hook: bool) -> str | None:
     """How a message names the Python retriever this run measures; None when it
     measures an http:// one or none (a hook's answer is a Python object)."""
-    from pytest_groove.search.retriever_spec import is_url
+    from pytest_groove.settings.retriever_spec import is_url
 
     if options.retriever is not None:
         return None if is_url(options.retriever) else options.retriever
@@ -151,7 +151,7 @@ def retriever_notes(options: RunOptions, settings: Settings, retriever_hook: boo
     if "timeout" in configured:
         return notes
     # imported here: the HTTP client stays unloaded in a run that measures no service
-    from pytest_groove.search.retriever_http import TIMEOUT_ENV
+    from pytest_groove.search.retrievers.http import TIMEOUT_ENV
 
     if os.environ.get(TIMEOUT_ENV, "").strip():
         notes.append(
@@ -240,7 +240,7 @@ def check_option_combinations(options: RunOptions) -> None:
         raise UsageError(refusal)
     if options.html is not None:
         # before any index work or search: a missing extra should not cost a run
-        from pytest_groove.evaluation.report_html import check_html_available
+        from pytest_groove.evaluation.reports.html_report import check_html_available
 
         check_html_available(flag("html"))
 

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_groove.config import Settings
-from pytest_groove.evaluation.history_format import BACKUP_MARK, HISTORY_FILE_NAME
-from pytest_groove.kb.beneath import Skipped, open_root, read_beneath
-from pytest_groove.kb.markdown import MERGE_THRESHOLD_BYTES, merged_headings, parse_markdown
-from pytest_groove.kb.walk import collect_files
+from pytest_groove.evaluation.history.format import BACKUP_MARK, HISTORY_FILE_NAME
+from pytest_groove.files.beneath import Skipped, open_root, read_beneath
+from pytest_groove.kb.source.markdown import MERGE_THRESHOLD_BYTES, merged_headings, parse_markdown
+from pytest_groove.kb.source.walk import collect_files
+from pytest_groove.settings.config import Settings
 
 #: the most documents listed in the golden file's comments (a big KB gets a note)
 MAX_LISTED_DOCUMENTS = 200
@@ -46,7 +46,7 @@ def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
     """The KB's indexable Markdown documents and their headings (at most
     :data:`MAX_LISTED_DOCUMENTS`), and how many documents there are in all.
 
-    The walk stops (one :class:`~pytest_groove.kb.walk.TooManyEntries` line) after
+    The walk stops (one :class:`~pytest_groove.kb.source.walk.TooManyEntries` line) after
     :data:`MAX_WALKED_ENTRIES` entries.  Each document is read below the KB without
     following links, as the indexer reads it, so a file swapped for a link to
     something outside never lends its headings to the starter file.

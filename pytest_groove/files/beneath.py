@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.errors import GrooveError, clip_path, flag
-from pytest_groove.resource_limits import RESOURCE_ERRNOS
+from pytest_groove.files.resource_limits import RESOURCE_ERRNOS
 
 _HAS_DIR_FD = os.open in os.supports_dir_fd and os.scandir in os.supports_fd
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -33,13 +33,13 @@ from typing import Any, BinaryIO
 import yaml
 
 from pytest_groove.errors import GrooveError, clip, clip_path
-from pytest_groove.evaluation.golden import DEFAULT_GOLDEN_NAME, MAX_GRADE
-from pytest_groove.evaluation.guarded_io import GOLDEN_CAP
+from pytest_groove.evaluation.golden.file import DEFAULT_GOLDEN_NAME, MAX_GRADE
 from pytest_groove.files.atomic import write_atomic_with
-from pytest_groove.kb.markdown import FRONTMATTER_FENCE
-from pytest_groove.kb.read_files import FILE_SIZE_CAP
-from pytest_groove.path_limits import locale_refusal
-from pytest_groove.search.exclusion import split_exclusions
+from pytest_groove.files.guarded_io import GOLDEN_CAP
+from pytest_groove.files.path_limits import locale_refusal
+from pytest_groove.kb.source.markdown import FRONTMATTER_FENCE
+from pytest_groove.kb.source.read_files import FILE_SIZE_CAP
+from pytest_groove.search.query.exclusion import split_exclusions
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -392,7 +392,7 @@ def golden_text(
     file for it.
     """
     not_written = not_written or {}
-    from pytest_groove.evaluation.golden import query_text_problem
+    from pytest_groove.evaluation.golden.file import query_text_problem
 
     entries: list[dict[str, Any]] = []
     for query in queries:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 
-from pytest_groove.config import IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import clip, clip_path, flag
 from pytest_groove.kb.index_group import IndexReport
-from pytest_groove.kb.store import Store
+from pytest_groove.kb.store.database import Store
+from pytest_groove.settings.config import IndexSettings
 
 #: index metadata: the ``exclude_headings`` the chunks were cut with (JSON list)
 EXCLUDE_HEADINGS_META = "exclude_headings"

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from pytest_groove.embed.base import Embedder
 from pytest_groove.kb.notes import note_text
-from pytest_groove.kb.quality import quality_score, token_count
-from pytest_groove.kb.records import ParsedDocument
-from pytest_groove.kb.store import DocumentWrite, Store, term_fields
+from pytest_groove.kb.source.quality import quality_score, token_count
+from pytest_groove.kb.source.records import ParsedDocument
+from pytest_groove.kb.store.database import DocumentWrite, Store, term_fields
 
 
 @dataclass

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_groove.config import DEFAULT_VECTOR_INDEX, IndexSettings
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import (
     GrooveError,
@@ -31,33 +30,34 @@ from pytest_groove.errors import (
     IndexUnwritable,
     clip_path,
 )
-from pytest_groove.kb.beneath import index_folder_beneath
+from pytest_groove.files.beneath import index_folder_beneath
+from pytest_groove.files.seal import is_vouched
 from pytest_groove.kb.build_record import (
     context_mode_for,
     rebuild_reason,
     record_build,
     resolve_context_mode,
 )
-from pytest_groove.kb.cache_check import check_caches, remove_caches
-from pytest_groove.kb.cache_seal import is_vouched
+from pytest_groove.kb.derived.cache_check import check_caches, remove_caches
+from pytest_groove.kb.derived.note_index import note_index_for, rows_path
+from pytest_groove.kb.derived.vector_cache import cache_path
+from pytest_groove.kb.derived.vectors import VectorIndex
+from pytest_groove.kb.derived.word_index import refresh_word_index
 from pytest_groove.kb.heap import return_freed_memory
-from pytest_groove.kb.index_damage import check_database, clear_damage_records, record_checked
-from pytest_groove.kb.index_faults import index_dir_faults, index_faults
-from pytest_groove.kb.index_files import clear_planted
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import Progress, ScannedFile, WriteGroup
-from pytest_groove.kb.index_lock import LOCK_FILE_NAME, index_lock, probe_lock_file
-from pytest_groove.kb.note_index import note_index_for, rows_path
 from pytest_groove.kb.notes import note_text_of
-from pytest_groove.kb.parse import ParseFailure, parse_document
-from pytest_groove.kb.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
-from pytest_groove.kb.read_files import read_collected
-from pytest_groove.kb.records import ParsedDocument
-from pytest_groove.kb.store import DB_FILE_NAME, DB_FILE_NAMES, Store
-from pytest_groove.kb.vector_cache import cache_path
-from pytest_groove.kb.vectors import VectorIndex
-from pytest_groove.kb.walk import collect_files
-from pytest_groove.kb.word_index import refresh_word_index
+from pytest_groove.kb.source.parse import ParseFailure, parse_document
+from pytest_groove.kb.source.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
+from pytest_groove.kb.source.read_files import read_collected
+from pytest_groove.kb.source.records import ParsedDocument
+from pytest_groove.kb.source.walk import collect_files
+from pytest_groove.kb.store.damage import check_database, clear_damage_records, record_checked
+from pytest_groove.kb.store.database import DB_FILE_NAME, DB_FILE_NAMES, Store
+from pytest_groove.kb.store.faults import index_dir_faults, index_faults
+from pytest_groove.kb.store.files import clear_planted
+from pytest_groove.kb.store.lock import LOCK_FILE_NAME, index_lock, probe_lock_file
+from pytest_groove.settings.config import DEFAULT_VECTOR_INDEX, IndexSettings
 
 GROOVE_DIR_NAME = ".groove"
 
@@ -86,7 +86,7 @@ def index_kb(
     ``note_vectors``: it reads the note vectors (note order), so the index must keep
     them (embedded from the stored titles and openings the first time).
     ``vector_caches``: the faiss caches the search configuration opens, brought up to
-    date here (:mod:`~pytest_groove.kb.vector_cache`) so the next search reads them.
+    date here (:mod:`~pytest_groove.kb.derived.vector_cache`) so the next search reads them.
     """
     wants = _Wants(term_table, note_vectors, vector_caches)
     started = time.monotonic()
@@ -369,7 +369,7 @@ def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
     index is dropped, so the two are never held at once.
     """
     directory, centre, kind = store.path.parent, caches.centre, caches.kind
-    # a cache is current when its seal vouches for it (kb/cache_seal.py)
+    # a cache is current when its seal vouches for it (files/seal.py)
     if not is_vouched(cache_path(store, directory, centre=centre, kind=kind, notes=False)):
         # made (or updated) and written; dropped before anything else is made (a
         # flat one stays mapped, and the note rows and the search reuse that mapping)

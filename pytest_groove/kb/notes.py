@@ -1,7 +1,7 @@
 """The note vector: one embedding per document, of its title and opening section.
 
 Search orders *notes* by chunk vectors that carry their note's vector
-(:mod:`pytest_groove.search.notes`): a section's own text often leaves implicit
+(:mod:`pytest_groove.search.pipeline.notes`): a section's own text often leaves implicit
 what the note is about (a backup note's sections never say "database"), and the
 title with the note's opening says it.  Embedding the breadcrumb with every chunk
 says it too, but costs a second embedding per chunk; this costs one per note.
@@ -20,7 +20,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from pytest_groove.kb.records import ParsedDocument
+from pytest_groove.kb.source.records import ParsedDocument
 
 
 def note_text(doc: ParsedDocument) -> str:

@@ -17,7 +17,8 @@ the ``groove_kb`` ini key) -- registers hook objects by role:
 With neither set, nothing else happens: no marker, no collection, no files read or
 written.  The package's modules:
 
-- ``options``: the pytest spelling of the shared option table (:mod:`pytest_groove.options`);
+- ``options``: the pytest spelling of the shared option table
+  (:mod:`pytest_groove.settings.options`);
 - ``hookspecs``: the hooks a ``conftest.py`` can implement;
 - ``runner``, ``collection``, ``items``, ``retriever``, ``controller``, ``unscored``,
   ``xdist``, ``output``: the active plugin, by role.

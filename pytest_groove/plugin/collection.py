@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from pytest_groove.errors import GrooveError, clip
-from pytest_groove.evaluation.records import GoldenSet
 from pytest_groove.plugin.items import GROOVE_MARKER, GrooveGoldenFile, QueryRunner, tag_marker
+from pytest_groove.scoring.records import GoldenSet
 
 #: set when ``--groove-kb`` without paths made the golden file pytest's only argument
 GOLDEN_ONLY_KEY = pytest.StashKey[bool]()

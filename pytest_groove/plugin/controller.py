@@ -52,11 +52,13 @@ from typing import Any
 
 import pytest
 
+from pytest_groove.engine.searcher import RetrieverSearcher
 from pytest_groove.errors import GrooveError, spell_flags
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
-from pytest_groove.evaluation.run import QueryResult, RecordFormatError
+from pytest_groove.evaluation.runs.record import QueryResult, RecordFormatError
+from pytest_groove.files.resource_limits import limits_as_errors
 from pytest_groove.plugin.items import GrooveQueryItem
 from pytest_groove.plugin.output import StdoutGuard
 from pytest_groove.plugin.runner import (
@@ -77,8 +79,6 @@ from pytest_groove.plugin.unscored import (
     nothing_ran_line,
     stopped_line,
 )
-from pytest_groove.resource_limits import limits_as_errors
-from pytest_groove.search.searcher import RetrieverSearcher
 
 CONTROLLER_NAME = "groove-controller"
 JUNIT_NAMES_NAME = "groove-junit-names"

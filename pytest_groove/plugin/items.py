@@ -20,11 +20,11 @@ from typing import Any, Protocol
 import pytest
 
 from pytest_groove.errors import GrooveError, StopsTheRun
-from pytest_groove.evaluation.golden import marker_name_for_tag, node_ids
-from pytest_groove.evaluation.metric_table import query_summary
-from pytest_groove.evaluation.metrics import expected_ranks, is_miss
-from pytest_groove.evaluation.records import GoldenQuery, GoldenSet
-from pytest_groove.evaluation.run import QueryResult
+from pytest_groove.evaluation.golden.file import marker_name_for_tag, node_ids
+from pytest_groove.evaluation.runs.record import QueryResult
+from pytest_groove.scoring.metric_table import query_summary
+from pytest_groove.scoring.metrics import expected_ranks, is_miss
+from pytest_groove.scoring.records import GoldenQuery, GoldenSet
 from pytest_groove.search.hits import hit_label
 
 

@@ -8,7 +8,7 @@ value raises :class:`pytest.UsageError` naming the key.  Either way pytest exits
 status 4 and one line, never a traceback.
 
 The options themselves -- names, checks, help -- are the shared table in
-:mod:`pytest_groove.options`; this module only spells them the pytest way and reads
+:mod:`pytest_groove.settings.options`; this module only spells them the pytest way and reads
 them back.  Import-light on purpose: it is imported by ``pytest_addoption`` in every
 pytest run where the plugin is installed, so it needs nothing beyond the standard
 library and pytest.
@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import pytest
 
-from pytest_groove.options import (
+from pytest_groove.settings.options import (
     GATE_OPTIONS,
     LIST_KINDS,
     OPTIONS,
@@ -265,7 +265,7 @@ def _typed(config: pytest.Config, option: Option) -> bool:
 def _check_html(config: pytest.Config) -> None:
     """The HTML report needs the ``plots`` extra: say so now, before any search."""
     from pytest_groove.errors import GrooveError
-    from pytest_groove.evaluation.report_html import check_html_available
+    from pytest_groove.evaluation.reports.html_report import check_html_available
 
     option = OPTIONS_BY_NAME["html"]
     name = option.pytest_flag if _cli_value(config, option) is not None else option.ini_key

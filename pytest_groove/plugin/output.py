@@ -27,8 +27,8 @@ from typing import Any, Protocol, TextIO, cast
 
 import pytest
 
-from pytest_groove.console import fd_is_open, guarded_text_stream, output_failure
 from pytest_groove.errors import OutputFailed
+from pytest_groove.text.console import fd_is_open, guarded_text_stream, output_failure
 
 
 class _Stream(Protocol):

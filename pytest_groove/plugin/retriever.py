@@ -8,7 +8,7 @@ Precedence, so that what is typed wins over what is in files:
    ini file -- both are files, so having both is a usage error naming each;
 3. neither: the built-in search.
 
-Either way the object is wrapped by :mod:`pytest_groove.search.retriever`, the library
+Either way the object is wrapped by :mod:`pytest_groove.search.retrievers.external`, the library
 both doors share, which normalises hits (LangChain ``Document`` s, LlamaIndex
 ``NodeWithScore`` s, Qdrant points, Chroma results, dicts, objects) and makes their
 paths KB-relative.
@@ -29,8 +29,8 @@ import pytest
 from pytest_groove.errors import GrooveError
 
 if TYPE_CHECKING:
-    from pytest_groove.options import RunOptions
-    from pytest_groove.search.retriever import ExternalRetriever
+    from pytest_groove.search.retrievers.external import ExternalRetriever
+    from pytest_groove.settings.options import RunOptions
 
 
 def hook_files(config: pytest.Config) -> str:
@@ -57,14 +57,14 @@ def _call_hook(config: pytest.Config, quiet: Callable[[], Any]) -> Any:
     except GrooveError:
         raise
     except Exception as exc:  # the user's hook: building a retriever can fail in any way
-        from pytest_groove.search.retriever_http import one_line
+        from pytest_groove.search.retrievers.http import one_line
 
         raise GrooveError(
             f"retriever hook pytest_groove_retriever in {hook_files(config)} failed: "
             f"{type(exc).__name__}: {one_line(exc)}"
         ) from None
     except SystemExit as exc:
-        from pytest_groove.search.retriever import exited
+        from pytest_groove.search.retrievers.external import exited
 
         raise GrooveError(
             exited(f"hook pytest_groove_retriever in {hook_files(config)}", exc, "building it")
@@ -94,13 +94,13 @@ def plugin_retriever(
     # imported here: the plugin module stays pytest + stdlib at import time
     from dataclasses import replace
 
-    from pytest_groove.options import RunOptions
-    from pytest_groove.search.retriever import (
+    from pytest_groove.search.retrievers.external import (
         from_object,
         hit_keys,
         retriever_for_run,
         user_prints_to_stderr,
     )
+    from pytest_groove.settings.options import RunOptions
 
     if run is None:
         from pytest_groove.plugin.options import read_options
@@ -132,7 +132,7 @@ def plugin_retriever(
 def _spec_from_hook(config: pytest.Config, answer: str | bytes) -> str:
     """The line for a hook that returned a spec's text instead of the retriever."""
     from pytest_groove.errors import clip
-    from pytest_groove.search.retriever_spec import spec_problem
+    from pytest_groove.settings.retriever_spec import spec_problem
 
     text = answer if isinstance(answer, str) else answer.decode("utf-8", "replace")
     spec = text.strip() if spec_problem(text) is None else "MODULE:ATTR"

@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_groove.engine_names import check_config_names
+from pytest_groove.engine.names import check_config_names
+from pytest_groove.engine.searcher import (
+    RetrieverSearcher,
+    Searcher,
+    open_engine_searcher,
+)
 from pytest_groove.errors import (
     GrooveError,
     IndexCorrupt,
@@ -39,12 +44,12 @@ from pytest_groove.errors import (
     StopsTheRun,
     spell_flags,
 )
-from pytest_groove.evaluation.golden import node_ids
+from pytest_groove.evaluation.golden.file import node_ids
 from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
-from pytest_groove.evaluation.records import GoldenQuery
-from pytest_groove.evaluation.run import QueryResult
-from pytest_groove.paths import resolve_path
+from pytest_groove.evaluation.runs.record import QueryResult
+from pytest_groove.files.paths import resolve_path
+from pytest_groove.files.resource_limits import ResourceLimit, limits_as_errors
 from pytest_groove.plugin.collection import (
     GOLDEN_ONLY_KEY,
     GoldenCollector,
@@ -56,17 +61,12 @@ from pytest_groove.plugin.collection import (
 from pytest_groove.plugin.items import GrooveQueryItem
 from pytest_groove.plugin.options import PluginOptions
 from pytest_groove.plugin.retriever import plugin_retriever
-from pytest_groove.resource_limits import ResourceLimit, limits_as_errors
-from pytest_groove.search.searcher import (
-    RetrieverSearcher,
-    Searcher,
-    open_engine_searcher,
-)
+from pytest_groove.scoring.records import GoldenQuery
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
-    from pytest_groove.options import RunOptions
-    from pytest_groove.search.retriever import ExternalRetriever
+    from pytest_groove.search.retrievers.external import ExternalRetriever
+    from pytest_groove.settings.options import RunOptions
 
 RUNNER_NAME = "groove-runner"
 COLLECTOR_NAME = "groove-collector"
@@ -101,7 +101,7 @@ def usage_message(exc: GrooveError, plan: EvalPlan | None = None) -> str:
     is this run's (KB and model)."""
     message = pytest_message(exc)
     if plan is not None:
-        from pytest_groove.index_command import with_index_commands
+        from pytest_groove.engine.index_command import with_index_commands
 
         message = with_index_commands(message, plan.kb, plan.options)
     return message
@@ -134,9 +134,9 @@ def activate(config: pytest.Config, options: PluginOptions) -> ProcessRunner:
 
 def _check_index_exists(plan: EvalPlan, embedder_name: str) -> None:
     """``--groove-no-reindex``: the index must be there already."""
-    from pytest_groove.engine import index_dir_for
-    from pytest_groove.index_command import index_command
-    from pytest_groove.kb.store import DB_FILE_NAME
+    from pytest_groove.engine.builtin import index_dir_for
+    from pytest_groove.engine.index_command import index_command
+    from pytest_groove.kb.store.database import DB_FILE_NAME
 
     db = index_dir_for(plan.kb, plan.settings, embedder_name) / DB_FILE_NAME
     if not db.is_file():
@@ -391,7 +391,7 @@ class ProcessRunner:
         # the query's verdict: the same metrics, values and causes the reports show
         verdict = evaluation.query_verdict(position, result)
         parts = [f"{m.label} {m.before:.2f} -> {m.after:.2f}" for m in verdict.regressed]
-        from pytest_groove.evaluation.explain_text import causes
+        from pytest_groove.evaluation.reports.explain_text import causes
 
         return (
             f"golden query {name!r} regressed by more than "
@@ -402,7 +402,7 @@ class ProcessRunner:
     def miss_causes(self, position: int, result: QueryResult) -> list[str]:
         """Why a missed query missed, as the reports say it (what displaced the answer,
         an expected document removed or renamed since the baseline run)."""
-        from pytest_groove.evaluation.explain_text import causes
+        from pytest_groove.evaluation.reports.explain_text import causes
 
         return causes(self._ready().query_verdict(position, result))
 
@@ -410,7 +410,7 @@ class ProcessRunner:
         """The query's metrics as JUnit ``<properties>`` (only with the ini switch)."""
         if not self.plan.options.junit_properties:
             return []
-        from pytest_groove.evaluation.metric_table import junit_properties
+        from pytest_groove.scoring.metric_table import junit_properties
 
         return [*junit_properties(result.metrics, self.plan.k_values)]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_groove.engine.searcher import NOT_RECORDED
 from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.plugin.runner import PROG
-from pytest_groove.search.searcher import NOT_RECORDED
 
 
 def gates_asked(plan: EvalPlan) -> list[str]:

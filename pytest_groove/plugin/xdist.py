@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
+from pytest_groove.engine.searcher import Searcher
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
-from pytest_groove.evaluation.run import Fingerprint, QueryResult, RecordFormatError
+from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult, RecordFormatError
 from pytest_groove.plugin.collection import golden_may_run
 from pytest_groove.plugin.runner import ProcessRunner
-from pytest_groove.search.searcher import Searcher
 
 XDIST_HANDOFF_NAME = "groove-xdist-handoff"
 #: workerinput key: what the controller hands the workers

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_groove.evaluation.metric_table import METRIC_KINDS, NDCG, Metric, parse_metric
-from pytest_groove.evaluation.metrics import ordered_mean
+from pytest_groove.scoring.metric_table import METRIC_KINDS, NDCG, Metric, parse_metric
+from pytest_groove.scoring.metrics import ordered_mean
 from pytest_groove.tune.grid import (
     DEFAULT_CONDITION,
     DEFAULT_INDEX,
@@ -484,7 +484,7 @@ def decide(
 
     ``ndcg5`` has shape (N queries, 384) in grid order (the default is column
     226).  ``secondary`` maps metric names (threshold spellings of
-    :mod:`~pytest_groove.evaluation.metric_table`) to arrays of the same shape.
+    :mod:`~pytest_groove.scoring.metric_table`) to arrays of the same shape.
     ``effective`` lists the rows whose ranking can react to the fusion parameters
     (default: all rows): selection, LOO and the statistics use only those, while
     criterion 5 compares the secondary metrics over every row, because production

@@ -4,7 +4,7 @@ An expected path that is not in the index, or a heading no chunk of its file car
 would score 0 under every condition and count as an ordinary query.  ``groove eval``
 refuses such a golden file before its first search
 (:func:`~pytest_groove.evaluation.lifecycle.begin_evaluation`, which runs
-:func:`~pytest_groove.evaluation.expected_check.check_before_search`); tune runs that
+:func:`~pytest_groove.evaluation.golden.expected_check.check_before_search`); tune runs that
 very step, as ``groove eval --no-history`` would (tune reads no history, so no stored
 run can excuse a deleted answer), and so stops with the same line and exit status.
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from pytest_groove.engine.searcher import EngineSearcher
 from pytest_groove.evaluation.lifecycle import begin_evaluation
-from pytest_groove.search.searcher import EngineSearcher
 
 if TYPE_CHECKING:
-    from pytest_groove.engine import Engine
+    from pytest_groove.engine.builtin import Engine
     from pytest_groove.evaluation.plan import EvalPlan
 
 

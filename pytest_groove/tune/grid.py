@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pytest_groove.config import FusionParams
+from pytest_groove.settings.config import FusionParams
 
 #: rrf_k values: denser below 60, where lowering k starts to let one leg's
 #: confident top hit overtake chunks both legs agree on

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_groove.evaluation.metric_table import METRIC_KINDS, Values
-from pytest_groove.evaluation.metrics import AggregateMetrics
+from pytest_groove.scoring.metric_table import METRIC_KINDS, Values
+from pytest_groove.scoring.metrics import AggregateMetrics
 from pytest_groove.tune.decide import (
     PRIMARY,
     PRIMARY_K,

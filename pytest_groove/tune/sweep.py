@@ -10,8 +10,8 @@ Cost structure, cheapest last:
    exactly as FTS5 computes it; the pre-flight's default-weight list is reused);
 4. everything else happens in memory: each distinct FTS list is fused with the
    vector list at all six ``rrf_k`` values in one numpy pass
-   (:class:`~pytest_groove.search.fusion.RrfSweep`), and each distinct fused
-   ranking is scored once with :func:`~pytest_groove.evaluation.metrics.query_metrics`
+   (:class:`~pytest_groove.search.pipeline.fusion.RrfSweep`), and each distinct fused
+   ranking is scored once with :func:`~pytest_groove.scoring.metrics.query_metrics`
    -- the same fusion and metric code ``groove search`` and ``groove eval`` run.
 
 The legs come from the search pipeline itself (:class:`CandidateSource`), so a
@@ -31,19 +31,19 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.errors import GrooveError, clip
-from pytest_groove.evaluation.metric_table import RECALL, RR, Metric
-from pytest_groove.evaluation.metrics import (
+from pytest_groove.kb.store.tie_order import TieOrder
+from pytest_groove.scoring.metric_table import RECALL, RR, Metric
+from pytest_groove.scoring.metrics import (
     AggregateMetrics,
     QueryMetrics,
     aggregate,
     query_metrics,
 )
-from pytest_groove.evaluation.records import ExpectedEntry, GoldenQuery
-from pytest_groove.kb.tie_order import TieOrder
-from pytest_groove.search.documents import documents_first
-from pytest_groove.search.fts_query import ParsedQuery, parse_query
-from pytest_groove.search.fusion import FusedRanking, RrfSweep, pool_sizes
-from pytest_groove.search.notes import notes_first
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
+from pytest_groove.search.pipeline.documents import documents_first
+from pytest_groove.search.pipeline.fusion import FusedRanking, RrfSweep, pool_sizes
+from pytest_groove.search.pipeline.notes import notes_first
+from pytest_groove.search.query.fts_query import ParsedQuery, parse_query
 from pytest_groove.tune.decide import PRIMARY_K
 from pytest_groove.tune.grid import (
     DEFAULT_CONDITION,
@@ -72,7 +72,8 @@ DEFAULT_TRIPLE = DEFAULT_CONDITION.weight_index
 
 
 class CandidateSource(Protocol):
-    """What the sweep needs from an open index; :class:`~pytest_groove.engine.Engine` is one."""
+    """What the sweep needs from an open index;
+    :class:`~pytest_groove.engine.builtin.Engine` is one."""
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
@@ -402,7 +403,7 @@ class MetricTable:
 
     def aggregate(self, condition: int) -> AggregateMetrics:
         """Means over every query under one condition, computed as ``groove eval``
-        computes them (:func:`~pytest_groove.evaluation.metrics.aggregate`, rows in
+        computes them (:func:`~pytest_groove.scoring.metrics.aggregate`, rows in
         golden order), so the default condition reports eval's numbers to the last
         digit."""
         return aggregate([self.cell_metrics(row, condition) for row in range(self.n_queries)])

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.errors import clip
-from pytest_groove.evaluation.records import GoldenQuery, question_key
+from pytest_groove.scoring.records import GoldenQuery, question_key
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -1,0 +1,7 @@
+"""The run log, ``.groove-eval-history.json``: its file layout and codec, reading a
+damaged or merged file, and saving it under its lock.
+
+May import: ``evaluation.gate``, ``evaluation.runs``, ``evaluation.golden`` and below.
+
+PYTEST_DONT_REWRITE
+"""

@@ -1,0 +1,130 @@
+"""The indexer's look at the index folder's derived files before it uses any of them.
+
+Every derived file is sealed (:mod:`~pytest_groove.files.seal`).  Holding the
+index lock, the indexer checks each sealed one (:func:`check_caches`): a file whose
+bytes are not what its writer sealed, or whose seal does not read back, is removed
+-- with the files made with it (a vector cache's means and state) -- and named in one
+warning; whoever reads it next builds it again from ``index.db``, as if it had never
+been written.  A file without a seal is left to its reader, which never uses it (an
+index of an older version, or a crash between a file and its seal).  Checking costs a
+small read per file: only a file whose identity moved (a copy, a restored CI cache,
+a new boot) is read in full, once, and sealed again.
+
+``groove index --force`` reads no derived file at all: :func:`remove_caches` removes
+every one before the index is rebuilt.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from pytest_groove.errors import clip_path
+from pytest_groove.files.resource_limits import raise_if_limit
+from pytest_groove.files.seal import (
+    SEAL_SUFFIX,
+    Verdict,
+    open_regular,
+    remove_with_seal,
+    seal_path,
+    verdict_of,
+)
+from pytest_groove.kb.derived.corpus_cache import CACHE_NAME as CORPUS_CACHE_NAME
+from pytest_groove.kb.derived.phrase_scores import CACHE_PREFIX as PHRASES_PREFIX
+from pytest_groove.kb.derived.quote_cache import CACHE_PREFIX as QUOTE_SCAN_PREFIX
+from pytest_groove.kb.derived.vector_cache import CACHE_PREFIX, NOTES_CACHE_PREFIX
+from pytest_groove.kb.derived.word_index import MANIFEST_PREFIX
+from pytest_groove.kb.store.database import DB_FILE_NAME
+
+__all__ = ["DERIVED_PREFIXES", "check_caches", "is_derived", "remove_caches"]
+
+#: the names of the index folder's derived files begin with one of these ...
+DERIVED_PREFIXES = (
+    f"{CACHE_PREFIX}-",
+    f"{NOTES_CACHE_PREFIX}-",
+    PHRASES_PREFIX,
+    MANIFEST_PREFIX,
+    QUOTE_SCAN_PREFIX,
+    CORPUS_CACHE_NAME,
+)
+#: ... and end with one of these (then ``.seal`` for a seal)
+_DERIVED_SUFFIXES = (".faiss", ".npz", ".seg", ".json")
+#: files made together: a vector cache, its means and its state share their stem
+_FAMILY_PREFIXES = DERIVED_PREFIXES[:2]
+
+
+def is_derived(name: str) -> bool:
+    """Whether ``name`` in an index folder is a derived file or its seal (not a
+    temporary file of a write in progress, nor anything of someone else's)."""
+    base = name.removesuffix(SEAL_SUFFIX)
+    return name.startswith(DERIVED_PREFIXES) and base.endswith(_DERIVED_SUFFIXES)
+
+
+def _names(folder: Path) -> set[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return {entry.name for entry in entries if is_derived(entry.name)}
+    except OSError as exc:
+        raise_if_limit(exc, folder)
+        return set()
+
+
+def _family(name: str, names: set[str]) -> list[str]:
+    """``name`` and the files made with it (a seal is removed with its file)."""
+    if not name.startswith(_FAMILY_PREFIXES):
+        return [name]
+    stem = name.split(".", 1)[0]
+    return sorted(
+        other
+        for other in names
+        if other.split(".", 1)[0] == stem and not other.endswith(SEAL_SUFFIX)
+    )
+
+
+def _verdict(path: Path) -> Verdict | None:
+    """The seal's verdict on ``path``; None where there is no regular file to judge (a
+    link or a pipe in its place is its reader's to rebuild and rename over)."""
+    handle = open_regular(path)
+    if handle is None:
+        return None
+    with handle:
+        return verdict_of(handle, path)
+
+
+def check_caches(folder: Path) -> list[str]:
+    """Check every sealed derived file of ``folder``; remove each damaged one with its
+    family and return one warning for each.  Call holding the index lock."""
+    names = _names(folder)
+    warnings: list[str] = []
+    for name in sorted(names):
+        if name.endswith(SEAL_SUFFIX) or name + SEAL_SUFFIX not in names:
+            continue
+        path = folder / name
+        verdict = _verdict(path)
+        if verdict is None or verdict is Verdict.TRUSTED:
+            continue
+        for member in _family(name, names):
+            remove_with_seal(folder / member)
+        if verdict is Verdict.DAMAGED:
+            what = "its bytes are not the ones the indexer wrote"
+        else:
+            what = f"its seal {seal_path(path).name} does not read back"
+        warnings.append(
+            f"the cache file {clip_path(path)} is damaged ({what}); removed it, it is "
+            f"rebuilt from {DB_FILE_NAME}"
+        )
+    for name in _names(folder):  # seals whose file is gone
+        if name.endswith(SEAL_SUFFIX) and not os.path.lexists(folder / name[: -len(SEAL_SUFFIX)]):
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+    return warnings
+
+
+def remove_caches(folder: Path) -> None:
+    """Remove every derived file of ``folder`` and its seal, unread (``--force``)."""
+    for name in _names(folder):
+        with contextlib.suppress(OSError):
+            (folder / name).unlink()

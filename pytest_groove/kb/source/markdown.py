@@ -1,0 +1,346 @@
+"""Markdown parsing: YAML frontmatter, ``##``/``###`` sections, short-section merge.
+
+This module knows nothing about breadcrumbs or file names; it turns a decoded
+Markdown text into frontmatter fields plus an ordered list of :class:`Section`
+objects (heading, level, ancestry, content).  :mod:`pytest_groove.kb.source.parse`
+turns those into :class:`~pytest_groove.kb.source.records.Chunk` records.
+
+The rules are deliberately simple and exact, because chunk boundaries are part
+of what an evaluation run measures:
+
+* only ``## `` and ``### `` lines (after trimming) are headings; there is no
+  code-fence awareness, so a ``## `` line inside a fenced block still splits;
+* a ``# Title`` line opening the body is the document's title, not text: it
+  goes into every chunk's breadcrumb (when the frontmatter has no title);
+* the heading line is removed from the body;
+* a section is excluded when any ``exclude_headings`` entry is a substring of
+  its heading text, until the next heading of any level;
+* a heading with no text of its own (``## Setup`` directly followed by
+  ``### Linux``) is not a chunk: it lives on in its subsections' ancestry;
+* a section under 50 UTF-8 bytes is appended to the previous kept section, its
+  heading kept as a line of the text; a short *first* section takes in the
+  next one instead, so no chunk is a few words long.
+
+:data:`CHUNKER_VERSION` names these rules: an index records it and is rebuilt
+when it differs, and an evaluation run's fingerprint carries it, because chunk
+boundaries move every ranking.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+
+try:  # the libyaml-backed loader is much faster; same safe constructor either way
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+from pytest_groove.text.plain import normalise_newlines, split_lines, strip_boms, trim
+
+#: sections whose content is shorter than this many UTF-8 bytes are merged
+#: into the previous section
+MERGE_THRESHOLD_BYTES = 50
+
+#: version of the chunking rules (1 = the reference's: heading-only chunks, a
+#: leading ``# Title`` kept as text, short first sections standing alone)
+CHUNKER_VERSION = 2
+
+#: the line that opens (and closes) YAML frontmatter
+FRONTMATTER_FENCE = "---"
+_FENCE = FRONTMATTER_FENCE
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """The recognised frontmatter keys; everything else in the YAML is ignored."""
+
+    title: str | None = None
+    date: str | None = None
+    topic: str | None = None
+    depth: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Section:
+    """One stretch of body text under (at most) one heading."""
+
+    #: heading text without the ``##`` marker; None for the preamble
+    heading: str | None
+    #: 2 or 3; None for the preamble
+    level: int | None
+    #: texts of the enclosing headings, outermost first (never includes ``heading``)
+    ancestry: tuple[str, ...]
+    content: str
+
+
+@dataclass(frozen=True)
+class MarkdownDocument:
+    frontmatter: Frontmatter
+    sections: tuple[Section, ...]
+    #: text of a ``# Title`` line opening the body, None when there is none
+    h1_title: str | None = None
+
+
+# --------------------------------------------------------------------------- frontmatter
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """Return ``(yaml_text, body)``; ``yaml_text`` is None when there is no frontmatter.
+
+    Leading BOMs are removed first.  Frontmatter exists only when the text starts
+    with ``---`` and a later line starts with ``---``; otherwise the whole text
+    (including an opening ``---``) is the body.  Whatever follows the closing
+    ``---`` on its line starts the body.
+    """
+    text = strip_boms(text)
+    if not text.startswith(_FENCE):
+        return None, text
+    rest = text[len(_FENCE) :].lstrip("\r")
+    if rest.startswith("\n"):
+        rest = rest[1:]
+    end = rest.find("\n" + _FENCE)
+    if end < 0:
+        return None, text
+    body = rest[end + 1 + len(_FENCE) :].lstrip("\r\n")
+    return rest[:end], body
+
+
+class _FrontmatterLoader(_BaseLoader):
+    """A safe YAML loader that leaves plain scalars as the text the author wrote.
+
+    Only ``null`` is still recognised.  Without this, ``date: 2026-04-10`` would
+    become a ``datetime.date`` and ``depth: 01`` the number 1, and ``yes`` a bool
+    (YAML 1.1); the recognised keys are all meant to be text, so we keep the
+    author's spelling instead of re-rendering a converted value.
+    """
+
+
+_FrontmatterLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag == "tag:yaml.org,2002:null"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    if any(tag == "tag:yaml.org,2002:null" for tag, _ in resolvers)
+}
+
+
+class _FrontmatterTypeError(ValueError):
+    """A recognised key holds a value of the wrong shape."""
+
+
+def _scalar_text(key: str, value: object) -> str | None:
+    """Text of a scalar value; collections are a type error.
+
+    Explicitly tagged scalars (``!!int 3``, ``!!timestamp ...``) are rendered as
+    their natural text.  Collections are refused rather than rendered, which
+    also keeps a YAML alias bomb from being expanded into a huge string.
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise _FrontmatterTypeError(f"{key} must be a single value, not {type(value).__name__}")
+
+
+def _tags(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _FrontmatterTypeError(f"tags must be a list, not {type(value).__name__}")
+    tags: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise _FrontmatterTypeError("every tag must be a string")
+        tags.append(item)
+    return tuple(tags)
+
+
+def read_frontmatter(
+    yaml_text: str, on_warning: Callable[[str], None] | None = None
+) -> Frontmatter:
+    """Parse frontmatter YAML into the recognised fields.
+
+    Any YAML error, or a recognised key holding the wrong kind of value, yields
+    an all-empty :class:`Frontmatter` (and one warning through ``on_warning``):
+    one bad key must not leave a half-read document behind.
+    """
+    try:
+        data: Any = yaml.load(normalise_newlines(yaml_text), Loader=_FrontmatterLoader)
+        if data is None:
+            return Frontmatter()
+        if not isinstance(data, dict):
+            raise _FrontmatterTypeError(f"expected key: value pairs, not {type(data).__name__}")
+        return Frontmatter(
+            title=_scalar_text("title", data.get("title")),
+            date=_scalar_text("date", data.get("date")),
+            topic=_scalar_text("topic", data.get("topic")),
+            depth=_scalar_text("depth", data.get("depth")),
+            tags=_tags(data.get("tags")),
+        )
+    except Exception as exc:  # any YAML failure means "no frontmatter fields"
+        if on_warning is not None:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            on_warning(f"frontmatter ignored ({reason})")
+        return Frontmatter()
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def heading_of(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` when ``line`` is a ``##`` or ``###`` heading, else None."""
+    stripped = trim(line)
+    if stripped.startswith("### "):
+        return 3, trim(stripped[4:])
+    if stripped.startswith("## "):
+        return 2, trim(stripped[3:])
+    return None
+
+
+def split_sections(body: str, exclude_headings: Sequence[str] = ()) -> list[Section]:
+    """Cut ``body`` at headings into raw (unmerged) sections.
+
+    The preamble before the first heading is a section only when it has text; a
+    heading always yields a section, even with an empty body.  Excluded headings
+    still take part in the ancestry of the headings below them.
+    """
+    sections: list[Section] = []
+    heading: tuple[int, str] | None = None
+    ancestry: tuple[str, ...] = ()
+    lines: list[str] = []
+    excluded = False
+    stack: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        content = trim("\n".join(lines))
+        if content or heading is not None:
+            level, text = heading if heading is not None else (None, None)
+            sections.append(Section(text, level, ancestry, content))
+
+    for line in split_lines(body):
+        found = heading_of(line)
+        if found is None:
+            if not excluded:
+                lines.append(line)
+            continue
+        if not excluded:
+            flush()
+        lines = []
+        level, text = found
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        parents = tuple(t for _, t in stack)
+        stack.append(found)
+        excluded = any(pattern in text for pattern in exclude_headings)
+        heading, ancestry = (None, ()) if excluded else (found, parents)
+    if not excluded:
+        flush()
+    return sections
+
+
+def _marker(section: Section) -> str:
+    """The heading line a folded section keeps inside the text it is merged into."""
+    if section.heading is None:
+        return ""
+    return "#" * (section.level or 2) + f" {section.heading}\n\n"
+
+
+def _joined(first: str, second: str) -> str:
+    return f"{first}\n\n{second}" if first and second else first or second
+
+
+def merge_short_sections(
+    sections: Sequence[Section], folded: list[tuple[Section, Section]] | None = None
+) -> list[Section]:
+    """Drop heading-only sections and fold sections under 50 bytes into a neighbour.
+
+    A section with no text is dropped: its heading is already part of the
+    ancestry of the sections below it.  A short section is appended to the
+    previous kept one with its heading as a ``##``/``###`` line; the receiving
+    section keeps its own heading, level and ancestry (no cascading: a section
+    that grew by merging does not become "long" for the next one).  A short
+    section with nothing before it takes in the next section instead.  Either
+    way a merged chunk is named by its first section, and only a document made
+    of a single short section has a short chunk.
+
+    ``folded`` (optional) receives ``(section, receiver)`` for each section whose
+    heading is no chunk's heading after the merge: what an error names as "merged".
+    """
+    merged: list[Section] = []
+    pending: Section | None = None  # a short first section waiting for a successor
+    for section in sections:
+        if not section.content:
+            continue
+        if pending is not None:
+            text = _joined(pending.content, _marker(section) + section.content)
+            merged.append(Section(pending.heading, pending.level, pending.ancestry, text))
+            if folded is not None:
+                folded.append((section, pending))
+            pending = None
+            continue
+        short = len(section.content.encode("utf-8")) < MERGE_THRESHOLD_BYTES
+        if not short:
+            merged.append(section)
+        elif merged:
+            target = merged[-1]
+            text = _joined(target.content, _marker(section) + section.content)
+            merged[-1] = Section(target.heading, target.level, target.ancestry, text)
+            if folded is not None:
+                folded.append((section, target))
+        else:
+            pending = section
+    if pending is not None:
+        merged.append(pending)
+    return merged
+
+
+def split_title(body: str) -> tuple[str | None, str]:
+    """``(title, rest)`` when the body opens with a ``# Title`` line, else ``(None, body)``.
+
+    Only the first non-blank line counts; a ``#`` line further down is text.
+    """
+    lines = split_lines(body)
+    for position, line in enumerate(lines):
+        stripped = trim(line)
+        if not stripped:
+            continue
+        if stripped.startswith("# ") and trim(stripped[2:]):
+            return trim(stripped[2:]), "\n".join(lines[position + 1 :])
+        break
+    return None, body
+
+
+def parse_markdown(
+    text: str,
+    exclude_headings: Sequence[str] = (),
+    on_warning: Callable[[str], None] | None = None,
+) -> MarkdownDocument:
+    """Frontmatter plus merged sections of one decoded Markdown file."""
+    yaml_text, body = split_frontmatter(text)
+    frontmatter = Frontmatter() if yaml_text is None else read_frontmatter(yaml_text, on_warning)
+    h1_title, body = split_title(body)
+    sections = merge_short_sections(split_sections(body, exclude_headings))
+    return MarkdownDocument(frontmatter, tuple(sections), h1_title)
+
+
+def merged_headings(text: str, exclude_headings: Sequence[str] = ()) -> dict[str, str | None]:
+    """Each heading of ``text`` whose section was folded into another because it is short,
+    mapped to the heading of the chunk that holds it (None: the document's untitled start).
+
+    Cheap enough for an error path or ``groove init``: frontmatter is skipped, not parsed.
+    """
+    _, body = split_frontmatter(text)
+    _, body = split_title(body)
+    folded: list[tuple[Section, Section]] = []
+    merge_short_sections(split_sections(body, exclude_headings), folded)
+    return {section.heading: into.heading for section, into in folded if section.heading}

@@ -1,0 +1,8 @@
+"""The index database, ``index.db``: its schema, reader, writer, full-text tables,
+tie order and bm25 sweep; the lock writers serialise on, and the index folder's faults
+and damage as one-line errors.
+
+May import: ``kb.source`` and everything below ``kb``.
+
+PYTEST_DONT_REWRITE
+"""

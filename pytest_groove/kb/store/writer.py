@@ -1,0 +1,356 @@
+"""Writing an index: documents, chunks, vectors and their full-text rows.
+
+Every method runs in one transaction and bumps the write generation when what the
+vector caches hold changes (:attr:`StoreConnection.generation`).
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_groove.kb.source.corpus_digest import document_digest
+from pytest_groove.kb.source.records import ParsedDocument
+from pytest_groove.kb.store.schema import (
+    FTS_TABLES,
+    NOTE_VECTORS_META,
+    TERM_TABLE_META,
+    StoreConnection,
+)
+from pytest_groove.text.terms import term_text
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document's new state, as the indexer hands it to :meth:`Store.write_documents`.
+
+    ``vectors`` None means only the document row changes (a frontmatter-only edit:
+    the chunks and their embeddings stay as stored).  ``note_vector`` replaces the
+    document's note vector (:mod:`pytest_groove.kb.notes`); None keeps the stored one,
+    unless ``drop_note`` (the document's title or opening changed and the index does
+    not embed note vectors now): then it has none, never a stale one.
+    """
+
+    path: str
+    content_hash: str
+    size_bytes: int
+    doc: ParsedDocument
+    vectors: npt.NDArray[np.float32] | None = None
+    token_counts: Sequence[int] = ()
+    quality_scores: Sequence[float] = ()
+    #: each chunk's (heading, context, content) as the term table indexes them
+    #: (:func:`term_fields`); empty = worked out here.  The indexer renders them on
+    #: its own thread, so the writer thread only runs SQLite.
+    term_texts: Sequence[tuple[str | None, str | None, str | None]] = ()
+    note_vector: npt.NDArray[np.float32] | None = None
+    drop_note: bool = False
+
+
+def term_fields(
+    heading: str | None, context: str | None, content: str
+) -> tuple[str | None, str | None, str | None]:
+    """A chunk's three columns as the ``fts_terms`` table indexes them."""
+    return term_text(heading), term_text(context), term_text(content)
+
+
+def _sql_term_text(*args: Any) -> str | None:
+    """:func:`term_text` as an SQL function of one argument (a column: text or NULL)."""
+    (value,) = args
+    return None if value is None else term_text(value if isinstance(value, str) else str(value))
+
+
+def _document_digest_of(write: DocumentWrite, store_context: bool) -> str:
+    """The document digest of the chunks ``write`` stores, as they are stored."""
+    return document_digest(
+        (chunk.index, chunk.heading, chunk.content, chunk.context if store_context else None)
+        for chunk in write.doc.chunks
+    )
+
+
+def _category_from_path(path: str) -> str | None:
+    parts = path.split("/")
+    return parts[0] if len(parts) >= 2 else None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StoreWriter(StoreConnection):
+    """The write side of an index database."""
+
+    def keep_term_table(self) -> None:
+        """Fill ``fts_terms`` from the stored chunks and keep it filled.
+
+        The term text is rendered by the same function the indexer uses, registered
+        with SQLite for this one statement, so a table filled here holds exactly what
+        one fed chunk by chunk would.
+        """
+        if self.keeps_term_table:
+            return
+        self.conn.create_scalar_function("groove_term_text", _sql_term_text, 1, deterministic=True)
+        with self.transaction():
+            self.conn.execute("INSERT INTO fts_terms(fts_terms) VALUES ('delete-all')")
+            self.conn.execute(
+                "INSERT INTO fts_terms(rowid, heading, context, content) "
+                "SELECT id, groove_term_text(heading), groove_term_text(context_text), "
+                "groove_term_text(content) FROM chunks ORDER BY id"
+            )
+            self.set_meta(TERM_TABLE_META, "kept")
+
+    def set_note_vectors(
+        self, vectors: Sequence[tuple[int, npt.NDArray[np.float32]]], *, complete: bool
+    ) -> None:
+        """Store documents' note vectors in one transaction; ``complete``: every
+        document now has one, and the indexer keeps embedding them from here on."""
+        with self.transaction():
+            for doc_id, vector in vectors:
+                self._set_note_vector(doc_id, vector)
+            if complete:
+                self.set_meta(NOTE_VECTORS_META, "kept")
+            if vectors:
+                self._bump_generation()
+
+    def wipe(self, *, term_table: bool, note_vectors: bool) -> None:
+        """Delete every document, chunk and FTS row (``--force``).
+
+        The empty index goes on feeding the word table and embedding note vectors
+        only if ``term_table`` / ``note_vectors``: a rebuild keeps what its
+        configuration reads, nothing more.
+        """
+        with self.transaction():
+            # the FTS5 command drops a whole full-text index at once instead of
+            # deleting its entries row by row
+            for table in FTS_TABLES:
+                self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+            self.conn.execute("DELETE FROM chunks")
+            self.conn.execute("DELETE FROM documents")
+            self.forget_own_writes()
+            # with no rows, "kept" (every row has it) and "off" are both true already
+            self.set_meta(TERM_TABLE_META, "kept" if term_table else "off")
+            self.set_meta(NOTE_VECTORS_META, "kept" if note_vectors else "off")
+            self._bump_generation()
+
+    def _delete_document_rows(self, doc_id: int) -> None:
+        for table in FTS_TABLES if self.keeps_term_table else ("fts_chunks",):
+            self.conn.execute(
+                f"DELETE FROM {table} WHERE rowid IN (SELECT id FROM chunks WHERE document_id=?)",
+                (doc_id,),
+            )
+        self.conn.execute("DELETE FROM chunks WHERE document_id=?", (doc_id,))
+
+    def write_document(
+        self,
+        path: str,
+        content_hash: str,
+        size_bytes: int,
+        doc: ParsedDocument,
+        vectors: npt.NDArray[np.float32],
+        *,
+        store_context: bool,
+        token_counts: Sequence[int],
+        quality_scores: Sequence[float],
+    ) -> None:
+        """Replace ``path``'s document and chunks atomically (one transaction)."""
+        self.write_documents(
+            [
+                DocumentWrite(
+                    path, content_hash, size_bytes, doc, vectors, token_counts, quality_scores
+                )
+            ],
+            store_context=store_context,
+        )
+
+    def write_documents(self, writes: Sequence[DocumentWrite], *, store_context: bool) -> None:
+        """Apply many documents' new states in ONE transaction.
+
+        A commit costs far more than the rows of a typical document, so the indexer
+        groups documents; each document's rows still change all together (the
+        transaction is all or nothing), and a killed run leaves the documents of the
+        unfinished group at their old hashes, which the next run redoes.
+        """
+        for write in writes:
+            if write.vectors is not None and not (
+                len(write.vectors)
+                == len(write.doc.chunks)
+                == len(write.token_counts)
+                == len(write.quality_scores)
+            ):
+                raise ValueError("one vector, token count and quality score per chunk expected")
+        if not writes:
+            return
+        with self.transaction():
+            term_table = self.keeps_term_table
+            # AUTOINCREMENT: every chunk id written below is above this one
+            first_new = self._scalar(
+                "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name='chunks'"
+            )
+            chunks_written = False
+            # a new note vector changes what the vector caches hold, as new chunks do
+            notes_written = any(
+                write.note_vector is not None or write.drop_note for write in writes
+            )
+            for write in writes:
+                doc_id = self._upsert_document(write)
+                if write.vectors is None:
+                    continue
+                self.conn.executemany(
+                    "INSERT INTO chunks(document_id, chunk_index, heading, level, content, "
+                    "token_count, quality_score, context_text, embedding) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            doc_id,
+                            chunk.index,
+                            chunk.heading,
+                            chunk.level,
+                            chunk.content,
+                            tokens,
+                            quality,
+                            chunk.context if store_context else None,
+                            np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+                        )
+                        for chunk, vector, tokens, quality in zip(
+                            write.doc.chunks,
+                            write.vectors,
+                            write.token_counts,
+                            write.quality_scores,
+                            strict=True,
+                        )
+                    ],
+                )
+                # the corpus digest is made from these, one row per document
+                self.conn.execute(
+                    "UPDATE documents SET chunk_digest=? WHERE id=?",
+                    (_document_digest_of(write, store_context), doc_id),
+                )
+                chunks_written = True
+            if chunks_written:
+                # one statement feeds the full-text index every chunk of the group
+                self.conn.execute(
+                    "INSERT INTO fts_chunks(rowid, heading, context, content) "
+                    "SELECT id, heading, context_text, content FROM chunks WHERE id > ? "
+                    "ORDER BY id",
+                    (first_new,),
+                )
+            if chunks_written and term_table:
+                # the term table's text is rewritten in Python (Japanese bigrams); the
+                # new ids come in insertion order, the order of the writes' chunks
+                rendered = [
+                    texts
+                    for write in writes
+                    if write.vectors is not None
+                    for texts in (
+                        write.term_texts
+                        or [
+                            term_fields(c.heading, c.context if store_context else None, c.content)
+                            for c in write.doc.chunks
+                        ]
+                    )
+                ]
+                new_ids = [
+                    int(r[0])
+                    for r in self.conn.execute(
+                        "SELECT id FROM chunks WHERE id > ? ORDER BY id", (first_new,)
+                    )
+                ]
+                self.conn.executemany(
+                    "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                    [(cid, *texts) for cid, texts in zip(new_ids, rendered, strict=True)],
+                )
+            if chunks_written or notes_written:
+                self._bump_generation()
+
+    def _upsert_document(self, write: DocumentWrite) -> int:
+        """Insert or update ``write``'s document row; a content change drops its chunks."""
+        meta = self._doc_meta(write.path, write.content_hash, write.size_bytes, write.doc)
+        row = self.conn.execute("SELECT id FROM documents WHERE path=?", (write.path,)).fetchone()
+        if row is None:
+            self.conn.execute(
+                "INSERT INTO documents(path, title, topic, category, depth, tags, date, "
+                "content_hash, size_bytes, last_indexed) VALUES (:path, :title, :topic, "
+                ":category, :depth, :tags, :date, :hash, :size, :now)",
+                meta,
+            )
+            doc_id = self.conn.last_insert_rowid()
+            if write.note_vector is not None:
+                self._set_note_vector(doc_id, write.note_vector)
+            return doc_id
+        doc_id = int(row[0])
+        if write.vectors is not None:
+            self._delete_document_rows(doc_id)
+        self.conn.execute(
+            "UPDATE documents SET title=:title, topic=:topic, category=:category, "
+            "depth=:depth, tags=:tags, date=:date, content_hash=:hash, "
+            "size_bytes=:size, last_indexed=:now WHERE id=:id",
+            {**meta, "id": doc_id},
+        )
+        if write.note_vector is not None:
+            self._set_note_vector(doc_id, write.note_vector)
+        elif write.drop_note:
+            self.notes_written.add(doc_id)
+            self.conn.execute("UPDATE documents SET note_embedding = NULL WHERE id=?", (doc_id,))
+        return doc_id
+
+    def _set_note_vector(self, doc_id: int, vector: npt.NDArray[np.float32]) -> None:
+        self.notes_written.add(doc_id)
+        self.conn.execute(
+            "UPDATE documents SET note_embedding=? WHERE id=?",
+            (np.ascontiguousarray(vector, dtype=np.float32).tobytes(), doc_id),
+        )
+
+    def update_document_meta(
+        self, path: str, content_hash: str, size_bytes: int, doc: ParsedDocument
+    ) -> None:
+        """Frontmatter-only edit: chunks unchanged, refresh the document row."""
+        self.write_documents(
+            [DocumentWrite(path, content_hash, size_bytes, doc)], store_context=False
+        )
+
+    def rename_documents(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Move documents whose bytes did not change (rename detection)."""
+        if not pairs:
+            return
+        with self.transaction():
+            for old, new in pairs:
+                self.conn.execute(
+                    "UPDATE documents SET path=?, category=? WHERE path=?",
+                    (new, _category_from_path(new), old),
+                )
+            self._bump_generation()
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        with self.transaction():
+            for path in paths:
+                row = self.conn.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()
+                if row is None:
+                    continue
+                self._delete_document_rows(int(row[0]))
+                self.notes_written.add(int(row[0]))  # its note vector goes with it
+                self.conn.execute("DELETE FROM documents WHERE id=?", (int(row[0]),))
+            self._bump_generation()
+
+    @staticmethod
+    def _doc_meta(path: str, content_hash: str, size: int, doc: ParsedDocument) -> dict[str, Any]:
+        return {
+            "path": path,
+            "title": doc.title,
+            "topic": doc.topic,
+            "category": _category_from_path(path),
+            "depth": doc.depth,
+            "tags": json.dumps(list(doc.tags), ensure_ascii=False),
+            "date": doc.date,
+            "hash": content_hash,
+            "size": size,
+            "now": _now(),
+        }

@@ -1,0 +1,8 @@
+"""A team's own retriever in place of the built-in search: Python callables and the
+frameworks' retrievers, HTTP services, their answers read as hits, the hits' paths
+mapped to KB files, and the checks and advice on a whole run of them.
+
+May import: ``search.pipeline``, ``search.query``, ``search``, ``kb`` and below.
+
+PYTEST_DONT_REWRITE
+"""
