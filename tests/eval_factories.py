@@ -162,10 +162,10 @@ class StaticSearcher:
     def chunk_texts(self) -> Iterable[Any] | None:
         return self.texts
 
-    def quote_findings(self, results: Sequence[Any]) -> list[Any]:
-        from pytest_groove.evaluation.runs.findings import scan_golden_quotes
+    def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
+        from pytest_groove.kb.derived.quote_scan import quoted_needles
 
-        return [] if self.texts is None else scan_golden_quotes(results, self.texts)
+        return {} if self.texts is None else quoted_needles(needles, self.texts)
 
     def check_hits(self, hits: Sequence[Any]) -> None:
         return None

@@ -13,8 +13,6 @@ from eval_factories import corpus, fingerprint, query, run
 from pytest_groove.evaluation.gate.compare import (
     CONFIG_CHANGED,
     GOLDEN_CHANGED,
-    ThresholdError,
-    Thresholds,
     color_enabled,
     compare,
     corpus_change,
@@ -22,11 +20,11 @@ from pytest_groove.evaluation.gate.compare import (
     format_delta,
     gate_failures,
     match_queries,
-    parse_thresholds,
     project_baseline,
     query_regressed,
 )
 from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult
+from pytest_groove.scoring.thresholds import ThresholdError, Thresholds, parse_thresholds
 
 T = 0.05
 

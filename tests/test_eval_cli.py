@@ -385,10 +385,10 @@ class FakeEngine:
         yield ChunkText("src/db.md", 0, "Data flow", None, "body")
         self._check("scan")
 
-    def golden_quote_findings(self, results: Sequence[QueryResult]) -> list[Any]:
-        from pytest_groove.evaluation.runs.findings import scan_golden_quotes
+    def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
+        from pytest_groove.kb.derived.quote_scan import quoted_needles
 
-        return scan_golden_quotes(results, self.iter_chunk_texts())
+        return quoted_needles(needles, self.iter_chunk_texts())
 
     def close(self) -> None:
         self.closed = True

@@ -12,7 +12,7 @@ from eval_factories import fingerprint, query, run
 from test_interop_trec import _ranked
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.gate.compare import compare, gate_failures, parse_thresholds
+from pytest_groove.evaluation.gate.compare import compare, gate_failures
 from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.evaluation.reports.text_report import render_text
 from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult, RunRecord
@@ -38,6 +38,7 @@ from pytest_groove.scoring.metrics import (
     reciprocal_rank,
 )
 from pytest_groove.scoring.records import ExpectedEntry
+from pytest_groove.scoring.thresholds import parse_thresholds
 from pytest_groove.settings.config import load_settings
 from pytest_groove.settings.options import OPTIONS_BY_NAME
 

@@ -16,7 +16,11 @@ from hypothesis import strategies as st
 
 from pytest_groove.embed.registry import model_slug
 from pytest_groove.engine.builtin import open_engine, run_indexer
-from pytest_groove.evaluation.runs.findings import golden_quote_findings, scan_golden_quotes
+from pytest_groove.evaluation.runs.findings import (
+    golden_quote_findings,
+    quote_findings,
+    scan_golden_quotes,
+)
 from pytest_groove.evaluation.runs.record import Finding, QueryResult
 from pytest_groove.kb.derived import quote_cache
 from pytest_groove.kb.indexer import default_index_dir
@@ -221,7 +225,7 @@ def test_no_long_query_means_no_scan_and_no_file(kb: Path) -> None:
 
 def test_the_engine_door_gives_the_full_scans_findings(kb: Path) -> None:
     with open_engine(kb, SETTINGS, progress=False) as engine, engine.read_snapshot():
-        kept = engine.golden_quote_findings(RESULTS)
+        kept = quote_findings(RESULTS, engine)
         assert kept == scan_golden_quotes(RESULTS, engine.iter_chunk_texts())
         assert [f.path for f in kept] == ["leak.md"]
-        assert engine.golden_quote_findings(RESULTS) == kept  # from the kept file
+        assert quote_findings(RESULTS, engine) == kept  # from the kept file

@@ -17,7 +17,7 @@ from eval_factories import corpus, fingerprint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.evaluation.gate.compare import Thresholds, compare, query_regressed
+from pytest_groove.evaluation.gate.compare import compare, query_regressed
 from pytest_groove.evaluation.gate.verdict import comparison_verdicts, query_verdict, run_verdicts
 from pytest_groove.evaluation.reports.json_report import build_json_report, dumps_json_report
 from pytest_groove.evaluation.reports.text_report import render_text
@@ -25,6 +25,7 @@ from pytest_groove.evaluation.runs.corpus_files import CorpusDelta, with_documen
 from pytest_groove.evaluation.runs.record import RunRecord, build_run, evaluate_query
 from pytest_groove.scoring.metrics import is_miss
 from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
+from pytest_groove.scoring.thresholds import Thresholds
 from pytest_groove.search.hits import SearchHit
 
 K_VALUES = (1, 5, 10)

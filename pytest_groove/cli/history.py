@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from pytest_groove.cli.args import check_kb, run_reporting_errors
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.gate.compare import Thresholds, compare, fingerprint_difference
+from pytest_groove.evaluation.gate.compare import compare, fingerprint_difference
 from pytest_groove.evaluation.gate.verdict import comparison_verdicts, removed_answer_failures
 from pytest_groove.evaluation.history.file import (
     choose_baseline,
@@ -42,6 +42,7 @@ from pytest_groove.evaluation.reports.text_report import render_text
 from pytest_groove.evaluation.runs.record import RunRecord, aggregate_to_json, display_timestamp
 from pytest_groove.evaluation.runs.trust import untrusted
 from pytest_groove.scoring.metric_table import aggregate_summary
+from pytest_groove.scoring.thresholds import Thresholds
 from pytest_groove.text.console import write_json
 
 PROG = "groove history"

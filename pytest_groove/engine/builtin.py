@@ -18,12 +18,11 @@ from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.registry import get_embedder, model_slug
 from pytest_groove.engine.index_command import missing_index
 from pytest_groove.errors import GENERIC_INDEX_COMMAND, GrooveError, IndexMissing, clip_path, flag
-from pytest_groove.evaluation.runs.findings import golden_quote_findings
-from pytest_groove.evaluation.runs.record import Finding, QueryResult
 from pytest_groove.files.beneath import index_folder_beneath
 from pytest_groove.files.paths import check_os_path, resolve_path
 from pytest_groove.kb.derived.corpus_cache import IndexedHeadings, cached_corpus_snapshot
 from pytest_groove.kb.derived.note_index import note_index_for
+from pytest_groove.kb.derived.quote_scan import kept_quote_scan
 from pytest_groove.kb.derived.vectors import VectorIndex
 from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_dir, index_kb
 from pytest_groove.kb.source.records import ChunkText, CorpusSnapshot
@@ -210,12 +209,13 @@ class Engine:
         with self._faults():
             yield from self.store.iter_chunk_texts()
 
-    def golden_quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
-        """The quote scan's findings over this index, from its kept per-document scan
-        (same findings as ``scan_golden_quotes(results, self.iter_chunk_texts())``).
-        Call inside :meth:`read_snapshot`, the snapshot that answered the searches."""
+    def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
+        """Document path -> the normalised ``needles`` it quotes, from the scan kept
+        beside the index (the same answer as ``quoted_needles(needles,
+        self.iter_chunk_texts())``).  Call inside :meth:`read_snapshot`, the snapshot
+        that answered the searches."""
         with self._faults():
-            return golden_quote_findings(results, self.store)
+            return kept_quote_scan(self.store, needles)
 
     def headings_by_path(self) -> IndexedHeadings:
         """Every indexed path with its chunks' headings (for the pre-search golden check),

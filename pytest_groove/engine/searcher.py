@@ -25,7 +25,7 @@ from pytest_groove.settings.config import Settings
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
     from pytest_groove.engine.builtin import Engine
-    from pytest_groove.evaluation.runs.record import Finding, QueryResult
+    from pytest_groove.evaluation.runs.record import QueryResult
     from pytest_groove.kb.source.disk_view import KBView
     from pytest_groove.search.retrievers.external import ExternalRetriever, RetrieverKind
 
@@ -80,8 +80,9 @@ class Searcher(Protocol):
         """Each document's path and the SHA-256 hex of its file's bytes (None = it
         cannot say); tells a deleted, renamed or edited answer since another run."""
 
-    def quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
-        """The documents that quote golden queries verbatim (the golden-quote scan)."""
+    def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
+        """Document path -> indices of the normalised ``needles`` it quotes verbatim
+        (what the golden-quote scan asks of the corpus)."""
 
     def check_hits(self, hits: Sequence[SearchHit]) -> None:
         """Raise :class:`~pytest_groove.errors.StopsTheRun` when the hits so far show
@@ -142,9 +143,9 @@ class EngineSearcher:
     def chunk_texts(self) -> Iterator[ChunkText]:
         return self.engine.iter_chunk_texts()
 
-    def quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
+    def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
         # the index keeps each document's scan, so an unchanged corpus reads no chunk
-        return self.engine.golden_quote_findings(results)
+        return self.engine.quoted_by_document(needles)
 
     def check_hits(self, hits: Sequence[SearchHit]) -> None:
         return None  # the engine's hits are the index's own documents
@@ -341,10 +342,10 @@ class RetrieverSearcher:
     def chunk_texts(self) -> Iterable[ChunkText] | None:
         return self.view.texts
 
-    def quote_findings(self, results: Sequence[QueryResult]) -> list[Finding]:
-        from pytest_groove.evaluation.runs.findings import scan_golden_quotes
+    def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
+        from pytest_groove.kb.derived.quote_scan import quoted_needles
 
-        return scan_golden_quotes(results, self.view.texts)
+        return quoted_needles(needles, self.view.texts)
 
     def check_hits(self, hits: Sequence[SearchHit]) -> None:
         """Stop early only on conclusive evidence: the first

@@ -51,7 +51,7 @@ from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.evaluation.reports.json_report import build_json_report, dumps_json_report
 from pytest_groove.evaluation.reports.text_report import NEXT_RUN_HINT, render_text
 from pytest_groove.evaluation.runs.corpus_files import with_document_digests
-from pytest_groove.evaluation.runs.findings import findings_warning
+from pytest_groove.evaluation.runs.findings import findings_warning, quote_findings
 from pytest_groove.evaluation.runs.gate_record import loosened_warning
 from pytest_groove.evaluation.runs.record import (
     Finding,
@@ -288,7 +288,7 @@ def _finish(
         # answers that cannot be judged stop here, before anything is recorded
         warnings += searcher.answer_warnings(scope.per_query, max(plan.k_values))
         corpus = with_document_digests(searcher.corpus_snapshot(), searcher.document_digests())
-        findings = searcher.quote_findings(scope.per_query)
+        findings = quote_findings(scope.per_query, searcher)
     run = build_run(evaluation.fingerprint, scope.per_query, corpus, findings)
     choice = evaluation.choice
     frozen = choice.baseline if choice is not None and choice.frozen else None

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from pytest_groove.engine.names import check_flag_names
 from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
-from pytest_groove.evaluation.gate.compare import ThresholdError, Thresholds, parse_thresholds
 from pytest_groove.evaluation.gate.policy import GatePlan, resolve_gate
 from pytest_groove.evaluation.gate.query_names import shared_id_warnings
 from pytest_groove.evaluation.golden.file import GoldenMissing, load_golden, resolve_golden_path
@@ -37,6 +36,7 @@ from pytest_groove.evaluation.runs.trust import untrusted_warnings
 from pytest_groove.files.guarded_io import HISTORY_CAP, ReadRefused
 from pytest_groove.scoring.metric_table import unasked_optional
 from pytest_groove.scoring.records import GoldenSet
+from pytest_groove.scoring.thresholds import ThresholdError, Thresholds, parse_thresholds
 from pytest_groove.settings.config import (
     SEARCH_LIMIT_MAX,
     SearchOverrides,

@@ -501,7 +501,7 @@ def _parse_unit(name: str, text: str) -> float:
 
 
 def _parse_threshold(name: str, text: str) -> str:
-    from pytest_groove.evaluation.gate.compare import ThresholdError, parse_thresholds
+    from pytest_groove.scoring.thresholds import ThresholdError, parse_thresholds
 
     try:
         parse_thresholds(text, 0.0)  # checked now; the config's default is applied later

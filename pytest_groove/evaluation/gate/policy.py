@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
 from pytest_groove.evaluation.gate.baseline import BaselineChoice
-from pytest_groove.evaluation.gate.compare import Comparison, Thresholds
+from pytest_groove.evaluation.gate.compare import Comparison
 from pytest_groove.evaluation.runs.gate_record import (
     FLOORS_SETTING,
     FROZEN_SETTING,
@@ -51,6 +51,7 @@ from pytest_groove.scoring.floors import (
 )
 from pytest_groove.scoring.metric_table import parse_metric, unasked_optional
 from pytest_groove.scoring.significance import format_p, significant
+from pytest_groove.scoring.thresholds import Thresholds
 from pytest_groove.settings.config import EvalSettings, Settings
 from pytest_groove.settings.options import OPTIONS_BY_NAME, RunOptions
 

@@ -38,7 +38,6 @@ from typing import Literal
 
 from pytest_groove.evaluation.gate.compare import (
     Comparison,
-    Thresholds,
     largest_k,
     match_queries,
     query_regressed,
@@ -53,6 +52,7 @@ from pytest_groove.scoring.metrics import (
     is_miss,
     normalise_heading,
 )
+from pytest_groove.scoring.thresholds import Thresholds
 
 Verdict = Literal["pass", "regressed", "missed"]
 

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-import ahocorasick
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_groove.evaluation.runs.record import QUOTE_CHECK, Finding, QueryResult, QuotedQuery
+from pytest_groove.kb.derived.quote_scan import (
+    QUOTE_SCAN_VERSION,
+    normalise_text,
+    quoted_needles,
+)
 from pytest_groove.kb.source.records import ChunkText
-from pytest_groove.text.plain import collapse_whitespace
 
 if TYPE_CHECKING:
     # the index's modules bring numpy along: only the kept scan needs them
@@ -46,6 +48,7 @@ __all__ = [
     "findings_warning",
     "golden_quote_findings",
     "normalise_text",
+    "quote_findings",
     "quoted_needles",
     "scan_golden_quotes",
 ]
@@ -55,14 +58,14 @@ MIN_QUERY_CODE_POINTS = 12
 #: one quoted query is what a document about that topic looks like; two is a note
 #: about the test
 MIN_DISTINCT_QUERIES = 2
-#: names the matching rule below (normalisation, fields, needles) for the kept scans
-#: of :mod:`pytest_groove.kb.derived.quote_cache`: change it whenever the rule changes
-QUOTE_SCAN_VERSION = "1"
 
 
-def normalise_text(text: str) -> str:
-    """Collapse whitespace runs to one space, trim, lowercase."""
-    return collapse_whitespace(text).lower()
+class QuoteScanner(Protocol):
+    """What the scan needs of a corpus (every searcher is one)."""
+
+    def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
+        """Document path -> indices of the normalised ``needles`` it quotes."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -83,33 +86,6 @@ def _needles(results: Sequence[QueryResult]) -> list[_Needle]:
     return [_Needle(text, tuple(positions)) for text, positions in members.items()]
 
 
-def quoted_needles(needles: Sequence[str], chunks: Iterable[ChunkText]) -> dict[str, set[int]]:
-    """Document path -> indices of the ``needles`` quoted in any one of its fields.
-
-    ``needles`` are normalised texts.  One Aho-Corasick automaton over all needles
-    reads each field once, whatever the number of golden queries (a substring test
-    per needle and field read every field once per query: 2.3 s for 100 queries x
-    10k chunks).
-    """
-    found: dict[str, set[int]] = {}
-    if not needles:
-        return found
-    automaton = ahocorasick.Automaton()
-    for index, needle in enumerate(needles):
-        automaton.add_word(needle, index)
-    automaton.make_automaton()
-    for chunk in chunks:
-        fields = [chunk.content]
-        if chunk.heading:
-            fields.append(chunk.heading)
-        if chunk.context:
-            fields.append(chunk.context)
-        for raw in fields:
-            for _end, index in automaton.iter(normalise_text(raw)):
-                found.setdefault(chunk.path, set()).add(index)
-    return found
-
-
 def _rank_of(result: QueryResult, path: str) -> int | None:
     return next((hit.rank for hit in result.top_k if hit.path == path), None)
 
@@ -128,21 +104,20 @@ def scan_golden_quotes(
 
 
 def golden_quote_findings(results: Sequence[QueryResult], store: Store) -> list[Finding]:
-    """:func:`scan_golden_quotes` over every chunk of ``store``, from its kept scan.
-
-    The same findings, but the per-document scan is kept beside the index
-    (:mod:`pytest_groove.kb.derived.quote_cache`): an unchanged index is not read again, and
-    after writes only the changed documents are.  Call inside
-    ``store.read_snapshot()``, the snapshot that answered the searches.
-    """
-    from pytest_groove.kb.derived.quote_cache import cached_scan
+    """:func:`scan_golden_quotes` over every chunk of ``store``, from its kept scan
+    (:func:`~pytest_groove.kb.derived.quote_scan.kept_quote_scan`).  Call inside
+    ``store.read_snapshot()``, the snapshot that answered the searches."""
+    from pytest_groove.kb.derived.quote_scan import kept_quote_scan
 
     needles = _needles(results)
-    texts = [n.text for n in needles]
-    matches = cached_scan(
-        store, texts, QUOTE_SCAN_VERSION, lambda chunks: quoted_needles(texts, chunks)
-    )
-    return _findings(results, needles, matches)
+    return _findings(results, needles, kept_quote_scan(store, [n.text for n in needles]))
+
+
+def quote_findings(results: Sequence[QueryResult], corpus: QuoteScanner) -> list[Finding]:
+    """The findings of the scan ``corpus`` answers (a searcher: the kept scan of the
+    built-in index, or the KB's files read from disk for a custom retriever)."""
+    needles = _needles(results)
+    return _findings(results, needles, corpus.quoted_by_document([n.text for n in needles]))
 
 
 def _findings(
