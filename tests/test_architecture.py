@@ -1,14 +1,20 @@
 """The layout rules of ARCHITECTURE.md, checked on the source.
 
-- No import cycle among pytest_groove's modules, counting imports inside functions
-  (only ``if TYPE_CHECKING:`` blocks are left out: they never run); inside ``plugin/``
-  not even through ``TYPE_CHECKING`` imports, so its roles stay layered.
+- The packages are layers, :data:`LAYERS` from the bottom up: a module imports
+  modules of its own package or of a package below it, never above, counting imports
+  inside functions (only ``if TYPE_CHECKING:`` blocks are left out: they never run).
+  The root package is the public API (its names resolve lazily): only the doors
+  import it, for ``__version__``.
+- No import cycle among pytest_groove's modules; inside ``plugin/`` not even through
+  ``TYPE_CHECKING`` imports, so its roles stay layered.
+- Every package's ``__init__`` docstring says what it holds and what it may import.
 - A library package never imports a door (``plugin/``, ``cli/``).
 - The doors open an evaluation only through the library: they never build a run
   fingerprint, read the history or pick a baseline themselves (``groove history``,
   which lists runs, may read the history).
-- Modules stay small: none over 600 lines, no class over 350 lines; the metric names
-  are spelled in a few modules only (the metric table and its readers).
+- Folders and functions stay small: at most 15 modules a folder, no function over 60
+  lines, no class over 350 lines; the metric names are spelled in a few modules only
+  (the metric table and its readers).
 - Every module ``ARCHITECTURE.md`` names exists.
 
 The graph is built with :mod:`ast`, without importing anything.  An edge goes from a
@@ -124,6 +130,94 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+#: the packages from the bottom up: each may import itself and those before it
+LAYERS = (
+    "pytest_groove.errors",
+    "pytest_groove.shapes",
+    "pytest_groove.files",
+    "pytest_groove.text",
+    "pytest_groove.embed",
+    "pytest_groove.scoring",
+    "pytest_groove.settings",
+    "pytest_groove.kb.source",
+    "pytest_groove.kb.store",
+    "pytest_groove.kb.derived",
+    "pytest_groove.kb",
+    "pytest_groove.search",
+    "pytest_groove.search.query",
+    "pytest_groove.search.pipeline",
+    "pytest_groove.search.retrievers",
+    "pytest_groove.engine",
+    "pytest_groove.evaluation.golden",
+    "pytest_groove.evaluation.runs",
+    "pytest_groove.evaluation.gate",
+    "pytest_groove.evaluation.history",
+    "pytest_groove.evaluation.reports",
+    "pytest_groove.evaluation",
+    "pytest_groove.interop",
+    "pytest_groove.tune",
+    "pytest_groove.plugin",
+    "pytest_groove.cli",
+)
+ROOT = "pytest_groove"
+
+
+def layer_of(name: str) -> int:
+    """The index in :data:`LAYERS` of the deepest package holding module ``name``."""
+    holders = [i for i, layer in enumerate(LAYERS) if name == layer or name.startswith(layer + ".")]
+    assert holders, f"{name} is in no layer: add its package to LAYERS"
+    return max(holders, key=lambda i: len(LAYERS[i]))
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for name in MODULES:
+        if name != ROOT:
+            layer_of(name)
+
+
+def test_imports_only_run_down_the_layers() -> None:
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in GRAPH.items()
+        if name != ROOT
+        for target in targets
+        if (target == ROOT and not name.startswith(DOORS))
+        or (target != ROOT and layer_of(target) > layer_of(name))
+    )
+    assert not upward, upward
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    assert layer_of("pytest_groove.kb.store.schema") < layer_of("pytest_groove.search.hits")
+    assert layer_of("pytest_groove.evaluation.finish") > layer_of(
+        "pytest_groove.evaluation.gate.compare"
+    )
+
+
+def test_every_package_says_what_it_holds_and_may_import() -> None:
+    silent = sorted(
+        name
+        for name, path in MODULES.items()
+        if path.name == "__init__.py"
+        and name not in (ROOT, "pytest_groove.plugin", "pytest_groove.cli")
+        and "May import" not in (ast.get_docstring(ast.parse(path.read_text("utf-8"))) or "")
+    )
+    assert not silent, silent
+
+
+FOLDER_MODULES = 15
+
+
+def test_at_most_15_modules_a_folder() -> None:
+    folders: dict[Path, int] = {}
+    for path in MODULES.values():
+        folders[path.parent] = folders.get(path.parent, 0) + 1
+    crowded = sorted(
+        f"{p.relative_to(PACKAGE.parent)}: {n}" for p, n in folders.items() if n > FOLDER_MODULES
+    )
+    assert not crowded, crowded
+
+
 def test_no_import_cycle_in_pytest_groove() -> None:
     cycle = find_cycle(GRAPH)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
@@ -178,20 +272,18 @@ def test_the_doors_leave_the_evaluation_to_the_library() -> None:
     assert not offenders, offenders
 
 
-MODULE_LINES = 600
+FUNCTION_LINES = 60
 CLASS_LINES = 350
 
 
-def test_no_module_over_600_lines_and_no_class_over_350() -> None:
+def test_no_function_over_60_lines_and_no_class_over_350() -> None:
     too_long: list[str] = []
     for name, path in MODULES.items():
-        text = path.read_text(encoding="utf-8")
-        if text.count("\n") > MODULE_LINES:
-            too_long.append(f"{name}: {text.count(chr(10))} lines")
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
-                length = node.end_lineno - node.lineno + 1
-                if length > CLASS_LINES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            limit = CLASS_LINES if isinstance(node, ast.ClassDef) else FUNCTION_LINES
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > limit:
                     too_long.append(f"{name}.{node.name}: {length} lines")
     assert not too_long, too_long
 

@@ -1,4 +1,8 @@
-"""Knowledge-base side: walking, parsing, storing and indexing.
+"""Knowledge-base side: the files (``source``), the index database (``store``), what
+is kept beside it (``derived``), and at the root the indexer that brings them all up
+to date in groups of documents.
+
+May import: ``settings`` and everything below it.
 
 PYTEST_DONT_REWRITE
 """

@@ -3,6 +3,8 @@
 The decision rule is a pure function of a metric table, :func:`decide`, so it can
 be tested, simulated and reused without a database.
 
+May import: ``evaluation`` and everything below it.
+
 PYTEST_DONT_REWRITE
 """
 
