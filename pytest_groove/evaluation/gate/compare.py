@@ -21,7 +21,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from pytest_groove.evaluation.runs.fingerprint import differing_keys
 from pytest_groove.evaluation.runs.gate_record import Loosened
@@ -38,6 +38,9 @@ from pytest_groove.scoring.metrics import FALLBACK_K, aggregate, is_miss
 from pytest_groove.scoring.records import ExpectedEntry, question_key
 from pytest_groove.scoring.significance import PValues, paired_p_values
 from pytest_groove.scoring.thresholds import Thresholds, as_thresholds
+
+if TYPE_CHECKING:
+    from pytest_groove.evaluation.gate.accepted import GoldenChanges
 
 GOLDEN_CHANGED = "golden changed since last run"
 CONFIG_CHANGED = "config or metric version changed since last run"
@@ -107,6 +110,14 @@ class Comparison:
     p_values: PValues | None = None
     #: settings of this run's gate looser than the baseline run's (set by finish)
     gate_loosened: tuple[Loosened, ...] = ()
+    #: the baseline is the accepted one (:mod:`.accepted`): compared whatever changed
+    accepted: bool = False
+    #: against the accepted baseline: the golden queries added, removed, edited
+    golden: GoldenChanges | None = None
+    #: against the accepted baseline: each setting that differs, ``name old -> new``
+    settings_changes: tuple[str, ...] = ()
+    #: against the accepted baseline: metrics only one side measures (left out)
+    left_out: tuple[str, ...] = ()
 
     @property
     def limits(self) -> Thresholds:
@@ -254,7 +265,7 @@ def _map_diff(now: Mapping[int, float], previous: Mapping[int, float]) -> dict[i
     return {k: value - previous.get(k, 0.0) for k, value in now.items()}
 
 
-def _aggregate_diff(now: AggregateLike, previous: AggregateLike) -> AggregateDiff:
+def aggregate_diff(now: AggregateLike, previous: AggregateLike) -> AggregateDiff:
     return AggregateDiff(
         recall_at_k=_map_diff(now.recall_at_k, previous.recall_at_k),
         mrr=now.mrr - previous.mrr,
@@ -295,7 +306,7 @@ def _regressed_names(
     ]
 
 
-def _aggregate_regressions(
+def aggregate_regressions(
     run: RunRecord, baseline: RunRecord, threshold: Thresholds
 ) -> tuple[str, ...]:
     now, prev = run.aggregate, baseline.aggregate
@@ -331,7 +342,7 @@ def query_regressed(
     )
 
 
-def _query_rows(
+def query_rows(
     run: RunRecord, baseline: RunRecord | None, thresholds: Thresholds
 ) -> tuple[QueryDelta, ...]:
     k_values = run.fingerprint.k_values
@@ -388,16 +399,16 @@ def compare(
     regressions: tuple[str, ...] = ()
     p_values = None
     if compatible and baseline is not None:
-        diff = _aggregate_diff(run.aggregate, baseline.aggregate)
-        regressions = _aggregate_regressions(run, baseline, thresholds)
-        p_values = _p_values(run, baseline)
+        diff = aggregate_diff(run.aggregate, baseline.aggregate)
+        regressions = aggregate_regressions(run, baseline, thresholds)
+        p_values = run_p_values(run, baseline)
     return Comparison(
         run=run,
         baseline=baseline,
         compatible=compatible,
         reason=reason,
         diff=diff,
-        queries=_query_rows(run, baseline if compatible else None, thresholds),
+        queries=query_rows(run, baseline if compatible else None, thresholds),
         corpus_changed=changed,
         corpus_phrase=phrase,
         regressions=regressions,
@@ -407,7 +418,7 @@ def compare(
     )
 
 
-def _p_values(run: RunRecord, baseline: RunRecord) -> PValues:
+def run_p_values(run: RunRecord, baseline: RunRecord) -> PValues:
     """The paired test over the queries both runs have (:func:`match_queries`)."""
     paired = match_queries(run.per_query, baseline)
     matched = [(q, b) for q, b in zip(run.per_query, paired, strict=True) if b]
@@ -429,7 +440,7 @@ def gate_failures(comparison: Comparison, threshold: float | Thresholds | None =
     if not comparison.compatible or comparison.baseline is None:
         return []
     return list(
-        _aggregate_regressions(comparison.run, comparison.baseline, as_thresholds(threshold))
+        aggregate_regressions(comparison.run, comparison.baseline, as_thresholds(threshold))
     )
 
 
