@@ -20,7 +20,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from pytest_groove.evaluation.gate.compare import (
@@ -39,6 +39,7 @@ from pytest_groove.kb.source.records import CorpusSnapshot
 from pytest_groove.scoring.metric_table import all_metrics
 from pytest_groove.scoring.metrics import QueryMetrics, aggregate
 from pytest_groove.scoring.thresholds import Thresholds, as_thresholds
+from pytest_groove.settings.records import FusionParams
 
 __all__ = [
     "GoldenChanges",
@@ -123,6 +124,14 @@ def _value(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+def _or_default(key: str, value: Any) -> Any:
+    """A fingerprint value with ``None`` read as what it stands for: the built-in
+    fusion values (recorded only when one differs)."""
+    if key == "fusion" and value is None:
+        return asdict(FusionParams())
+    return value
+
+
 def settings_changes(now: Fingerprint, accepted: Fingerprint) -> tuple[str, ...]:
     """Each setting that differs, ``name accepted -> now`` (a table's keys one by one;
     the golden file's hash is the golden changes' business)."""
@@ -132,7 +141,7 @@ def settings_changes(now: Fingerprint, accepted: Fingerprint) -> tuple[str, ...]
         if key == "golden_hash" or mine.get(key) == theirs.get(key):
             continue
         name = _SETTING_NAMES.get(key, key)
-        before, after = theirs.get(key), mine.get(key)
+        before, after = _or_default(key, theirs.get(key)), _or_default(key, mine.get(key))
         if isinstance(before, Mapping) and isinstance(after, Mapping):
             changes += [
                 f"{name} {sub} {_value(before.get(sub))} -> {_value(after.get(sub))}"
