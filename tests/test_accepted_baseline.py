@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.gate.accepted import compare_accepted, golden_changes
+from pytest_groove.evaluation.gate.accepted import compare_across, golden_changes
 from pytest_groove.evaluation.history.accepted import (
     decode_baseline,
     encode_baseline,
@@ -131,8 +131,8 @@ def test_golden_edits_are_listed_and_the_paired_queries_compared() -> None:
         ("q3",),
         3,
     )
-    comparison = compare_accepted(run, accepted, 0.05)
-    assert comparison.compatible and comparison.accepted
+    comparison = compare_across(run, accepted, 0.05)
+    assert comparison.compatible and comparison.across_changes
     assert comparison.diff is not None and comparison.diff.mrr == pytest.approx(-1 / 3)
     assert "recall@1" in comparison.regressions
     assert "the gate compares the 3 paired queries" in changes.describe()
@@ -146,7 +146,7 @@ def test_a_settings_change_is_compared_and_named() -> None:
     )
     worse = [query(f"q{i}", 0.0, 0.5) for i in range(5)]
     run = build_run(fused, worse, accepted.corpus)
-    comparison = compare_accepted(run, accepted, 0.05)
+    comparison = compare_across(run, accepted, 0.05)
     assert comparison.settings_changes[0] == "model bge-m3 -> hash"
     assert comparison.settings_changes[1:] == ("[search.fusion] rrf_k 60 -> 2",)
     assert comparison.regressions  # the change under review is gated
@@ -156,7 +156,7 @@ def test_a_metric_only_one_side_measures_is_named_and_left_out() -> None:
     accepted = accepted_run(*five())
     at_20 = [query(f"q{i}", {1: 1.0, 5: 1.0, 20: 0.0}, k_values=(1, 5, 20)) for i in range(5)]
     run = build_run(fingerprint(k_values=(1, 5, 20)), at_20, accepted.corpus)
-    comparison = compare_accepted(run, accepted, 0.05)
+    comparison = compare_across(run, accepted, 0.05)
     assert comparison.left_out == (
         "recall@10 (only the accepted baseline)",
         "recall@20 (only this run)",
@@ -170,6 +170,6 @@ def test_the_corpus_is_told_from_the_accepted_digests() -> None:
     accepted = decode_baseline(encode_baseline(accepted_run(*five())), Path("b.json"))
     files = (("a.md", "a" * 12), ("b.md", "e" * 12), ("d.md", "d" * 12))
     run = build_run(fingerprint(), five(), CorpusSnapshot(3, 9, "f" * 64, files=files))
-    comparison = compare_accepted(run, accepted, 0.05)
+    comparison = compare_across(run, accepted, 0.05)
     assert comparison.corpus_changed is True
     assert comparison.corpus_phrase == "3 -> 3 documents: 1 changed, 1 added, 1 removed"

@@ -26,7 +26,8 @@ from typing import Any, TextIO
 
 from pytest_groove.cli.args import check_kb, run_reporting_errors
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.gate.compare import compare, fingerprint_difference
+from pytest_groove.evaluation.gate.accepted import compare_across
+from pytest_groove.evaluation.gate.compare import compare
 from pytest_groove.evaluation.gate.verdict import comparison_verdicts, removed_answer_failures
 from pytest_groove.evaluation.history.file import (
     choose_baseline,
@@ -264,15 +265,10 @@ def _diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "the diff below is not what was measured\n"
         )
     comparison = compare(after, before, _thresholds(args))
-    if gating and not comparison.compatible:
-        # a gate asked for that can compare nothing must not pass: eval --baseline
-        # refuses such a pair the same way
-        raise GrooveError(
-            f"--fail-on-regression: {run_label(after)} cannot be compared with "
-            f"{run_label(before)} in {path}: "
-            f"{fingerprint_difference(after.fingerprint, before.fingerprint, ('RUN_B', 'RUN_A'))}"
-            "; name two runs measured with the same settings (`groove history` lists them)"
-        )
+    if not comparison.compatible:
+        # two runs of other settings or golden sets: compared all the same, over the
+        # queries they share, each difference named (the accepted baseline's rule)
+        comparison = compare_across(after, before, _thresholds(args))
     # the verdicts (moved, displaced, removed answers) the eval's reports show
     verdicts = comparison_verdicts(comparison)
     failures = [*comparison.regressions, *removed_answer_failures(verdicts)]

@@ -43,7 +43,7 @@ from pytest_groove.settings.records import FusionParams
 
 __all__ = [
     "GoldenChanges",
-    "compare_accepted",
+    "compare_across",
     "golden_changes",
     "settings_changes",
 ]
@@ -243,10 +243,11 @@ def _counts_only(corpus: CorpusSnapshot | None) -> CorpusSnapshot | None:
     return None if corpus is None or corpus.chunks < 0 else corpus
 
 
-def compare_accepted(
+def compare_across(
     run: RunRecord, baseline: RunRecord, threshold: float | Thresholds
 ) -> Comparison:
-    """Compare ``run`` with the accepted ``baseline``: always a diff, over the paired
+    """Compare ``run`` with ``baseline`` (the accepted one, or any run ``groove
+    history diff`` names) across whatever changed: always a diff, over the paired
     queries and the metrics both measure, with what changed named."""
     thresholds = as_thresholds(threshold)
     now_view, accepted_view = _paired_views(run, baseline)
@@ -265,7 +266,7 @@ def compare_accepted(
         threshold=thresholds.default,
         thresholds=thresholds,
         p_values=run_p_values(now_view, accepted_view) if paired else None,
-        accepted=True,
+        across_changes=True,
         golden=golden_changes(run, baseline),
         settings_changes=settings_changes(run.fingerprint, baseline.fingerprint),
         left_out=_left_out(run.fingerprint, baseline.fingerprint),

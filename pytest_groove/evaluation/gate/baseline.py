@@ -73,6 +73,13 @@ class BaselineChoice:
     skipped: int
     #: the baseline is the run the user named (``--baseline RUN``)
     named: bool = False
+    #: the accepted baseline file the baseline was read from (None: the run log's)
+    accepted: Path | None = None
+
+    @property
+    def source(self) -> str:
+        """Where the baseline came from, as the JSON report says it."""
+        return "accepted" if self.accepted is not None else "history"
 
     @property
     def shown(self) -> RunRecord | None:

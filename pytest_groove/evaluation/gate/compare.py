@@ -110,13 +110,14 @@ class Comparison:
     p_values: PValues | None = None
     #: settings of this run's gate looser than the baseline run's (set by finish)
     gate_loosened: tuple[Loosened, ...] = ()
-    #: the baseline is the accepted one (:mod:`.accepted`): compared whatever changed
-    accepted: bool = False
-    #: against the accepted baseline: the golden queries added, removed, edited
+    #: compared across golden and settings changes (:mod:`.accepted`: the accepted
+    #: baseline, or ``groove history diff`` of two runs with other settings)
+    across_changes: bool = False
+    #: across changes: the golden queries added, removed, edited
     golden: GoldenChanges | None = None
-    #: against the accepted baseline: each setting that differs, ``name old -> new``
+    #: across changes: each setting that differs, ``name old -> new``
     settings_changes: tuple[str, ...] = ()
-    #: against the accepted baseline: metrics only one side measures (left out)
+    #: across changes: metrics only one side measures (left out)
     left_out: tuple[str, ...] = ()
 
     @property

@@ -11,6 +11,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+from pytest_groove.errors import clip_path
 from pytest_groove.evaluation.gate.compare import Comparison, format_delta
 from pytest_groove.evaluation.gate.verdict import RunVerdicts, comparison_verdicts
 from pytest_groove.evaluation.history.file import BaselineChoice
@@ -43,6 +44,14 @@ def _aggregate_header(comparison: Comparison, choice: BaselineChoice | None) -> 
         return ["Aggregate"]
     if not comparison.compatible:
         return [f"⚠️ {comparison.reason}, diff disabled", "Aggregate"]
+    if choice is not None and choice.accepted is not None:
+        return [
+            f"Aggregate (accepted baseline: {clip_path(choice.accepted)})",
+            *_changes(comparison),
+        ]
+    if comparison.across_changes:
+        label = f"run of {display_timestamp(baseline.timestamp)}, compared across changes"
+        return [f"Aggregate ({label})", *_changes(comparison)]
     label = f"previous run: {display_timestamp(baseline.timestamp)}"
     if choice is not None and choice.named:
         label = f"baseline run you named: {display_timestamp(baseline.timestamp)}"
@@ -53,6 +62,18 @@ def _aggregate_header(comparison: Comparison, choice: BaselineChoice | None) -> 
     return [f"Aggregate ({label})"]
 
 
+def _changes(comparison: Comparison) -> list[str]:
+    """What differs from the baseline a comparison across changes was made with."""
+    lines = []
+    if comparison.settings_changes:
+        lines.append(f"  settings changed: {'; '.join(comparison.settings_changes)}")
+    if comparison.golden:
+        lines.append(f"  golden changed: {comparison.golden.describe()}")
+    if comparison.left_out:
+        lines.append(f"  left out: {', '.join(comparison.left_out)}")
+    return lines
+
+
 def _since(comparison: Comparison, choice: BaselineChoice | None) -> str:
     """The run the corpus changed since, named as the aggregate header names it: "last
     run" only when the baseline is the newest stored run, else that run's moment.
@@ -61,6 +82,8 @@ def _since(comparison: Comparison, choice: BaselineChoice | None) -> str:
     if baseline is None or choice is None:
         return "last run"
     when = display_timestamp(baseline.timestamp)
+    if choice.accepted is not None:
+        return "the accepted baseline"
     if choice.named:
         return f"the baseline run you named ({when})"
     if choice.frozen:
