@@ -171,7 +171,7 @@ def test_a_heading_written_in_a_form_that_starts_no_section_is_named_so(
 # --------------------------------------------------------------------------- groove init
 
 
-def test_init_lists_merged_headings_and_prints_the_gitignore_lines(kb: Path) -> None:
+def test_init_lists_merged_headings_and_writes_the_gitignore_lines(kb: Path) -> None:
     from pytest_groove.evaluation.starter import GITIGNORE_LINES
     from pytest_groove.kb.indexer import GROOVE_DIR_NAME
 
@@ -185,19 +185,21 @@ def test_init_lists_merged_headings_and_prints_the_gitignore_lines(kb: Path) -> 
         "#     (merged: VAT numbers -> Sending invoices; under 50 bytes, not a heading to pin)"
     ) in starter
     assert GITIGNORE_LINES[0] == f"{GROOVE_DIR_NAME}/"
-    assert f"add these lines to {kb / '.gitignore'}" in done.stdout
-    for line in GITIGNORE_LINES:
-        assert f"\n    {line}\n" in done.stdout
-    assert not (kb / ".gitignore").exists()  # printed, never written
+    assert f"wrote {kb / '.gitignore'} ({len(GITIGNORE_LINES)} line(s)" in done.stdout
+    written = (kb / ".gitignore").read_text("utf-8").splitlines()
+    assert written[1:] == list(GITIGNORE_LINES)
+    assert ".groove-baseline.json" not in written  # the accepted baseline is committed
 
 
-def test_init_prints_only_the_gitignore_lines_still_missing(kb: Path) -> None:
-    (kb / ".gitignore").write_text(".groove/\n.groove-eval-history.json.lock\n", "utf-8")
+def test_init_adds_only_the_gitignore_lines_still_missing(kb: Path) -> None:
+    (kb / ".gitignore").write_text("notes.tmp\n.groove/\n.groove-eval-history.json.lock", "utf-8")
     done = groove("init", "--kb-path", kb)
     assert done.returncode == 0, done.stderr
-    assert "\n    .groove/\n" not in done.stdout
-    assert "\n    .groove-eval-history.json.bak-*\n" in done.stdout
-    assert (kb / ".gitignore").read_text("utf-8").count("\n") == 2
+    text = (kb / ".gitignore").read_text("utf-8")
+    assert text.startswith("notes.tmp\n.groove/\n.groove-eval-history.json.lock\n# pytest-groove")
+    assert text.count(".groove/") == 1 and ".groove-eval-history.json.bak-*\n" in text
+    again = groove("init", "--kb-path", kb)
+    assert (kb / ".gitignore").read_text("utf-8") == text and "gitignore" not in again.stdout
 
 
 # --------------------------------------------------------------------------- HTML fingerprint

@@ -3,7 +3,9 @@
 Writes ``<kb>/.groove-eval.yml`` (a commented golden file listing the KB's documents
 and headings, with one example of each kind of entry) and ``<kb>/groove.toml``
 (every setting at its default, commented out).  An existing file is never
-overwritten: it is left alone and named.  Ends with the next command to run.
+overwritten: it is left alone and named.  Adds the index and the local run log to
+``<kb>/.gitignore`` (appended, every existing byte kept).  Ends with the next
+command to run.
 
 PYTEST_DONT_REWRITE
 """
@@ -18,6 +20,7 @@ from pytest_groove.cli.args import check_kb, run_reporting_errors
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.golden.file import DEFAULT_GOLDEN_NAME
 from pytest_groove.evaluation.starter import (
+    GITIGNORE_LINES,
     golden_starter,
     missing_gitignore_lines,
     outline,
@@ -88,7 +91,7 @@ def _init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(f"wrote {path}\n")
         else:
             out.write(f"kept {path} (it exists; groove init never overwrites a file)\n")
-    _gitignore_hint(kb, out)
+    _update_gitignore(kb, out)
     out.write(
         f"{total} document(s) listed. Next: write a few queries in {kb / DEFAULT_GOLDEN_NAME}, "
         f"then run: groove eval --kb-path {kb}   (or: pytest --groove-kb {kb})\n"
@@ -100,23 +103,33 @@ def _init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 _GITIGNORE_SCAN_BYTES = 1024 * 1024
 
 
-def _gitignore_hint(kb: Path, out: TextIO) -> None:
-    """Print the lines the KB's .gitignore lacks; writing it is the user's choice."""
+def _update_gitignore(kb: Path, out: TextIO) -> None:
+    """Add the lines the KB's ``.gitignore`` lacks (created when absent), keeping every
+    byte it holds: an ordinary run then never modifies a tracked file."""
     path = kb / ".gitignore"
     try:
         with path.open("rb") as handle:
-            existing: str | None = handle.read(_GITIGNORE_SCAN_BYTES).decode("utf-8", "replace")
-    except OSError:
-        existing = None
-    missing = missing_gitignore_lines(existing)
+            data = handle.read(_GITIGNORE_SCAN_BYTES)
+    except FileNotFoundError:
+        data = b""
+    except OSError as exc:
+        out.write(f"left {path} alone ({exc.strerror or exc}); add: {' '.join(GITIGNORE_LINES)}\n")
+        return
+    missing = missing_gitignore_lines(data.decode("utf-8", "replace"))
     if not missing:
         return
-    out.write(
-        f"Keep groove's local files out of git: add these lines to {path} (groove init "
-        "does not write it; prefix them with the KB's folder in a repository-level one):\n"
-    )
-    out.writelines(f"    {line}\n" for line in missing)
-    out.write("  (commit the history itself if your team shares its baseline; docs/ci.md)\n")
+    block = "# pytest-groove: the index and the local run log (the baseline is committed)\n"
+    block += "".join(f"{line}\n" for line in missing)
+    if data and not data.endswith(b"\n"):
+        block = "\n" + block
+    try:
+        with path.open("ab") as handle:
+            handle.write(block.encode("utf-8"))
+    except OSError as exc:
+        out.write(f"could not add to {path} ({exc.strerror or exc}); add: {' '.join(missing)}\n")
+        return
+    done = "updated" if data else "wrote"
+    out.write(f"{done} {path} ({len(missing)} line(s) for groove's local files)\n")
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:

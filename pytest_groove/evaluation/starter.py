@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_groove.evaluation.history.accepted import BASELINE_FILE_NAME
 from pytest_groove.evaluation.history.format import BACKUP_MARK, HISTORY_FILE_NAME
 from pytest_groove.files.beneath import Skipped, open_root, read_beneath
 from pytest_groove.kb.source.markdown import MERGE_THRESHOLD_BYTES, merged_headings, parse_markdown
@@ -95,13 +96,17 @@ def _merged_line(heading: str, into: str | None) -> str:
     )
 
 
-#: what ``groove init`` asks to be added to the KB's ``.gitignore`` (it never writes it):
-#: the index, the history's lock, its backups and a killed save's temporary files
+#: what ``groove init`` adds to the KB's ``.gitignore``: the index, the local run log
+#: with its lock, backups and a killed save's temporary files, and a killed accept's
+#: temporary file -- everything an ordinary run writes, so it never modifies a tracked
+#: file (the accepted baseline itself is committed)
 GITIGNORE_LINES = (
     ".groove/",  # kb.indexer.GROOVE_DIR_NAME; not imported: init needs no numpy or SQLite
+    HISTORY_FILE_NAME,
     f"{HISTORY_FILE_NAME}.lock",
     f"{HISTORY_FILE_NAME}{BACKUP_MARK}*",
     f"{HISTORY_FILE_NAME}.*.tmp",
+    f"{BASELINE_FILE_NAME}.*.tmp",
 )
 
 
