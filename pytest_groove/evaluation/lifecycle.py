@@ -190,9 +190,13 @@ def baseline_counterparts(
     return tuple(match_queries(queries, choice.baseline))
 
 
-def _read_and_pick(
-    plan: EvalPlan, fingerprint: Fingerprint
-) -> tuple[StoredRuns, BaselineChoice | None]:
+#: every document the searcher can answer with, and each one's section headings
+IndexedHeadings = Mapping[str, Collection[str | None]]
+#: the history as read and the baseline picked from it
+Picked = tuple[StoredRuns, BaselineChoice | None]
+
+
+def _read_and_pick(plan: EvalPlan, fingerprint: Fingerprint) -> Picked:
     stored = plan.read_history()
     return stored, pick_baseline_for(plan, stored, fingerprint)
 
@@ -290,6 +294,97 @@ def _deleted_since_stored(
     return out
 
 
+@dataclass(frozen=True)
+class _Vanished:
+    """What the history says of expected paths and headings the index lacks: gone since
+    a stored run (a lost answer, or a message that is no typo), not a golden mistake."""
+
+    #: the history and the baseline, read because something went missing (else None)
+    picked: Picked | None = None
+    #: the baseline corpus's documents (an expected path among them was deleted since)
+    removed: Collection[str] = ()
+    #: expected path -> how another stored run shows it was deleted or renamed
+    deleted: dict[str, str] = field(default_factory=dict)
+    #: expected paths whose document the baseline held with other bytes
+    changed: set[str] = field(default_factory=set)
+    #: expected path -> how an earlier stored run shows it was edited
+    edited: dict[str, str] = field(default_factory=dict)
+    #: (path, normalised heading) the edit of a changed document removed
+    lost: frozenset[tuple[str, str]] = frozenset()
+
+
+def _read_expected_headings(plan: EvalPlan, searcher: Searcher) -> IndexedHeadings | None:
+    """The searcher's headings map, with the expected documents' headings read from the
+    snapshot the paths came from (an engine's map reads a document's headings when
+    first asked)."""
+    with searcher.read_snapshot():
+        headings = searcher.headings_by_path()
+        if headings is not None:
+            for query in plan.golden.queries:
+                for entry in query.expected:
+                    headings.get(entry.path)
+    return headings
+
+
+def _find_vanished(
+    plan: EvalPlan, searcher: Searcher, headings: IndexedHeadings, fingerprint: Fingerprint
+) -> _Vanished:
+    """Ask the history about the expected paths and headings the index lacks (it is
+    read only when some are missing)."""
+    missing = unindexed_paths(plan.golden, headings)
+    unmatched_pairs = unmatched_headings(plan.golden, headings)
+    unmatched = list(dict.fromkeys(path for path, _ in unmatched_pairs))
+    if not missing and not unmatched:
+        return _Vanished()
+    picked = _read_and_pick(plan, fingerprint)
+    stored, choice = picked
+    digests_now = _digests_now(searcher)
+    removed: Collection[str] = ()
+    deleted: dict[str, str] = {}
+    if missing:
+        # an expected path the baseline run's corpus held was deleted since: a
+        # lost answer the run scores, not a golden-file mistake
+        removed = _baseline_paths(choice)
+        # one another stored run held (the golden file changed with it, say): no
+        # typo either, and the message says so
+        deleted = _deleted_since_stored(
+            [p for p in missing if p not in removed], stored, digests_now
+        )
+    changed: set[str] = set()
+    edited: dict[str, str] = {}
+    if unmatched:
+        # an expected heading the edited document no longer has: lost, like a
+        # deleted document, when the baseline (same golden file) still had it
+        changed = _changed_since_baseline(unmatched, choice, digests_now)
+        # a heading an earlier run of this golden file had (a run after the edit
+        # is the baseline now): still no typo
+        edited = _edited_since_stored(
+            [p for p in unmatched if p not in changed], stored, fingerprint, digests_now
+        )
+    lost = frozenset(pair for pair in unmatched_pairs if pair[0] in changed)
+    return _Vanished(picked, removed, deleted, changed, edited, lost)
+
+
+def _check_golden_entries(plan: EvalPlan, headings: IndexedHeadings, vanished: _Vanished) -> None:
+    """A golden entry naming nothing indexed (now or in the baseline), or an empty KB,
+    is a mistake in the input: stop before the first search, record nothing."""
+
+    def why_unindexed(path: str) -> str | None:
+        return why_not_indexed(plan.kb, path, plan.settings.index)
+
+    check_before_search(
+        plan.golden,
+        headings,
+        plan.kb,
+        plan.settings.index.parsers,
+        vanished.removed,
+        why_unindexed,
+        vanished.deleted,
+        vanished.changed,
+        vanished.edited,
+    )
+
+
 def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     """Everything between opening a searcher and the first search.
 
@@ -298,66 +393,13 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
     ``--baseline`` run that is unknown or measured with other settings.  Nothing is
     searched or recorded before these checks pass.
     """
-    with searcher.read_snapshot():
-        headings = searcher.headings_by_path()
-        if headings is not None:
-            # the expected documents' headings, from the snapshot the paths came from
-            # (an engine's map reads a document's headings when first asked)
-            for query in plan.golden.queries:
-                for entry in query.expected:
-                    headings.get(entry.path)
+    headings = _read_expected_headings(plan, searcher)
     fingerprint = build_fingerprint(plan, searcher.identity)
-    picked: tuple[StoredRuns, BaselineChoice | None] | None = None
-    lost: set[tuple[str, str]] = set()
+    vanished = _Vanished()
     if headings is not None:
-        removed: Collection[str] = ()
-        deleted: dict[str, str] = {}
-        changed: set[str] = set()
-        edited: dict[str, str] = {}
-        digests_now = _digests_now(searcher)
-        missing = unindexed_paths(plan.golden, headings)
-        unmatched_pairs = unmatched_headings(plan.golden, headings)
-        unmatched = list(dict.fromkeys(path for path, _ in unmatched_pairs))
-        if missing or unmatched:
-            picked = _read_and_pick(plan, fingerprint)
-        if missing:
-            assert picked is not None
-            # an expected path the baseline run's corpus held was deleted since: a
-            # lost answer the run scores, not a golden-file mistake
-            removed = _baseline_paths(picked[1])
-            # one another stored run held (the golden file changed with it, say): no
-            # typo either, and the message says so
-            deleted = _deleted_since_stored(
-                [p for p in missing if p not in removed], picked[0], digests_now
-            )
-        if unmatched:
-            assert picked is not None
-            # an expected heading the edited document no longer has: lost, like a
-            # deleted document, when the baseline (same golden file) still had it
-            changed = _changed_since_baseline(unmatched, picked[1], digests_now)
-            lost = {pair for pair in unmatched_pairs if pair[0] in changed}
-            # a heading an earlier run of this golden file had (a run after the edit
-            # is the baseline now): still no typo
-            edited = _edited_since_stored(
-                [p for p in unmatched if p not in changed], picked[0], fingerprint, digests_now
-            )
-
-        def why_unindexed(path: str) -> str | None:
-            return why_not_indexed(plan.kb, path, plan.settings.index)
-
-        # a golden entry naming nothing indexed (now or in the baseline), or an empty
-        # KB, is a mistake in the input: stop before the first search, record nothing
-        check_before_search(
-            plan.golden,
-            headings,
-            plan.kb,
-            plan.settings.index.parsers,
-            removed,
-            why_unindexed,
-            deleted,
-            changed,
-            edited,
-        )
+        vanished = _find_vanished(plan, searcher, headings, fingerprint)
+        _check_golden_entries(plan, headings, vanished)
+    picked = vanished.picked
     stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
     return Evaluation(
         plan=plan,
@@ -366,5 +408,5 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
         choice=choice,
         baseline_queries=baseline_counterparts(plan.golden.queries, choice),
         searcher=searcher,
-        lost_headings=frozenset(lost),
+        lost_headings=vanished.lost,
     )

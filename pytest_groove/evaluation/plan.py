@@ -265,60 +265,96 @@ def plan_evaluation(
     leaves the ``--model`` name alone (a pytest hook supplies the embedder);
     ``retriever_hook`` says a ``pytest_groove_retriever`` hook may supply the retriever.
     """
-    check_option_combinations(options)
-    if options.retriever is None and not retriever_hook:
-        check_no_retriever_details(options)
-    check_http_only_options(options, retriever_hook)
-    check_flag_names(options, model=check_model)
+    _check_options(options, check_model=check_model, retriever_hook=retriever_hook)
     settings = settings_for(kb, options)
     measured = options.retriever is not None or retriever_hook
     unused = retriever_notes(options, settings, retriever_hook) if measured else []
     options = with_retriever_settings(options, settings)
-    raw_k = options.k if options.k is not None else settings.eval.k_values
-    check_k_values(tuple(raw_k), flag("k") if options.k is not None else "[eval].k_values")
-    k_values = normalise_k_values(tuple(raw_k))
-
-    notes: list[str] = []
-    requested_limit = options.limit if options.limit is not None else max(raw_k)
-    limit = min(requested_limit, SEARCH_LIMIT_MAX)
-    if limit < requested_limit:
-        # named for where the number came from: a --limit, or the largest k
-        note = LIMIT_CAP_NOTE if options.limit is not None else K_CAP_NOTE
-        notes.append(note.format(requested=requested_limit, cap=SEARCH_LIMIT_MAX))
-    if options.retriever is not None:
-        # a hook's retriever is known only once the hook answers: the door notes them then
-        notes += unused
-    elif (options.mmr_lambda is not None or options.mmr_same_doc_penalty is not None) and not (
-        settings.search.mmr.enabled
-    ):
-        notes.append(MMR_IGNORED_NOTE)
-    metrics = options.metrics if options.metrics is not None else settings.eval.metrics
-    thresholds = resolve_thresholds(
-        options.threshold, settings.eval.regression_threshold, k_values, metrics
-    )
+    cutoffs = _plan_cutoffs(options, settings)
+    metrics, thresholds = _plan_thresholds(options, settings, cutoffs.k_values)
     if golden is None:
         golden = _load_named_golden(kb, options, settings)
-    # queries sharing an id are named apart in the reports: say so, and how to name them
-    notes += [f"warning: {warning}" for warning in shared_id_warnings(golden)]
+    notes = [*cutoffs.notes, *_search_notes(options, settings, unused), *_golden_notes(golden)]
     plan = EvalPlan(
         kb=kb,
         options=options,
         settings=settings,
         golden=golden,
-        k_values=k_values,
-        limit=limit,
-        depth=max(max(k_values), limit),
+        k_values=cutoffs.k_values,
+        limit=cutoffs.limit,
+        depth=max(max(cutoffs.k_values), cutoffs.limit),
         thresholds=thresholds,
         metrics=metrics,
         prog=prog,
         notes=tuple(notes),
         retriever_notes=tuple(unused),
-        gate=resolve_gate(options, settings, k_values, metrics),
+        gate=resolve_gate(options, settings, cutoffs.k_values, metrics),
     )
     check_report_targets(kb, options, settings, golden=Path(golden.path), history=plan.history_path)
     if read_history:
         plan = replace(plan, stored=read_stored_runs(plan))
     return plan
+
+
+def _check_options(options: RunOptions, *, check_model: bool, retriever_hook: bool) -> None:
+    """The options on their own, before ``groove.toml`` is read."""
+    check_option_combinations(options)
+    if options.retriever is None and not retriever_hook:
+        check_no_retriever_details(options)
+    check_http_only_options(options, retriever_hook)
+    check_flag_names(options, model=check_model)
+
+
+@dataclass(frozen=True)
+class _Cutoffs:
+    """The k values and the limit, normalised, with the note a capped one calls for."""
+
+    k_values: tuple[int, ...]
+    limit: int
+    notes: tuple[str, ...]
+
+
+def _plan_cutoffs(options: RunOptions, settings: Settings) -> _Cutoffs:
+    """``--k`` over ``[eval].k_values`` and ``--limit`` over the largest k, capped."""
+    raw_k = options.k if options.k is not None else settings.eval.k_values
+    check_k_values(tuple(raw_k), flag("k") if options.k is not None else "[eval].k_values")
+    requested_limit = options.limit if options.limit is not None else max(raw_k)
+    limit = min(requested_limit, SEARCH_LIMIT_MAX)
+    notes: tuple[str, ...] = ()
+    if limit < requested_limit:
+        # named for where the number came from: a --limit, or the largest k
+        note = LIMIT_CAP_NOTE if options.limit is not None else K_CAP_NOTE
+        notes = (note.format(requested=requested_limit, cap=SEARCH_LIMIT_MAX),)
+    return _Cutoffs(normalise_k_values(tuple(raw_k)), limit, notes)
+
+
+def _plan_thresholds(
+    options: RunOptions, settings: Settings, k_values: tuple[int, ...]
+) -> tuple[tuple[str, ...], Thresholds]:
+    """The optional metrics measured (``--metrics`` over ``[eval].metrics``) and the
+    regression threshold of each metric."""
+    metrics = options.metrics if options.metrics is not None else settings.eval.metrics
+    thresholds = resolve_thresholds(
+        options.threshold, settings.eval.regression_threshold, k_values, metrics
+    )
+    return metrics, thresholds
+
+
+def _search_notes(options: RunOptions, settings: Settings, unused: list[str]) -> list[str]:
+    """What this run's search will not use: a ``--retriever``'s unused options, or MMR
+    values with MMR off."""
+    if options.retriever is not None:
+        # a hook's retriever is known only once the hook answers: the door notes them then
+        return list(unused)
+    mmr_values = options.mmr_lambda is not None or options.mmr_same_doc_penalty is not None
+    if mmr_values and not settings.search.mmr.enabled:
+        return [MMR_IGNORED_NOTE]
+    return []
+
+
+def _golden_notes(golden: GoldenSet) -> list[str]:
+    """Queries sharing an id are named apart in the reports: say so, and how to name them."""
+    return [f"warning: {warning}" for warning in shared_id_warnings(golden)]
 
 
 def settings_for(kb: Path, options: RunOptions) -> Settings:

@@ -22,7 +22,7 @@ from pytest_groove.evaluation.history.format import BACKUP_MARK, HISTORY_FILE_NA
 from pytest_groove.files.beneath import Skipped, open_root, read_beneath
 from pytest_groove.kb.source.markdown import MERGE_THRESHOLD_BYTES, merged_headings, parse_markdown
 from pytest_groove.kb.source.walk import collect_files
-from pytest_groove.settings.config import Settings
+from pytest_groove.settings.config import EvalSettings, IndexSettings, SearchSettings, Settings
 
 #: the most documents listed in the golden file's comments (a big KB gets a note)
 MAX_LISTED_DOCUMENTS = 200
@@ -183,40 +183,59 @@ def toml_starter(defaults: Settings) -> str:
     its default; a key whose default is "not set" (an optional gate, a retriever's
     name) shows an example, and its comment starts with ``example``.
     """
-    idx, search, ev = defaults.index, defaults.search, defaults.eval
-    fusion, mmr, parent = search.fusion, search.mmr, search.parent_retriever
-
-    def toml_list(values: Sequence[object]) -> str:
-        return "[" + ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in values) + "]"
-
-    def boolean(value: bool) -> str:
-        return str(value).lower()
-
     body = [
         "# groove.toml: settings of this knowledge base (docs/configuration.md).",
         "# Every key is shown with its default, commented out: uncomment what you change.",
         "",
+        *_index_lines(defaults.index, defaults.search),
+        "",
+        *_search_lines(defaults.search),
+        "",
+        *_eval_lines(defaults.eval),
+        "",
+        *_RETRIEVER_LINES,
+    ]
+    return "\n".join(body) + "\n"
+
+
+def _toml_list(values: Sequence[object]) -> str:
+    return "[" + ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in values) + "]"
+
+
+def _toml_bool(value: bool) -> str:
+    return str(value).lower()
+
+
+def _index_lines(idx: IndexSettings, search: SearchSettings) -> list[str]:
+    """The top-level keys, ``[parsers]`` and ``[contextual]``."""
+    return [
         f'# model = "{idx.model}"            # embedding model (hash: fast, lexical)',
         f'# reranker = "{search.reranker or "none"}"',
-        f"# exclude_dirs = {toml_list(idx.exclude_dirs)}",
-        f"# exclude_headings = {toml_list(idx.exclude_headings)}",
+        f"# exclude_dirs = {_toml_list(idx.exclude_dirs)}",
+        f"# exclude_headings = {_toml_list(idx.exclude_headings)}",
         '# index_dir = ".cache/groove"  # example; default <kb>/.groove/<model>/',
         f'# vector_index = "{idx.vector_index}"       # or "hnsw" (approximate)',
         "",
         "# [parsers]",
-        f"# enabled = {toml_list(idx.parsers)}",
+        f"# enabled = {_toml_list(idx.parsers)}",
         "",
         "# [contextual]",
-        f"# enabled = {boolean(idx.contextual)}",
-        f"# full_text = {boolean(idx.contextual_full_text)}",
-        "",
+        f"# enabled = {_toml_bool(idx.contextual)}",
+        f"# full_text = {_toml_bool(idx.contextual_full_text)}",
+    ]
+
+
+def _search_lines(search: SearchSettings) -> list[str]:
+    """``[search]`` and its fusion, MMR and parent-retriever tables."""
+    fusion, mmr, parent = search.fusion, search.mmr, search.parent_retriever
+    return [
         "# [search]",
         f"# min_confidence_ratio = {search.min_confidence_ratio}",
         f"# fts_query_version = {search.fts_query_version}",
-        f"# vector_centring = {boolean(search.vector_centring)}",
-        f"# fts_script_gate = {boolean(search.fts_script_gate)}",
-        f"# document_first = {boolean(search.document_first)}",
-        f"# note_order = {boolean(search.note_order)}",
+        f"# vector_centring = {_toml_bool(search.vector_centring)}",
+        f"# fts_script_gate = {_toml_bool(search.fts_script_gate)}",
+        f"# document_first = {_toml_bool(search.document_first)}",
+        f"# note_order = {_toml_bool(search.note_order)}",
         "",
         "# [search.fusion]",
         f"# rrf_k = {fusion.rrf_k}",
@@ -225,29 +244,36 @@ def toml_starter(defaults: Settings) -> str:
         f"# bm25_content_weight = {fusion.bm25_content_weight}",
         "",
         "# [search.mmr]",
-        f"# enabled = {boolean(mmr.enabled)}",
+        f"# enabled = {_toml_bool(mmr.enabled)}",
         f"# lambda = {mmr.lambda_}",
         f"# same_doc_penalty = {mmr.same_doc_penalty}",
         "",
         "# [search.parent_retriever]",
-        f"# enabled = {boolean(parent.enabled)}",
+        f"# enabled = {_toml_bool(parent.enabled)}",
         f"# whole_doc_threshold_tokens = {parent.whole_doc_threshold_tokens}",
         f"# max_expanded_tokens = {parent.max_expanded_tokens}",
-        "",
+    ]
+
+
+def _eval_lines(ev: EvalSettings) -> list[str]:
+    return [
         "# [eval]",
         '# golden = ".groove-eval.yml"',
         f"# history_size = {ev.history_size}",
-        f"# k_values = {toml_list(ev.k_values)}",
+        f"# k_values = {_toml_list(ev.k_values)}",
         f"# regression_threshold = {ev.regression_threshold}",
         "# significance = 0.05  # example; default off: a drop counts only with p < this",
         '# fail_under = "mrr=0.8"  # example; default: no floors',
-        f"# metrics = {toml_list(ev.metrics)}  # also: precision, hit_rate, map, r_precision",
-        "",
-        "# [retriever]  # a team's own retriever (docs/retrievers.md); default: none",
-        '# name = "team-search-v2"  # example',
-        "# timeout = 30.0  # example",
-        '# token_env = "SEARCH_TOKEN"  # example',
-        '# path_key = "source"  # example',
-        '# heading_key = "heading"  # example',
+        f"# metrics = {_toml_list(ev.metrics)}  # also: precision, hit_rate, map, r_precision",
     ]
-    return "\n".join(body) + "\n"
+
+
+#: ``[retriever]`` has no defaults: every key is an example
+_RETRIEVER_LINES = (
+    "# [retriever]  # a team's own retriever (docs/retrievers.md); default: none",
+    '# name = "team-search-v2"  # example',
+    "# timeout = 30.0  # example",
+    '# token_env = "SEARCH_TOKEN"  # example',
+    '# path_key = "source"  # example',
+    '# heading_key = "heading"  # example',
+)

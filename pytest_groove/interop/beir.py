@@ -463,15 +463,8 @@ def import_beir(
         qrels_path(source, split), {d.id for d in documents}, {q.id for q in queries}
     )
     names = note_names([d.id for d in documents])
-    not_written = {d.id: "has no text" for d in documents if not has_text(d)}
-    # the indexer skips a note over its size cap, and eval would then refuse the golden
-    # file naming it: such a document is left out, like one with no text
-    oversized = {
-        d.id: f"is over the {note_cap_text()} a note may hold"
-        for d in documents
-        if d.id not in not_written and len(note_text(d).encode("utf-8")) > FILE_SIZE_CAP
-    }
-    not_written.update(oversized)
+    empty, oversized = _unwritten_documents(documents)
+    not_written = {**empty, **oversized}
     left_out: list[str] = []
     golden, count = golden_text(
         queries,
@@ -482,6 +475,41 @@ def import_beir(
         left_out=left_out,
     )
     golden_path = out / DEFAULT_GOLDEN_NAME
+    _check_golden(golden, count, left_out, source, split, golden_path)
+    written = [d for d in documents if d.id not in not_written]
+    _check_note_names(written, names)
+    _write_kb(out, written, names, golden_path, golden)
+    unjudged = len(queries) - count - len(left_out)
+    return ImportSummary(
+        len(written),
+        count,
+        unjudged,
+        golden_path,
+        left_out=tuple(left_out),
+        empty_documents=len(empty),
+        oversized_documents=len(oversized),
+    )
+
+
+def _unwritten_documents(
+    documents: Sequence[BeirDocument],
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The documents no note is written for, each with why: (no text, over the size
+    cap).  The indexer skips a note over its size cap, and eval would then refuse the
+    golden file naming it: such a document is left out, like one with no text."""
+    empty = {d.id: "has no text" for d in documents if not has_text(d)}
+    oversized = {
+        d.id: f"is over the {note_cap_text()} a note may hold"
+        for d in documents
+        if d.id not in empty and len(note_text(d).encode("utf-8")) > FILE_SIZE_CAP
+    }
+    return empty, oversized
+
+
+def _check_golden(
+    golden: str, count: int, left_out: Sequence[str], source: Path, split: str, path: Path
+) -> None:
+    """A golden file with no query, or over the size a golden file may have, is refused."""
     if count == 0 and left_out:
         raise GrooveError(
             f"no judged query of {source.name} ({split}) can be run: "
@@ -494,10 +522,12 @@ def import_beir(
         )
     if len(golden.encode("utf-8")) > GOLDEN_CAP:
         raise GrooveError(
-            f"{golden_path}: the golden file would be {len(golden.encode('utf-8')):,} bytes, over "
+            f"{path}: the golden file would be {len(golden.encode('utf-8')):,} bytes, over "
             f"the {GOLDEN_CAP:,} a golden file may hold; import a smaller split"
         )
-    written = [d for d in documents if d.id not in not_written]
+
+
+def _check_note_names(written: Sequence[BeirDocument], names: Mapping[str, str]) -> None:
     for document in written:
         # a name the locale would write as other bytes than its UTF-8 (or not at all)
         locale = locale_refusal(names[document.id])
@@ -506,6 +536,15 @@ def import_beir(
                 f"the note of document {clip(document.id)}, {clip(names[document.id])}, "
                 f"{locale}; nothing was written"
             )
+
+
+def _write_kb(
+    out: Path,
+    written: Sequence[BeirDocument],
+    names: Mapping[str, str],
+    golden_path: Path,
+    golden: str,
+) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -513,13 +552,3 @@ def import_beir(
     for document in written:
         _write(out / names[document.id], note_text(document))
     _write(golden_path, golden)
-    unjudged = len(queries) - count - len(left_out)
-    return ImportSummary(
-        len(written),
-        count,
-        unjudged,
-        golden_path,
-        left_out=tuple(left_out),
-        empty_documents=len(not_written) - len(oversized),
-        oversized_documents=len(oversized),
-    )

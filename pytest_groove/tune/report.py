@@ -131,141 +131,160 @@ _DIAGNOSTICS_LEGEND = (
 def render_text(result: TuneResult, color: bool = False) -> str:
     """The human report; always ends in exactly one newline."""
     s = _Style(color)
-    pre = result.preflight
-    v = result.verdict
-    loo = v.loo
-    q_total = len(pre.queries)
+    counted = _counted(result.preflight)
+    sections = [
+        _header_lines(result, s),
+        _diagnostics_lines(result.preflight, s),
+        _grid_lines(result, s, counted),
+        _cv_lines(result.verdict, s, counted),
+        _secondary_lines(result, s),
+        _impact_lines(result, s),
+        _verdict_lines(result.verdict, s),
+    ]
+    # a blank line between sections
+    return "\n\n".join("\n".join(lines) for lines in sections) + "\n"
+
+
+def _counted(pre: Preflight) -> str:
+    """What the statistics counted: queries that repeat a text count once."""
     e_total = len(pre.effective)
     units = pre.units
-    # queries that repeat a text count once: say what the statistics counted
-    counted = (
-        f"{e_total} effective queries"
-        if len(units) == e_total
-        else f"{len(units)} distinct text{'' if len(units) == 1 else 's'} of the "
+    if len(units) == e_total:
+        return f"{e_total} effective queries"
+    return (
+        f"{len(units)} distinct text{'' if len(units) == 1 else 's'} of the "
         f"{e_total} effective queries"
     )
-    out: list[str] = []
-    add = out.append
 
-    add(f"{s.bold('groove tune')} — {result.kb_path}")
-    add(
+
+def _header_lines(result: TuneResult, s: _Style) -> list[str]:
+    pre = result.preflight
+    e_total = len(pre.effective)
+    units = pre.units
+    out = [
+        f"{s.bold('groove tune')} — {result.kb_path}",
         f"  golden: {result.golden_path}   model: {result.model}   "
-        "reranker: none (tune measures the fusion stage, before any reranker)"
-    )
-    add(
+        "reranker: none (tune measures the fusion stage, before any reranker)",
         f"  limit: {pre.limit}   candidate pool: {pre.pool_size} (floor, not a cap)   "
-        f"chunks in index: {pre.chunk_total}"
-    )
-    add(
-        f"  queries: {q_total} total / {e_total} effective (FTS candidates >= 2)   "
-        f"primary metric: {PRIMARY.label}"
-    )
+        f"chunks in index: {pre.chunk_total}",
+        f"  queries: {len(pre.queries)} total / {e_total} effective (FTS candidates >= 2)   "
+        f"primary metric: {PRIMARY.label}",
+    ]
     if len(units) != e_total:
-        add(
+        out.append(
             f"  repeated texts: {e_total - len(units)} effective queries repeat another's "
             f"text; each text counts once below (N = {len(units)})"
         )
     if pre.context_axis_noop:
         # the stderr warning's words, kept with the report it qualifies
-        add(
+        out.append(
             "  context axis: every chunk has an empty context column, so the "
             f"bm25_context_weight axis is a no-op on this KB ({pre.context_axis_why}); "
             'its rows below mean "not measured", not "has no effect"'
         )
+    return out
 
-    add("")
-    add(s.bold("## Query diagnostics"))
-    add(
+
+def _diagnostics_lines(pre: Preflight, s: _Style) -> list[str]:
+    out = [
+        s.bold("## Query diagnostics"),
         f"  {'query':<28} {'fts':>5} {'docfreq':>8} {'overlap':>8} {'bm25?':>6} "
-        f"{'idf':>5} {'ties':>5}"
-    )
+        f"{'idf':>5} {'ties':>5}",
+    ]
     for q in pre.queries:
         d = q.diagnostics
-        add(
+        out.append(
             f"  {d.id[:28]:<28} {d.fts_candidates:>5} {d.fts_total_matches:>8} "
             f"{d.vec_fts_overlap:>8} {'yes' if d.bm25_sensitive else 'no':>6} "
             f"{'CLMP' if d.idf_clamped else 'ok':>5} {d.rrf_ties:>5}"
         )
-    for line in _DIAGNOSTICS_LEGEND:
-        add(s.dim(line))
+    out += [s.dim(line) for line in _DIAGNOSTICS_LEGEND]
+    return out
 
-    add("")
-    add(s.bold(f"## Grid (coordinate descent over {counted})"))
-    add("  Phase W — the five best bm25 weight sets at k=60:")
-    picked = v.refit.weight_index
+
+def _grid_lines(result: TuneResult, s: _Style, counted: str) -> list[str]:
+    out = [
+        s.bold(f"## Grid (coordinate descent over {counted})"),
+        "  Phase W — the five best bm25 weight sets at k=60:",
+    ]
+    picked = result.verdict.refit.weight_index
     for cond, score in result.top_weights:
         mark = "   <- selected" if Condition.from_index(cond).weight_index == picked else ""
-        add(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}{mark}")
-    add("  Phase K — rrf_k at the winning weights:")
+        out.append(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}{mark}")
+    out.append("  Phase K — rrf_k at the winning weights:")
     for cond, score in result.k_sweep:
-        add(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}")
+        out.append(f"    {Condition.from_index(cond).label:<34} {PRIMARY.label} {score:.4f}")
+    return out
 
-    add("")
-    add(s.bold("## Nested leave-one-query-out CV"))
-    add(f"  refit (all {counted}): {v.refit.label}")
-    add(f"  folds: {loo.folds}")
-    add(f"  held-out mean delta vs default: {v.held_out_mean:+.4f}   (threshold {v.min_delta:.4f})")
-    add(
-        f"  paired SE (SD/sqrt(N)): {_fixed(v.paired_se)}   "
-        f"{v.multiplier:.1f} x SE: {_fixed(v.multiplier * v.paired_se)}"
-    )
+
+def _cv_lines(v: Verdict, s: _Style, counted: str) -> list[str]:
+    loo = v.loo
     sign = loo.sign_test
-    add(
+    return [
+        s.bold("## Nested leave-one-query-out CV"),
+        f"  refit (all {counted}): {v.refit.label}",
+        f"  folds: {loo.folds}",
+        f"  held-out mean delta vs default: {v.held_out_mean:+.4f}   (threshold {v.min_delta:.4f})",
+        f"  paired SE (SD/sqrt(N)): {_fixed(v.paired_se)}   "
+        f"{v.multiplier:.1f} x SE: {_fixed(v.multiplier * v.paired_se)}",
         f"  sign test: {sign.improved} improved / {sign.degraded} degraded / {sign.tied} tied   "
-        f"two-sided p = {sign.p_value:.4f}"
-    )
-    add(
+        f"two-sided p = {sign.p_value:.4f}",
         f"  selection stability: {v.stability:.2f} of folds picked the refit condition "
-        f"(threshold > {STABILITY_MIN:.2f})"
-    )
+        f"(threshold > {STABILITY_MIN:.2f})",
+    ]
 
-    add("")
-    add(s.bold(f"## Secondary metrics (all {q_total} golden queries)"))
+
+def _secondary_lines(result: TuneResult, s: _Style) -> list[str]:
+    v = result.verdict
+    out = [s.bold(f"## Secondary metrics (all {len(result.preflight.queries)} golden queries)")]
     for name, (base, cand) in v.secondary.values.items():
         label = display_name(name)
         # rounded first, then + 0.0: an ulp-sized difference prints as +0.0000, not -0.0000
         delta = round(cand - base, 4) + 0.0
-        add(f"  {label:<9} default {base:.4f} -> refit {cand:.4f} ({delta:+.4f})")
+        out.append(f"  {label:<9} default {base:.4f} -> refit {cand:.4f} ({delta:+.4f})")
     if v.violations:
-        for violation in v.violations:
-            add(f"  DEGRADED: {violation}")
+        out += [f"  DEGRADED: {violation}" for violation in v.violations]
     else:
-        add("  no secondary metric degraded")
+        out.append("  no secondary metric degraded")
+    return out
 
-    add("")
-    add(s.bold("## Per-query impact (refit vs default)"))
+
+def _impact_lines(result: TuneResult, s: _Style) -> list[str]:
     impact = result.impact
     worst = ""
     if impact.worst_query is not None:
-        worst = f" ({pre.queries[impact.worst_query].diagnostics.id})"
-    add(
+        worst = f" ({result.preflight.queries[impact.worst_query].diagnostics.id})"
+    return [
+        s.bold("## Per-query impact (refit vs default)"),
         f"  improved: {impact.improved}   degraded: {impact.degraded}   "
-        f"worst delta: {impact.worst_delta:+.4f}{worst}"
-    )
-    add(s.dim("  (an average gain from rank fusion often hides losses on single queries"))
-    add(s.dim("   (Benham & Culpepper), so read this line before the average.)"))
+        f"worst delta: {impact.worst_delta:+.4f}{worst}",
+        s.dim("  (an average gain from rank fusion often hides losses on single queries"),
+        s.dim("   (Benham & Culpepper), so read this line before the average.)"),
+    ]
 
-    add("")
-    add(s.bold("## Verdict"))
-    add(
+
+def _verdict_lines(v: Verdict, s: _Style) -> list[str]:
+    out = [
+        s.bold("## Verdict"),
         f"  permutation test (paired sign-flip on the held-out deltas): "
-        f"p = {v.permutation_p:.4f}   (reported only, not an adoption criterion)"
-    )
+        f"p = {v.permutation_p:.4f}   (reported only, not an adoption criterion)",
+    ]
     if v.adopt:
-        add(f"  Recommendation: {v.refit.label}")
-        add("  Every adoption criterion passed.  Paste the block below into groove.toml,")
-        add("  then confirm with `groove eval` using your real pipeline (reranker and")
-        add("  [contextual] as in production) before you keep it: tune measured the plain")
-        add("  RRF stage only.")
-        add("")
+        out += [
+            f"  Recommendation: {v.refit.label}",
+            "  Every adoption criterion passed.  Paste the block below into groove.toml,",
+            "  then confirm with `groove eval` using your real pipeline (reranker and",
+            "  [contextual] as in production) before you keep it: tune measured the plain",
+            "  RRF stage only.",
+            "",
+        ]
         out.extend(toml_snippet(v.refit).rstrip("\n").split("\n"))
     else:
-        add(f"  Recommendation: keep the built-in defaults ({DEFAULT_CONDITION.label}).")
-        for reason in v.reasons:
-            add(f"    - {reason}")
-        add(s.dim("  This is the usual outcome: RRF is known to need little tuning, and"))
-        add(s.dim("  constants fitted to one golden set rarely carry over to another."))
-    return "\n".join(out) + "\n"
+        out.append(f"  Recommendation: keep the built-in defaults ({DEFAULT_CONDITION.label}).")
+        out += [f"    - {reason}" for reason in v.reasons]
+        out.append(s.dim("  This is the usual outcome: RRF is known to need little tuning, and"))
+        out.append(s.dim("  constants fitted to one golden set rarely carry over to another."))
+    return out
 
 
 # --------------------------------------------------------------------------- JSON
@@ -298,18 +317,6 @@ def to_json(result: TuneResult) -> dict[str, Any]:
     """The report as a JSON-ready dict (see docs/tune.md for the schema)."""
     pre = result.preflight
     v = result.verdict
-    loo = v.loo
-    sign = loo.sign_test
-    verdict: dict[str, Any]
-    if v.adopt:
-        verdict = {
-            "decision": "adopt",
-            "condition": v.refit.to_json(),
-            "toml_snippet": toml_snippet(v.refit),
-        }
-    else:
-        verdict = {"decision": "keep_default", "reasons": list(v.reasons)}
-    verdict["permutation_p_value"] = v.permutation_p
     return {
         "kb_path": result.kb_path,
         "golden_path": result.golden_path,
@@ -324,7 +331,9 @@ def to_json(result: TuneResult) -> dict[str, Any]:
         "query_count": len(pre.queries),
         "effective_query_count": len(pre.effective),
         "repeated_queries": [
-            [pre.queries[row].diagnostics.id for row in unit] for unit in loo.units if len(unit) > 1
+            [pre.queries[row].diagnostics.id for row in unit]
+            for unit in v.loo.units
+            if len(unit) > 1
         ],
         "diagnostics": [q.diagnostics.to_json() for q in pre.queries],
         "grid": {
@@ -333,20 +342,7 @@ def to_json(result: TuneResult) -> dict[str, Any]:
             "top_weight_conditions": _rows_json(result.top_weights),
             "rrf_k_sweep": _rows_json(result.k_sweep),
         },
-        "loo": {
-            "refit": v.refit.to_json(),
-            "folds": loo.folds,
-            "held_out_diffs": list(loo.diffs),
-            "mean_delta": v.held_out_mean,
-            "paired_se": _finite_or_none(v.paired_se),
-            "selection_stability": v.stability,
-            "sign_test": {
-                "improved": sign.improved,
-                "degraded": sign.degraded,
-                "tied": sign.tied,
-                "p_value": sign.p_value,
-            },
-        },
+        "loo": _loo_json(v),
         "secondary_metrics": {
             "baseline": _agg_json(result.baseline),
             "refit": _agg_json(result.refit_aggregate),
@@ -357,8 +353,41 @@ def to_json(result: TuneResult) -> dict[str, Any]:
             "degraded": result.impact.degraded,
             "worst_delta": result.impact.worst_delta,
         },
-        "verdict": verdict,
+        "verdict": _verdict_json(v),
     }
+
+
+def _loo_json(v: Verdict) -> dict[str, Any]:
+    loo = v.loo
+    sign = loo.sign_test
+    return {
+        "refit": v.refit.to_json(),
+        "folds": loo.folds,
+        "held_out_diffs": list(loo.diffs),
+        "mean_delta": v.held_out_mean,
+        "paired_se": _finite_or_none(v.paired_se),
+        "selection_stability": v.stability,
+        "sign_test": {
+            "improved": sign.improved,
+            "degraded": sign.degraded,
+            "tied": sign.tied,
+            "p_value": sign.p_value,
+        },
+    }
+
+
+def _verdict_json(v: Verdict) -> dict[str, Any]:
+    verdict: dict[str, Any]
+    if v.adopt:
+        verdict = {
+            "decision": "adopt",
+            "condition": v.refit.to_json(),
+            "toml_snippet": toml_snippet(v.refit),
+        }
+    else:
+        verdict = {"decision": "keep_default", "reasons": list(v.reasons)}
+    verdict["permutation_p_value"] = v.permutation_p
+    return verdict
 
 
 def render_json(result: TuneResult) -> str:

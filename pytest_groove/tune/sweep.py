@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -39,7 +39,7 @@ from pytest_groove.scoring.metrics import (
     aggregate,
     query_metrics,
 )
-from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery
+from pytest_groove.scoring.records import GoldenQuery
 from pytest_groove.search.pipeline.documents import documents_first
 from pytest_groove.search.pipeline.fusion import FusedRanking, RrfSweep, pool_sizes
 from pytest_groove.search.pipeline.notes import notes_first
@@ -55,9 +55,6 @@ from pytest_groove.tune.grid import (
     weight_triples,
 )
 from pytest_groove.tune.units import Units, query_units
-
-if TYPE_CHECKING:
-    pass
 
 FloatArray = npt.NDArray[np.float64]
 Log = Callable[[str], None]
@@ -277,7 +274,34 @@ def run_preflight(
     pool = candidate_pool(limit)
     chunk_total = source.chunk_count()
     context_chunks = source.context_chunk_count()
+    vectors = _embed_queries(source, parsed, timings)
+    if log is not None:
+        log("groove tune: pre-flight (measuring FTS candidates per query)...")
+    with_notes = note_order and document_first
+    prepared: list[PreparedQuery] = []
+    for row, (golden, pq) in enumerate(zip(usable, parsed, strict=True)):
+        assert vectors is not None
+        prepared.append(
+            _prepare_query(source, golden, pq, vectors[row], pool, chunk_total, timings, with_notes)
+        )
+    return Preflight(
+        queries=prepared,
+        limit=limit,
+        k_values=tuple(k_values),
+        pool_size=pool,
+        chunk_total=chunk_total,
+        context_chunks=context_chunks,
+        timings=timings,
+        document_first=document_first,
+        note_order=with_notes,
+        context_mode=getattr(source, "context_mode", "off"),
+    )
 
+
+def _embed_queries(
+    source: CandidateSource, parsed: Sequence[ParsedQuery], timings: Timings
+) -> npt.NDArray[np.float32] | None:
+    """One vector per query (None when there is none to embed)."""
     started = time.perf_counter()
     vectors = source.embed_queries([p.positive for p in parsed]) if parsed else None
     timings.embed = time.perf_counter() - started
@@ -288,56 +312,52 @@ def run_preflight(
             f"the embedding model returned {got} vectors for {len(parsed)} golden queries; "
             "check the embedder (--model)"
         )
+    return vectors
 
-    if log is not None:
-        log("groove tune: pre-flight (measuring FTS candidates per query)...")
-    prepared: list[PreparedQuery] = []
-    for row, (golden, pq) in enumerate(zip(usable, parsed, strict=True)):
-        assert vectors is not None
-        t0 = time.perf_counter()
-        vec_ids = source.vector_leg(vectors[row], pool, pq)
-        t1 = time.perf_counter()
-        fts_ids: list[int] = []
-        total = 0
-        default_list: list[int] = []
-        if pq.fts is not None:
-            # fetched once, gated next to each vector list that is fused with it
-            default_list = source.fts_leg(pq, DEFAULT_CONDITION.params.weights, pool)
-            fts_ids = source.gate_fts(pq, default_list, vec_ids)
-            timings.fts_calls += 1
-        t2 = time.perf_counter()
-        if pq.fts is not None:
-            total = source.fts_match_count(pq.fts, pq.fts_table)
-        t3 = time.perf_counter()
-        timings.vector += t1 - t0
-        timings.fts += t2 - t1
-        timings.count += t3 - t2
-        vec_set = set(vec_ids)
-        diag = QueryDiagnostics(
-            id=golden.id,
-            fts_candidates=len(fts_ids),
-            fts_total_matches=total,
-            vec_fts_overlap=sum(1 for cid in fts_ids if cid in vec_set),
-            idf_clamped=chunk_total > 0 and 2 * total >= chunk_total,
-        )
-        entry = PreparedQuery(golden, pq, vec_ids, fts_ids, diag)
-        if note_order and document_first:
-            entry.note_vec_ids = source.note_vector_leg(vectors[row], pool, pq)
-            if pq.fts is not None:
-                entry.note_fts_default = source.gate_fts(pq, default_list, entry.note_vec_ids)
-        prepared.append(entry)
-    return Preflight(
-        queries=prepared,
-        limit=limit,
-        k_values=tuple(k_values),
-        pool_size=pool,
-        chunk_total=chunk_total,
-        context_chunks=context_chunks,
-        timings=timings,
-        document_first=document_first,
-        note_order=note_order and document_first,
-        context_mode=getattr(source, "context_mode", "off"),
+
+def _prepare_query(
+    source: CandidateSource,
+    golden: GoldenQuery,
+    pq: ParsedQuery,
+    vector: npt.NDArray[np.float32],
+    pool: int,
+    chunk_total: int,
+    timings: Timings,
+    with_notes: bool,
+) -> PreparedQuery:
+    """One query's vector list, its default FTS list (gated) and its diagnostics."""
+    t0 = time.perf_counter()
+    vec_ids = source.vector_leg(vector, pool, pq)
+    t1 = time.perf_counter()
+    fts_ids: list[int] = []
+    total = 0
+    default_list: list[int] = []
+    if pq.fts is not None:
+        # fetched once, gated next to each vector list that is fused with it
+        default_list = source.fts_leg(pq, DEFAULT_CONDITION.params.weights, pool)
+        fts_ids = source.gate_fts(pq, default_list, vec_ids)
+        timings.fts_calls += 1
+    t2 = time.perf_counter()
+    if pq.fts is not None:
+        total = source.fts_match_count(pq.fts, pq.fts_table)
+    t3 = time.perf_counter()
+    timings.vector += t1 - t0
+    timings.fts += t2 - t1
+    timings.count += t3 - t2
+    vec_set = set(vec_ids)
+    diag = QueryDiagnostics(
+        id=golden.id,
+        fts_candidates=len(fts_ids),
+        fts_total_matches=total,
+        vec_fts_overlap=sum(1 for cid in fts_ids if cid in vec_set),
+        idf_clamped=chunk_total > 0 and 2 * total >= chunk_total,
     )
+    entry = PreparedQuery(golden, pq, vec_ids, fts_ids, diag)
+    if with_notes:
+        entry.note_vec_ids = source.note_vector_leg(vector, pool, pq)
+        if pq.fts is not None:
+            entry.note_fts_default = source.gate_fts(pq, default_list, entry.note_vec_ids)
+    return entry
 
 
 # --------------------------------------------------------------------------- metric table
@@ -414,12 +434,35 @@ def _adjacent_ties(ranking: FusedRanking) -> int:
     return int(np.count_nonzero(scores[1:] == scores[:-1])) if len(scores) > 1 else 0
 
 
+#: each chunk's (path, heading), by chunk id
+Labels = dict[int, tuple[str, str | None]]
+
+
+@dataclass(frozen=True)
+class _FtsLists:
+    """One FTS list per weight triple, gated next to the vector list, and (with note
+    order) the same lists gated next to the note-carrying vector list."""
+
+    plain: list[list[int]]
+    note: list[list[int]]
+
+
+@dataclass(frozen=True)
+class _Fused:
+    """The fused rankings (one per rrf_k) of each weight triple's FTS list."""
+
+    #: per distinct FTS list
+    distinct: dict[tuple[int, ...], list[FusedRanking]]
+    per_triple: list[list[FusedRanking]]
+    #: with note order: the same against the note-carrying vector list
+    note_per_triple: list[list[FusedRanking]]
+
+
 def build_metric_table(
     source: CandidateSource, pre: Preflight, log: Log | None = None
 ) -> MetricTable:
     """Fill every (query, condition) cell; also completes the sweep diagnostics."""
     table = MetricTable.empty(len(pre.queries), pre.k_values)
-    timings = pre.timings
     triples = list(weight_triples())
     total = len(pre.queries)
     for row, query in enumerate(pre.queries):
@@ -428,94 +471,128 @@ def build_metric_table(
                 f"  [{row + 1}/{total}] sweeping {N_WEIGHT_TRIPLES} weight conditions "
                 f"for {query.golden.id}"
             )
-        # one FTS fetch per weight triple; the default triple reuses the pre-flight list
-        t0 = time.perf_counter()
-        lists: list[list[int]] = [[] for _ in triples]
-        note_lists: list[list[int]] = [[] for _ in triples]
-        if query.parsed.fts is not None:
-            # every other triple's list from one pass over the matching rows
-            others = [(w, weights) for w, weights in triples if w != DEFAULT_TRIPLE]
-            fetched = source.fts_legs(query.parsed, [t for _, t in others], pre.pool_size)
-            for (w, _), fts_list in zip(others, fetched, strict=True):
-                lists[w] = source.gate_fts(query.parsed, fts_list, query.vec_ids)
-                if pre.note_order:
-                    # the same list, gated next to the note-carrying vector list
-                    note_lists[w] = source.gate_fts(query.parsed, fts_list, query.note_vec_ids)
-            lists[DEFAULT_TRIPLE] = query.fts_default
-            note_lists[DEFAULT_TRIPLE] = query.note_fts_default
-            timings.fts_calls += len(others)
-        timings.fts += time.perf_counter() - t0
-        query.diagnostics.bm25_sensitive = lists[HEADING_HEAVY] != lists[CONTENT_HEAVY]
-
-        # fuse each distinct FTS list once, at all six k
-        t0 = time.perf_counter()
-        # grouped by document, a list is cut only after grouping (search does the same)
-        tie = source.tie_order()
-        fuser = RrfSweep(
-            query.vec_ids, RRF_K_VALUES, None if pre.document_first else pre.limit, tie
-        )
-        fused_by_list: dict[tuple[int, ...], list[FusedRanking]] = {}
-        per_triple: list[list[FusedRanking]] = []
-        for fts_ids in lists:
-            key = tuple(fts_ids)
-            if key not in fused_by_list:
-                fused_by_list[key] = fuser.fuse(fts_ids)
-            per_triple.append(fused_by_list[key])
-        note_per_triple: list[list[FusedRanking]] = []
-        if pre.note_order:
-            note_fuser = RrfSweep(query.note_vec_ids, RRF_K_VALUES, None, tie)
-            note_fused: dict[tuple[int, ...], list[FusedRanking]] = {}
-            for fts_ids in note_lists:
-                key = tuple(fts_ids)
-                if key not in note_fused:
-                    note_fused[key] = note_fuser.fuse(fts_ids)
-                note_per_triple.append(note_fused[key])
-        timings.fuse += time.perf_counter() - t0
-        timings.distinct_fts_lists += len(fused_by_list)
-        query.diagnostics.rrf_ties = _adjacent_ties(per_triple[DEFAULT_TRIPLE][DEFAULT_CONDITION.k])
-
-        t0 = time.perf_counter()
-        wanted = sorted(
-            {
-                int(c)
-                for rankings in [*fused_by_list.values(), *note_per_triple]
-                for r in rankings
-                for c in r.ids
-            }
-        )
-        labels = source.chunk_labels(wanted)
-        timings.labels += time.perf_counter() - t0
-
-        # score each distinct ranking once with the shared metric code
-        t0 = time.perf_counter()
-        expected: tuple[ExpectedEntry, ...] = query.golden.expected
-        scored: dict[tuple[int, ...], QueryMetrics] = {}
-        for w in range(N_WEIGHT_TRIPLES):
-            for k_index, ranking in enumerate(per_triple[w]):
-                ids = tuple(int(c) for c in ranking.ids)
-                if pre.note_order:
-                    # a chunk deleted under us has no label; search drops it first too
-                    note_ids = [int(c) for c in note_per_triple[w][k_index].ids]
-                    path_of = {c: labels[c][0] for c in [*ids, *note_ids] if c in labels}
-                    ordered = notes_first(
-                        [c for c in ids if c in path_of],
-                        [c for c in note_ids if c in path_of],
-                        path_of.__getitem__,
-                        int,
-                    )
-                    ids = tuple(ordered[: pre.limit])
-                elif pre.document_first:
-                    # a chunk deleted under us has no label; search drops it first too
-                    path_of = {c: labels[c][0] for c in ids if c in labels}
-                    ids = tuple(documents_first(list(path_of), path_of.__getitem__)[: pre.limit])
-                metrics = scored.get(ids)
-                if metrics is None:
-                    # a chunk deleted under us has no label; search drops it the same way
-                    kept = [labels[c] for c in ids if c in labels]
-                    hits = [_Hit(i, p, h) for i, (p, h) in enumerate(kept, start=1)]
-                    metrics = query_metrics(expected, hits, pre.k_values)
-                    scored[ids] = metrics
-                table.set_cell(row, w * N_K + k_index, metrics)
-        timings.metrics += time.perf_counter() - t0
-        timings.distinct_rankings += len(scored)
+        lists = _fts_lists(source, pre, query, triples)
+        query.diagnostics.bm25_sensitive = lists.plain[HEADING_HEAVY] != lists.plain[CONTENT_HEAVY]
+        fused = _fuse_lists(source, pre, query, lists)
+        default_ranking = fused.per_triple[DEFAULT_TRIPLE][DEFAULT_CONDITION.k]
+        query.diagnostics.rrf_ties = _adjacent_ties(default_ranking)
+        labels = _chunk_labels(source, fused, pre.timings)
+        _score_row(table, row, pre, query, fused, labels)
     return table
+
+
+def _fts_lists(
+    source: CandidateSource,
+    pre: Preflight,
+    query: PreparedQuery,
+    triples: Sequence[tuple[int, tuple[float, float, float]]],
+) -> _FtsLists:
+    """One FTS fetch per weight triple; the default triple reuses the pre-flight list."""
+    timings = pre.timings
+    t0 = time.perf_counter()
+    lists: list[list[int]] = [[] for _ in triples]
+    note_lists: list[list[int]] = [[] for _ in triples]
+    if query.parsed.fts is not None:
+        # every other triple's list from one pass over the matching rows
+        others = [(w, weights) for w, weights in triples if w != DEFAULT_TRIPLE]
+        fetched = source.fts_legs(query.parsed, [t for _, t in others], pre.pool_size)
+        for (w, _), fts_list in zip(others, fetched, strict=True):
+            lists[w] = source.gate_fts(query.parsed, fts_list, query.vec_ids)
+            if pre.note_order:
+                # the same list, gated next to the note-carrying vector list
+                note_lists[w] = source.gate_fts(query.parsed, fts_list, query.note_vec_ids)
+        lists[DEFAULT_TRIPLE] = query.fts_default
+        note_lists[DEFAULT_TRIPLE] = query.note_fts_default
+        timings.fts_calls += len(others)
+    timings.fts += time.perf_counter() - t0
+    return _FtsLists(lists, note_lists)
+
+
+def _fuse_lists(
+    source: CandidateSource, pre: Preflight, query: PreparedQuery, lists: _FtsLists
+) -> _Fused:
+    """Fuse each distinct FTS list once, at all six k."""
+    t0 = time.perf_counter()
+    # grouped by document, a list is cut only after grouping (search does the same)
+    tie = source.tie_order()
+    fuser = RrfSweep(query.vec_ids, RRF_K_VALUES, None if pre.document_first else pre.limit, tie)
+    distinct: dict[tuple[int, ...], list[FusedRanking]] = {}
+    per_triple = [_fused_once(fuser, fts_ids, distinct) for fts_ids in lists.plain]
+    note_per_triple: list[list[FusedRanking]] = []
+    if pre.note_order:
+        note_fuser = RrfSweep(query.note_vec_ids, RRF_K_VALUES, None, tie)
+        note_distinct: dict[tuple[int, ...], list[FusedRanking]] = {}
+        note_per_triple = [_fused_once(note_fuser, ids, note_distinct) for ids in lists.note]
+    pre.timings.fuse += time.perf_counter() - t0
+    pre.timings.distinct_fts_lists += len(distinct)
+    return _Fused(distinct, per_triple, note_per_triple)
+
+
+def _fused_once(
+    fuser: RrfSweep, fts_ids: list[int], fused: dict[tuple[int, ...], list[FusedRanking]]
+) -> list[FusedRanking]:
+    key = tuple(fts_ids)
+    if key not in fused:
+        fused[key] = fuser.fuse(fts_ids)
+    return fused[key]
+
+
+def _chunk_labels(source: CandidateSource, fused: _Fused, timings: Timings) -> Labels:
+    """The labels of every chunk any ranking holds, in one lookup."""
+    t0 = time.perf_counter()
+    rankings = [*fused.distinct.values(), *fused.note_per_triple]
+    wanted = sorted({int(c) for ranked in rankings for r in ranked for c in r.ids})
+    labels = source.chunk_labels(wanted)
+    timings.labels += time.perf_counter() - t0
+    return labels
+
+
+def _score_row(
+    table: MetricTable,
+    row: int,
+    pre: Preflight,
+    query: PreparedQuery,
+    fused: _Fused,
+    labels: Labels,
+) -> None:
+    """Score each distinct ranking once with the shared metric code."""
+    t0 = time.perf_counter()
+    scored: dict[tuple[int, ...], QueryMetrics] = {}
+    for w in range(N_WEIGHT_TRIPLES):
+        for k_index, ranking in enumerate(fused.per_triple[w]):
+            note_ranking = fused.note_per_triple[w][k_index] if pre.note_order else None
+            ids = _as_search_cuts(pre, ranking, note_ranking, labels)
+            metrics = scored.get(ids)
+            if metrics is None:
+                # a chunk deleted under us has no label; search drops it the same way
+                kept = [labels[c] for c in ids if c in labels]
+                hits = [_Hit(i, p, h) for i, (p, h) in enumerate(kept, start=1)]
+                metrics = query_metrics(query.golden.expected, hits, pre.k_values)
+                scored[ids] = metrics
+            table.set_cell(row, w * N_K + k_index, metrics)
+    pre.timings.metrics += time.perf_counter() - t0
+    pre.timings.distinct_rankings += len(scored)
+
+
+def _as_search_cuts(
+    pre: Preflight, ranking: FusedRanking, note_ranking: FusedRanking | None, labels: Labels
+) -> tuple[int, ...]:
+    """A fused ranking's chunk ids as search returns them: grouped by document (in
+    note order) before the cut when search groups."""
+    ids = tuple(int(c) for c in ranking.ids)
+    if note_ranking is not None:
+        # a chunk deleted under us has no label; search drops it first too
+        note_ids = [int(c) for c in note_ranking.ids]
+        path_of = {c: labels[c][0] for c in [*ids, *note_ids] if c in labels}
+        ordered = notes_first(
+            [c for c in ids if c in path_of],
+            [c for c in note_ids if c in path_of],
+            path_of.__getitem__,
+            int,
+        )
+        return tuple(ordered[: pre.limit])
+    if pre.document_first:
+        # a chunk deleted under us has no label; search drops it first too
+        path_of = {c: labels[c][0] for c in ids if c in labels}
+        return tuple(documents_first(list(path_of), path_of.__getitem__)[: pre.limit])
+    return ids

@@ -252,6 +252,25 @@ def _displaced_by(
     )
 
 
+@dataclass(frozen=True)
+class _GoneAnswers:
+    """The expected answers no longer in the index since the baseline, and why."""
+
+    removed: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    unindexed: tuple[tuple[str, str], ...] = ()
+    headings_removed: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class _Losses:
+    """What a failing query lost since the baseline, and what took its place."""
+
+    lost: tuple[LostAnswer, ...] = ()
+    changed: tuple[str, ...] = ()
+    displaced: tuple[Displacer, ...] = ()
+
+
 def query_verdict(
     result: QueryResult,
     previous: QueryResult | None,
@@ -269,17 +288,53 @@ def query_verdict(
     heading) of each expected heading an edit of its note removed since the baseline
     (:func:`~pytest_groove.evaluation.lifecycle.begin_evaluation` tells them)."""
     k = largest_k(k_values)
-    moves: tuple[MetricMove, ...] = ()
-    if previous is not None:
-        moves = tuple(
-            MetricMove(
-                label, metric_value(previous.metrics, label), metric_value(result.metrics, label)
-            )
-            for label in query_regressed(result, previous, thresholds)
-        )
+    moves = () if previous is None else _metric_moves(result, previous, thresholds)
     verdict: Verdict = (
         "missed" if is_miss(result.metrics, k_values) else "regressed" if moves else "pass"
     )
+    gone = _gone_answers(result, previous, delta, why_unindexed, lost_headings)
+    losses = _Losses()
+    if previous is not None and verdict != "pass":
+        losses = _losses(result, previous, k, delta, gone.removed, lost_headings)
+    return QueryVerdict(
+        id=result.id,
+        verdict=verdict,
+        first_rank=first_rank(result),
+        baseline_first_rank=None if previous is None else first_rank(previous),
+        compared=previous is not None,
+        regressed=moves,
+        removed=gone.removed,
+        renamed=gone.renamed,
+        unindexed=gone.unindexed,
+        headings_removed=gone.headings_removed,
+        lost=losses.lost,
+        changed=losses.changed,
+        displaced_by=losses.displaced,
+        recall_now=result.metrics.recall_at_k.get(k, 0.0),
+        recall_before=None if previous is None else previous.metrics.recall_at_k.get(k, 0.0),
+    )
+
+
+def _metric_moves(
+    result: QueryResult, previous: QueryResult, thresholds: Thresholds
+) -> tuple[MetricMove, ...]:
+    return tuple(
+        MetricMove(
+            label, metric_value(previous.metrics, label), metric_value(result.metrics, label)
+        )
+        for label in query_regressed(result, previous, thresholds)
+    )
+
+
+def _gone_answers(
+    result: QueryResult,
+    previous: QueryResult | None,
+    delta: CorpusDelta | None,
+    why_unindexed: WhyUnindexed | None,
+    lost_headings: Collection[tuple[str, str]],
+) -> _GoneAnswers:
+    """The expected paths removed since the baseline -- renamed, or still on disk but
+    left out of the index -- and the expected headings an edit removed."""
     paths = list(dict.fromkeys(entry.path for entry in result.expected))
     removed = tuple(p for p in paths if delta is not None and delta.removed(p))
     unindexed = tuple(
@@ -307,37 +362,28 @@ def query_verdict(
             )
         )
     )
-    lost: tuple[LostAnswer, ...] = ()
-    changed: tuple[str, ...] = ()
-    displaced: tuple[Displacer, ...] = ()
-    if previous is not None and verdict != "pass":
-        # an answer that is gone (its note, or its heading in the note) was not pushed
-        # down: nothing displaced it; nor was one that was not within the largest k in
-        # the baseline either
-        lost = lost_answers(result, previous, k, removed, lost_headings)
-        changed = tuple(
-            dict.fromkeys(
-                a.path for a in lost if delta is not None and delta.change(a.path) == "changed"
-            )
+    return _GoneAnswers(removed, renamed, unindexed, headings_removed)
+
+
+def _losses(
+    result: QueryResult,
+    previous: QueryResult,
+    k: int,
+    delta: CorpusDelta | None,
+    removed: Sequence[str],
+    lost_headings: Collection[tuple[str, str]],
+) -> _Losses:
+    """The answers pushed down since the baseline, the changed ones among them and what
+    displaced them.  An answer that is gone (its note, or its heading in the note) was
+    not pushed down: nothing displaced it; nor was one that was not within the largest
+    k in the baseline either."""
+    lost = lost_answers(result, previous, k, removed, lost_headings)
+    changed = tuple(
+        dict.fromkeys(
+            a.path for a in lost if delta is not None and delta.change(a.path) == "changed"
         )
-        displaced = _displaced_by(result, previous, lost, k, delta)
-    return QueryVerdict(
-        id=result.id,
-        verdict=verdict,
-        first_rank=first_rank(result),
-        baseline_first_rank=None if previous is None else first_rank(previous),
-        compared=previous is not None,
-        regressed=moves,
-        removed=removed,
-        renamed=renamed,
-        unindexed=unindexed,
-        headings_removed=headings_removed,
-        lost=lost,
-        changed=changed,
-        displaced_by=displaced,
-        recall_now=result.metrics.recall_at_k.get(k, 0.0),
-        recall_before=None if previous is None else previous.metrics.recall_at_k.get(k, 0.0),
     )
+    return _Losses(lost, changed, _displaced_by(result, previous, lost, k, delta))
 
 
 def run_verdicts(

@@ -530,6 +530,15 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     if data is None:
         raise GoldenMissing(f"no golden file at {clip_path(path)} {_MISSING_HINT}")
     prefix = f"failed to parse golden file: {clip_path(path)}"
+    doc = _yaml_document(_utf8_text(data, prefix), prefix)
+    try:
+        queries = _parse_document(doc, kb)
+    except SchemaError as exc:
+        raise GrooveError(f"{prefix}: {exc.render()}") from None
+    return GoldenSet(path=str(path), hash=golden_hash(data), queries=queries)
+
+
+def _utf8_text(data: bytes, prefix: str) -> str:
     nul = data.find(b"\x00")
     if nul >= 0 and data.count(b"\x00") * 4 >= len(data):
         # UTF-16/32 without a byte-order mark decodes as UTF-8 full of NULs: say so
@@ -539,7 +548,7 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
             f"{nul}): saved as UTF-16 or UTF-32? save the file as UTF-8"
         )
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         utf16 = (
@@ -551,6 +560,9 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
             f"{prefix}: not valid UTF-8 (first bad byte at offset {exc.start}, line {line})"
             f"{utf16}; save the file as UTF-8"
         ) from None
+
+
+def _yaml_document(text: str, prefix: str) -> object:
     # A file with no `queries` key is not a golden file at all (a wrong path,
     # `golden = "/etc/shadow"`): its messages never quote any of its content.
     looks_golden = _LOOKS_GOLDEN.search(text) is not None
@@ -577,8 +589,4 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
             f"{prefix}: invalid type: {kind(doc)}, expected a mapping with a `queries` list "
             "at the top level"
         )
-    try:
-        queries = _parse_document(doc, kb)
-    except SchemaError as exc:
-        raise GrooveError(f"{prefix}: {exc.render()}") from None
-    return GoldenSet(path=str(path), hash=golden_hash(data), queries=queries)
+    return doc

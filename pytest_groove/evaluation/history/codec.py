@@ -212,28 +212,22 @@ def _metrics_in(raw: Any, metric_k: list[int], path: str) -> QueryMetrics:
     )
 
 
-def _query_in(
-    raw: Any,
-    path: str,
-    paths: list[str],
-    headings: list[str],
-    metric_k: list[int],
-    float32: bool,
-) -> QueryResult:
-    obj = read_object(raw, path)
+def _sized(item: Any, at: str, size: int) -> list[Any]:
+    parts = read_list(item, at)
+    if len(parts) != size:
+        raise shape_error(at, f"expected {size} values")
+    return parts
 
-    def pair(item: Any, at: str, size: int) -> list[Any]:
-        parts = read_list(item, at)
-        if len(parts) != size:
-            raise shape_error(at, f"expected {size} values")
-        return parts
 
+def _expected_in(
+    obj: dict[str, Any], path: str, paths: list[str], headings: list[str]
+) -> tuple[ExpectedEntry, ...]:
     expected = []
     exp_path = where(path, "expected")
     for i, item in enumerate(read_list(require(obj, "expected", path), exp_path)):
         here = where(exp_path, i)
         graded = isinstance(item, list) and len(item) == 3
-        p, h, *grade = pair(item, here, 3 if graded else 2)
+        p, h, *grade = _sized(item, here, 3 if graded else 2)
         expected.append(
             ExpectedEntry(
                 path=_lookup(paths, p, where(here, 0), optional=False) or "",
@@ -241,6 +235,22 @@ def _query_in(
                 grade=read_int(grade[0], where(here, 2), lo=0, hi=2**32 - 1) if grade else 1,
             )
         )
+    return tuple(expected)
+
+
+def _score_in(raw: Any, at: str, float32: bool) -> float:
+    value = read_stored_float(raw, at)
+    if float32 and math.isfinite(value):
+        rounded = _as_float32(value)
+        if rounded is None:
+            raise shape_error(at, "not a 32-bit float")
+        value = rounded
+    return value
+
+
+def _hits_in(
+    obj: dict[str, Any], path: str, paths: list[str], headings: list[str], float32: bool
+) -> tuple[TopHit, ...]:
     hits_path = where(path, "hits")
     raw_hits = read_list(require(obj, "hits", path), hits_path)
     ranks: list[int] = list(range(1, len(raw_hits) + 1))
@@ -252,26 +262,35 @@ def _query_in(
     hits = []
     for i, item in enumerate(raw_hits):
         here = where(hits_path, i)
-        p, h, s = pair(item, here, 3)
-        value = read_stored_float(s, where(here, 2))
-        if float32 and math.isfinite(value):
-            rounded = _as_float32(value)
-            if rounded is None:
-                raise shape_error(where(here, 2), "not a 32-bit float")
-            value = rounded
+        p, h, s = _sized(item, here, 3)
+        score = _score_in(s, where(here, 2), float32)
         hits.append(
             TopHit(
                 rank=ranks[i],
                 path=_lookup(paths, p, where(here, 0), optional=False) or "",
                 heading=_lookup(headings, h, where(here, 1), optional=True),
-                score=value,
+                score=score,
             )
         )
+    return tuple(hits)
+
+
+def _query_in(
+    raw: Any,
+    path: str,
+    paths: list[str],
+    headings: list[str],
+    metric_k: list[int],
+    float32: bool,
+) -> QueryResult:
+    obj = read_object(raw, path)
+    expected = _expected_in(obj, path, paths, headings)
+    hits = _hits_in(obj, path, paths, headings, float32)
     return QueryResult(
         id=read_str(require(obj, "id", path), where(path, "id")),
         query=read_str(require(obj, "query", path), where(path, "query")),
-        expected=tuple(expected),
-        top_k=tuple(hits),
+        expected=expected,
+        top_k=hits,
         metrics=_metrics_in(require(obj, "metrics", path), metric_k, where(path, "metrics")),
     )
 

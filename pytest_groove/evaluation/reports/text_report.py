@@ -126,44 +126,10 @@ def render_text(
     ``footer`` is a closing line, e.g. :data:`NEXT_RUN_HINT` or a subset note;
     ``verdicts`` are the run's (computed from ``comparison`` when not given).
     """
-    fp = run.fingerprint
-    agg = run.aggregate
-    limits = comparison.limits
-    diff = comparison.diff
-    lines = [f"{title} — {display_timestamp(run.timestamp)}"]
-    line2 = (
-        f"  model: {fp.model}    reranker: {fp.reranker or 'none'}    limit: {fp.limit}"
-        f"    queries: {agg.query_count}"
-    )
-    if fp.retriever is not None:
-        line2 += f"    retriever: {fp.retriever}"
-    lines.append(line2)
-    if run.corpus is not None:
-        lines.append(_corpus_line(run))
-        if comparison.corpus_changed:
-            since = _since(comparison, choice)
-            lines.append(f"    ⚠️ corpus changed since {since} ({comparison.corpus_phrase})")
-            if comparison.compatible and diff is not None:  # else there is no delta below
-                lines.append("       a delta below may reflect that, not retrieval")
+    lines = _heading_lines(run, comparison, choice, title)
     lines.append("")
     lines += _aggregate_header(comparison, choice)
-    for metric in summary_metrics(fp.k_values, fp.metrics or ()):
-        lines.append(
-            _metric_line(
-                metric.label,
-                metric.of_aggregate(agg),
-                None if diff is None else metric.of_aggregate(diff),
-                limits.for_metric(metric.threshold_key),
-                color,
-            )
-        )
-        lines[-1] = with_p_value(lines[-1], comparison.p_values, metric)
-    if comparison.p_values is not None:
-        # what the p-values above can and cannot show, at this set's size
-        per_query = [q.metrics for q in run.per_query]
-        units = [question_key(q.query) for q in run.per_query]
-        lines.append(f"  {detectable_drop_line(per_query, fp.k_values, units)}")
-
+    lines += _aggregate_lines(run, comparison, color)
     # one verdict per query (evaluation/gate/verdict.py), the same the items and the
     # JSON and HTML reports show
     judged = verdicts if verdicts is not None else comparison_verdicts(comparison)
@@ -173,3 +139,49 @@ def render_text(
         lines.append("")
         lines.append(footer)
     return "\n".join(lines) + "\n"
+
+
+def _heading_lines(
+    run: RunRecord, comparison: Comparison, choice: BaselineChoice | None, title: str
+) -> list[str]:
+    """The title, the engine line and the corpus lines."""
+    fp = run.fingerprint
+    lines = [f"{title} — {display_timestamp(run.timestamp)}"]
+    line2 = (
+        f"  model: {fp.model}    reranker: {fp.reranker or 'none'}    limit: {fp.limit}"
+        f"    queries: {run.aggregate.query_count}"
+    )
+    if fp.retriever is not None:
+        line2 += f"    retriever: {fp.retriever}"
+    lines.append(line2)
+    if run.corpus is not None:
+        lines.append(_corpus_line(run))
+        if comparison.corpus_changed:
+            since = _since(comparison, choice)
+            lines.append(f"    ⚠️ corpus changed since {since} ({comparison.corpus_phrase})")
+            if comparison.compatible and comparison.diff is not None:  # else no delta below
+                lines.append("       a delta below may reflect that, not retrieval")
+    return lines
+
+
+def _aggregate_lines(run: RunRecord, comparison: Comparison, color: bool) -> list[str]:
+    """One line per summary metric with its delta (and p-value), then what the
+    p-values can show."""
+    fp = run.fingerprint
+    diff = comparison.diff
+    lines: list[str] = []
+    for metric in summary_metrics(fp.k_values, fp.metrics or ()):
+        line = _metric_line(
+            metric.label,
+            metric.of_aggregate(run.aggregate),
+            None if diff is None else metric.of_aggregate(diff),
+            comparison.limits.for_metric(metric.threshold_key),
+            color,
+        )
+        lines.append(with_p_value(line, comparison.p_values, metric))
+    if comparison.p_values is not None:
+        # what the p-values above can and cannot show, at this set's size
+        per_query = [q.metrics for q in run.per_query]
+        units = [question_key(q.query) for q in run.per_query]
+        lines.append(f"  {detectable_drop_line(per_query, fp.k_values, units)}")
+    return lines

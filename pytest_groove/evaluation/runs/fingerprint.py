@@ -163,9 +163,6 @@ class Fingerprint:
         overrides); ``context_mode`` is what the index records, not what the config
         asks for.  ``reranker_id`` of None or "none" means no reranker.
         """
-        mmr = search.mmr
-        parent = search.parent_retriever
-        fusion = search.fusion
         return cls(
             model=model,
             reranker=None if reranker_id in (None, "none") else reranker_id,
@@ -173,29 +170,9 @@ class Fingerprint:
             k_values=normalise_k_values(tuple(k_values)),
             golden_hash=golden_hash,
             fts_query_version=search.fts_query_version,
-            mmr=(
-                {"lambda": mmr.lambda_, "same_doc_penalty": mmr.same_doc_penalty}
-                if mmr.enabled
-                else None
-            ),
-            parent_retriever=(
-                {
-                    "whole_doc_threshold_tokens": parent.whole_doc_threshold_tokens,
-                    "max_expanded_tokens": parent.max_expanded_tokens,
-                }
-                if parent.enabled
-                else None
-            ),
-            fusion=(
-                None
-                if fusion.is_default
-                else {
-                    "rrf_k": fusion.rrf_k,
-                    "bm25_heading_weight": fusion.bm25_heading_weight,
-                    "bm25_context_weight": fusion.bm25_context_weight,
-                    "bm25_content_weight": fusion.bm25_content_weight,
-                }
-            ),
+            mmr=_mmr_key(search),
+            parent_retriever=_parent_retriever_key(search),
+            fusion=_fusion_key(search),
             context=({"mode": context_mode} if context_mode in ("static", "embedded") else None),
             retriever=retriever,
             vector_centring=None if search.vector_centring else False,
@@ -203,16 +180,8 @@ class Fingerprint:
             # runs on an approximate index never compare with exact ones (or history
             # from before the option existed)
             vector_index=None if vector_index in (None, "flat") else vector_index,
-            document_first=(
-                True if retriever is None and _groups_by_document(search, reranker_id) else None
-            ),
-            note_order=(
-                True
-                if retriever is None
-                and search.note_order
-                and _groups_by_document(search, reranker_id)
-                else None
-            ),
+            document_first=_document_first_key(search, reranker_id, retriever),
+            note_order=_note_order_key(search, reranker_id, retriever),
             metrics=tuple(metrics) or None,
             gain="grade" if graded else None,
         )
@@ -269,3 +238,45 @@ def _groups_by_document(search: SearchSettings, reranker_id: str | None) -> bool
     """Whether search grouped the fused list by document (not under a reranker or MMR)."""
     reranked = reranker_id not in (None, "none")
     return search.document_first and not reranked and not search.mmr.enabled
+
+
+def _mmr_key(search: SearchSettings) -> dict[str, float] | None:
+    mmr = search.mmr
+    if not mmr.enabled:
+        return None
+    return {"lambda": mmr.lambda_, "same_doc_penalty": mmr.same_doc_penalty}
+
+
+def _parent_retriever_key(search: SearchSettings) -> dict[str, int] | None:
+    parent = search.parent_retriever
+    if not parent.enabled:
+        return None
+    return {
+        "whole_doc_threshold_tokens": parent.whole_doc_threshold_tokens,
+        "max_expanded_tokens": parent.max_expanded_tokens,
+    }
+
+
+def _fusion_key(search: SearchSettings) -> dict[str, float] | None:
+    fusion = search.fusion
+    if fusion.is_default:
+        return None
+    return {
+        "rrf_k": fusion.rrf_k,
+        "bm25_heading_weight": fusion.bm25_heading_weight,
+        "bm25_context_weight": fusion.bm25_context_weight,
+        "bm25_content_weight": fusion.bm25_content_weight,
+    }
+
+
+def _document_first_key(
+    search: SearchSettings, reranker_id: str | None, retriever: str | None
+) -> bool | None:
+    return True if retriever is None and _groups_by_document(search, reranker_id) else None
+
+
+def _note_order_key(
+    search: SearchSettings, reranker_id: str | None, retriever: str | None
+) -> bool | None:
+    grouped = retriever is None and search.note_order and _groups_by_document(search, reranker_id)
+    return True if grouped else None
