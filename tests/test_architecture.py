@@ -302,7 +302,7 @@ def test_every_module_architecture_md_names_exists() -> None:
 
     text = (PACKAGE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
     named = set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)", text))
-    assert len(named) > 20  # the walker reads the table, not nothing
+    assert len(named) > 10  # the walker reads the page, not nothing
     folders = ("kb", "embed", "search", "evaluation", "tune", "plugin", "cli")
     missing = sorted(
         path
