@@ -358,6 +358,10 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
         flags = flag("golden")
         return config_path(source, "[eval].golden", _text(value, path), flags)
 
+    def baseline_file(value: Any, path: str) -> Path:
+        flags = flag("baseline-file")
+        return config_path(source, "[eval].baseline_file", _text(value, path), flags)
+
     readers = {
         "golden": golden,
         "history_size": _whole(1, 10_000),
@@ -366,6 +370,8 @@ def _parse_eval(sec: _Section | None) -> EvalSettings:
         "significance": _number(1e-9, 0.999999),
         "fail_under": _fail_under,
         "metrics": read_metric_names,
+        "baseline_file": baseline_file,
+        "strict": read_bool,
     }
     ev = EvalSettings(**sec.take(readers))
     sec.finish()
@@ -468,6 +474,7 @@ def _keep_inside_kb(settings: Settings, kb: Path, source: Path) -> None:
     for key, value, option in (
         ("index_dir", settings.index.index_dir, flag("index-dir")),
         ("[eval].golden", settings.eval.golden, flag("golden")),
+        ("[eval].baseline_file", settings.eval.baseline_file, flag("baseline-file")),
     ):
         if value is not None and not _inside(value, root):
             raise GrooveError(

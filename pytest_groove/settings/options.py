@@ -203,6 +203,26 @@ OPTIONS: tuple[Option, ...] = (
         ini=False,
     ),
     Option(
+        "baseline-file",
+        "path",
+        "the accepted baseline the gate compares with, committed with the code (default: "
+        "[eval].baseline_file, else <kb>/.groove-baseline.json); written only on request",
+        "FILE",
+    ),
+    Option(
+        "accept",
+        "flag",
+        "write this run as the accepted baseline (the baseline file), for a pull request "
+        "to accept an intended change; review the file's diff",
+        ini=False,
+    ),
+    Option(
+        "strict",
+        "flag",
+        "fail known misses too: queries that missed in the accepted baseline and still "
+        "miss (default: [eval].strict; otherwise they are expected failures)",
+    ),
+    Option(
         "baseline",
         "text",
         "compare with the stored run RUN (its timestamp as `groove history` prints it, or a "
@@ -343,6 +363,9 @@ class RunOptions:
     no_diff: bool = False
     fail_on_regression: bool = False
     freeze_baseline: bool = False
+    baseline_file: Path | None = None
+    accept: bool = False
+    strict: bool = False
     baseline: str | None = None
     threshold: str | None = None
     significance: float | None = None
@@ -368,6 +391,7 @@ CONTRADICTIONS: tuple[tuple[str, str], ...] = (
     ("freeze-baseline", "no-history"),
     ("baseline", "no-history"),
     ("baseline", "no-diff"),
+    ("accept", "baseline"),
 )
 
 

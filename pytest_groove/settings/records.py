@@ -121,6 +121,10 @@ class EvalSettings:
     fail_under: tuple[tuple[str, float], ...] = ()
     #: the optional metrics measured besides recall, MRR and nDCG (metric table keys)
     metrics: tuple[str, ...] = ()
+    #: the accepted baseline; None = ``<kb>/.groove-baseline.json``
+    baseline_file: Path | None = None
+    #: fail known misses too (queries the accepted baseline missed)
+    strict: bool = False
 
 
 @dataclass(frozen=True)
