@@ -42,6 +42,7 @@ from pytest_groove.evaluation.runs.record import (
 )
 from pytest_groove.evaluation.runs.trust import refuse_untrusted, trusted_runs, untrusted
 from pytest_groove.kb.source.unindexed import why_not_indexed
+from pytest_groove.scoring.metrics import is_miss
 from pytest_groove.scoring.records import GoldenQuery
 
 
@@ -66,10 +67,20 @@ class Evaluation:
     #: removed since the baseline: a lost answer the gate fails on, as on a deleted
     #: document, and that nothing displaced
     lost_headings: frozenset[tuple[str, str]] = frozenset()
+    #: positions of the golden queries that missed in the accepted baseline: still
+    #: missing, each is an expected failure (a known miss) unless the plan is strict
+    known_misses: frozenset[int] = frozenset()
     #: this corpus against the baseline's, per document (read once, at first need)
     _delta: list[CorpusDelta | None] = field(default_factory=list, compare=False, repr=False)
     #: why an expected file still on disk is not indexed, per path (read at first need)
     _unindexed: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def known_miss(self, position: int, result: QueryResult) -> bool:
+        """Golden query number ``position`` missed in the accepted baseline and still
+        misses: an expected failure, not a failure (``--strict`` fails it)."""
+        if position not in self.known_misses or self.plan.strict:
+            return False
+        return is_miss(result.metrics, self.plan.k_values)
 
     def run_query(self, query: GoldenQuery) -> QueryResult:
         """Search one golden query and score its hits."""
@@ -174,6 +185,11 @@ def pick_baseline_for(
     the frozen or newest compatible run; None when nothing is compared."""
     if not plan.compares:
         return None
+    if stored.accepted is not None:
+        # committed and reviewed: the gate's baseline whatever the run changed
+        newest = stored.runs[0] if stored.runs else None
+        run = stored.accepted.run
+        return BaselineChoice(run, newest, frozen=False, skipped=0, accepted=stored.accepted.path)
     if plan.options.baseline is not None:
         refuse_untrusted(find_run(stored.runs, plan.options.baseline, plan.history_path))
     # an edited or future-dated run is never the baseline (history_trust.py)
@@ -401,12 +417,28 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
         _check_golden_entries(plan, headings, vanished)
     picked = vanished.picked
     stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
+    counterparts = baseline_counterparts(plan.golden.queries, choice)
     return Evaluation(
         plan=plan,
         fingerprint=fingerprint,
         stored=stored,
         choice=choice,
-        baseline_queries=baseline_counterparts(plan.golden.queries, choice),
+        baseline_queries=counterparts,
         searcher=searcher,
         lost_headings=vanished.lost,
+        known_misses=known_misses(choice, counterparts),
+    )
+
+
+def known_misses(
+    choice: BaselineChoice | None, counterparts: Sequence[QueryResult | None]
+) -> frozenset[int]:
+    """The positions of the golden queries whose accepted counterpart missed."""
+    if choice is None or choice.accepted is None or choice.baseline is None:
+        return frozenset()
+    k_values = choice.baseline.fingerprint.k_values
+    return frozenset(
+        position
+        for position, before in enumerate(counterparts)
+        if before is not None and is_miss(before.metrics, k_values)
     )

@@ -29,6 +29,11 @@ from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
 from pytest_groove.evaluation.gate.policy import GatePlan, resolve_gate
 from pytest_groove.evaluation.gate.query_names import shared_id_warnings
 from pytest_groove.evaluation.golden.file import GoldenMissing, load_golden, resolve_golden_path
+from pytest_groove.evaluation.history.accepted import (
+    AcceptedBaseline,
+    baseline_path,
+    load_baseline,
+)
 from pytest_groove.evaluation.history.file import find_run, history_path, load_history
 from pytest_groove.evaluation.reports.targets import check_report_targets
 from pytest_groove.evaluation.runs.record import RunRecord
@@ -168,6 +173,8 @@ class StoredRuns:
     runs: tuple[RunRecord, ...] = ()
     #: what reading it said (a damaged file started fresh, a run skipped ...)
     warnings: tuple[str, ...] = ()
+    #: the accepted baseline, when the KB has one (it is the gate's baseline then)
+    accepted: AcceptedBaseline | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,17 @@ class EvalPlan:
         return self.history_file if self.history_file is not None else history_path(self.kb)
 
     @property
+    def baseline_path(self) -> Path:
+        """Where the accepted baseline is (it may not exist)."""
+        configured = self.options.baseline_file or self.settings.eval.baseline_file
+        return baseline_path(self.kb, configured)
+
+    @property
+    def strict(self) -> bool:
+        """Known misses of the accepted baseline fail like any miss."""
+        return self.options.strict or self.settings.eval.strict
+
+    @property
     def compares(self) -> bool:
         """Whether a stored run is looked for at all (no ``--no-history`` / ``--no-diff``)."""
         return not (self.options.no_history or self.options.no_diff)
@@ -223,14 +241,33 @@ class EvalPlan:
 
 def read_stored_runs(plan: EvalPlan) -> StoredRuns:
     """Read the history once; a named ``--baseline`` that matches no run stops us here."""
+    accepted = read_accepted(plan)
     if plan.options.no_history:
-        return StoredRuns()
+        return StoredRuns(accepted=accepted)
     warnings: list[str] = []
     runs = load_history(plan.history_path, warnings=warnings, cap=plan.history_cap)
     warnings += untrusted_warnings(runs, plan.history_path)
     if plan.options.baseline is not None and plan.compares:
         find_run(runs, plan.options.baseline, plan.history_path)
-    return StoredRuns(tuple(runs), tuple(warnings))
+    return StoredRuns(tuple(runs), tuple(warnings), accepted)
+
+
+def read_accepted(plan: EvalPlan) -> AcceptedBaseline | None:
+    """The accepted baseline, unless nothing is compared (``--no-diff``,
+    ``--no-history``) or a run of the log was named (``--baseline RUN``); one line
+    when it cannot be read."""
+    if not plan.compares or plan.options.baseline is not None:
+        return None
+    path = plan.baseline_path
+    return load_baseline(path, plan.kb if _inside(path, plan.kb) else None)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return True
 
 
 def check_option_combinations(options: RunOptions) -> None:

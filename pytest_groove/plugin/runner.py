@@ -399,6 +399,13 @@ class ProcessRunner:
             f"baseline run: {', '.join(parts)}" + "".join(f"; {c}" for c in causes(verdict))
         )
 
+    def known_miss(self, position: int, result: QueryResult) -> str | None:
+        """Why a query that missed in the accepted baseline too is an expected failure
+        (None: it is not one, or ``--groove-strict`` fails it)."""
+        if not self._ready().known_miss(position, result):
+            return None
+        return "known miss: it missed in the accepted baseline too (--groove-strict fails it)"
+
     def miss_causes(self, position: int, result: QueryResult) -> list[str]:
         """Why a missed query missed, as the reports say it (what displaced the answer,
         an expected document removed or renamed since the baseline run)."""

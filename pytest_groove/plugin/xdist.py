@@ -40,6 +40,8 @@ def handoff_payload(evaluation: Evaluation) -> dict[str, Any]:
         "baseline_files": evaluation.baseline_digests(),
         # ... or that its note lost the expected heading
         "lost_headings": [list(pair) for pair in sorted(evaluation.lost_headings)],
+        # ... and which of its queries missed in the accepted baseline too
+        "known_misses": sorted(evaluation.known_misses),
     }
 
 
@@ -79,7 +81,14 @@ def worker_evaluation(
         searcher=searcher,
         baseline_files=_files(payload.get("baseline_files")),
         lost_headings=_pairs(payload.get("lost_headings")),
+        known_misses=_positions(payload.get("known_misses")),
     )
+
+
+def _positions(raw: Any) -> frozenset[int]:
+    if not isinstance(raw, list):
+        return frozenset()
+    return frozenset(p for p in raw if isinstance(p, int) and not isinstance(p, bool))
 
 
 def _pairs(raw: Any) -> frozenset[tuple[str, str]]:
