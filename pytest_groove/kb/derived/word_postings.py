@@ -38,6 +38,7 @@ from pytest_groove.text.trigram_fold import FOLD, MIN_FOLDED_CHARS, count_overla
 
 __all__ = [
     "COLUMNS",
+    "SEGMENT_FORMAT",
     "Segment",
     "Vocabulary",
     "build_segment",
@@ -49,7 +50,8 @@ __all__ = [
 #: heading, context, content: the columns of ``fts_chunks`` in their order
 COLUMNS = 3
 _MAGIC = b"GROOVEWP"
-_FORMAT = 1
+#: the layout of a segment file
+SEGMENT_FORMAT = 1
 _ALIGN = 64
 
 
@@ -423,7 +425,7 @@ def _write_to(segment: Segment, handle: BinaryIO) -> None:
     for name, data, dtype in blobs:
         layout.append({"name": name, "offset": offset, "bytes": len(data), "dtype": dtype})
         offset += -(-len(data) // _ALIGN) * _ALIGN
-    header = json.dumps({"format": _FORMAT, "arrays": layout}).encode("utf-8")
+    header = json.dumps({"format": SEGMENT_FORMAT, "arrays": layout}).encode("utf-8")
     start = -(-(len(_MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
     handle.write(_MAGIC + struct.pack("<Q", len(header)) + header)
     for (_, data, _), entry in zip(blobs, layout, strict=True):
@@ -468,7 +470,7 @@ def _parse(mapped: mmap.mmap) -> Segment:
     if size > len(mapped):
         raise ValueError("cut short")
     header = json.loads(mapped[len(_MAGIC) + 8 : len(_MAGIC) + 8 + size])
-    if header.get("format") != _FORMAT:
+    if header.get("format") != SEGMENT_FORMAT:
         raise ValueError("another format")
     start = -(-(len(_MAGIC) + 8 + size) // _ALIGN) * _ALIGN
     fields: dict[str, Any] = {}
