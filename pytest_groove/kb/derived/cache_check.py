@@ -11,7 +11,7 @@ small read per file: only a file whose identity moved (a copy, a restored CI cac
 a new boot) is read in full, once, and sealed again.
 
 Which files are derived, and which are made together, is the table's to say
-(:mod:`.registry`: one :class:`~.family.DerivedFamily` per family, declared by the
+(:mod:`.families`: one :class:`~.family.DerivedFamily` per family, declared by the
 module that writes it); nothing here names a file.
 
 ``groove index --force`` reads no derived file at all: :func:`remove_caches` removes
@@ -36,8 +36,8 @@ from pytest_groove.files.seal import (
     seal_path,
     verdict_of,
 )
+from pytest_groove.kb.derived.families import derived_families, family_of
 from pytest_groove.kb.derived.family import Check
-from pytest_groove.kb.derived.registry import derived_families, family_of
 from pytest_groove.kb.store.database import DB_FILE_NAME
 
 __all__ = ["check_caches", "is_derived", "remove_caches"]
@@ -46,7 +46,7 @@ __all__ = ["check_caches", "is_derived", "remove_caches"]
 def is_derived(name: str) -> bool:
     """Whether ``name`` in an index folder is a derived file or its seal (not a
     temporary file of a write in progress, nor anything of someone else's): a file of
-    a family in the table (:mod:`.registry`)."""
+    a family in the table (:mod:`.families`)."""
     return any(family.owns(name) for family in derived_families())
 
 

@@ -38,7 +38,7 @@ CACHE_NAME = "corpus-snapshot.json"
 _SNAPSHOT_FORMAT = 2
 #: a kept snapshot is a few hundred bytes; anything longer is not one
 _CAP = 64 * 1024
-#: that file, in the table of derived files (:mod:`.registry`)
+#: that file, in the table of derived files (:mod:`.families`)
 DERIVED_FILES = (
     DerivedFamily(
         "corpus snapshot",

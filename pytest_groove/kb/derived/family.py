@@ -1,5 +1,5 @@
 """What one family of derived files beside ``index.db`` is: the record each module
-that writes such files declares, and the table (:mod:`.registry`) gathers.
+that writes such files declares, and the table (:mod:`.families`) gathers.
 
 A module that writes files beside the index names them in ``DERIVED_FILES``, a tuple
 of :class:`DerivedFamily` built from its own constants (prefix, format version, how

@@ -64,7 +64,7 @@ __all__ = ["CACHE_PREFIX", "DERIVED_FILES", "PhraseScores", "or_phrases"]
 CACHE_PREFIX = "phrases-"
 #: the layout of that file
 _FILE_FORMAT = 1
-#: that file, in the table of derived files (:mod:`.registry`)
+#: that file, in the table of derived files (:mod:`.families`)
 DERIVED_FILES = (
     DerivedFamily(
         "phrase scores",

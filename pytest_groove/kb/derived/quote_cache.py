@@ -51,7 +51,7 @@ KEEP_FILES = 8
 _FORMAT = 3
 #: hex characters of a document's digest kept as its signature (64 bits)
 _SIGNATURE_CHARS = 16
-#: the scan files, in the table of derived files (:mod:`.registry`)
+#: the scan files, in the table of derived files (:mod:`.families`)
 DERIVED_FILES = (
     DerivedFamily(
         "quote scans",

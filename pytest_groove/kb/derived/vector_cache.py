@@ -105,7 +105,7 @@ NOTES_CACHE_PREFIX = "notevectors"
 CENTRING_MIN_SHARE = 0.25
 
 #: the files named here (:func:`cache_path`, :func:`state_path`; the note rows of
-#: :mod:`.note_index`), in the table of derived files (:mod:`.registry`)
+#: :mod:`.note_index`), in the table of derived files (:mod:`.families`)
 DERIVED_FILES = (
     DerivedFamily(
         "vector caches: a faiss index, its means and update state",

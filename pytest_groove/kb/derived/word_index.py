@@ -67,7 +67,7 @@ MANIFEST_PREFIX = "words-"
 _MANIFEST_CAP = 64 * 1024 * 1024
 _FORMAT = 1
 #: the files named here (:func:`_manifest_path`, :func:`_write_new`), in the table of
-#: derived files (:mod:`.registry`)
+#: derived files (:mod:`.families`)
 DERIVED_FILES = (
     DerivedFamily(
         "word-posting manifests",
