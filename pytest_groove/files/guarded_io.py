@@ -179,10 +179,23 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
     file over ``cap`` bytes, and :class:`GrooveError` when the file cannot be looked
     at or read.  Every message is one line naming ``path``.
     """
+    if not _name_exists(path):
+        return None
+    fd = _open_guarded(path, what, within)
+    data = _read_opened(fd, path, what, cap)  # closes fd
+    if len(data) > cap:
+        # The file grew between the fstat and the read.
+        raise _too_large(path, what, len(data), cap)
+    return data
+
+
+def _name_exists(path: Path) -> bool:
+    """Step 1: whether ``path`` exists as a name (a dangling symlink does); any
+    failure to look other than "no such file" is an error, never "absent"."""
     try:
         os.lstat(path)
     except FileNotFoundError:
-        return None
+        return False
     except OSError as exc:
         raise GrooveError(f"could not look at {clip_path(path)} ({_os_reason(exc)})") from exc
     except UnicodeEncodeError:  # a character the locale's encoding has no bytes for
@@ -194,10 +207,14 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
             f"could not look at {clip_path(path)}: the path holds a NUL character, which no "
             "file name can"
         ) from None
+    return True
 
+
+def _open_guarded(path: Path, what: str, within: Path | None) -> int:
+    """Step 2: open the name once, links refused (below ``within`` when inside it)."""
     try:
         below = _open_below(path, within) if within is not None else None
-        fd = below if below is not None else os.open(path, _OPEN_FLAGS)
+        return below if below is not None else os.open(path, _OPEN_FLAGS)
     except _LinkOnTheWay:
         raise _refuse(
             what,
@@ -213,6 +230,10 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
             f"failed to read the {what}: {clip_path(path)} ({_os_reason(exc)})"
         ) from exc
 
+
+def _read_opened(fd: int, path: Path, what: str, cap: int) -> bytes:
+    """Steps 2-3: judge the open ``fd`` by one ``fstat`` and read at most ``cap + 1``
+    bytes of it; ``fd`` is closed either way."""
     try:
         info = os.fstat(fd)
         # Order matters only for which reason is shown; it follows the reference.
@@ -222,7 +243,7 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
             raise _hard_link(path, what)
         if info.st_size > cap:
             raise _too_large(path, what, info.st_size, cap)
-        data = _read_at_most(fd, cap + 1)
+        return _read_at_most(fd, cap + 1)
     except OSError as exc:
         raise_if_limit(exc, path)
         raise GrooveError(
@@ -230,11 +251,6 @@ def read_guarded(path: Path, what: str, cap: int, within: Path | None = None) ->
         ) from exc
     finally:
         os.close(fd)
-
-    if len(data) > cap:
-        # The file grew between the fstat and the read.
-        raise _too_large(path, what, len(data), cap)
-    return data
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:

@@ -12,10 +12,11 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from pytest_groove.embed.base import Embedder
+from pytest_groove.embed.base import Embedder, Matrix
 from pytest_groove.kb.notes import note_text
 from pytest_groove.kb.source.quality import quality_score, token_count
 from pytest_groove.kb.source.records import ParsedDocument
@@ -187,6 +188,19 @@ class WriteGroup:
         embedded = self.embedder.embed_passages([*texts, *notes]) if texts or notes else None
         vectors = embedded[: len(texts)] if embedded is not None and texts else None
         fresh_notes = iter([] if embedded is None else embedded[len(texts) :])
+        self._queue_pending(vectors, fresh_notes)
+        self._pending, self._chunks = [], 0
+        writer_busy = self._in_flight is not None and not self._in_flight.done()
+        if not writer_busy or self._queued.chunks >= self._queue_chunks:
+            self._submit()
+
+    def _queue_pending(
+        self,
+        vectors: Matrix | None,
+        fresh_notes: Iterator[Matrix],
+    ) -> None:
+        """Queue each pending document's write: its slice of the chunk ``vectors`` (None:
+        no chunk was embedded) and, when it embeds one, its next note vector."""
         offset = 0
         for pending in self._pending:
             item, doc, known, meta_only = (
@@ -233,10 +247,6 @@ class WriteGroup:
             )
             self._queued.chunks += count
             offset += count
-        self._pending, self._chunks = [], 0
-        writer_busy = self._in_flight is not None and not self._in_flight.done()
-        if not writer_busy or self._queued.chunks >= self._queue_chunks:
-            self._submit()
 
     def _submit(self) -> None:
         """Write everything queued in one transaction on the writer thread."""

@@ -192,21 +192,9 @@ def current_read_only(
     """
     if force or not (index_dir / DB_FILE_NAME).is_file():
         return None
-    try:
-        store = Store.open(index_dir, create=False)
-    except GrooveError:
+    stored = _hashes_if_kept(index_dir, embedder, wants)
+    if stored is None:
         return None
-    try:
-        with index_faults(store.path, store.conn):
-            if store.get_meta("embedding_model") != embedder.name:
-                return None
-            if wants is not None and not wants.kept_by(store):
-                return None
-            stored = store.document_hashes()
-    except GrooveError:
-        return None
-    finally:
-        store.close()
     report = IndexReport()
     collected = collect_files(kb, settings)
     report.warnings.extend(collected.warnings)
@@ -241,6 +229,28 @@ def current_read_only(
         "used as it is"
     )
     return report
+
+
+def _hashes_if_kept(
+    index_dir: Path, embedder: Embedder, wants: _Wants | None
+) -> dict[str, str] | None:
+    """The stored files' hashes of an index built with ``embedder`` that keeps what
+    ``wants`` asks for; None when it is not one, or cannot be read."""
+    try:
+        store = Store.open(index_dir, create=False)
+    except GrooveError:
+        return None
+    try:
+        with index_faults(store.path, store.conn):
+            if store.get_meta("embedding_model") != embedder.name:
+                return None
+            if wants is not None and not wants.kept_by(store):
+                return None
+            return store.document_hashes()
+    except GrooveError:
+        return None
+    finally:
+        store.close()
 
 
 #: chunks embedded per embedder call (and the smallest transaction).  Large enough that
@@ -283,20 +293,7 @@ def _index_locked(
     """The indexer's steps, in order: scan, renames, index each file, prune, and the
     note vectors of unchanged documents when they are wanted for the first time."""
     report = IndexReport()
-    reason = None if force else rebuild_reason(store, embedder, settings)
-    if reason is not None:
-        report.warnings.append(reason)
-        force = True
-    if force:  # nothing derived is read: every cache is made again
-        remove_caches(store.path.parent)
-    else:  # a damaged cache is removed (one warning each) and made again
-        report.warnings.extend(check_caches(store.path.parent))
-    if force:
-        store.wipe(term_table=wants.term_table, note_vectors=wants.note_vectors)
-    record_build(store, embedder, settings)
-    if wants.term_table:
-        # before any write, so every chunk written from here on is fed to it too
-        store.keep_term_table()
+    force = _start_build(store, settings, embedder, force, wants, report)
     # note vectors are kept once kept; wanted, new and changed documents get theirs as
     # they are written, and the others' are embedded once the files are done
     embeds_notes = wants.note_vectors or store.keeps_note_vectors
@@ -331,6 +328,39 @@ def _index_locked(
     _prune(store, scan, stored, report)
     if wants.note_vectors and not store.keeps_note_vectors:
         _embed_missing_notes(store, embedder, report, progress)
+    _refresh_derived(store, scan, wants)
+    return report
+
+
+def _start_build(
+    store: Store,
+    settings: IndexSettings,
+    embedder: Embedder,
+    force: bool,
+    wants: _Wants,
+    report: IndexReport,
+) -> bool:
+    """Before the files: whether all is built again (returned), the derived files looked
+    at, the index wiped for a rebuild, and what the chunks are built with recorded."""
+    reason = None if force else rebuild_reason(store, embedder, settings)
+    if reason is not None:
+        report.warnings.append(reason)
+        force = True
+    if force:  # nothing derived is read: every cache is made again
+        remove_caches(store.path.parent)
+    else:  # a damaged cache is removed (one warning each) and made again
+        report.warnings.extend(check_caches(store.path.parent))
+    if force:
+        store.wipe(term_table=wants.term_table, note_vectors=wants.note_vectors)
+    record_build(store, embedder, settings)
+    if wants.term_table:
+        # before any write, so every chunk written from here on is fed to it too
+        store.keep_term_table()
+    return force
+
+
+def _refresh_derived(store: Store, scan: _Scan, wants: _Wants) -> None:
+    """After the files: the wanted caches and word postings for the state left, its tie order."""
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
         # nor the writer's page cache (the caches read few pages), nor the heap they leave
@@ -348,7 +378,6 @@ def _index_locked(
         # what updating them read and left: the search maps them again
         store.conn.execute("PRAGMA shrink_memory")
         return_freed_memory()
-    return report
 
 
 @dataclass(frozen=True)

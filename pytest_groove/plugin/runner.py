@@ -158,6 +158,69 @@ def _note_engine_options(runner: ProcessRunner, run: RunOptions) -> None:
         runner.write_line(f"{PROG}: {spell_flags(note, 'pytest')}")
 
 
+def _retriever_searcher(runner: ProcessRunner, run: RunOptions) -> Searcher | None:
+    """The retriever a name, ``--groove-retriever`` or the hook gives, None without one."""
+    config = runner.config
+    if run.retriever_name is not None and (
+        run.retriever is not None or config.hook.pytest_groove_retriever.get_hookimpls()
+    ):
+        # named: built where it searches, once per process (an xdist controller
+        # never builds it -- a retriever holding a lock stays usable under -n)
+        def build() -> ExternalRetriever:
+            built = plugin_retriever(config, run.retriever, runner.kb, run)
+            if built is None:
+                raise GrooveError(
+                    "the pytest_groove_retriever hook returned no retriever, but "
+                    "--groove-retriever-name names one: return a retriever, or drop the name"
+                )
+            return built
+
+        _note_engine_options(runner, run)
+        return RetrieverSearcher(build, runner.kb, runner.plan.settings, name=run.retriever_name)
+    retriever = plugin_retriever(config, run.retriever, runner.kb, run)
+    if retriever is not None:
+        _note_engine_options(runner, run)
+        return RetrieverSearcher(retriever, runner.kb, runner.plan.settings)
+    return None
+
+
+def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> Searcher:
+    """The built-in engine over the index, brought up to date first unless ``quiet`` (a
+    worker) or ``--groove-no-reindex``."""
+    from pytest_groove.embed.registry import get_embedder
+
+    config, plan = runner.config, runner.plan
+    run, settings = plan.options, plan.settings
+    embedder = runner.hook_embedder() or get_embedder(settings.index.model)
+    if not quiet and run.retriever is None and config.hook.pytest_groove_retriever.get_hookimpls():
+        # pluggy's "no answer", but whoever wrote the hook meant to be measured:
+        # say whose numbers these are (a forgotten return would pass unseen)
+        from pytest_groove.plugin.retriever import hook_files
+
+        runner.write_line(
+            f"{PROG}: the pytest_groove_retriever hook in {hook_files(config)} "
+            f"returned None: measuring the built-in engine (model "
+            f"{embedder.name}) instead; return a retriever to measure yours"
+        )
+    reindex = not quiet and not run.no_reindex
+    if not reindex and not quiet:
+        _check_index_exists(plan, embedder.name)
+    searcher = open_engine_searcher(
+        runner.kb,
+        settings,
+        reindex=reindex,
+        embedder=embedder,
+        progress=False if quiet else None,
+        log=None
+        if quiet
+        else lambda msg: runner.write_line(f"{PROG}: {spell_flags(msg, 'pytest')}"),
+    )
+    report = searcher.engine.index_report
+    if report is not None and (report.added or report.changed or report.renamed or report.removed):
+        runner.write_line(f"{PROG}: {report.summary()}")
+    return searcher
+
+
 class ProcessRunner:
     """Per-process state of an active plugin; also a pytest plugin object."""
 
@@ -226,7 +289,8 @@ class ProcessRunner:
         else:
             sys.stderr.write(text + "\n")
 
-    def _embedder(self) -> Embedder | None:
+    def hook_embedder(self) -> Embedder | None:
+        """The ``pytest_groove_embedder`` hook's embedder, None without one."""
         embedder: Embedder | None = self.config.hook.pytest_groove_embedder(config=self.config)
         return embedder
 
@@ -246,64 +310,8 @@ class ProcessRunner:
             # drops must still be collected when that test calls gc.collect()
             gc.freeze()
             self._collector_frozen = True
-        run = self.plan.options
-        if run.retriever_name is not None and (
-            run.retriever is not None or self.config.hook.pytest_groove_retriever.get_hookimpls()
-        ):
-            # named: built where it searches, once per process (an xdist controller
-            # never builds it -- a retriever holding a lock stays usable under -n)
-            def build() -> ExternalRetriever:
-                built = plugin_retriever(self.config, run.retriever, self.kb, run)
-                if built is None:
-                    raise GrooveError(
-                        "the pytest_groove_retriever hook returned no retriever, but "
-                        "--groove-retriever-name names one: return a retriever, or drop the name"
-                    )
-                return built
-
-            _note_engine_options(self, run)
-            return RetrieverSearcher(build, self.kb, self.plan.settings, name=run.retriever_name)
-        retriever = plugin_retriever(self.config, run.retriever, self.kb, run)
-        if retriever is not None:
-            _note_engine_options(self, run)
-            return RetrieverSearcher(retriever, self.kb, self.plan.settings)
-        from pytest_groove.embed.registry import get_embedder
-
-        settings = self.plan.settings
-        embedder = self._embedder() or get_embedder(settings.index.model)
-        if (
-            not quiet
-            and run.retriever is None
-            and self.config.hook.pytest_groove_retriever.get_hookimpls()
-        ):
-            # pluggy's "no answer", but whoever wrote the hook meant to be measured:
-            # say whose numbers these are (a forgotten return would pass unseen)
-            from pytest_groove.plugin.retriever import hook_files
-
-            self.write_line(
-                f"{PROG}: the pytest_groove_retriever hook in {hook_files(self.config)} "
-                f"returned None: measuring the built-in engine (model "
-                f"{embedder.name}) instead; return a retriever to measure yours"
-            )
-        reindex = not quiet and not self.plan.options.no_reindex
-        if not reindex and not quiet:
-            _check_index_exists(self.plan, embedder.name)
-        searcher = open_engine_searcher(
-            self.kb,
-            settings,
-            reindex=reindex,
-            embedder=embedder,
-            progress=False if quiet else None,
-            log=None
-            if quiet
-            else lambda msg: self.write_line(f"{PROG}: {spell_flags(msg, 'pytest')}"),
-        )
-        report = searcher.engine.index_report
-        if report is not None and (
-            report.added or report.changed or report.renamed or report.removed
-        ):
-            self.write_line(f"{PROG}: {report.summary()}")
-        return searcher
+        searcher = _retriever_searcher(self, self.plan.options)
+        return searcher if searcher is not None else _engine_searcher(self, quiet=quiet)
 
     def begin(self, *, searches: bool = False) -> Evaluation:
         """Controller or single process: open the searcher and begin the evaluation

@@ -10,6 +10,10 @@ index of an older version, or a crash between a file and its seal).  Checking co
 small read per file: only a file whose identity moved (a copy, a restored CI cache,
 a new boot) is read in full, once, and sealed again.
 
+Which files are derived, and which are made together, is the table's to say
+(:mod:`.families`: one :class:`~.family.DerivedFamily` per family, declared by the
+module that writes it); nothing here names a file.
+
 ``groove index --force`` reads no derived file at all: :func:`remove_caches` removes
 every one before the index is rebuilt.
 
@@ -32,35 +36,18 @@ from pytest_groove.files.seal import (
     seal_path,
     verdict_of,
 )
-from pytest_groove.kb.derived.corpus_cache import CACHE_NAME as CORPUS_CACHE_NAME
-from pytest_groove.kb.derived.phrase_scores import CACHE_PREFIX as PHRASES_PREFIX
-from pytest_groove.kb.derived.quote_cache import CACHE_PREFIX as QUOTE_SCAN_PREFIX
-from pytest_groove.kb.derived.vector_cache import CACHE_PREFIX, NOTES_CACHE_PREFIX
-from pytest_groove.kb.derived.word_index import MANIFEST_PREFIX
+from pytest_groove.kb.derived.families import derived_families, family_of
+from pytest_groove.kb.derived.family import Check
 from pytest_groove.kb.store.database import DB_FILE_NAME
 
-__all__ = ["DERIVED_PREFIXES", "check_caches", "is_derived", "remove_caches"]
-
-#: the names of the index folder's derived files begin with one of these ...
-DERIVED_PREFIXES = (
-    f"{CACHE_PREFIX}-",
-    f"{NOTES_CACHE_PREFIX}-",
-    PHRASES_PREFIX,
-    MANIFEST_PREFIX,
-    QUOTE_SCAN_PREFIX,
-    CORPUS_CACHE_NAME,
-)
-#: ... and end with one of these (then ``.seal`` for a seal)
-_DERIVED_SUFFIXES = (".faiss", ".npz", ".seg", ".json")
-#: files made together: a vector cache, its means and its state share their stem
-_FAMILY_PREFIXES = DERIVED_PREFIXES[:2]
+__all__ = ["check_caches", "is_derived", "remove_caches"]
 
 
 def is_derived(name: str) -> bool:
     """Whether ``name`` in an index folder is a derived file or its seal (not a
-    temporary file of a write in progress, nor anything of someone else's)."""
-    base = name.removesuffix(SEAL_SUFFIX)
-    return name.startswith(DERIVED_PREFIXES) and base.endswith(_DERIVED_SUFFIXES)
+    temporary file of a write in progress, nor anything of someone else's): a file of
+    a family in the table (:mod:`.families`)."""
+    return any(family.owns(name) for family in derived_families())
 
 
 def _names(folder: Path) -> set[str]:
@@ -74,7 +61,8 @@ def _names(folder: Path) -> set[str]:
 
 def _family(name: str, names: set[str]) -> list[str]:
     """``name`` and the files made with it (a seal is removed with its file)."""
-    if not name.startswith(_FAMILY_PREFIXES):
+    family = family_of(name)
+    if family is None or family.check is not Check.SEAL_WITH_STEM:
         return [name]
     stem = name.split(".", 1)[0]
     return sorted(

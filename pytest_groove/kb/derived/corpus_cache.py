@@ -27,16 +27,27 @@ from typing import Any
 
 from pytest_groove.files.resource_limits import ResourceLimit
 from pytest_groove.files.seal import open_vouched, write_sealed
+from pytest_groove.kb.derived.family import DerivedFamily, Retention
 from pytest_groove.kb.source.records import CorpusSnapshot
 from pytest_groove.kb.store.database import Store
 
-__all__ = ["CACHE_NAME", "IndexedHeadings", "cached_corpus_snapshot"]
+__all__ = ["CACHE_NAME", "DERIVED_FILES", "IndexedHeadings", "cached_corpus_snapshot"]
 
 CACHE_NAME = "corpus-snapshot.json"
 #: the kept snapshot's layout (2: the digest of :data:`DIGEST_VERSION`, recorded with it)
 _SNAPSHOT_FORMAT = 2
 #: a kept snapshot is a few hundred bytes; anything longer is not one
 _CAP = 64 * 1024
+#: that file, in the table of derived files (:mod:`.families`)
+DERIVED_FILES = (
+    DerivedFamily(
+        "corpus snapshot",
+        prefix=CACHE_NAME,
+        suffixes=(".json",),
+        retention=Retention.ONE_FILE,
+        format=_SNAPSHOT_FORMAT,
+    ),
+)
 
 
 def cached_corpus_snapshot(store: Store) -> CorpusSnapshot:

@@ -53,16 +53,27 @@ import numpy.typing as npt
 
 from pytest_groove.files.resource_limits import ResourceLimit
 from pytest_groove.files.seal import SEAL_SUFFIX, open_vouched, seal_path, write_sealed
+from pytest_groove.kb.derived.family import DerivedFamily, Retention
 from pytest_groove.kb.derived.word_index import WordIndex
 from pytest_groove.kb.store.database import FTS_TABLES, Store
 from pytest_groove.kb.store.tie_order import IN_ID_ORDER, TieOrder
 
-__all__ = ["CACHE_PREFIX", "PhraseScores", "or_phrases"]
+__all__ = ["CACHE_PREFIX", "DERIVED_FILES", "PhraseScores", "or_phrases"]
 
 #: the file of kept phrases beside the index: ``phrases-<index id>-gen<generation>.npz``
 CACHE_PREFIX = "phrases-"
 #: the layout of that file
 _FILE_FORMAT = 1
+#: that file, in the table of derived files (:mod:`.families`)
+DERIVED_FILES = (
+    DerivedFamily(
+        "phrase scores",
+        prefix=CACHE_PREFIX,
+        suffixes=(".npz",),
+        retention=Retention.CURRENT_STATE,
+        format=_FILE_FORMAT,
+    ),
+)
 
 #: memory the kept phrases may hold (row ids and scores)
 DEFAULT_BUDGET_BYTES = 128 * 1024 * 1024

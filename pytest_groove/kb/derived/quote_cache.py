@@ -37,10 +37,11 @@ from typing import Any
 
 from pytest_groove.files.resource_limits import ResourceLimit
 from pytest_groove.files.seal import open_vouched, remove_with_seal, seal_path, write_sealed
+from pytest_groove.kb.derived.family import DerivedFamily, Retention
 from pytest_groove.kb.source.records import ChunkText
 from pytest_groove.kb.store.database import Store
 
-__all__ = ["CACHE_PREFIX", "KEEP_FILES", "cached_scan", "scan_key"]
+__all__ = ["CACHE_PREFIX", "DERIVED_FILES", "KEEP_FILES", "cached_scan", "scan_key"]
 
 CACHE_PREFIX = "quote-scan-"
 #: scan files kept in one index folder (one per golden set, newest first)
@@ -50,6 +51,17 @@ KEEP_FILES = 8
 _FORMAT = 3
 #: hex characters of a document's digest kept as its signature (64 bits)
 _SIGNATURE_CHARS = 16
+#: the scan files, in the table of derived files (:mod:`.families`)
+DERIVED_FILES = (
+    DerivedFamily(
+        "quote scans",
+        prefix=CACHE_PREFIX,
+        suffixes=(".json",),
+        retention=Retention.NEWEST,
+        keep=KEEP_FILES,
+        format=_FORMAT,
+    ),
+)
 
 #: needles -> the chunks to scan -> document path -> indices of the needles it quotes
 Scan = Callable[[Iterable[ChunkText]], dict[str, set[int]]]

@@ -46,12 +46,14 @@ from pytest_groove.files.seal import CACHE_FILE_CAP as CACHE_FILE_CAP
 from pytest_groove.files.seal import open_cache_file as open_cache_file
 from pytest_groove.files.seal import open_vouched, seal_of
 from pytest_groove.files.seal_pieces import Piece, carried_pieces, pieces_of
+from pytest_groove.kb.derived.family import Check, DerivedFamily, Retention
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import DEFAULT_VECTOR_INDEX
 from pytest_groove.text.scripts import chunk_opening, script_group
 
 __all__ = [
     "CENTRING_MIN_SHARE",
+    "DERIVED_FILES",
     "CacheState",
     "FlatLayout",
     "KeptCopy",
@@ -101,6 +103,25 @@ CACHE_PREFIX = "vectors"
 NOTES_CACHE_PREFIX = "notevectors"
 #: centring needs two script groups of at least this share of the chunks each
 CENTRING_MIN_SHARE = 0.25
+
+#: the files named here (:func:`cache_path`, :func:`state_path`; the note rows of
+#: :mod:`.note_index`), in the table of derived files (:mod:`.families`)
+DERIVED_FILES = (
+    DerivedFamily(
+        "vector caches: a faiss index, its means and update state",
+        prefix=f"{CACHE_PREFIX}-",
+        suffixes=(".faiss", ".npz"),
+        retention=Retention.CURRENT_STATE,
+        check=Check.SEAL_WITH_STEM,
+    ),
+    DerivedFamily(
+        "note-carrying vector caches: note rows, or an index of another kind",
+        prefix=f"{NOTES_CACHE_PREFIX}-",
+        suffixes=(".faiss", ".npz"),
+        retention=Retention.CURRENT_STATE,
+        check=Check.SEAL_WITH_STEM,
+    ),
+)
 
 
 def centred(

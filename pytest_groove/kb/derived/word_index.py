@@ -39,8 +39,10 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.files.seal import SEAL_SUFFIX, open_vouched, remove_with_seal, write_sealed
+from pytest_groove.kb.derived.family import DerivedFamily, Retention
 from pytest_groove.kb.derived.word_postings import (
     COLUMNS,
+    SEGMENT_FORMAT,
     Segment,
     build_segment,
     merge_segments,
@@ -58,12 +60,30 @@ from pytest_groove.text.trigram_fold import (
     fold_phrase,
 )
 
-__all__ = ["MANIFEST_PREFIX", "PhraseTerms", "WordIndex", "refresh_word_index"]
+__all__ = ["DERIVED_FILES", "MANIFEST_PREFIX", "PhraseTerms", "WordIndex", "refresh_word_index"]
 
 MANIFEST_PREFIX = "words-"
 #: a manifest lists segment names and dead chunk ids; anything longer is not one
 _MANIFEST_CAP = 64 * 1024 * 1024
 _FORMAT = 1
+#: the files named here (:func:`_manifest_path`, :func:`_write_new`), in the table of
+#: derived files (:mod:`.families`)
+DERIVED_FILES = (
+    DerivedFamily(
+        "word-posting manifests",
+        prefix=MANIFEST_PREFIX,
+        suffixes=(".json",),
+        retention=Retention.CURRENT_STATE,
+        format=_FORMAT,
+    ),
+    DerivedFamily(
+        "word-posting segments",
+        prefix=MANIFEST_PREFIX,
+        suffixes=(".seg",),
+        retention=Retention.NAMED_BY_MANIFEST,
+        format=SEGMENT_FORMAT,
+    ),
+)
 #: FTS5's bm25 constants
 _K1 = 1.2
 _B = 0.75

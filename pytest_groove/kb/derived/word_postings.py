@@ -38,6 +38,7 @@ from pytest_groove.text.trigram_fold import FOLD, MIN_FOLDED_CHARS, count_overla
 
 __all__ = [
     "COLUMNS",
+    "SEGMENT_FORMAT",
     "Segment",
     "Vocabulary",
     "build_segment",
@@ -49,7 +50,8 @@ __all__ = [
 #: heading, context, content: the columns of ``fts_chunks`` in their order
 COLUMNS = 3
 _MAGIC = b"GROOVEWP"
-_FORMAT = 1
+#: the layout of a segment file
+SEGMENT_FORMAT = 1
 _ALIGN = 64
 
 
@@ -300,8 +302,39 @@ def merge_segments(segments: list[Segment], dead: npt.NDArray[np.int64]) -> Segm
     Nothing is sorted and nothing but the output and one input's index arithmetic is
     held (a 100k-chunk table: about 60 MiB of output, not the 300 MiB of a sort).
     """
+    numbered, inputs = _numbered_inputs(segments, dead)
+    vocabulary, renumber = Vocabulary.of(list(numbered))
+    totals = np.zeros(len(numbered), dtype=np.int64)
+    for _, shared, per_word in inputs:
+        totals[renumber[shared]] += per_word
+    ends = np.cumsum(totals).astype(np.int64)
+    keys, counts, row_ids, row_tokens = _merged_postings(inputs, renumber, ends, totals, dead)
+    row_order = np.argsort(row_ids, kind="stable")
+    return Segment(
+        ascii_words=vocabulary.ascii_words,
+        other_words=vocabulary.other_words,
+        ascii_starts=vocabulary.ascii_starts,
+        other_starts=vocabulary.other_starts,
+        word_ends=ends,
+        keys=_narrow(keys),
+        counts=_narrow(counts),
+        rows=row_ids[row_order],
+        row_tokens=row_tokens[row_order],
+    )
+
+
+#: a segment to merge, its words' numbers in the merged vocabulary (before
+#: :meth:`Vocabulary.of` renumbers them) and its live postings per word
+_MergeInput = tuple[Segment, npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+def _numbered_inputs(
+    segments: list[Segment], dead: npt.NDArray[np.int64]
+) -> tuple[dict[str, int], list[_MergeInput]]:
+    """Every word of ``segments`` numbered in order of first sight, and each segment's
+    words' numbers and live postings per word."""
     numbered: dict[str, int] = {}
-    inputs: list[tuple[Segment, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+    inputs: list[_MergeInput] = []
     for segment in segments:
         words = segment.vocabulary.words
         shared = np.fromiter(
@@ -316,11 +349,18 @@ def merge_segments(segments: list[Segment], dead: npt.NDArray[np.int64]) -> Segm
         owner = np.repeat(np.arange(len(words), dtype=np.int64), _lengths(segment.word_ends))
         per_word = np.bincount(owner[live], minlength=len(words)).astype(np.int64)
         inputs.append((segment, shared, per_word))
-    vocabulary, renumber = Vocabulary.of(list(numbered))
-    totals = np.zeros(len(numbered), dtype=np.int64)
-    for _, shared, per_word in inputs:
-        totals[renumber[shared]] += per_word
-    ends = np.cumsum(totals).astype(np.int64)
+    return numbered, inputs
+
+
+def _merged_postings(
+    inputs: list[_MergeInput],
+    renumber: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    totals: npt.NDArray[np.int64],
+    dead: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The merged postings' keys and counts, word by word, and the live rows (in input
+    order) with their tokens."""
     filled = ends - totals  # where each word's next posting goes
     size = int(ends[-1]) if len(ends) else 0
     key_type = np.result_type(*(s.keys.dtype for s, _, _ in inputs)) if inputs else np.int32
@@ -347,18 +387,7 @@ def merge_segments(segments: list[Segment], dead: npt.NDArray[np.int64]) -> Segm
         tokens.append(segment.row_tokens[alive])
     empty = np.zeros(0, dtype=np.int64)
     row_ids = np.concatenate(rows) if rows else empty
-    row_order = np.argsort(row_ids, kind="stable")
-    return Segment(
-        ascii_words=vocabulary.ascii_words,
-        other_words=vocabulary.other_words,
-        ascii_starts=vocabulary.ascii_starts,
-        other_starts=vocabulary.other_starts,
-        word_ends=ends,
-        keys=_narrow(keys),
-        counts=_narrow(counts),
-        rows=row_ids[row_order],
-        row_tokens=(np.concatenate(tokens) if tokens else empty)[row_order],
-    )
+    return keys, counts, row_ids, np.concatenate(tokens) if tokens else empty
 
 
 def _lengths(ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -396,7 +425,7 @@ def _write_to(segment: Segment, handle: BinaryIO) -> None:
     for name, data, dtype in blobs:
         layout.append({"name": name, "offset": offset, "bytes": len(data), "dtype": dtype})
         offset += -(-len(data) // _ALIGN) * _ALIGN
-    header = json.dumps({"format": _FORMAT, "arrays": layout}).encode("utf-8")
+    header = json.dumps({"format": SEGMENT_FORMAT, "arrays": layout}).encode("utf-8")
     start = -(-(len(_MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
     handle.write(_MAGIC + struct.pack("<Q", len(header)) + header)
     for (_, data, _), entry in zip(blobs, layout, strict=True):
@@ -441,7 +470,7 @@ def _parse(mapped: mmap.mmap) -> Segment:
     if size > len(mapped):
         raise ValueError("cut short")
     header = json.loads(mapped[len(_MAGIC) + 8 : len(_MAGIC) + 8 + size])
-    if header.get("format") != _FORMAT:
+    if header.get("format") != SEGMENT_FORMAT:
         raise ValueError("another format")
     start = -(-(len(_MAGIC) + 8 + size) // _ALIGN) * _ALIGN
     fields: dict[str, Any] = {}

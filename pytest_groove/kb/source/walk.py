@@ -253,6 +253,27 @@ def _too_many(kb_root: Path, limit: int) -> TooManyEntries:
     )
 
 
+@dataclass
+class _Walk:
+    """What the walk found so far, and the folders it has still to list."""
+
+    rules: ExclusionRules
+    #: the parsers' extensions, ASCII-lower-cased
+    wanted: set[str]
+    warnings: list[str]
+    #: KB-relative prefixes ("" for the root, else "dir/") of folders still to list
+    pending: list[str] = field(default_factory=lambda: [""])
+    files: list[str] = field(default_factory=list)
+    identities: dict[str, FileIdentity] = field(default_factory=dict)
+    unlisted: list[str] = field(default_factory=list)
+
+    def cannot_list(self, folder: Path, prefix: str, exc: OSError) -> None:
+        """The folder at ``prefix`` could not be listed: warned of, nothing below it pruned."""
+        raise_if_limit(exc, folder)  # a folder left out would look emptied
+        self.warnings.append(f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})")
+        self.unlisted.append(prefix)
+
+
 def collect_files(
     kb_root: Path, settings: IndexSettings, *, max_entries: int | None = None
 ) -> CollectResult:
@@ -264,20 +285,9 @@ def collect_files(
     rather than walking the whole file system); problems with single entries
     become warnings.
     """
-    try:
-        root = kb_root.resolve(strict=True)
-    except OSError:
-        raise GrooveError(
-            f"knowledge base folder not found: {clip_path(kb_root)} (check the path you gave)"
-        ) from None
-    if not root.is_dir():
-        raise GrooveError(f"knowledge base path is not a folder: {clip_path(kb_root)}")
+    root = _kb_folder(kb_root)
     rules, ignore_warnings = load_exclusion_rules(root, settings)
-    wanted = {_ascii_lower(p) for p in settings.parsers}
-    warnings: list[str] = list(ignore_warnings)
-    files: list[str] = []
-    identities: dict[str, FileIdentity] = {}
-    unlisted: list[str] = []
+    walk = _Walk(rules, {_ascii_lower(p) for p in settings.parsers}, list(ignore_warnings))
     # folders are listed through descriptors opened below the root without following
     # links, so a folder swapped for a link mid-walk is never listed (kb.beneath)
     try:
@@ -288,56 +298,51 @@ def collect_files(
             f"cannot read the knowledge base folder {clip_path(kb_root)} ({exc.strerror}); "
             "check its permissions"
         ) from None
-    listed = 0
     try:
-        pending: list[str] = [""]
-        while pending:
-            prefix = pending.pop()
-            folder = root / prefix if prefix else root
-            try:
-                folder_fd = open_folder(root_fd, root, prefix)
-            except OSError as exc:
-                raise_if_limit(exc, folder)  # a folder left out would look emptied
-                warnings.append(
-                    f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})"
-                )
-                unlisted.append(prefix)
-                continue
-            try:
-                listed += _list_folder(
-                    folder_fd,
-                    folder,
-                    prefix,
-                    rules,
-                    wanted,
-                    pending,
-                    files,
-                    identities,
-                    warnings,
-                    unlisted,
-                )
-            finally:
-                os.close(folder_fd)
-            if max_entries is not None and listed > max_entries:
-                raise _too_many(kb_root, max_entries)
+        _walk_folders(walk, root_fd, root, kb_root, max_entries)
     finally:
         os.close(root_fd)
-    files.sort(key=_path_key)
-    return CollectResult(tuple(files), tuple(warnings), tuple(sorted(unlisted)), identities)
+    walk.files.sort(key=_path_key)
+    return CollectResult(
+        tuple(walk.files), tuple(walk.warnings), tuple(sorted(walk.unlisted)), walk.identities
+    )
 
 
-def _list_folder(
-    folder_fd: int,
-    folder: Path,
-    prefix: str,
-    rules: ExclusionRules,
-    wanted: set[str],
-    pending: list[str],
-    files: list[str],
-    identities: dict[str, FileIdentity],
-    warnings: list[str],
-    unlisted: list[str],
-) -> int:
+def _kb_folder(kb_root: Path) -> Path:
+    """``kb_root`` resolved; a :class:`GrooveError` when it is missing or not a folder."""
+    try:
+        root = kb_root.resolve(strict=True)
+    except OSError:
+        raise GrooveError(
+            f"knowledge base folder not found: {clip_path(kb_root)} (check the path you gave)"
+        ) from None
+    if not root.is_dir():
+        raise GrooveError(f"knowledge base path is not a folder: {clip_path(kb_root)}")
+    return root
+
+
+def _walk_folders(
+    walk: _Walk, root_fd: int, root: Path, kb_root: Path, max_entries: int | None
+) -> None:
+    """List every pending folder below ``root_fd`` (more are added as they are met)."""
+    listed = 0
+    while walk.pending:
+        prefix = walk.pending.pop()
+        folder = root / prefix if prefix else root
+        try:
+            folder_fd = open_folder(root_fd, root, prefix)
+        except OSError as exc:
+            walk.cannot_list(folder, prefix, exc)
+            continue
+        try:
+            listed += _list_folder(walk, folder_fd, folder, prefix)
+        finally:
+            os.close(folder_fd)
+        if max_entries is not None and listed > max_entries:
+            raise _too_many(kb_root, max_entries)
+
+
+def _list_folder(walk: _Walk, folder_fd: int, folder: Path, prefix: str) -> int:
     """Sort the entries of one folder into files to index and folders to visit; returns
     how many entries the folder held."""
     try:
@@ -345,10 +350,10 @@ def _list_folder(
         with os.scandir(folder_fd if _SCANDIR_FD else folder) as entries:
             listing = list(entries)
     except OSError as exc:
-        raise_if_limit(exc, folder)
-        warnings.append(f"skipped folder {clip_path(folder)}: cannot list it ({exc.strerror})")
-        unlisted.append(prefix)
+        walk.cannot_list(folder, prefix, exc)
         return 0
+    rules, wanted, warnings = walk.rules, walk.wanted, walk.warnings
+    pending, files, identities = walk.pending, walk.files, walk.identities
     encoding = foreign_name_encoding()
     for entry in listing:
         name = _entry_name(entry.name, encoding)

@@ -222,6 +222,23 @@ def _wal_is_empty(db_path: Path) -> bool:
         return False
 
 
+def _configure(store: StoreConnection, before: tuple[int, int] | None, *, create: bool) -> None:
+    """Set up the connection SQLite just opened by name, once it is known to be the file
+    that was checked (``before``); a reader's file that holds no index is refused."""
+    conn, db_path = store.conn, store.path
+    # SQLite has the file open now (by name): still the one that was checked?
+    check_unchanged(db_path, before)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    if not create and store._schema_version() is None:
+        # before the pragma below, which would write a header into an empty file
+        conn.close()
+        raise _holds_no_index(db_path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    # derived data (see the module docstring): no fsync per commit
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+
+
 class StoreConnection:
     """An open index database: the connection, its transactions and its metadata."""
 
@@ -262,53 +279,9 @@ class StoreConnection:
         before = identity_of(db_path)
         try:
             conn = apsw.Connection(sqlite_name(db_path), flags=flags)
-            # SQLite has the file open now (by name): still the one that was checked?
-            check_unchanged(db_path, before)
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            if not create and cls(conn, db_path)._schema_version() is None:
-                # before the pragma below, which would write a header into an empty file
-                conn.close()
-                raise _holds_no_index(db_path)
-            conn.execute("PRAGMA journal_mode=WAL")
-            # derived data (see the module docstring): no fsync per commit
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
             store = cls(conn, db_path)
-            version = store._schema_version()
-            if version is None:
-                with store.transaction():
-                    conn.execute(_SCHEMA)
-                    conn.execute(_FTS_SETTINGS)
-                    store.set_meta("schema_version", str(SCHEMA_VERSION))
-                    store.set_meta("chunker_version", str(CHUNKER_VERSION))
-                    store.set_meta("generation", "0")
-                    store.set_meta(TERM_TABLE_META, "off")
-                    store.set_meta(NOTE_VECTORS_META, "off")
-                    # names this database's vector caches: a re-created database restarts
-                    # its generation count and must never pick up an old cache file
-                    store.set_meta("index_id", uuid.uuid4().hex)
-            elif store._chunker_version() == CHUNKER_VERSION and version in (
-                _TERM_TABLE_ALWAYS_SCHEMA,
-                _NO_DOCUMENT_DIGEST_SCHEMA,
-            ):
-                with store.transaction():
-                    if version == _TERM_TABLE_ALWAYS_SCHEMA:
-                        store.set_meta(TERM_TABLE_META, "kept")
-                    add_document_digests(conn)
-                    store.set_meta("schema_version", str(SCHEMA_VERSION))
-                store.forget_own_writes()  # an upgrade's writes are not listed one by one
-            elif (version, chunker := store._chunker_version()) != (
-                SCHEMA_VERSION,
-                CHUNKER_VERSION,
-            ):
-                conn.close()
-                if not create:
-                    raise GrooveError(
-                        f"index at {clip_path(db_path)} was built by another pytest-groove version "
-                        f"(schema {version}, chunker {chunker}; this one uses "
-                        f"{SCHEMA_VERSION}, {CHUNKER_VERSION}): rebuild it with "
-                        f"`{GENERIC_INDEX_COMMAND}`"
-                    )
+            _configure(store, before, create=create)
+            if not store._settle_schema(create=create):
                 # The index is derived data: an indexer (holding the index lock) simply
                 # starts over rather than guessing how to migrate an unknown layout.
                 for suffix in ("", "-wal", "-shm"):
@@ -337,6 +310,45 @@ class StoreConnection:
             with index_faults(db_path):
                 raise
         return store
+
+    def _settle_schema(self, *, create: bool) -> bool:
+        """Lay out a new database, or upgrade one of a schema this version upgrades in
+        place; False (the connection closed) when an indexer (``create``) is to start
+        over on a database of another version, which a reader refuses."""
+        version = self._schema_version()
+        if version is None:
+            with self.transaction():
+                self.conn.execute(_SCHEMA)
+                self.conn.execute(_FTS_SETTINGS)
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+                self.set_meta("chunker_version", str(CHUNKER_VERSION))
+                self.set_meta("generation", "0")
+                self.set_meta(TERM_TABLE_META, "off")
+                self.set_meta(NOTE_VECTORS_META, "off")
+                # names this database's vector caches: a re-created database restarts
+                # its generation count and must never pick up an old cache file
+                self.set_meta("index_id", uuid.uuid4().hex)
+        elif self._chunker_version() == CHUNKER_VERSION and version in (
+            _TERM_TABLE_ALWAYS_SCHEMA,
+            _NO_DOCUMENT_DIGEST_SCHEMA,
+        ):
+            with self.transaction():
+                if version == _TERM_TABLE_ALWAYS_SCHEMA:
+                    self.set_meta(TERM_TABLE_META, "kept")
+                add_document_digests(self.conn)
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+            self.forget_own_writes()  # an upgrade's writes are not listed one by one
+        elif (version, chunker := self._chunker_version()) != (SCHEMA_VERSION, CHUNKER_VERSION):
+            self.conn.close()
+            if not create:
+                raise GrooveError(
+                    f"index at {clip_path(self.path)} was built by another pytest-groove "
+                    f"version (schema {version}, chunker {chunker}; this one uses "
+                    f"{SCHEMA_VERSION}, {CHUNKER_VERSION}): rebuild it with "
+                    f"`{GENERIC_INDEX_COMMAND}`"
+                )
+            return False
+        return True
 
     @classmethod
     def _open_immutable(cls, db_path: Path) -> Self:

@@ -84,6 +84,18 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _check_per_chunk(writes: Sequence[DocumentWrite]) -> None:
+    """Every write with vectors has one vector, token count and quality score per chunk."""
+    for write in writes:
+        if write.vectors is not None and not (
+            len(write.vectors)
+            == len(write.doc.chunks)
+            == len(write.token_counts)
+            == len(write.quality_scores)
+        ):
+            raise ValueError("one vector, token count and quality score per chunk expected")
+
+
 class StoreWriter(StoreConnection):
     """The write side of an index database."""
 
@@ -177,14 +189,7 @@ class StoreWriter(StoreConnection):
         transaction is all or nothing), and a killed run leaves the documents of the
         unfinished group at their old hashes, which the next run redoes.
         """
-        for write in writes:
-            if write.vectors is not None and not (
-                len(write.vectors)
-                == len(write.doc.chunks)
-                == len(write.token_counts)
-                == len(write.quality_scores)
-            ):
-                raise ValueError("one vector, token count and quality score per chunk expected")
+        _check_per_chunk(writes)
         if not writes:
             return
         with self.transaction():
@@ -193,46 +198,11 @@ class StoreWriter(StoreConnection):
             first_new = self._scalar(
                 "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name='chunks'"
             )
-            chunks_written = False
             # a new note vector changes what the vector caches hold, as new chunks do
             notes_written = any(
                 write.note_vector is not None or write.drop_note for write in writes
             )
-            for write in writes:
-                doc_id = self._upsert_document(write)
-                if write.vectors is None:
-                    continue
-                self.conn.executemany(
-                    "INSERT INTO chunks(document_id, chunk_index, heading, level, content, "
-                    "token_count, quality_score, context_text, embedding) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            doc_id,
-                            chunk.index,
-                            chunk.heading,
-                            chunk.level,
-                            chunk.content,
-                            tokens,
-                            quality,
-                            chunk.context if store_context else None,
-                            np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
-                        )
-                        for chunk, vector, tokens, quality in zip(
-                            write.doc.chunks,
-                            write.vectors,
-                            write.token_counts,
-                            write.quality_scores,
-                            strict=True,
-                        )
-                    ],
-                )
-                # the corpus digest is made from these, one row per document
-                self.conn.execute(
-                    "UPDATE documents SET chunk_digest=? WHERE id=?",
-                    (_document_digest_of(write, store_context), doc_id),
-                )
-                chunks_written = True
+            chunks_written = self._write_rows(writes, store_context)
             if chunks_written:
                 # one statement feeds the full-text index every chunk of the group
                 self.conn.execute(
@@ -242,32 +212,79 @@ class StoreWriter(StoreConnection):
                     (first_new,),
                 )
             if chunks_written and term_table:
-                # the term table's text is rewritten in Python (Japanese bigrams); the
-                # new ids come in insertion order, the order of the writes' chunks
-                rendered = [
-                    texts
-                    for write in writes
-                    if write.vectors is not None
-                    for texts in (
-                        write.term_texts
-                        or [
-                            term_fields(c.heading, c.context if store_context else None, c.content)
-                            for c in write.doc.chunks
-                        ]
-                    )
-                ]
-                new_ids = [
-                    int(r[0])
-                    for r in self.conn.execute(
-                        "SELECT id FROM chunks WHERE id > ? ORDER BY id", (first_new,)
-                    )
-                ]
-                self.conn.executemany(
-                    "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    [(cid, *texts) for cid, texts in zip(new_ids, rendered, strict=True)],
-                )
+                self._feed_term_table(writes, first_new, store_context)
             if chunks_written or notes_written:
                 self._bump_generation()
+
+    def _write_rows(self, writes: Sequence[DocumentWrite], store_context: bool) -> bool:
+        """Each write's document row, and its chunks with their digest where it has
+        vectors; whether any chunk was written."""
+        chunks_written = False
+        for write in writes:
+            doc_id = self._upsert_document(write)
+            if write.vectors is None:
+                continue
+            self.conn.executemany(
+                "INSERT INTO chunks(document_id, chunk_index, heading, level, content, "
+                "token_count, quality_score, context_text, embedding) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        doc_id,
+                        chunk.index,
+                        chunk.heading,
+                        chunk.level,
+                        chunk.content,
+                        tokens,
+                        quality,
+                        chunk.context if store_context else None,
+                        np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+                    )
+                    for chunk, vector, tokens, quality in zip(
+                        write.doc.chunks,
+                        write.vectors,
+                        write.token_counts,
+                        write.quality_scores,
+                        strict=True,
+                    )
+                ],
+            )
+            # the corpus digest is made from these, one row per document
+            self.conn.execute(
+                "UPDATE documents SET chunk_digest=? WHERE id=?",
+                (_document_digest_of(write, store_context), doc_id),
+            )
+            chunks_written = True
+        return chunks_written
+
+    def _feed_term_table(
+        self, writes: Sequence[DocumentWrite], first_new: int, store_context: bool
+    ) -> None:
+        """Add the chunks written above ``first_new`` to ``fts_terms``."""
+        # the term table's text is rewritten in Python (Japanese bigrams); the new ids
+        # come in insertion order, the order of the writes' chunks
+        rendered = [
+            texts
+            for write in writes
+            if write.vectors is not None
+            for texts in (
+                write.term_texts
+                or [
+                    term_fields(c.heading, c.context if store_context else None, c.content)
+                    for c in write.doc.chunks
+                ]
+            )
+        ]
+        new_ids = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT id FROM chunks WHERE id > ? ORDER BY id", (first_new,)
+            )
+        ]
+        self.conn.executemany(
+            "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+            [(cid, *texts) for cid, texts in zip(new_ids, rendered, strict=True)],
+        )
 
     def _upsert_document(self, write: DocumentWrite) -> int:
         """Insert or update ``write``'s document row; a content change drops its chunks."""

@@ -29,7 +29,13 @@ from pytest_groove.kb.store.tie_order import TieOrder
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.pipeline.confidence import low_confidence
 from pytest_groove.search.pipeline.documents import documents_first
-from pytest_groove.search.pipeline.fusion import fts_fetch, fuse_rrf, pool_sizes, vector_fetch
+from pytest_groove.search.pipeline.fusion import (
+    PoolPlan,
+    fts_fetch,
+    fuse_rrf,
+    pool_sizes,
+    vector_fetch,
+)
 from pytest_groove.search.pipeline.mmr import mmr_select
 from pytest_groove.search.pipeline.notes import notes_first
 from pytest_groove.search.pipeline.parent import (
@@ -300,23 +306,11 @@ class HybridSearcher:
         limit = max(0, min(limit, SEARCH_LIMIT_MAX))
         use_reranker = self.reranker is not None
         plan = pool_sizes(limit, settings.mmr.enabled, use_reranker)
-        query_vector = self._query_vector(parsed.positive)
-        tie = self.tie_order()  # read once for every leg and both fusions
-
-        vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed, tie)
         # a reranker or MMR orders the pool its own way; otherwise the whole fused
         # list is grouped by document before it is cut to the limit
         by_document = settings.document_first and not use_reranker and not settings.mmr.enabled
         by_note = by_document and settings.note_order and self.note_vectors is not None
-        fts_all = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n, tie=tie)
-        fts_ids = self.gate_fts(parsed, fts_all, vec_ids, settings)
-        fused_limit = None if by_document else plan.fused_limit
-        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit, tie)
-        note_fused: list[tuple[int, float]] = []
-        if by_note:
-            note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed, tie)
-            note_fts = self.gate_fts(parsed, fts_all, note_ids, settings)
-            note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None, tie)
+        fused, note_fused = self._fused(parsed, plan, settings, by_document, by_note)
         candidates = sorted({cid for cid, _ in [*fused, *note_fused]})
         # Only a reranker reads the text of the whole pool; otherwise ordering needs
         # each candidate's document, and the text is read for the hits alone.
@@ -341,21 +335,8 @@ class HybridSearcher:
             docs = [rerank_text(rows[cid].context, rows[cid].content) for cid, _ in pool]
             ranked = rerank_scores(self.reranker, parsed.positive, docs, plan.rerank_keep)
             pool = [(pool[i][0], score) for i, score in ranked]
-
         if settings.mmr.enabled and pool:
-            embeddings = self.store.vectors_for([cid for cid, _ in pool])
-            pool = [(cid, s) for cid, s in pool if cid in embeddings]
-            if pool:
-                matrix = np.stack([embeddings[cid] for cid, _ in pool])
-                picks = mmr_select(
-                    [s for _, s in pool],
-                    matrix,
-                    [document_of[cid] for cid, _ in pool],
-                    limit,
-                    settings.mmr.lambda_,
-                    settings.mmr.same_doc_penalty,
-                )
-                pool = [pool[i] for i in picks]
+            pool = _mmr_pool(self.store, pool, document_of, limit, settings)
         pool = pool[:limit]
         if not use_reranker:
             rows = self.store.chunk_rows([cid for cid, _ in pool])
@@ -364,6 +345,41 @@ class HybridSearcher:
         if flag_scores is None:
             flag_scores = [s for _, s in pool]
         flag = low_confidence(flag_scores, settings.min_confidence_ratio)
+        return SearchResponse(hits=self._hits(parsed, pool, rows, settings), low_confidence=flag)
+
+    def _fused(
+        self,
+        parsed: ParsedQuery,
+        plan: PoolPlan,
+        settings: SearchSettings,
+        by_document: bool,
+        by_note: bool,
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """The legs fused by RRF: the vector and full-text legs, and (``by_note``) the
+        note-carrying vector leg with the full-text leg (else an empty list)."""
+        query_vector = self._query_vector(parsed.positive)
+        tie = self.tie_order()  # read once for every leg and both fusions
+        vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed, tie)
+        fts_all = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n, tie=tie)
+        fts_ids = self.gate_fts(parsed, fts_all, vec_ids, settings)
+        fused_limit = None if by_document else plan.fused_limit
+        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit, tie)
+        note_fused: list[tuple[int, float]] = []
+        if by_note:
+            note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed, tie)
+            note_fts = self.gate_fts(parsed, fts_all, note_ids, settings)
+            note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None, tie)
+        return fused, note_fused
+
+    def _hits(
+        self,
+        parsed: ParsedQuery,
+        pool: list[tuple[int, float]],
+        rows: dict[int, ChunkRow],
+        settings: SearchSettings,
+    ) -> list[SearchHit]:
+        """The final pool as ranked hits: expanded to their parents when that stage is on,
+        with their match spans."""
         hits: list[SearchHit] = []
         for rank, (cid, score) in enumerate(pool, start=1):
             row = rows[cid]
@@ -380,4 +396,28 @@ class HybridSearcher:
                 hit = apply_expansion(hit, self._expand(row, settings))
             hit.match_spans = match_spans(parsed.positive, hit.content)
             hits.append(hit)
-        return SearchResponse(hits=hits, low_confidence=flag)
+        return hits
+
+
+def _mmr_pool(
+    store: Store,
+    pool: list[tuple[int, float]],
+    document_of: dict[int, int],
+    limit: int,
+    settings: SearchSettings,
+) -> list[tuple[int, float]]:
+    """MMR's ``limit`` picks from ``pool`` (the chunks whose vectors are stored)."""
+    embeddings = store.vectors_for([cid for cid, _ in pool])
+    pool = [(cid, s) for cid, s in pool if cid in embeddings]
+    if not pool:
+        return pool
+    matrix = np.stack([embeddings[cid] for cid, _ in pool])
+    picks = mmr_select(
+        [s for _, s in pool],
+        matrix,
+        [document_of[cid] for cid, _ in pool],
+        limit,
+        settings.mmr.lambda_,
+        settings.mmr.same_doc_penalty,
+    )
+    return [pool[i] for i in picks]

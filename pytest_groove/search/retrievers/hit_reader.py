@@ -455,6 +455,25 @@ def normalise_hits(
     hits that hold the heading key ``keys`` names (:mod:`~pytest_groove.search.
     key_evidence`).
     """
+    raw = _hit_list(raw, retriever)
+    warned: list[str] = []
+
+    def warn(message: str) -> None:
+        if not warned:
+            warned.append(message)
+            if on_warning is not None:
+                on_warning(message)
+
+    looked_before = evidence.looked if evidence is not None else 0
+    hits = _read_hits(raw, retriever, kb, keys, warn, evidence)
+    if evidence is not None and evidence.looked > looked_before:
+        evidence.queries += 1
+    return hits
+
+
+def _hit_list(raw: Any, retriever: str) -> Any:
+    """The iterable of hits in a retriever's answer (unwrapped); a coroutine, one value
+    or text instead of hits is a :class:`HitShapeError`."""
     if inspect.isawaitable(raw):
         if inspect.iscoroutine(raw):
             raw.close()  # never awaited: closed, so Python prints no RuntimeWarning
@@ -468,16 +487,19 @@ def normalise_hits(
         raise HitShapeError(
             f"retriever {retriever} must return a list of hits, got {type(raw).__name__}"
         )
-    warned: list[str] = []
+    return raw
 
-    def warn(message: str) -> None:
-        if not warned:
-            warned.append(message)
-            if on_warning is not None:
-                on_warning(message)
 
+def _read_hits(
+    raw: Any,
+    retriever: str,
+    kb: Path | None,
+    keys: HitKeys,
+    warn: Callable[[str], None],
+    evidence: KeyEvidence | None,
+) -> list[SearchHit]:
+    """Each hit of ``raw`` as a :class:`SearchHit`, in order (see :func:`normalise_hits`)."""
     hits: list[SearchHit] = []
-    looked_before = evidence.looked if evidence is not None else 0
     for position, hit in enumerate(raw, start=1):
         fields = _fields(hit, keys)
         path, heading = fields.path, fields.heading
@@ -508,8 +530,6 @@ def normalise_hits(
         hits.append(SearchHit(rank=position, path=path, heading=heading, score=score))
         if evidence is not None and keys.heading is not None and fields.meta is not None:
             evidence.hit(fields.meta, keys.heading)
-    if evidence is not None and evidence.looked > looked_before:
-        evidence.queries += 1
     return hits
 
 
