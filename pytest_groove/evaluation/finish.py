@@ -16,7 +16,6 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -48,7 +47,8 @@ from pytest_groove.evaluation.gate.verdict import (
 from pytest_groove.evaluation.history.file import BaselineChoice, StagedSave, stage_save
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
-from pytest_groove.evaluation.reports.json_report import build_json_report, dumps_json_report
+from pytest_groove.evaluation.reports.formats import ReportFormat, ReportInputs, report_files
+from pytest_groove.evaluation.reports.json_report import build_json_report
 from pytest_groove.evaluation.reports.text_report import NEXT_RUN_HINT, render_text
 from pytest_groove.evaluation.runs.corpus_files import with_document_digests
 from pytest_groove.evaluation.runs.findings import findings_warning, quote_findings
@@ -60,7 +60,7 @@ from pytest_groove.evaluation.runs.record import (
     build_run,
     display_timestamp,
 )
-from pytest_groove.scoring.records import GoldenQuery, GoldenSet
+from pytest_groove.scoring.records import GoldenSet
 
 
 @dataclass(frozen=True)
@@ -343,7 +343,9 @@ def _finish(
         # The report files come before the history is committed: a run whose report
         # could not be written is not recorded (a retry would record it twice).  Each
         # is still written when another failed; the first error wins.
-        report_error, written = _write_artefacts(plan, run, comparison, runs, verdicts)
+        targets = report_files(plan.options)
+        inputs = ReportInputs(run, comparison, runs, verdicts, plan.golden.queries, plan.prog)
+        report_error, written = _write_files(targets, inputs, says_recorded=False)
         if report_error is not None and pending is not None:
             pending.discard()
             pending = None
@@ -352,17 +354,16 @@ def _finish(
             return _reports(plan, scope, run, comparison, choice, recorded, color, verdicts, door)
 
         text, report = reports(pending is not None)
-        json_path, json_written = plan.options.json, False
-        if json_path is not None:
-            json_error = _write_json(json_path, report)
-            json_written = json_error is None
-            if json_written:
-                written.insert(0, f"JSON report written to {json_path}")
-            elif pending is not None:
-                pending.discard()
-                pending = None
-                text, report = reports(False)
-            report_error = report_error or json_error
+        # the files that say whether the run is recorded (JSON), now that it is known
+        late_error, late = _write_files(
+            targets, replace(inputs, json_report=report), says_recorded=True
+        )
+        written += late
+        if late_error is not None and pending is not None:
+            pending.discard()
+            pending = None
+            text, report = reports(False)
+        report_error = report_error or late_error
         recorded = pending is not None
         if recorded and not staged:
             assert pending is not None
@@ -370,17 +371,18 @@ def _finish(
                 pending.commit()
             except GrooveError as exc:
                 recorded, error = False, exc.raw_message
-                # the JSON report already written said the run would be recorded
+                # the files already written said the run would be recorded
                 text, report = reports(False)
-                if json_path is not None and json_written:
-                    _write_json(json_path, report)
+                for fmt, path in late:
+                    fmt.write_file(path, replace(inputs, json_report=report))
             pending = None
     except BaseException:
         if pending is not None:
             pending.discard()
         raise
     error = error or report_error
-    notes = list(written)
+    done = {fmt.option for fmt, _path in written}
+    notes = [f"{fmt.label} written to {path}" for fmt, path in targets if fmt.option in done]
     ungated = _ungated_queries(verdicts, gate_applies and not failures, door, plan)
     if ungated is not None:
         notes.append(ungated)
@@ -514,72 +516,16 @@ def _reports(
     return text, report
 
 
-def _write_artefacts(
-    plan: EvalPlan,
-    run: RunRecord,
-    comparison: Comparison,
-    runs: Sequence[RunRecord],
-    verdicts: RunVerdicts | None,
-) -> tuple[str | None, list[str]]:
-    """Write the HTML report and the TREC files asked for (their content does not
-    depend on whether the run is recorded): (the first error, a note per file written)."""
+def _write_files(
+    targets: list[tuple[ReportFormat, Path]], inputs: ReportInputs, *, says_recorded: bool
+) -> tuple[str | None, list[tuple[ReportFormat, Path]]]:
+    """Write the files of ``targets`` whose format says whether the run is recorded, or
+    those that do not: (the first error, the files written)."""
     errors: list[str | None] = []
-    written: list[str] = []
-    options = plan.options
-    if options.html is not None:
-        errors.append(
-            _write_html(options.html, run, comparison, runs, f"{plan.prog} report", verdicts)
-        )
-        if errors[-1] is None:
-            written.append(f"HTML report written to {options.html}")
-    for trec_path, what in ((options.trec_run, "run"), (options.trec_qrels, "qrels")):
-        if trec_path is not None:
-            errors.append(_write_trec(trec_path, what, run, plan.golden.queries))
+    written: list[tuple[ReportFormat, Path]] = []
+    for fmt, path in targets:
+        if fmt.says_recorded == says_recorded:
+            errors.append(fmt.write_file(path, inputs))
             if errors[-1] is None:
-                written.append(f"TREC {what} file written to {trec_path}")
+                written.append((fmt, path))
     return next((e for e in errors if e is not None), None), written
-
-
-def _write_json(path: Path, report: dict[str, Any]) -> str | None:
-    try:
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dumps_json_report(report), encoding="utf-8")
-    except OSError as exc:
-        return f"could not write the JSON report {path}: {exc.strerror or exc}"
-    return None
-
-
-def _write_html(
-    path: Path,
-    run: RunRecord,
-    comparison: Comparison,
-    history: Sequence[RunRecord],
-    title: str,
-    verdicts: RunVerdicts | None = None,
-) -> str | None:
-    # imported here: the module is only needed when the report is asked for
-    from pytest_groove.evaluation.reports.html_report import write_html_report
-
-    try:
-        write_html_report(path, run, comparison, history, title=title, verdicts=verdicts)
-    except GrooveError as exc:  # matplotlib went missing after the early check
-        return exc.raw_message
-    except OSError as exc:
-        return f"could not write the HTML report {path}: {exc.strerror or exc}"
-    return None
-
-
-def _write_trec(path: Path, what: str, run: RunRecord, golden: Sequence[GoldenQuery]) -> str | None:
-    # the qrels come from the run's queries too: a subset run's files then judge the
-    # same queries our averages do; their qids are the whole golden set's
-    from pytest_groove.evaluation.reports.trec import write_trec_qrels, write_trec_run
-
-    try:
-        if what == "run":
-            write_trec_run(path, run.per_query, golden=golden)
-        else:
-            write_trec_qrels(path, run.per_query, golden)
-    except GrooveError as exc:
-        return exc.raw_message
-    return None
