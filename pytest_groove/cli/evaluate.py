@@ -41,7 +41,9 @@ from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.gate.compare import color_enabled
 from pytest_groove.evaluation.lifecycle import begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
+from pytest_groove.evaluation.reports.formats import REPORT_FORMATS
 from pytest_groove.evaluation.reports.json_report import dumps_json_report
+from pytest_groove.settings.options import OPTIONS_BY_NAME
 from pytest_groove.text.console import write_json
 
 PROG = "groove eval"
@@ -82,9 +84,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "retriever-token-env",
             "retriever-path-key",
             "retriever-heading-key",
-            "html",
-            "trec-run",
-            "trec-qrels",
+            # the report files the command line spells (the JSON report is --format json)
+            *(fmt.option for fmt in REPORT_FORMATS if OPTIONS_BY_NAME[fmt.option].cli),
         ),
     )
     p.set_defaults(func=run)

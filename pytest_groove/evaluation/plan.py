@@ -35,6 +35,7 @@ from pytest_groove.evaluation.history.accepted import (
     load_baseline,
 )
 from pytest_groove.evaluation.history.file import find_run, history_path, load_history
+from pytest_groove.evaluation.reports.formats import check_report_extras
 from pytest_groove.evaluation.reports.targets import check_report_targets
 from pytest_groove.evaluation.runs.record import RunRecord
 from pytest_groove.evaluation.runs.trust import untrusted_warnings
@@ -275,11 +276,8 @@ def check_option_combinations(options: RunOptions) -> None:
     refusal = contradiction(options, flag)
     if refusal is not None:
         raise UsageError(refusal)
-    if options.html is not None:
-        # before any index work or search: a missing extra should not cost a run
-        from pytest_groove.evaluation.reports.html_report import check_html_available
-
-        check_html_available(flag("html"))
+    # before any index work or search: a missing extra should not cost a run
+    check_report_extras(options, flag)
 
 
 def plan_evaluation(

@@ -234,8 +234,7 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
     refusal = contradiction(run, lambda name: _spelled(config, OPTIONS_BY_NAME[name]))
     if refusal is not None:
         raise pytest.UsageError(refusal)
-    if run.html is not None:
-        _check_html(config)
+    _check_report_extras(config, run)
     return PluginOptions(
         kb=Path(kb), kb_from_cli=kb_cli is not None and _typed(config, kb_option), run=run
     )
@@ -262,15 +261,18 @@ def _typed(config: pytest.Config, option: Option) -> bool:
     )
 
 
-def _check_html(config: pytest.Config) -> None:
-    """The HTML report needs the ``plots`` extra: say so now, before any search."""
+def _check_report_extras(config: pytest.Config, run: RunOptions) -> None:
+    """A report that needs an extra (the HTML report, ``plots``): say so now, before
+    any search, naming the flag or the ini key that asked for it."""
     from pytest_groove.errors import GrooveError
-    from pytest_groove.evaluation.reports.html_report import check_html_available
+    from pytest_groove.evaluation.reports.formats import check_report_extras
 
-    option = OPTIONS_BY_NAME["html"]
-    name = option.pytest_flag if _cli_value(config, option) is not None else option.ini_key
+    def name(option_name: str) -> str:
+        option = OPTIONS_BY_NAME[option_name]
+        return option.pytest_flag if _cli_value(config, option) is not None else option.ini_key
+
     try:
-        check_html_available(name)
+        check_report_extras(run, name)
     except GrooveError as exc:
         raise pytest.UsageError(exc.message_for("pytest")) from None
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pytest_groove.engine.searcher import NOT_RECORDED
 from pytest_groove.evaluation.plan import EvalPlan
+from pytest_groove.evaluation.reports.formats import report_files
 from pytest_groove.plugin.runner import PROG
 
 
@@ -104,9 +105,7 @@ def no_report_line(plan: EvalPlan, why: str = "no golden query was scored") -> s
     """Said when report files were asked for and none was written (``why``): a file
     already at such a path (a CI artifact of an earlier session) must not pass for
     this one's."""
-    options = plan.options
-    wanted = (options.json, options.html, options.trec_run, options.trec_qrels)
-    asked = [str(p) for p in wanted if p is not None]
+    asked = [str(path) for _fmt, path in report_files(plan.options)]
     if not asked:
         return ""
     return (

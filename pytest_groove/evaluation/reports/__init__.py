@@ -1,5 +1,6 @@
 """Where a run's results go: the text, JSON and HTML reports (with their verdict
-columns and plots), the TREC run file, and where report files may be written.
+columns and plots), the TREC run file, the table of the report files a run writes
+(``formats.py``), and where report files may be written.
 
 May import: ``evaluation.history``, ``evaluation.gate``, ``evaluation.runs``,
 ``evaluation.golden`` and everything below ``evaluation``.

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.gate.compare import (
@@ -89,12 +89,16 @@ from pytest_groove.scoring.metrics import entry_satisfied, expected_ranks
 from pytest_groove.scoring.significance import with_p_value
 from pytest_groove.search.hits import hit_label
 
+if TYPE_CHECKING:
+    from pytest_groove.evaluation.reports.formats import ReportInputs
+
 __all__ = [
     "MAX_DELTA_ROWS",
     "PLOTS_EXTRA",
     "check_html_available",
     "render_html_report",
     "write_html_report",
+    "write_report",
 ]
 
 #: what the ``plots`` extra brings for this report: (import name, name in messages)
@@ -538,3 +542,15 @@ def write_html_report(
     text = render_html_report(run, comparison, history, title=title, verdicts=verdicts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def write_report(path: Path, inputs: ReportInputs) -> None:
+    """The report table's hook (``formats.py``): :func:`write_html_report` of the run."""
+    write_html_report(
+        path,
+        inputs.run,
+        inputs.comparison,
+        inputs.history,
+        title=f"{inputs.prog} report",
+        verdicts=inputs.verdicts,
+    )

@@ -16,8 +16,10 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pytest_groove.evaluation.gate.compare import Comparison
 from pytest_groove.evaluation.gate.verdict import RunVerdicts, comparison_verdicts
@@ -29,6 +31,9 @@ from pytest_groove.evaluation.runs.record import (
     format_timestamp,
 )
 from pytest_groove.scoring.metric_table import aggregate_metrics_to_json
+
+if TYPE_CHECKING:
+    from pytest_groove.evaluation.reports.formats import ReportInputs
 
 
 def build_json_report(
@@ -66,3 +71,12 @@ def build_json_report(
 def dumps_json_report(report: dict[str, Any]) -> str:
     """Pretty-printed (two-space indent, keys in the order built), newline-terminated."""
     return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_report(path: Path, inputs: ReportInputs) -> None:
+    """The report table's hook (``formats.py``): the report as the outcome carries it,
+    to ``path`` (its folder made when it can be); raises OSError."""
+    assert inputs.json_report is not None  # a format that says whether it is recorded
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps_json_report(inputs.json_report), encoding="utf-8")

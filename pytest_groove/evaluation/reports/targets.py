@@ -1,12 +1,13 @@
 """Where an evaluation's report files may go: never over what the run reads.
 
-A report flag (``--html``, ``--trec-run``, ``--trec-qrels``, and the plugin's
-``--groove-json``) names a file the run writes at its end, replacing what is there.
-Named after the golden file, the history, the config, a note of the knowledge base
-or anything in the index folder, the report would destroy an input (a hand-written
-golden file has no other copy) or change the corpus the next run measures. Such a
-target is refused with the plan, before any index work; so is one file named by two
-report flags (the later report would replace the earlier unseen).
+A report flag (one per entry of :data:`.formats.REPORT_FORMATS`: ``--html``,
+``--trec-run``, ``--trec-qrels``, and the plugin's ``--groove-json``) names a file the
+run writes at its end, replacing what is there.  Named after the golden file, the
+history, the config, a note of the knowledge base or anything in the index folder,
+the report would destroy an input (a hand-written golden file has no other copy) or
+change the corpus the next run measures. Such a target is refused with the plan,
+before any index work; so is one file named by two report flags (the later report
+would replace the earlier unseen).
 
 PYTEST_DONT_REWRITE
 """
@@ -18,14 +19,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_groove.errors import UsageError, clip_path, flag
+from pytest_groove.evaluation.reports.formats import report_files
 from pytest_groove.files.paths import unencodable_name
 from pytest_groove.kb.source.walk import file_extension
 from pytest_groove.settings.config import Settings
 from pytest_groove.settings.options import RunOptions
 from pytest_groove.settings.records import CONFIG_FILE_NAME
-
-#: the report options, by option name: (their value on RunOptions)
-REPORT_OPTIONS = ("json", "html", "trec-run", "trec-qrels")
 
 #: the names our own files begin with at the top of a KB (the golden file, the history
 #: and its lock and backups, the index folder, the ignore file)
@@ -33,13 +32,9 @@ OWN_PREFIX = ".groove"
 
 
 def report_targets(options: RunOptions) -> list[tuple[str, Path]]:
-    """The report files the options ask for, as ``(option name, path)``."""
-    targets = []
-    for name in REPORT_OPTIONS:
-        value = getattr(options, name.replace("-", "_"))
-        if value is not None:
-            targets.append((name, Path(value)))
-    return targets
+    """The report files the options ask for, as ``(option name, path)`` (the table of
+    :mod:`.formats`, in its order)."""
+    return [(fmt.option, Path(path)) for fmt, path in report_files(options)]
 
 
 def check_report_targets(

@@ -41,11 +41,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_groove.errors import GrooveError, flag
 from pytest_groove.scoring.metrics import RankedHit, credited_entry, normalise_heading
 from pytest_groove.scoring.records import ExpectedEntry
+
+if TYPE_CHECKING:
+    from pytest_groove.evaluation.reports.formats import ReportInputs
 
 #: the run file's literal second column, and the qrels file's
 RUN_ITERATION = "Q0"
@@ -239,3 +242,16 @@ def write_trec_qrels(
 ) -> None:
     """Write ``queries``' expected entries (the golden set) as TREC qrels."""
     _write(path, qrels_lines(queries, golden), "qrels file", f"{flag('trec-qrels')}")
+
+
+# the report table's hooks (``formats.py``): the qrels come from the run's queries too,
+# so a subset run's files judge the same queries our averages do; their qids are the
+# whole golden set's
+
+
+def write_run_report(path: Path, inputs: ReportInputs) -> None:
+    write_trec_run(path, inputs.run.per_query, golden=inputs.golden)
+
+
+def write_qrels_report(path: Path, inputs: ReportInputs) -> None:
+    write_trec_qrels(path, inputs.run.per_query, inputs.golden)
