@@ -155,9 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_search.add_argument("query", help="the query text (prefix a word with - to exclude it)")
     p_search.set_defaults(func=_run_search)
 
-    from pytest_groove.cli import evaluate, floors, history, importer, init, tune
+    from pytest_groove.cli import baseline, evaluate, floors, history, importer, init, tune
 
     evaluate.add_arguments(sub)
+    baseline.add_arguments(sub)
     tune.add_arguments(sub)
     history.add_arguments(sub)
     init.add_arguments(sub)

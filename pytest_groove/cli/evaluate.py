@@ -62,6 +62,14 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "last compatible run in <kb>/.groove-eval-history.json and record this run."
         ),
     )
+    add_eval_arguments(p)
+    add_options(p, ("accept",))
+    p.set_defaults(func=run)
+    return p
+
+
+def add_eval_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of a run of the golden set (``groove eval``, ``groove baseline accept``)."""
     add_kb_arguments(p)
     add_pipeline_arguments(p)
     add_golden_arguments(p)
@@ -74,6 +82,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "fail-on-regression",
             "freeze-baseline",
             "baseline",
+            "baseline-file",
+            "strict",
             "threshold",
             "significance",
             "fail-under",
@@ -88,8 +98,6 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             *(fmt.option for fmt in REPORT_FORMATS if OPTIONS_BY_NAME[fmt.option].cli),
         ),
     )
-    p.set_defaults(func=run)
-    return p
 
 
 # --------------------------------------------------------------------------- running

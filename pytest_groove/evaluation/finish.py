@@ -29,10 +29,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_groove.errors import Door, GrooveError, spell_flags, spell_flags_within
+from pytest_groove.errors import Door, GrooveError, flag, spell_flags, spell_flags_within
 from pytest_groove.evaluation.gate.compare import Comparison
 from pytest_groove.evaluation.gate.policy import significance_phrase
 from pytest_groove.evaluation.gate.verdict import RunVerdicts
+from pytest_groove.evaluation.history.accepted import save_baseline
 from pytest_groove.evaluation.history.file import BaselineChoice, StagedSave, stage_save
 from pytest_groove.evaluation.judge import Judged, Scope, judge
 from pytest_groove.evaluation.lifecycle import Evaluation
@@ -118,7 +119,7 @@ def finish_evaluation(
     with searcher.read_snapshot() if searcher is not None else nullcontext():
         judged = judge(evaluation, results, searcher, record=record, door=door)
         delivered = _deliver(judged, staged=staged, color=color, door=door)
-    return _spell(judged, delivered, door)
+    return _spell(judged, _accept(judged, delivered), door)
 
 
 # --------------------------------------------------------------------------- deliver
@@ -298,6 +299,28 @@ def _footer(plan: EvalPlan, scope: Scope, comparison: Comparison, recorded: bool
     if recorded and not comparison.compatible:
         return NEXT_RUN_HINT
     return None
+
+
+def _accept(judged: Judged, delivered: _Delivered) -> _Delivered:
+    """Write the run as the accepted baseline when asked (``--accept``): a whole run
+    only, after its reports; the file changes only when the results did."""
+    plan = judged.plan
+    if not plan.options.accept:
+        return delivered
+    if judged.scope.subset:
+        warning = (
+            f"{flag('accept')} ignored: only a run of the whole golden set is accepted "
+            f"({len(judged.scope.per_query)} of {len(plan.golden.queries)} queries ran)"
+        )
+        return replace(delivered, warnings=(*delivered.warnings, warning))
+    path = plan.baseline_path
+    try:
+        changed = save_baseline(path, judged.run)
+    except GrooveError as exc:
+        return replace(delivered, error=delivered.error or exc.raw_message)
+    what = "written" if changed else "unchanged: the results are those already accepted"
+    note = f"accepted baseline: {path} ({len(judged.run.per_query)} queries; {what})"
+    return replace(delivered, written=(note, *delivered.written))
 
 
 # --------------------------------------------------------------------------- spell

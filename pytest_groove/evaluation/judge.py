@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from pytest_groove.engine.searcher import Searcher
 from pytest_groove.errors import Door, flag
+from pytest_groove.evaluation.gate.accepted import compare_across
 from pytest_groove.evaluation.gate.compare import Comparison, compare, project_baseline
 from pytest_groove.evaluation.gate.policy import (
     GateVerdict,
@@ -203,7 +204,12 @@ def _record(
 def _compare(evaluation: Evaluation, scope: Scope, run: RunRecord) -> Comparison:
     """The run compared with the baseline, and how its gate is looser than the baseline's."""
     plan, choice = evaluation.plan, evaluation.choice
-    comparison = compare(run, _shown_baseline(choice, scope), plan.thresholds)
+    shown = _shown_baseline(choice, scope)
+    if choice is not None and choice.accepted is not None and shown is not None:
+        # the accepted baseline is compared with whatever this run changed
+        comparison = compare_across(run, shown, plan.thresholds)
+    else:
+        comparison = compare(run, shown, plan.thresholds)
     assert run.gate is not None
     loose = loosened(
         plan,
@@ -224,7 +230,8 @@ def _gate(
 ) -> GateDecision:
     """Apply the gate: what fails the run, the lines saying why, the warnings about it."""
     plan = evaluation.plan
-    applies = plan.options.fail_on_regression and not scope.subset
+    # a run being accepted is the new reference: its drops are what is accepted
+    applies = plan.options.fail_on_regression and not scope.subset and not plan.options.accept
     verdict = gate_verdict(plan, comparison, regression_gate=applies, subset=scope.subset)
     removed = removed_answer_failures(verdicts) if applies else []
     lines = []
@@ -271,6 +278,8 @@ def _regression_message(
     limits = plan.thresholds
     threshold = limits.describe() if limits.per_metric else f"{limits.default:.3f}"
     since = f"since the run of {display_timestamp(baseline.timestamp)}"
+    if comparison.across_changes:
+        since = "since the accepted baseline"
     causes = []
     if regressions:
         causes.append(
@@ -283,8 +292,10 @@ def _regression_message(
         lost = f"and {lost}" if regressions else f"{lost} {since}"
         causes.append(f"{lost} ({', '.join(removed)})")
     note = ""
+    if comparison.settings_changes:
+        note += f" Settings changed: {'; '.join(comparison.settings_changes)}."
     if comparison.corpus_changed:
-        note = (
+        note += (
             f" The indexed corpus changed since that run as well ({comparison.corpus_phrase}),"
             " which moves rankings on its own."
         )

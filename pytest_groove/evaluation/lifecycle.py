@@ -78,9 +78,10 @@ class Evaluation:
     def known_miss(self, position: int, result: QueryResult) -> bool:
         """Golden query number ``position`` missed in the accepted baseline and still
         misses: an expected failure, not a failure (``--strict`` fails it)."""
-        if position not in self.known_misses or self.plan.strict:
+        if self.plan.strict or not is_miss(result.metrics, self.plan.k_values):
             return False
-        return is_miss(result.metrics, self.plan.k_values)
+        # a run being accepted records its misses as the known ones
+        return position in self.known_misses or self.plan.options.accept
 
     def run_query(self, query: GoldenQuery) -> QueryResult:
         """Search one golden query and score its hits."""
@@ -100,7 +101,7 @@ class Evaluation:
         and only an aggregate drop with ``p < ALPHA`` fails the gate (``groove eval``
         and pytest alike).  The query's verdict still says what dropped."""
         options = self.plan.options
-        if not options.fail_on_regression or not self.plan.compares:
+        if not options.fail_on_regression or not self.plan.compares or options.accept:
             return []
         if self.plan.gate.significance is not None:
             return []

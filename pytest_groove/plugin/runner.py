@@ -412,6 +412,8 @@ class ProcessRunner:
         (None: it is not one, or ``--groove-strict`` fails it)."""
         if not self._ready().known_miss(position, result):
             return None
+        if self.plan.options.accept:
+            return "accepted as a known miss (--groove-accept)"
         return "known miss: it missed in the accepted baseline too (--groove-strict fails it)"
 
     def miss_causes(self, position: int, result: QueryResult) -> list[str]:
