@@ -54,12 +54,13 @@ def test_the_file_reads_back_as_the_run_it_was_written_from() -> None:
     assert encode_baseline(back) == encode_baseline(run)
 
 
-def test_each_query_takes_a_question_line_and_an_answer_line() -> None:
+def test_each_query_takes_a_question_line_an_answer_line_and_a_closing_one() -> None:
     text = encode_baseline(accepted_run(*five())).decode()
     lines = text.splitlines()
-    questions = [i for i, line in enumerate(lines) if line.startswith('    [{"id": ')]
+    questions = [i for i, line in enumerate(lines) if line.lstrip(' ,').startswith('[{"id": ')]
     assert len(questions) == 5
-    assert all(lines[i + 1].startswith('     {"rank": ') for i in questions)
+    assert all(lines[i + 1].startswith('      {"rank": ') for i in questions)
+    assert all(lines[i + 2] == "     ]" for i in questions)
 
 
 @given(st.lists(st.integers(0, 4), min_size=2, max_size=2, unique=True))
@@ -86,6 +87,8 @@ def test_two_branches_accepting_different_queries_merge_in_git(
         git("checkout", "-q", "-b", branch, "main")
         changed = list(base)
         changed[position] = query(f"q{position}", 0.0, 0.0, top=("c.md",))
+        if branch == "one":  # a new golden query too, after the last one
+            changed.append(query("q-new", top=("b.md",)))
         save_baseline(target, accepted_run(*changed))
         git("commit", "-qam", branch)
     git("checkout", "-q", "one")
@@ -95,6 +98,7 @@ def test_two_branches_accepting_different_queries_merge_in_git(
     assert {q.id for q in both.per_query if q.metrics.reciprocal_rank == 0.0} == {
         f"q{p}" for p in moved
     }
+    assert [q.id for q in both.per_query][-1] == "q-new"
 
 
 def test_a_damaged_or_conflicted_file_is_one_line_naming_it_and_the_fix(tmp_path: Path) -> None:

@@ -277,7 +277,11 @@ def _render(judged: Judged, recorded: bool, color: bool, door: Door) -> _Rendere
     )
     # a gate setting's source ("--significance on the command line") is a flag token
     built = build_json_report(
-        judged.run, judged.comparison, recorded=recorded, verdicts=judged.verdicts
+        judged.run,
+        judged.comparison,
+        recorded=recorded,
+        verdicts=judged.verdicts,
+        choice=judged.choice,
     )
     return _Rendered(text, spell_flags_within(built, door))
 

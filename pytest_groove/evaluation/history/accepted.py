@@ -10,10 +10,12 @@ that accepts a drop shows in review exactly which queries moved:
   (thresholds, floors, significance), one line each;
 - every document's path and digest, one line each ("lost" and "displaced by" are
   told against them);
-- every golden query in two lines: what it asks (id, text, expected entries), then
-  what it got (first rank, metrics, top hits).  A result line is never next to
-  another result line, so two branches that accept changes to different queries
-  merge without a conflict.
+- every golden query as what it asks (id, text, expected entries) on one line, then
+  what it got (first rank, metrics, top hits) on the next, then its closing bracket.
+  A result line is never next to another result line, nor to where a new query is
+  added, and list members are separated by leading commas, so two branches that
+  accept changes to different queries (or one adds a query) merge without a
+  conflict.
 
 No timestamp, no aggregate (it is the mean of the per-query metrics, recomputed on
 reading), no corpus counts that two branches would both rewrite.
@@ -112,6 +114,13 @@ def _answer(result: QueryResult) -> str:
     return _line(body)
 
 
+def _leading_commas(items: list[str]) -> list[str]:
+    """``items`` as JSON list or object members with the separating comma at the start
+    of each member after the first: adding a member at the end adds lines and changes
+    none, so two branches that each add one do not both edit the last line."""
+    return [("     " if i == 0 else "    ,") + item for i, item in enumerate(items)]
+
+
 def encode_baseline(run: RunRecord) -> bytes:
     """The file's bytes for ``run``: deterministic, one line per setting, document
     and half-query (see the module doc)."""
@@ -122,15 +131,14 @@ def encode_baseline(run: RunRecord) -> bytes:
     lines.append(f'  "settings": {_line(run.fingerprint.to_json())},')
     lines.append(f'  "gate": {_line(gate_json)},')
     lines.append('  "documents": {')
-    lines += [f"    {_line(path)}: {_line(digest[:DIGEST_CHARS])}," for path, digest in files]
-    if files:
-        lines[-1] = lines[-1].rstrip(",")
+    lines += _leading_commas([f"{_line(path)}: {_line(d[:DIGEST_CHARS])}" for path, d in files])
     lines.append("  },")
     lines.append('  "queries": [')
-    for position, result in enumerate(run.per_query):
-        closing = "]" if position == len(run.per_query) - 1 else "],"
-        lines.append(f"    [{_question(result)},")
-        lines.append(f"     {_answer(result)}{closing}")
+    questions = _leading_commas([f"[{_question(result)}," for result in run.per_query])
+    for question, result in zip(questions, run.per_query, strict=True):
+        # the closing bracket on a line of its own: a query appended after this one
+        # is not next to this one's answer line
+        lines += [question, f"      {_answer(result)}", "     ]"]
     lines += ["  ]", "}"]
     return ("\n".join(lines) + "\n").encode("utf-8")
 

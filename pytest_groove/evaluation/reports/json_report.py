@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_groove.evaluation.gate.baseline import BaselineChoice
 from pytest_groove.evaluation.gate.compare import Comparison
 from pytest_groove.evaluation.gate.verdict import RunVerdicts, comparison_verdicts
 from pytest_groove.evaluation.reports.verdict_json import moved_json, per_query_json
@@ -42,9 +43,11 @@ def build_json_report(
     *,
     recorded: bool,
     verdicts: RunVerdicts | None = None,
+    choice: BaselineChoice | None = None,
 ) -> dict[str, Any]:
     """The report object for ``run``; ``recorded`` says whether it went into the history;
-    ``verdicts`` are the run's (computed from ``comparison`` when not given)."""
+    ``verdicts`` are the run's (computed from ``comparison`` when not given); ``choice``
+    says where the baseline came from."""
     diff = comparison.diff
     judged = verdicts if verdicts is not None else comparison_verdicts(comparison)
     return {
@@ -65,6 +68,30 @@ def build_json_report(
         # the gate this run was held to, and each setting looser than the baseline run's
         "gate": None if run.gate is None else run.gate.to_json(),
         "gate_loosened": [item.to_json() for item in comparison.gate_loosened],
+        "baseline": baseline_json(comparison, choice),
+    }
+
+
+def baseline_json(comparison: Comparison, choice: BaselineChoice | None) -> dict[str, Any] | None:
+    """Where the baseline came from and what differs from it (None: no baseline)."""
+    if comparison.baseline is None:
+        return None
+    accepted = choice is not None and choice.accepted is not None
+    golden = comparison.golden
+    return {
+        "source": "accepted" if accepted else "history",
+        "path": str(choice.accepted) if choice is not None and choice.accepted else None,
+        "compared_across_changes": comparison.across_changes,
+        "golden_changes": None
+        if golden is None
+        else {
+            "added": list(golden.added),
+            "removed": list(golden.removed),
+            "edited": list(golden.edited),
+            "paired": golden.paired,
+        },
+        "settings_changes": list(comparison.settings_changes),
+        "left_out": list(comparison.left_out),
     }
 
 
