@@ -46,7 +46,12 @@ def test_accepting_the_same_results_twice_writes_the_same_bytes() -> None:
 def test_the_file_reads_back_as_the_run_it_was_written_from() -> None:
     run = accepted_run(*five())
     back = decode_baseline(encode_baseline(run), Path("b.json"))
-    assert back.per_query == run.per_query
+    # each query's hits down to its deepest answer, without their scores
+    assert [q.metrics for q in back.per_query] == [q.metrics for q in run.per_query]
+    assert [[(h.path, h.rank) for h in q.top_k] for q in back.per_query] == [[("a.md", 1)]] * 5
+    assert [(q.id, q.query, q.expected) for q in back.per_query] == [
+        (q.id, q.query, q.expected) for q in run.per_query
+    ]
     assert back.aggregate == run.aggregate
     assert back.fingerprint == run.fingerprint
     assert back.corpus is not None and back.corpus.files == FILES
@@ -57,7 +62,7 @@ def test_the_file_reads_back_as_the_run_it_was_written_from() -> None:
 def test_each_query_takes_a_question_line_an_answer_line_and_a_closing_one() -> None:
     text = encode_baseline(accepted_run(*five())).decode()
     lines = text.splitlines()
-    questions = [i for i, line in enumerate(lines) if line.lstrip(' ,').startswith('[{"id": ')]
+    questions = [i for i, line in enumerate(lines) if line.lstrip(" ,").startswith('[{"id": ')]
     assert len(questions) == 5
     assert all(lines[i + 1].startswith('      {"rank": ') for i in questions)
     assert all(lines[i + 2] == "     ]" for i in questions)

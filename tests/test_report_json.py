@@ -33,6 +33,7 @@ KEYS = [
     "recorded",
     "gate",
     "gate_loosened",
+    "baseline",
 ]
 
 

@@ -31,7 +31,9 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "`groove eval --accept` and `pytest --groove-accept`."
         ),
     )
-    actions = p.add_subparsers(dest="baseline_action", metavar="ACTION", required=True)
+    actions = p.add_subparsers(
+        dest="baseline_action", metavar="ACTION", required=True, help="what to do: accept"
+    )
     accept = actions.add_parser(
         "accept",
         help="run the golden set and accept the run (or accept a run of the log: --run)",
@@ -53,26 +55,17 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _accept_logged_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Accept a run of the local log: the newest one ``--run`` names, if trusted."""
-    from pytest_groove.evaluation.gate.baseline import find_run
-    from pytest_groove.evaluation.history.accepted import baseline_path, save_baseline
-    from pytest_groove.evaluation.history.file import history_path, load_history
-    from pytest_groove.evaluation.plan import settings_for
-    from pytest_groove.evaluation.runs.trust import refuse_untrusted
+    """Accept the run of the local log that ``--run`` names."""
+    from pytest_groove.evaluation.accept import accept_logged_run
 
     check_kb(args.kb_path)
-    options = run_options(args)
-    settings = settings_for(args.kb_path, options)
-    log = history_path(args.kb_path)
-    warnings: list[str] = []
-    run = find_run(load_history(log, warnings=warnings), args.run, log)
-    for warning in warnings:
+    done = accept_logged_run(args.kb_path, run_options(args), args.run)
+    for warning in done.warnings:
         err.write(f"{PROG}: warning: {warning}\n")
-    refuse_untrusted(run)
-    path = baseline_path(args.kb_path, options.baseline_file or settings.eval.baseline_file)
-    changed = save_baseline(path, run)
-    what = "written" if changed else "unchanged: that run is the one already accepted"
-    err.write(f"{PROG}: accepted baseline: {path} ({len(run.per_query)} queries; {what})\n")
+    what = "written" if done.changed else "unchanged: that run is the one already accepted"
+    err.write(
+        f"{PROG}: accepted baseline: {done.path} ({len(done.run.per_query)} queries; {what})\n"
+    )
     return 0
 
 

@@ -265,6 +265,8 @@ def _eval_lines(ev: EvalSettings) -> list[str]:
         "# significance = 0.05  # example; default off: a drop counts only with p < this",
         '# fail_under = "mrr=0.8"  # example; default: no floors',
         f"# metrics = {_toml_list(ev.metrics)}  # also: precision, hit_rate, map, r_precision",
+        '# baseline_file = ".groove-baseline.json"  # the accepted baseline (committed)',
+        f"# strict = {str(ev.strict).lower()}  # true: known misses of the baseline fail too",
     ]
 
 

@@ -391,7 +391,6 @@ CONTRADICTIONS: tuple[tuple[str, str], ...] = (
     ("freeze-baseline", "no-history"),
     ("baseline", "no-history"),
     ("baseline", "no-diff"),
-    ("accept", "baseline"),
 )
 
 

@@ -11,7 +11,8 @@ that accepts a drop shows in review exactly which queries moved:
 - every document's path and digest, one line each ("lost" and "displaced by" are
   told against them);
 - every golden query as what it asks (id, text, expected entries) on one line, then
-  what it got (first rank, metrics, top hits) on the next, then its closing bracket.
+  what it got (first rank, metrics, the hits down to its deepest answer, no scores)
+  on the next, then its closing bracket.
   A result line is never next to another result line, nor to where a new query is
   added, and list members are separated by leading commas, so two branches that
   accept changes to different queries (or one adds a query) merge without a
@@ -47,7 +48,7 @@ from pytest_groove.evaluation.runs.record import (
 from pytest_groove.files.atomic import write_atomic
 from pytest_groove.files.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.kb.source.records import CorpusSnapshot
-from pytest_groove.scoring.metrics import aggregate
+from pytest_groove.scoring.metrics import aggregate, expected_ranks
 from pytest_groove.scoring.records import ExpectedEntry
 from pytest_groove.shapes import read_items, read_object, read_str
 
@@ -108,8 +109,18 @@ def _question(result: QueryResult) -> str:
     return _line({"id": result.id, "query": result.query, "expected": expected})
 
 
-def _answer(result: QueryResult) -> str:
-    top = [[hit.path, hit.heading, hit.score] for hit in result.top_k]
+def _kept_hits(result: QueryResult, deepest_k: int) -> list[list[str | None]]:
+    """The hits down to the deepest expected one within ``deepest_k`` (none for a miss):
+    what a later verdict reads (each answer's rank, what stood above it).  No scores
+    and no hits further down, which move whenever any note changes, so an accept
+    rewrites only the queries whose ranking moved."""
+    ranks = [r for r in expected_ranks(result.expected, result.top_k) if r is not None]
+    deepest = max((r for r in ranks if r <= deepest_k), default=0)
+    return [[hit.path, hit.heading] for hit in result.top_k if hit.rank <= deepest]
+
+
+def _answer(result: QueryResult, deepest_k: int) -> str:
+    top = _kept_hits(result, deepest_k)
     body = {"rank": first_rank(result), "metrics": metrics_to_json(result.metrics), "top_k": top}
     return _line(body)
 
@@ -138,7 +149,7 @@ def encode_baseline(run: RunRecord) -> bytes:
     for question, result in zip(questions, run.per_query, strict=True):
         # the closing bracket on a line of its own: a query appended after this one
         # is not next to this one's answer line
-        lines += [question, f"      {_answer(result)}", "     ]"]
+        lines += [question, f"      {_answer(result, max(run.fingerprint.k_values))}", "     ]"]
     lines += ["  ]", "}"]
     return ("\n".join(lines) + "\n").encode("utf-8")
 
@@ -174,15 +185,14 @@ def _expected(raw: Any, where: str) -> ExpectedEntry:
 
 
 def _top_hit(raw: Any, where: str, rank: int) -> TopHit:
-    if not isinstance(raw, list) or len(raw) != 3:
-        raise RecordFormatError(f"{where}: expected [path, heading, score]")
-    path, heading, score = raw
+    if not isinstance(raw, list) or len(raw) != 2:
+        raise RecordFormatError(f"{where}: expected [path, heading]")
+    path, heading = raw
     if heading is not None:
         heading = read_str(heading, f"{where}[1]")
-    if score is not None and not isinstance(score, int | float):
-        raise RecordFormatError(f"{where}[2]: expected a number")
-    value = float("nan") if score is None else float(score)
-    return TopHit(rank=rank, path=read_str(path, f"{where}[0]"), heading=heading, score=value)
+    # the file keeps no score (it moves with every note): none is read back
+    nan = float("nan")
+    return TopHit(rank=rank, path=read_str(path, f"{where}[0]"), heading=heading, score=nan)
 
 
 def _query(raw: Any, where: str) -> QueryResult:
