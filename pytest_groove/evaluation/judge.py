@@ -113,7 +113,9 @@ def judge(
     run, findings = _record(evaluation, scope, searcher, warnings)
     comparison = _compare(evaluation, scope, run)
     # one verdict per query, for every report; a deleted answer fails the gate too
-    verdicts = comparison_verdicts(comparison, evaluation.why_unindexed, evaluation.lost_headings)
+    verdicts = comparison_verdicts(
+        comparison, evaluation.why_unindexed, evaluation.lost_headings, evaluation.vanished_files
+    )
     gate = _gate(evaluation, scope, comparison, verdicts, door)
     assert run.gate is not None
     # what failed the regression gate is recorded with the run: a later run compared

@@ -67,6 +67,9 @@ class Evaluation:
     #: removed since the baseline: a lost answer the gate fails on, as on a deleted
     #: document, and that nothing displaced
     lost_headings: frozenset[tuple[str, str]] = frozenset()
+    #: expected documents deleted since a trusted stored run that was not the baseline
+    #: held them, with the digest that run recorded: lost answers like the baseline's
+    vanished_files: Mapping[str, str] = field(default_factory=dict)
     #: positions of the golden queries that missed in the accepted baseline: still
     #: missing, each is an expected failure (a known miss) unless the plan is strict
     known_misses: frozenset[int] = frozenset()
@@ -147,9 +150,12 @@ class Evaluation:
         if self.baseline_files is not None:
             return self.baseline_files
         choice = self.choice
-        if choice is None or choice.baseline is None:
-            return None
-        return document_digests(choice.baseline.corpus)
+        files = None if choice is None or choice.baseline is None else choice.baseline.corpus
+        digests = document_digests(files)
+        if not self.vanished_files:
+            return digests
+        # a deleted answer an older run held is lost all the same, in every later run
+        return {**self.vanished_files, **(digests or {})}
 
     def _read_delta(self) -> CorpusDelta | None:
         before = self.baseline_digests()
@@ -311,6 +317,18 @@ def _deleted_since_stored(
     return out
 
 
+def _held_by_trusted_runs(paths: Sequence[str], stored: StoredRuns) -> dict[str, str]:
+    """Each of ``paths`` a trusted stored run's corpus held, with its digest there
+    (the newest such run's)."""
+    held: dict[str, str] = {}
+    for run in trusted_runs(stored.runs):  # newest first
+        files = document_digests(run.corpus) or {}
+        for path in paths:
+            if path in files and path not in held:
+                held[path] = files[path]
+    return held
+
+
 @dataclass(frozen=True)
 class _Vanished:
     """What the history says of expected paths and headings the index lacks: gone since
@@ -328,6 +346,8 @@ class _Vanished:
     edited: dict[str, str] = field(default_factory=dict)
     #: (path, normalised heading) the edit of a changed document removed
     lost: frozenset[tuple[str, str]] = frozenset()
+    #: expected path -> its digest in the newest trusted stored run that held it
+    held: dict[str, str] = field(default_factory=dict)
 
 
 def _read_expected_headings(plan: EvalPlan, searcher: Searcher) -> IndexedHeadings | None:
@@ -358,15 +378,20 @@ def _find_vanished(
     digests_now = _digests_now(searcher)
     removed: Collection[str] = ()
     deleted: dict[str, str] = {}
+    held: dict[str, str] = {}
     if missing:
         # an expected path the baseline run's corpus held was deleted since: a
         # lost answer the run scores, not a golden-file mistake
         removed = _baseline_paths(choice)
         # one another stored run held (the golden file changed with it, say): no
         # typo either, and the message says so
-        deleted = _deleted_since_stored(
-            [p for p in missing if p not in removed], stored, digests_now
-        )
+        gone = [p for p in missing if p not in removed]
+        deleted = _deleted_since_stored(gone, stored, digests_now)
+        # ... and one a trusted run held is a lost answer in every run after the
+        # deletion (the second, a -k run, one node id), not only the first
+        held = _held_by_trusted_runs(gone, stored)
+        removed = {*removed, *held}
+        deleted = {p: why for p, why in deleted.items() if p not in held}
     changed: set[str] = set()
     edited: dict[str, str] = {}
     if unmatched:
@@ -379,7 +404,7 @@ def _find_vanished(
             [p for p in unmatched if p not in changed], stored, fingerprint, digests_now
         )
     lost = frozenset(pair for pair in unmatched_pairs if pair[0] in changed)
-    return _Vanished(picked, removed, deleted, changed, edited, lost)
+    return _Vanished(picked, removed, deleted, changed, edited, lost, held)
 
 
 def _check_golden_entries(plan: EvalPlan, headings: IndexedHeadings, vanished: _Vanished) -> None:
@@ -427,6 +452,7 @@ def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
         baseline_queries=counterparts,
         searcher=searcher,
         lost_headings=vanished.lost,
+        vanished_files=vanished.held,
         known_misses=known_misses(choice, counterparts),
     )
 

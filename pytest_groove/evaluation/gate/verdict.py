@@ -32,7 +32,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -43,7 +43,12 @@ from pytest_groove.evaluation.gate.compare import (
     query_regressed,
 )
 from pytest_groove.evaluation.gate.query_names import report_names
-from pytest_groove.evaluation.runs.corpus_files import Change, CorpusDelta, corpus_delta
+from pytest_groove.evaluation.runs.corpus_files import (
+    Change,
+    CorpusDelta,
+    corpus_delta,
+    document_digests,
+)
 from pytest_groove.evaluation.runs.record import QueryResult, RunRecord
 from pytest_groove.scoring.metric_table import metric_value
 from pytest_groove.scoring.metrics import (
@@ -392,14 +397,16 @@ def run_verdicts(
     thresholds: Thresholds,
     why_unindexed: WhyUnindexed | None = None,
     lost_headings: Collection[tuple[str, str]] = (),
+    vanished: Mapping[str, str] | None = None,
 ) -> RunVerdicts:
     """Every query of ``run`` judged against ``baseline`` (a compatible run, or None);
-    ``why_unindexed`` and ``lost_headings`` as for :func:`query_verdict`."""
+    ``why_unindexed`` and ``lost_headings`` as for :func:`query_verdict`; ``vanished``
+    the documents an older stored run held (path -> digest), lost answers too."""
     k_values = run.fingerprint.k_values
     paired: list[QueryResult | None] = (
         [None] * len(run.per_query) if baseline is None else match_queries(run.per_query, baseline)
     )
-    delta = None if baseline is None else corpus_delta(run.corpus, baseline.corpus)
+    delta = _delta_with(run, baseline, vanished)
     # two queries sharing an id are named apart, as pytest names their items
     names = report_names(run.per_query)
     return RunVerdicts(
@@ -425,10 +432,27 @@ def comparison_verdicts(
     comparison: Comparison,
     why_unindexed: WhyUnindexed | None = None,
     lost_headings: Collection[tuple[str, str]] = (),
+    vanished: Mapping[str, str] | None = None,
 ) -> RunVerdicts:
     """The verdicts of a comparison's run: against its baseline only when compatible."""
     baseline = comparison.baseline if comparison.compatible else None
-    return run_verdicts(comparison.run, baseline, comparison.limits, why_unindexed, lost_headings)
+    limits = comparison.limits
+    return run_verdicts(comparison.run, baseline, limits, why_unindexed, lost_headings, vanished)
+
+
+def _delta_with(
+    run: RunRecord, baseline: RunRecord | None, vanished: Mapping[str, str] | None
+) -> CorpusDelta | None:
+    """The run's corpus against the baseline's, and against the documents older stored
+    runs held (deleted before the baseline run: lost all the same)."""
+    delta = None if baseline is None else corpus_delta(run.corpus, baseline.corpus)
+    if not vanished:
+        return delta
+    now = document_digests(run.corpus)
+    if now is None:
+        return delta
+    before = {**vanished, **(delta.before if delta is not None else {})}
+    return CorpusDelta(now=now, before=before)
 
 
 def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:
