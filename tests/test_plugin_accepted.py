@@ -87,6 +87,18 @@ def test_an_accepted_golden_set_with_misses_arms_the_gate(
     again.stdout.fnmatch_lines(["Aggregate (accepted baseline: *.groove-baseline.json)"])
     strict = run(kb, "--groove-strict", *dist)
     strict.assert_outcomes(passed=4, failed=2)
+    # a known miss that passes now says so: accepting records it
+    garage = "## Garage\n\nVisitors park their bicycles in the garage, never by the gate.\n"
+    kb.path.joinpath("kb", "garage.md").write_text(garage, encoding="utf-8")
+    visitors = "## Visitors\n\nGuests sign in at reception.\n"
+    kb.path.joinpath("kb", "visitors.md").write_text(visitors, encoding="utf-8")
+    better = run(kb, *dist)
+    better.assert_outcomes(passed=5, xfailed=1)
+    said = better.stdout.str() + better.stderr.str()
+    assert (
+        "1 known miss(es) of the accepted baseline now pass (parking): accept to record it "
+        "(--groove-accept)"
+    ) in said
 
 
 def test_a_rewritten_answer_with_a_new_query_fails_and_lists_it(kb: pytest.Pytester) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_groove.errors import Door, GrooveError, flag, spell_flags, spell_flags_within
-from pytest_groove.evaluation.gate.compare import Comparison
+from pytest_groove.evaluation.gate.compare import Comparison, match_queries
 from pytest_groove.evaluation.gate.policy import significance_phrase
 from pytest_groove.evaluation.gate.verdict import RunVerdicts
 from pytest_groove.evaluation.history.accepted import save_baseline
@@ -43,6 +43,7 @@ from pytest_groove.evaluation.reports.json_report import build_json_report
 from pytest_groove.evaluation.reports.text_report import NEXT_RUN_HINT, render_text
 from pytest_groove.evaluation.runs.findings import findings_warning
 from pytest_groove.evaluation.runs.record import QueryResult, RunRecord, display_timestamp
+from pytest_groove.scoring.metrics import is_miss
 
 
 @dataclass(frozen=True)
@@ -334,6 +335,9 @@ def _spell(judged: Judged, delivered: _Delivered, door: Door) -> EvalOutcome:
     """The outcome, every message worded for ``door``."""
     plan, gate = judged.plan, judged.gate
     notes = list(delivered.written)
+    recovered = _recovered_known_misses(judged)
+    if recovered is not None:
+        notes.append(recovered)
     ungated = _ungated_queries(judged.verdicts, gate.applies and not gate.failures, door, plan)
     if ungated is not None:
         notes.append(ungated)
@@ -366,6 +370,34 @@ def _spell(judged: Judged, delivered: _Delivered, door: Door) -> EvalOutcome:
         staged=delivered.staged,
         door=door,
         floor_failures=gate.floor_failures,
+    )
+
+
+def _recovered_known_misses(judged: Judged) -> str | None:
+    """The queries that missed in the accepted baseline and pass now: said, so that
+    the improvement is accepted (until then they stay known misses)."""
+    choice, baseline = judged.choice, judged.comparison.baseline
+    if choice is None or choice.accepted is None or baseline is None:
+        return None
+    if judged.plan.options.accept:
+        return None
+    k_values, accepted_k = judged.run.fingerprint.k_values, baseline.fingerprint.k_values
+    per_query = judged.run.per_query
+    recovered = [
+        now.id
+        for now, before in zip(per_query, match_queries(per_query, baseline), strict=True)
+        if before is not None
+        and is_miss(before.metrics, accepted_k)
+        and not is_miss(now.metrics, k_values)
+    ]
+    if not recovered:
+        return None
+    named = ", ".join(recovered[:5]) + (
+        f" and {len(recovered) - 5} more" if len(recovered) > 5 else ""
+    )
+    return (
+        f"{len(recovered)} known miss(es) of the accepted baseline now pass ({named}): "
+        f"accept to record {'it' if len(recovered) == 1 else 'them'} ({flag('accept')})"
     )
 
 
