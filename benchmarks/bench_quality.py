@@ -2,7 +2,7 @@
 
     python benchmarks/bench_quality.py [--model e5-small] [--cache DIR] [--only NAME ...]
 
-For each corpus (tests/corpora/kb-eval, tests/corpora/kb-bilingual, examples/kb) and
+For each corpus (tests/corpora/kb-eval, kb-bilingual, kb-paraphrase, examples/kb) and
 each configuration below, prints the single-answer group's recall@1 and MRR, the
 multi-answer group's
 recall@5 and nDCG@5, the share of cross-language queries (ids starting ``x-``)
@@ -45,6 +45,12 @@ CORPORA = {
     "kb-bilingual": (
         ROOT / "tests/corpora/kb-bilingual",
         ROOT / "tests/corpora/kb-bilingual-golden.yml",
+    ),
+    # questions phrased the way people ask them: no title, heading or distinctive term
+    # of the answer (tests/corpora/check_paraphrase.py checks it)
+    "kb-paraphrase": (
+        ROOT / "tests/corpora/kb-paraphrase",
+        ROOT / "tests/corpora/kb-paraphrase-golden.yml",
     ),
     # the README's example: mostly English, a few Japanese notes
     "examples-kb": (ROOT / "examples/kb", ROOT / "examples/kb/.groove-eval.yml"),
