@@ -97,14 +97,6 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     return pytester
 
 
-@pytest.fixture
-def invoke() -> object:
-    """``groove`` in-process (``tests/helpers/cli_invoke.py``), for tests that prefer a fixture."""
-    from tests.helpers.cli_invoke import invoke as run_groove
-
-    return run_groove
-
-
 #: locales that decode file names in another encoding than UTF-8, each with what
 #: ``sys.getfilesystemencoding()`` says under it (``C`` only with UTF-8 mode off)
 FOREIGN_LOCALES = {"C": "ascii", "de_DE.ISO-8859-1": "iso8859-1", "ja_JP.EUC-JP": "euc_jp"}

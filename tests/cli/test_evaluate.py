@@ -10,9 +10,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -33,6 +30,7 @@ from pytest_groove.evaluation.runs.record import QueryResult, evaluate_query
 from pytest_groove.kb.source.records import ChunkText, CorpusSnapshot
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.settings.config import SearchSettings
+from tests.helpers.cli_invoke import Groove
 from tests.helpers.eval_factories import begun, corpus
 
 GOLDEN = """\
@@ -578,24 +576,16 @@ def test_eval_registers_every_documented_flag() -> None:
 # --------------------------------------------------------------------------- subprocess
 
 
-def groove(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", "eval", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-
-
-def test_end_to_end_with_the_hash_embedder(kb_eval_copy: Path) -> None:
+def test_end_to_end_with_the_hash_embedder(kb_eval_copy: Path, groove: Groove) -> None:
     golden = REPO_ROOT / "tests" / "corpora" / "kb-eval-golden.yml"
     # a note quoting two golden queries verbatim: reported, exit code untouched
     queries = [q.query for q in load_golden(golden, kb_eval_copy).queries]
     (kb_eval_copy / "about-the-eval.md").write_text(
         f"# About the eval\n\n## {queries[0]}\n\nWe also ask: {queries[1]}\n", encoding="utf-8"
     )
-    done = groove("--kb-path", str(kb_eval_copy), "--golden", str(golden), "--model", "hash")
+    done = groove.process(
+        "eval", "--kb-path", str(kb_eval_copy), "--golden", str(golden), "--model", "hash"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("groove eval — ")
     assert "queries: 30" in done.stdout and "  corpus: 21 docs / 61 chunks" in done.stdout
@@ -653,10 +643,14 @@ def test_real_engine_diff_then_gate(kb_eval_copy: Path) -> None:
     assert len(load_history(history)) == 2
 
 
-def test_a_refused_history_stops_the_run_before_any_index_work(kb_eval_copy: Path) -> None:
+def test_a_refused_history_stops_the_run_before_any_index_work(
+    kb_eval_copy: Path, groove: Groove
+) -> None:
     golden = REPO_ROOT / "tests" / "corpora" / "kb-eval-golden.yml"
     (kb_eval_copy / HISTORY_FILE_NAME).mkdir()  # not a regular file: refused
-    done = groove("--kb-path", str(kb_eval_copy), "--golden", str(golden), "--model", "hash")
+    done = groove.process(
+        "eval", "--kb-path", str(kb_eval_copy), "--golden", str(golden), "--model", "hash"
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("Error: refusing to read the eval history")
     assert not (kb_eval_copy / ".groove").exists()  # nothing indexed, nothing searched

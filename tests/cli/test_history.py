@@ -10,12 +10,8 @@ import pytest
 
 from conftest import EXAMPLE_KB
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, encode_history, load_history
-from tests.helpers.cli_invoke import CliRun, invoke
+from tests.helpers.cli_invoke import Groove
 from tests.helpers.eval_factories import big_run, fingerprint, run
-
-
-def groove(*args: str | Path, cwd: Path | None = None) -> CliRun:
-    return invoke(*args, cwd=cwd)
 
 
 @pytest.fixture
@@ -43,7 +39,9 @@ def stored(tmp_path: Path) -> Path:
     return root
 
 
-def test_history_lists_runs_newest_first_with_the_frozen_marker(stored: Path) -> None:
+def test_history_lists_runs_newest_first_with_the_frozen_marker(
+    stored: Path, groove: Groove
+) -> None:
     done = groove("history", "--kb-path", stored)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -53,7 +51,7 @@ def test_history_lists_runs_newest_first_with_the_frozen_marker(stored: Path) ->
     assert lines[3].startswith("* 2026-04-24T05:33:01Z")
 
 
-def test_history_as_json(stored: Path) -> None:
+def test_history_as_json(stored: Path, groove: Groove) -> None:
     done = groove("history", "--kb-path", stored, "--format", "json")
     rows = json.loads(done.stdout)
     assert [r["run"] for r in rows] == [
@@ -65,7 +63,7 @@ def test_history_as_json(stored: Path) -> None:
     assert rows[0]["aggregate"]["mrr"] == 0.5
 
 
-def test_history_show_prints_the_run_report(stored: Path) -> None:
+def test_history_show_prints_the_run_report(stored: Path, groove: Groove) -> None:
     done = groove("history", "show", "2026-04-24T05:35", "--kb-path", stored)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("recorded run — 2026-04-24T05:35:01Z")
@@ -73,7 +71,7 @@ def test_history_show_prints_the_run_report(stored: Path) -> None:
     assert "Aggregate (previous run: 2026-04-24T05:33:01Z, frozen baseline" in done.stdout
 
 
-def test_history_diff_is_the_gate_diff(stored: Path) -> None:
+def test_history_diff_is_the_gate_diff(stored: Path, groove: Groove) -> None:
     done = groove("history", "diff", "2026-04-24T05:33", "2026-04-24T05:35", "--kb-path", stored)
     assert done.returncode == 0, done.stderr
     assert "diff against 2026-04-24T05:33:01Z" in done.stdout
@@ -84,7 +82,7 @@ def test_history_diff_is_the_gate_diff(stored: Path) -> None:
     assert "differ" in incompatible.stdout and ", diff disabled" in incompatible.stdout
 
 
-def test_a_gated_diff_of_runs_that_cannot_be_compared_fails(stored: Path) -> None:
+def test_a_gated_diff_of_runs_that_cannot_be_compared_fails(stored: Path, groove: Groove) -> None:
     # it printed "diff disabled" and exited 0: a gate asked for passed, comparing nothing
     before = (stored / HISTORY_FILE_NAME).read_bytes()
     gated = groove(
@@ -106,7 +104,9 @@ def test_a_gated_diff_of_runs_that_cannot_be_compared_fails(stored: Path) -> Non
     assert comparable.returncode in (0, 1) and "Error" not in comparable.stderr
 
 
-def test_history_freeze_moves_the_baseline_and_keeps_every_run(stored: Path) -> None:
+def test_history_freeze_moves_the_baseline_and_keeps_every_run(
+    stored: Path, groove: Groove
+) -> None:
     done = groove("history", "freeze", "2026-04-24T05:35:01Z", "--kb-path", stored)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("frozen baseline: the run of 2026-04-24T05:35:01Z;")
@@ -124,7 +124,7 @@ def test_history_freeze_moves_the_baseline_and_keeps_every_run(stored: Path) -> 
     ],
 )
 def test_unknown_or_ambiguous_runs_are_one_line(
-    stored: Path, args: tuple[str, ...], message: str
+    stored: Path, args: tuple[str, ...], message: str, groove: Groove
 ) -> None:
     done = groove("history", *args, "--kb-path", stored)
     assert done.returncode == 1
@@ -132,7 +132,7 @@ def test_unknown_or_ambiguous_runs_are_one_line(
     assert done.stderr.count("\n") == 1
 
 
-def test_history_needs_a_kb(tmp_path: Path) -> None:
+def test_history_needs_a_kb(tmp_path: Path, groove: Groove) -> None:
     done = groove("history")
     assert done.returncode == 1 and "needs --kb-path" in done.stderr
     assert "Traceback" not in done.stderr
@@ -141,7 +141,9 @@ def test_history_needs_a_kb(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- groove eval doors
 
 
-def test_eval_with_a_named_baseline_threshold_and_freeze_confirmation(kb: Path) -> None:
+def test_eval_with_a_named_baseline_threshold_and_freeze_confirmation(
+    kb: Path, groove: Groove
+) -> None:
     first = groove("eval", "--kb-path", kb, "--model", "hash")
     assert first.returncode == 0, first.stderr
     (recorded,) = load_history(kb / HISTORY_FILE_NAME)
@@ -165,7 +167,9 @@ def test_eval_with_a_named_baseline_threshold_and_freeze_confirmation(kb: Path) 
     assert [r.frozen for r in load_history(kb / HISTORY_FILE_NAME)] == [True, False]
 
 
-def test_a_merge_that_kept_both_sides_baseline_lines_freezes_neither(kb: Path) -> None:
+def test_a_merge_that_kept_both_sides_baseline_lines_freezes_neither(
+    kb: Path, groove: Groove
+) -> None:
     """Branch a froze R1, branch b R2; the conflict on the `baseline` line was resolved
     by keeping both lines (as a ``merge=union`` driver does): neither side's choice may
     win by where its line landed, as with the conflict markers left in."""
@@ -201,7 +205,9 @@ def test_a_merge_that_kept_both_sides_baseline_lines_freezes_neither(kb: Path) -
     assert warning in gated.stderr
 
 
-def test_eval_refuses_bad_baselines_and_thresholds_before_any_search(kb: Path) -> None:
+def test_eval_refuses_bad_baselines_and_thresholds_before_any_search(
+    kb: Path, groove: Groove
+) -> None:
     unknown = groove("eval", "--kb-path", kb, "--model", "hash", "--baseline", "1999")
     assert unknown.returncode == 1 and "no run in " in unknown.stderr
     bad = groove("eval", "--kb-path", kb, "--model", "hash", "--threshold", "f1@5=0.1")
@@ -221,7 +227,9 @@ def test_eval_refuses_bad_baselines_and_thresholds_before_any_search(kb: Path) -
 @pytest.mark.parametrize(
     "floor", ["map=0.5", "precision@5=0.01", "hit_rate@5=0.01", "r_precision=0.01"]
 )
-def test_a_floor_on_an_optional_metric_not_measured_is_refused(kb: Path, floor: str) -> None:
+def test_a_floor_on_an_optional_metric_not_measured_is_refused(
+    kb: Path, floor: str, groove: Groove
+) -> None:
     # read as 0, such a floor failed every run (exit 1) for a metric never measured
     key = floor.partition("=")[0]
     flagged = groove("eval", "--kb-path", kb, "--model", "hash", "--fail-under", floor)
@@ -238,7 +246,7 @@ def test_a_floor_on_an_optional_metric_not_measured_is_refused(kb: Path, floor: 
     assert not (kb / ".groove").exists()  # nothing was indexed or searched
 
 
-def test_eval_refuses_an_incompatible_named_baseline(kb: Path) -> None:
+def test_eval_refuses_an_incompatible_named_baseline(kb: Path, groove: Groove) -> None:
     assert groove("eval", "--kb-path", kb, "--model", "hash", "--k", "1,5").returncode == 0
     (recorded,) = load_history(kb / HISTORY_FILE_NAME)
     stamp = recorded.timestamp.isoformat()
@@ -247,7 +255,7 @@ def test_eval_refuses_an_incompatible_named_baseline(kb: Path) -> None:
     assert "k_values: [1, 5] (that run) vs [1, 5, 10] (this run)" in (" ".join(done.stderr.split()))
 
 
-def test_eval_says_where_the_reports_were_written(kb: Path, tmp_path: Path) -> None:
+def test_eval_says_where_the_reports_were_written(kb: Path, tmp_path: Path, groove: Groove) -> None:
     pytest.importorskip("matplotlib")
     target = tmp_path / "out" / "report.html"
     done = groove("eval", "--kb-path", kb, "--model", "hash", "--no-history", "--html", target)
@@ -255,7 +263,7 @@ def test_eval_says_where_the_reports_were_written(kb: Path, tmp_path: Path) -> N
     assert f"groove eval: HTML report written to {target}" in done.stderr
 
 
-def test_eval_with_a_module_retriever(kb: Path, tmp_path: Path) -> None:
+def test_eval_with_a_module_retriever(kb: Path, tmp_path: Path, groove: Groove) -> None:
     (tmp_path / "team_search.py").write_text(
         "def search(query, limit):\n"
         "    return [{'path': 'ops/release-train.md', 'heading': 'Schedule', 'score': 1.0}]\n",
@@ -279,7 +287,12 @@ def test_eval_with_a_module_retriever(kb: Path, tmp_path: Path) -> None:
     ],
 )
 def test_a_retriever_regression_is_caught_whatever_the_engine_settings(
-    kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, flags: tuple[str, ...]
+    kb: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    toml: str,
+    flags: tuple[str, ...],
+    groove: Groove,
 ) -> None:
     # the built-in pipeline's settings decide nothing a custom retriever returns: a
     # change to them must not switch the comparison (and the gate) off.  The module has
@@ -324,7 +337,7 @@ def test_a_retriever_regression_is_caught_whatever_the_engine_settings(
     ],
 )
 def test_eval_exits_1_for_an_invalid_groove_toml_naming_the_file(
-    kb: Path, toml: str, message: str
+    kb: Path, toml: str, message: str, groove: Groove
 ) -> None:
     (kb / "groove.toml").write_text(toml, encoding="utf-8")
     done = groove("eval", "--kb-path", kb)
@@ -345,7 +358,9 @@ k_values = [1, 10]
 """
 
 
-def test_a_groove_toml_left_mid_merge_is_named_as_a_merge_conflict(kb: Path) -> None:
+def test_a_groove_toml_left_mid_merge_is_named_as_a_merge_conflict(
+    kb: Path, groove: Groove
+) -> None:
     # tomllib's account is "Invalid statement (at line 1, column 1)": the marker line
     (kb / "groove.toml").write_text(CONFLICTED_TOML, encoding="utf-8")
     done = groove("eval", "--kb-path", kb, "--model", "hash")
@@ -363,7 +378,7 @@ def test_a_groove_toml_left_mid_merge_is_named_as_a_merge_conflict(kb: Path) -> 
 
 @pytest.mark.parametrize("command", ["freeze", "delete"])
 def test_editing_a_history_that_cannot_be_written_names_no_eval_flag(
-    kb: Path, monkeypatch: pytest.MonkeyPatch, command: str
+    kb: Path, monkeypatch: pytest.MonkeyPatch, command: str, groove: Groove
 ) -> None:
     import errno
 

@@ -6,11 +6,11 @@ written here; the pytest door runs under pytester.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.cli_invoke import Groove
 
 LONG = "This paragraph is long enough to stand as a chunk of its own in the index."
 
@@ -39,16 +39,6 @@ queries:
 """
 
 
-def groove(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
-
-
 def write_kb(root: Path, golden: str = GOLDEN) -> Path:
     for name, text in NOTES.items():
         target = root / name
@@ -66,12 +56,14 @@ def kb(tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------- corpus changed
 
 
-def test_corpus_change_names_the_frozen_baseline_it_was_compared_with(kb: Path) -> None:
-    first = groove("eval", "--kb-path", kb, "--model", "hash", "--freeze-baseline")
+def test_corpus_change_names_the_frozen_baseline_it_was_compared_with(
+    kb: Path, groove: Groove
+) -> None:
+    first = groove.process("eval", "--kb-path", kb, "--model", "hash", "--freeze-baseline")
     assert first.returncode == 0, first.stderr
-    groove("eval", "--kb-path", kb, "--model", "hash")  # a later run, not the baseline
+    groove.process("eval", "--kb-path", kb, "--model", "hash")  # a later run, not the baseline
     (kb / "ops" / "extra.md").write_text(f"## Extra\n\n{LONG}\n", encoding="utf-8")
-    third = groove("eval", "--kb-path", kb, "--model", "hash")
+    third = groove.process("eval", "--kb-path", kb, "--model", "hash")
     assert third.returncode == 0, third.stderr
     frozen = first.stdout.splitlines()[0].split(" — ", 1)[1]
     assert f"⚠️ corpus changed since the frozen baseline run of {frozen} (" in third.stdout
@@ -81,11 +73,13 @@ def test_corpus_change_names_the_frozen_baseline_it_was_compared_with(kb: Path) 
 # --------------------------------------------------------------------------- empty KB
 
 
-def test_indexing_a_folder_without_markdown_says_so_and_creates_nothing(tmp_path: Path) -> None:
+def test_indexing_a_folder_without_markdown_says_so_and_creates_nothing(
+    tmp_path: Path, groove: Groove
+) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.txt").write_text("not Markdown\n", encoding="utf-8")
-    done = groove("index", "--kb-path", empty, "--model", "hash")
+    done = groove.process("index", "--kb-path", empty, "--model", "hash")
     assert done.returncode == 1
     assert "0 chunks embedded" not in done.stdout
     assert f"no indexable file under {empty}: only .md files are indexed" in done.stderr
@@ -94,11 +88,13 @@ def test_indexing_a_folder_without_markdown_says_so_and_creates_nothing(tmp_path
     assert not (empty / ".groove").exists()
 
 
-def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(kb: Path) -> None:
-    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(
+    kb: Path, groove: Groove
+) -> None:
+    assert groove.process("index", "--kb-path", kb, "--model", "hash").returncode == 0
     for name in NOTES:
         (kb / name).unlink()
-    again = groove("index", "--kb-path", kb, "--model", "hash")
+    again = groove.process("index", "--kb-path", kb, "--model", "hash")
     assert again.returncode == 0, again.stderr
     assert "2 removed" in again.stdout
 
@@ -115,9 +111,11 @@ queries:
 """
 
 
-def test_a_heading_merged_away_is_named_as_merged_not_absent(tmp_path: Path) -> None:
+def test_a_heading_merged_away_is_named_as_merged_not_absent(
+    tmp_path: Path, groove: Groove
+) -> None:
     kb = write_kb(tmp_path / "kb", PINNED_TO_A_SHORT_SECTION)
-    done = groove("eval", "--kb-path", kb, "--model", "hash")
+    done = groove.process("eval", "--kb-path", kb, "--model", "hash")
     assert done.returncode == 1
     assert "is not a heading of" not in done.stderr
     assert (
@@ -128,9 +126,11 @@ def test_a_heading_merged_away_is_named_as_merged_not_absent(tmp_path: Path) -> 
     assert "Traceback" not in done.stderr
 
 
-def test_a_heading_that_is_really_absent_keeps_the_plain_message(tmp_path: Path) -> None:
+def test_a_heading_that_is_really_absent_keeps_the_plain_message(
+    tmp_path: Path, groove: Groove
+) -> None:
     golden = PINNED_TO_A_SHORT_SECTION.replace("VAT numbers", "Refunds")
-    done = groove("eval", "--kb-path", write_kb(tmp_path / "kb", golden), "--model", "hash")
+    done = groove.process("eval", "--kb-path", write_kb(tmp_path / "kb", golden), "--model", "hash")
     assert done.returncode == 1
     assert "expected heading `Refunds` is not a heading of `billing/invoices.md`" in done.stderr
     assert "merged" not in done.stderr
@@ -146,11 +146,9 @@ def test_a_heading_that_is_really_absent_keeps_the_plain_message(tmp_path: Path)
     ],
 )
 def test_a_heading_written_in_a_form_that_starts_no_section_is_named_so(
-    tmp_path: Path, written: str, said: str
+    tmp_path: Path, written: str, said: str, groove: Groove
 ) -> None:
     # "is not a heading" alone left a CommonMark author looking at a heading
-    from tests.helpers.cli_invoke import invoke
-
     kb = write_kb(
         tmp_path / "kb", PINNED_TO_A_SHORT_SECTION.replace("VAT numbers", "Rollback steps")
     )
@@ -158,7 +156,7 @@ def test_a_heading_written_in_a_form_that_starts_no_section_is_named_so(
         f"# Invoices\n\n## Sending invoices\n\n{LONG}\n\n{written}\n\n{LONG}\n",
         encoding="utf-8",
     )
-    done = invoke("eval", "--kb-path", kb, "--model", "hash", "--no-history")
+    done = groove("eval", "--kb-path", kb, "--model", "hash", "--no-history")
     assert done.returncode == 1
     assert (
         "expected heading `Rollback steps` is not a heading of `billing/invoices.md`: it is "
@@ -171,12 +169,14 @@ def test_a_heading_written_in_a_form_that_starts_no_section_is_named_so(
 # --------------------------------------------------------------------------- groove init
 
 
-def test_init_lists_merged_headings_and_prints_the_gitignore_lines(kb: Path) -> None:
+def test_init_lists_merged_headings_and_prints_the_gitignore_lines(
+    kb: Path, groove: Groove
+) -> None:
     from pytest_groove.evaluation.starter import GITIGNORE_LINES
     from pytest_groove.kb.indexer import GROOVE_DIR_NAME
 
     (kb / ".groove-eval.yml").unlink()
-    done = groove("init", "--kb-path", kb)
+    done = groove.process("init", "--kb-path", kb)
     assert done.returncode == 0, done.stderr
     starter = (kb / ".groove-eval.yml").read_text(encoding="utf-8")
     assert "#     - Sending invoices\n" in starter
@@ -191,9 +191,9 @@ def test_init_lists_merged_headings_and_prints_the_gitignore_lines(kb: Path) -> 
     assert not (kb / ".gitignore").exists()  # printed, never written
 
 
-def test_init_prints_only_the_gitignore_lines_still_missing(kb: Path) -> None:
+def test_init_prints_only_the_gitignore_lines_still_missing(kb: Path, groove: Groove) -> None:
     (kb / ".gitignore").write_text(".groove/\n.groove-eval-history.json.lock\n", "utf-8")
-    done = groove("init", "--kb-path", kb)
+    done = groove.process("init", "--kb-path", kb)
     assert done.returncode == 0, done.stderr
     assert "\n    .groove/\n" not in done.stdout
     assert "\n    .groove-eval-history.json.bak-*\n" in done.stdout
@@ -204,7 +204,7 @@ def test_init_prints_only_the_gitignore_lines_still_missing(kb: Path) -> None:
 
 
 def test_html_fingerprint_of_a_retriever_run_shows_no_search_pipeline_keys(
-    kb: Path, tmp_path: Path
+    kb: Path, tmp_path: Path, groove: Groove
 ) -> None:
     pytest.importorskip("matplotlib")
     (tmp_path / "team_search.py").write_text(
@@ -213,7 +213,7 @@ def test_html_fingerprint_of_a_retriever_run_shows_no_search_pipeline_keys(
         encoding="utf-8",
     )
     own = tmp_path / "own.html"
-    done = groove(
+    done = groove.process(
         "eval", "--kb-path", kb, "--retriever", "team_search:search", "--no-history",
         "--html", own, cwd=tmp_path,
     )  # fmt: skip
@@ -222,6 +222,8 @@ def test_html_fingerprint_of_a_retriever_run_shows_no_search_pipeline_keys(
     assert "team_search:search" in html and "metric_version" in html
     assert "fts_query_version" not in html
     engine = tmp_path / "engine.html"
-    done = groove("eval", "--kb-path", kb, "--model", "hash", "--no-history", "--html", engine)
+    done = groove.process(
+        "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--html", engine
+    )
     assert done.returncode == 0, done.stderr
     assert "fts_query_version" in engine.read_text(encoding="utf-8")

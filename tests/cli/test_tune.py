@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli_invoke import CliRun, invoke
+from tests.helpers.cli_invoke import CliRun, Groove
 
 TOPICS = {
     "zebra/husbandry.md": (
@@ -58,16 +57,6 @@ queries:
 """
 
 
-def groove(*args: str, python: list[str] | None = None) -> CliRun:
-    """In-process (``cli_invoke``); another interpreter (``python``) runs a process."""
-    if python is None:
-        return invoke(*args)
-    done = subprocess.run(
-        [*python, *args], capture_output=True, text=True, timeout=300, encoding="utf-8"
-    )
-    return CliRun(done.returncode, done.stdout, done.stderr)
-
-
 def write_kb(root: Path, docs: dict[str, tuple[str, str]]) -> Path:
     for rel, (title, body) in docs.items():
         path = root / rel
@@ -77,7 +66,7 @@ def write_kb(root: Path, docs: dict[str, tuple[str, str]]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def zebra_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def zebra_kb(tmp_path_factory: pytest.TempPathFactory, groove: Groove) -> Path:
     kb = write_kb(tmp_path_factory.mktemp("zebra") / "kb", {**TOPICS, **FILLERS})
     (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
     indexed = groove("index", "--kb-path", str(kb), "--model", "hash")
@@ -85,7 +74,7 @@ def zebra_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return kb
 
 
-def tune(kb: Path, *extra: str) -> CliRun:
+def tune(groove: Groove, kb: Path, *extra: str) -> CliRun:
     return groove("tune", "--kb-path", str(kb), "--model", "hash", "--no-reindex", *extra)
 
 
@@ -93,8 +82,8 @@ def _refuse_non_json(token: str) -> None:
     raise AssertionError(f"the report holds {token}, which is not JSON")
 
 
-def test_json_report(zebra_kb: Path) -> None:
-    run = tune(zebra_kb, "--format", "json", "--k", "3")
+def test_json_report(zebra_kb: Path, groove: Groove) -> None:
+    run = tune(groove, zebra_kb, "--format", "json", "--k", "3")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout, parse_constant=_refuse_non_json)  # strict JSON
     assert data["effective_query_count"] >= 1
@@ -116,12 +105,12 @@ def test_json_report(zebra_kb: Path) -> None:
     assert data["secondary_metrics"]["baseline"]["recall_at_k"].keys() == {"3", "5"}
 
 
-def test_text_report_and_stderr(zebra_kb: Path, tmp_path: Path) -> None:
+def test_text_report_and_stderr(zebra_kb: Path, tmp_path: Path, groove: Groove) -> None:
     config = tmp_path / "groove.toml"
     config.write_text(
         "[search.fusion]\nrrf_k = 30.0\n\n[search.mmr]\nenabled = true\n", encoding="utf-8"
     )
-    run = tune(zebra_kb, "--config", str(config), "--no-color")
+    run = tune(groove, zebra_kb, "--config", str(config), "--no-color")
     assert run.returncode == 0, run.stderr
     out, err = run.stdout, run.stderr
     assert out.startswith("groove tune — ")
@@ -152,17 +141,17 @@ def test_text_report_and_stderr(zebra_kb: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_plot_writes_a_png(zebra_kb: Path, tmp_path: Path) -> None:
+def test_plot_writes_a_png(zebra_kb: Path, tmp_path: Path, groove: Groove) -> None:
     pytest.importorskip("matplotlib")
     plot = tmp_path / "grid.png"
-    run = tune(zebra_kb, "--plot", str(plot), "--format", "json")
+    run = tune(groove, zebra_kb, "--plot", str(plot), "--format", "json")
     assert run.returncode == 0, run.stderr
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"heatmap written to {plot}" in run.stderr
     json.loads(run.stdout)  # the plot never mixes into stdout
 
 
-def test_no_effective_query_exits_2_without_stdout(tmp_path: Path) -> None:
+def test_no_effective_query_exits_2_without_stdout(tmp_path: Path, groove: Groove) -> None:
     kb = write_kb(tmp_path / "kb", {"a.md": ("Apples", "Red fruit."), "b.md": ("Pears", "Green.")})
     golden = tmp_path / "golden.yml"
     golden.write_text(
@@ -190,13 +179,13 @@ def test_no_effective_query_exits_2_without_stdout(tmp_path: Path) -> None:
     assert run.stderr.isascii()
 
 
-def test_bad_format_is_a_usage_error(zebra_kb: Path) -> None:
-    run = tune(zebra_kb, "--format", "xml")
+def test_bad_format_is_a_usage_error(zebra_kb: Path, groove: Groove) -> None:
+    run = tune(groove, zebra_kb, "--format", "xml")
     assert run.returncode == 2
     assert "invalid choice" in run.stderr
 
 
-def test_missing_golden_is_an_error(tmp_path: Path) -> None:
+def test_missing_golden_is_an_error(tmp_path: Path, groove: Groove) -> None:
     kb = write_kb(tmp_path / "kb", {"a.md": ("A", "text")})
     run = groove("tune", "--kb-path", str(kb), "--model", "hash")
     assert run.returncode == 1
@@ -204,9 +193,11 @@ def test_missing_golden_is_an_error(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
 
 
-def test_plot_without_matplotlib_fails_before_any_work(zebra_kb: Path, tmp_path: Path) -> None:
+def test_plot_without_matplotlib_fails_before_any_work(
+    zebra_kb: Path, tmp_path: Path, groove: Groove
+) -> None:
     hide = "import sys; sys.modules['matplotlib'] = None; from pytest_groove.cli import main; "
-    run = groove(
+    run = groove.process(
         "tune",
         "--kb-path",
         str(zebra_kb),
@@ -222,14 +213,15 @@ def test_plot_without_matplotlib_fails_before_any_work(zebra_kb: Path, tmp_path:
     assert not (tmp_path / "grid.png").exists()
 
 
-def test_plot_needs_an_image_suffix(zebra_kb: Path, tmp_path: Path) -> None:
-    run = tune(zebra_kb, "--plot", str(tmp_path / "grid.txt"))
+def test_plot_needs_an_image_suffix(zebra_kb: Path, tmp_path: Path, groove: Groove) -> None:
+    run = tune(groove, zebra_kb, "--plot", str(tmp_path / "grid.txt"))
     assert run.returncode == 2
     assert "--plot" in run.stderr and ".png" in run.stderr
 
 
 def test_the_context_warning_says_why_for_an_index_whose_breadcrumb_is_not_searched(
     tmp_path: Path,
+    groove: Groove,
 ) -> None:
     # contextual mode with full_text = false: the breadcrumb is embedded, the context
     # column stays empty -- the axis is still a no-op, but not because contextual

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from conftest import REPO_ROOT
-from pytest_groove.cli import main
 from pytest_groove.evaluation.golden.file import load_golden
+from tests.helpers.cli_invoke import Groove
 from tests.interop.test_beir import write_dataset
 
 ROOT = REPO_ROOT
@@ -29,16 +29,17 @@ def blocks(language: str) -> list[str]:
     return pattern.findall(DOC.read_text(encoding="utf-8"))
 
 
-def run_shell(block: str) -> str:
-    """Each ``groove`` line of ``block`` through ``main``; their standard output."""
+def run_shell(groove: Groove, block: str) -> str:
+    """Each ``groove`` line of ``block`` in-process; their standard output."""
     out = io.StringIO()
     for line in block.splitlines():
         argv = shlex.split(line)
         assert argv[0] == "groove", f"docs/interop.md runs only groove: {line!r}"
         if argv[1] == "eval":
             argv += ["--model", "hash"]
-        with contextlib.redirect_stdout(out):
-            assert main(argv[1:]) == 0, line
+        done = groove(*argv[1:])
+        assert done.returncode == 0, line
+        out.write(done.stdout)
     return out.getvalue()
 
 
@@ -50,7 +51,7 @@ def run_python(block: str) -> str:
 
 
 @pytest.fixture
-def exported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def exported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, groove: Groove) -> str:
     """The export example run in a folder holding ``kb`` (kb-eval and its golden file)."""
     kb = tmp_path / "kb"
     shutil.copytree(KB_EVAL, kb, ignore=shutil.ignore_patterns(".groove*"))
@@ -58,7 +59,7 @@ def exported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(tmp_path)
     export = [b for b in blocks("sh") if "--trec-run" in b]
     assert len(export) == 1
-    report = run_shell(export[0])
+    report = run_shell(groove, export[0])
     assert Path("run.trec").is_file() and Path("qrels.trec").is_file()
     match = re.search(r"nDCG@10\s+(\d\.\d{3})", report)
     assert match, report
@@ -99,10 +100,10 @@ def test_the_ranx_example_prints_our_ndcg(exported: str) -> None:
 
 
 @pytest.fixture
-def more_metrics(exported: str) -> str:
+def more_metrics(exported: str, groove: Groove) -> str:
     """The ``--metrics`` example's report lines for the four metrics, as the snippets print."""
     (block,) = [b for b in blocks("sh") if "--metrics" in b]
-    report = run_shell(block)
+    report = run_shell(groove, block)
     lines = []
     for label in ("P@10", "success@10", "MAP", "R-prec"):
         match = re.search(rf"^  {re.escape(label)}\s+(\d\.\d{{3}})$", report, re.MULTILINE)
@@ -133,11 +134,11 @@ def test_the_ranx_example_prints_our_new_metrics(more_metrics: str) -> None:
 
 
 def test_the_beir_example_imports_and_evaluates(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, groove: Groove
 ) -> None:
     monkeypatch.chdir(tmp_path)
     write_dataset(tmp_path / "scifact")
     (block,) = [b for b in blocks("sh") if "import beir" in b]
-    out = run_shell(block)
+    out = run_shell(groove, block)
     assert "golden query(ies)" in out
     assert re.search(r"recall@10\s+1\.000", out), out

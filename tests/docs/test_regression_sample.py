@@ -10,10 +10,6 @@ import shutil
 
 import pytest
 
-# see tests/plugin/test_real_engine.py: modules pytester's in-process runs must not re-import
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from conftest import REPO_ROOT
 
 pytest_plugins = ["pytester"]

@@ -19,11 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# pytester runs in this process: import what a run imports first, since numpy and
-# PyYAML's C loader do not survive a second import
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from conftest import EXAMPLE_KB, KB_EVAL, KB_EVAL_GOLDEN
 from tests.faults.test_plugin import DOCS, GOLDEN
 from tests.helpers.cache_damage import (

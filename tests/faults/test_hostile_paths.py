@@ -20,15 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# pytester runs in this process: import what a run imports first, since numpy and
-# PyYAML's C loader do not survive a second import
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.cli import main
 from pytest_groove.errors import PATH_ECHO_LIMIT, GrooveError
 from pytest_groove.evaluation.starter import MAX_WALKED_ENTRIES
 from pytest_groove.files.paths import check_os_path, os_path_problem
+from tests.helpers.cli_invoke import Groove
 
 pytest_plugins = ["pytester"]
 
@@ -47,12 +43,12 @@ def kb(tmp_path: Path) -> Path:
     return root
 
 
-def _one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    code = main(argv)
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    errors = [line for line in captured.err.splitlines() if line.startswith("Error:")]
-    assert code in (1, 2) and len(errors) == 1, captured.err
+def _one_error(groove: Groove, argv: list[str]) -> str:
+    done = groove(*argv)
+    code = done.returncode
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert code in (1, 2) and len(errors) == 1, done.stderr
     assert len(errors[0]) <= LINE_CAP, len(errors[0])
     return errors[0]
 
@@ -77,7 +73,7 @@ COMMANDS = {
 @pytest.mark.parametrize("kind", ["long-name", "long-path", "not-utf8"])
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_a_kb_path_the_os_refuses_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, kind: str
+    tmp_path: Path, groove: Groove, command: str, kind: str
 ) -> None:
     path = _hostile(tmp_path)[kind]
     if kind == "not-utf8":
@@ -85,51 +81,49 @@ def test_a_kb_path_the_os_refuses_is_one_line(
     argv = [*COMMANDS[command][:1], "--kb-path", path, *COMMANDS[command][1:]]
     if command != "init":
         argv += ["--model", "hash"]
-    line = _one_error(capsys, argv)
+    line = _one_error(groove, argv)
     assert "knowledge base" in line and "--kb-path" in line
     assert {"long-name": "255", "long-path": "4,095", "not-utf8": "UTF-8"}[kind] in line
 
 
 @pytest.mark.parametrize("kind", ["long-name", "long-path", "not-utf8"])
 def test_an_index_dir_the_os_refuses_is_one_line(
-    kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+    kb: Path, tmp_path: Path, groove: Groove, kind: str
 ) -> None:
     path = _hostile(tmp_path)[kind]
     for command in (["index"], ["eval", "--no-history"], ["search", "x"]):
         argv = [command[0], "--kb-path", str(kb), "--model", "hash", "--index-dir", path]
-        line = _one_error(capsys, argv + command[1:])
+        line = _one_error(groove, argv + command[1:])
         assert "index folder" in line and "--index-dir" in line
 
 
 def test_an_index_dir_in_a_kb_config_that_the_os_refuses_is_one_line(
-    kb: Path, capsys: pytest.CaptureFixture[str]
+    kb: Path, groove: Groove
 ) -> None:
     (kb / "groove.toml").write_text(f'index_dir = "{"x" * 300}"\n')
-    line = _one_error(capsys, ["index", "--kb-path", str(kb), "--model", "hash"])
+    line = _one_error(groove, ["index", "--kb-path", str(kb), "--model", "hash"])
     assert "index_dir" in line and "255" in line
 
 
-def test_a_nul_in_a_config_index_dir_is_one_line(
-    kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_nul_in_a_config_index_dir_is_one_line(kb: Path, tmp_path: Path, groove: Groove) -> None:
     config = tmp_path / "outside.toml"
     config.write_text('index_dir = "/tmp/a\\u0000b"\n')
     argv = ["index", "--kb-path", str(kb), "--model", "hash", "--config", str(config)]
-    assert "NUL" in _one_error(capsys, argv)
+    assert "NUL" in _one_error(groove, argv)
 
 
 def test_a_nul_in_a_config_golden_path_is_one_line(
-    kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kb: Path, tmp_path: Path, groove: Groove
 ) -> None:
     config = tmp_path / "outside.toml"
     config.write_text('[eval]\ngolden = "/tmp/a\\u0000b.yml"\n')
     argv = ["eval", "--kb-path", str(kb), "--model", "hash", "--no-history", "--config"]
-    assert "NUL" in _one_error(capsys, [*argv, str(config)])
+    assert "NUL" in _one_error(groove, [*argv, str(config)])
 
 
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo", "folder"])
 def test_a_config_that_is_not_a_regular_file_is_refused_at_once(
-    kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
+    kb: Path, tmp_path: Path, groove: Groove, target: str
 ) -> None:
     if target == "fifo":
         os.mkfifo(tmp_path / "fifo")
@@ -141,7 +135,7 @@ def test_a_config_that_is_not_a_regular_file_is_refused_at_once(
     # a blocking read of the pipe would hang the test: run it where it cannot
     worker = threading.Thread(
         target=lambda: done.append(
-            _one_error(capsys, ["index", "--kb-path", str(kb), "--model", "hash", "--config", path])
+            _one_error(groove, ["index", "--kb-path", str(kb), "--model", "hash", "--config", path])
         ),
         daemon=True,
     )
@@ -162,21 +156,21 @@ def test_a_huge_flag_value_is_echoed_clipped(kb: Path, capsys: pytest.CaptureFix
 
 
 def test_a_huge_config_vector_index_and_golden_path_are_echoed_clipped(
-    kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kb: Path, tmp_path: Path, groove: Groove
 ) -> None:
     config = tmp_path / "big.toml"
     config.write_text(f'vector_index = "{"y" * 100_000}"\n')
     argv = ["index", "--kb-path", str(kb), "--model", "hash", "--config", str(config)]
-    assert "..." in _one_error(capsys, argv)
+    assert "..." in _one_error(groove, argv)
     config.write_text(f'[eval]\ngolden = "/tmp/{"g" * 100_000}"\n')
     argv = ["eval", "--kb-path", str(kb), "--model", "hash", "--config", str(config)]
-    assert "..." in _one_error(capsys, argv)
+    assert "..." in _one_error(groove, argv)
     argv = ["eval", "--kb-path", str(kb), "--model", "hash", "--golden", "/tmp/" + "h" * 3000]
-    assert "..." in _one_error(capsys, argv)
+    assert "..." in _one_error(groove, argv)
 
 
 def test_init_stops_listing_past_the_bound(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, groove: Groove, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the real bound is MAX_WALKED_ENTRIES (``--kb-path /`` was measured by hand, see
     # docs/reliability.md); a small one here keeps the test from ever walking "/"
@@ -187,7 +181,7 @@ def test_init_stops_listing_past_the_bound(
         folder.mkdir(parents=True)
         for m in range(10):
             (folder / f"note{m}.md").write_text("# n\n")
-    line = _one_error(capsys, ["init", "--kb-path", str(big)])
+    line = _one_error(groove, ["init", "--kb-path", str(big)])
     assert "more than 50 files and folders" in line and "--kb-path" in line
     assert not (big / ".groove-eval.yml").exists() and not (big / "groove.toml").exists()
     monkeypatch.setattr("pytest_groove.evaluation.starter.MAX_WALKED_ENTRIES", MAX_WALKED_ENTRIES)
@@ -269,39 +263,36 @@ def test_check_os_path_is_one_clipped_line_or_nothing(text: str) -> None:
         assert len(raw) < 4096 and max(len(p) for p in raw.split(b"/")) <= 255
 
 
-def _generated_kb_paths(capsys: pytest.CaptureFixture[str], text: str, command: str) -> None:
+def _generated_kb_paths(groove: Groove, text: str, command: str) -> None:
     assert not os.path.lexists(MISSING_BASE)
     argv = [*COMMANDS[command][:1], "--kb-path", text, *COMMANDS[command][1:]]
     if command != "init":
         argv += ["--model", "hash"]
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse's own usage error
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    assert code in (1, 2), captured.err
+    done = groove(*argv)  # argparse's own usage error is exit status 2
+    code = done.returncode
+    assert "Traceback" not in done.stderr
+    assert code in (1, 2), done.stderr
     # an input error, or a refused flag value (one `groove <command>: error:` line)
     errors = [
         line
-        for line in captured.err.splitlines()
+        for line in done.stderr.splitlines()
         if line.startswith("Error:") or (line.startswith("groove") and ": error: " in line)
     ]
-    assert errors, captured.err
+    assert errors, done.stderr
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=PATH_TEXT, command=st.sampled_from(list(COMMANDS)))
 def test_generated_kb_paths_never_print_a_traceback(
-    capsys: pytest.CaptureFixture[str], text: str, command: str
+    groove: Groove, text: str, command: str
 ) -> None:
-    _generated_kb_paths(capsys, text, command)
+    _generated_kb_paths(groove, text, command)
 
 
 @pytest.mark.slow
 @settings(max_examples=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=PATH_TEXT, command=st.sampled_from(list(COMMANDS)))
 def test_many_generated_kb_paths_never_print_a_traceback(
-    capsys: pytest.CaptureFixture[str], text: str, command: str
+    groove: Groove, text: str, command: str
 ) -> None:
-    _generated_kb_paths(capsys, text, command)
+    _generated_kb_paths(groove, text, command)

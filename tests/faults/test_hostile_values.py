@@ -19,8 +19,6 @@ line (pytest, exit 4); never a traceback.  The default run takes a small sample;
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -34,8 +32,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groove.cli import main
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, read_history, save_history
+from tests.helpers.cli_invoke import Groove
 from tests.helpers.hostile_inputs import (
     CONFIG_PATH_SLOTS,
     CONFIG_VALUE_SLOTS,
@@ -76,13 +74,11 @@ class Site:
     kb: Path
     golden: Path
     config: Path
+    groove: Groove
 
     def eval(self, *args: str) -> Outcome:
-        out, err = io.StringIO(), io.StringIO()
-        argv = ["eval", "--kb-path", str(self.kb), "--model", "hash", *args]
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(argv)
-        return Outcome(code, out.getvalue(), err.getvalue())
+        done = self.groove("eval", "--kb-path", self.kb, "--model", "hash", *args)
+        return Outcome(*done)
 
     def reset(self) -> None:
         """Back to the valid golden file, no groove.toml, no history or backups."""
@@ -93,12 +89,12 @@ class Site:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+def site(tmp_path_factory: pytest.TempPathFactory, groove: Groove) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("hostile")
     kb = root / "kb"
     kb.mkdir()
     (kb / "a.md").write_text(DOC, encoding="utf-8")
-    here = Site(root, kb, root / "golden.yml", root / "outside.toml")
+    here = Site(root, kb, root / "golden.yml", root / "outside.toml", groove)
     here.reset()
     first = here.eval("--golden", str(here.golden), "--no-history")
     assert first.code == 0, first.err

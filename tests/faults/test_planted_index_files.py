@@ -26,13 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# pytester runs in this process: import what a run imports first, since numpy and
-# PyYAML's C loader do not survive a second import
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.cli import main
 from pytest_groove.kb.store.files import clear_planted, find_planted, refuse_planted
+from tests.helpers.cli_invoke import Groove
 
 pytest_plugins = ["pytester"]
 
@@ -159,11 +155,10 @@ def _plant(case: Case, name: str, kind: str) -> Path:
     return path
 
 
-def _groove(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    return code, err
+def _groove(groove: Groove, *argv: str) -> tuple[int, str]:
+    done = groove(*argv)
+    assert "Traceback" not in done.stderr
+    return done.returncode, done.stderr
 
 
 def _errors(err: str) -> list[str]:
@@ -186,20 +181,20 @@ def _check_outcome(code: int, err: str, planted: Path) -> None:
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("kind", ["link-db", "link-file"])
 def test_a_link_planted_in_the_index_folder_is_never_followed(
-    case: Case, name: str, kind: str, capsys: pytest.CaptureFixture[str]
+    case: Case, name: str, kind: str, groove: Groove
 ) -> None:
     planted = _plant(case, name, kind)
     kb = str(case.kb)
-    code, err = _groove(capsys, "index", "--kb-path", kb, "--model", "hash")
+    code, err = _groove(groove, "index", "--kb-path", kb, "--model", "hash")
     assert code == 0, err
     if name != "cache":
         # the indexer removed the link itself and said so; the index works again
         assert planted.name in err and "removed that name" in err
         assert not planted.is_symlink()
-    code, err = _groove(capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history")
+    code, err = _groove(groove, "eval", "--kb-path", kb, "--model", "hash", "--no-history")
     assert code == 0, err
     assert not planted.is_symlink() or name == "index.db-journal"
-    code, err = _groove(capsys, "search", "--kb-path", kb, "--model", "hash", "release")
+    code, err = _groove(groove, "search", "--kb-path", kb, "--model", "hash", "release")
     assert code == 0, err
     case.outside_db.assert_untouched(case.reads_recorded)
     case.outside_file.assert_untouched(case.reads_recorded)
@@ -207,40 +202,38 @@ def test_a_link_planted_in_the_index_folder_is_never_followed(
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in ("index.lock", "cache")])
 def test_a_search_refuses_a_link_with_one_line_and_the_repair(
-    case: Case, name: str, capsys: pytest.CaptureFixture[str]
+    case: Case, name: str, groove: Groove
 ) -> None:
     planted = _plant(case, name, "link-db")
-    code, err = _groove(capsys, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
+    code, err = _groove(groove, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
     assert code == 1
     (line,) = _errors(err)
     assert str(planted) in line and "symbolic link" in line and "groove index" in line
     case.outside_db.assert_untouched(case.reads_recorded, last=False)
     # the command it names repairs it
-    code, err = _groove(capsys, "index", "--kb-path", str(case.kb), "--model", "hash")
+    code, err = _groove(groove, "index", "--kb-path", str(case.kb), "--model", "hash")
     assert code == 0, err
-    code, err = _groove(capsys, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
+    code, err = _groove(groove, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
     assert code == 0, err
     case.outside_db.assert_untouched(case.reads_recorded)
 
 
 def test_a_link_planted_at_the_lock_is_not_called_a_symlink_loop(
-    case: Case, capsys: pytest.CaptureFixture[str]
+    case: Case, groove: Groove
 ) -> None:
     _plant(case, "index.lock", "link-file")
-    code, err = _groove(capsys, "index", "--kb-path", str(case.kb), "--model", "hash")
+    code, err = _groove(groove, "index", "--kb-path", str(case.kb), "--model", "hash")
     assert code == 0 and "loop" not in err
     assert "index.lock was a symbolic link" in err
     case.outside_file.assert_untouched(case.reads_recorded)
 
 
-def test_a_folder_at_index_db_is_named_as_a_folder(
-    case: Case, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_folder_at_index_db_is_named_as_a_folder(case: Case, groove: Groove) -> None:
     planted = _plant(case, "index.db", "folder")
     (planted / "keep.txt").write_text("someone's")
     for command in ("index", "search"):
         argv = [command, "--kb-path", str(case.kb), "--model", "hash"]
-        code, err = _groove(capsys, *argv, *(["x"] if command == "search" else []))
+        code, err = _groove(groove, *argv, *(["x"] if command == "search" else []))
         assert code == 1
         (line,) = _errors(err)
         assert str(planted) in line and "is a folder" in line and "remove it" in line
@@ -249,10 +242,10 @@ def test_a_folder_at_index_db_is_named_as_a_folder(
 
 @pytest.mark.parametrize("name", ["index.db", "index.db-wal", "index.lock"])
 def test_a_named_pipe_in_the_index_folder_is_removed_by_the_indexer(
-    case: Case, name: str, capsys: pytest.CaptureFixture[str]
+    case: Case, name: str, groove: Groove
 ) -> None:
     planted = _plant(case, name, "fifo")
-    code, err = _groove(capsys, "index", "--kb-path", str(case.kb), "--model", "hash")
+    code, err = _groove(groove, "index", "--kb-path", str(case.kb), "--model", "hash")
     assert code == 0, err
     assert "was a named pipe" in err
     assert not planted.exists() or planted.is_file()
@@ -260,11 +253,11 @@ def test_a_named_pipe_in_the_index_folder_is_removed_by_the_indexer(
 
 @pytest.mark.parametrize("size", [0, 1, 99, "half"])
 def test_an_empty_or_cut_short_index_is_named_as_such(
-    case: Case, size: int | str, capsys: pytest.CaptureFixture[str]
+    case: Case, size: int | str, groove: Groove
 ) -> None:
     db = case.index_dir / "index.db"
     if size == "half":
-        _groove(capsys, "index", "--kb-path", str(case.kb), "--model", "hash")
+        _groove(groove, "index", "--kb-path", str(case.kb), "--model", "hash")
         with db.open("r+b") as handle:
             handle.truncate(db.stat().st_size // 2)
     else:
@@ -272,7 +265,7 @@ def test_an_empty_or_cut_short_index_is_named_as_such(
     for suffix in ("-wal", "-shm"):
         (case.index_dir / f"index.db{suffix}").unlink(missing_ok=True)
     size_before = db.stat().st_size
-    code, err = _groove(capsys, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
+    code, err = _groove(groove, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
     assert code == 1
     (line,) = _errors(err)
     assert "note vectors" not in line
@@ -284,9 +277,9 @@ def test_an_empty_or_cut_short_index_is_named_as_such(
     (command,) = re.findall(r"`(groove index [^`]*)`", line)
     words = shlex.split(command)
     assert words[words.index("--kb-path") + 1 :] == [str(case.kb), "--model", "hash"]
-    code, err = _groove(capsys, *words[1:])
+    code, err = _groove(groove, *words[1:])
     assert code == 0, err
-    code, err = _groove(capsys, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
+    code, err = _groove(groove, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
     assert code == 0, err
 
 
@@ -316,9 +309,7 @@ LAYOUT = st.dictionaries(
 )
 
 
-def _run_layout(
-    built: Path, tmp_path: Path, layout: dict[str, str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def _run_layout(built: Path, tmp_path: Path, layout: dict[str, str], groove: Groove) -> None:
     case = _new_case(built, tmp_path)
     planted = {name: _plant(case, name, kind) for name, kind in layout.items()}
     kb = str(case.kb)
@@ -327,7 +318,7 @@ def _run_layout(
         ["eval", "--kb-path", kb, "--model", "hash", "--no-history"],
         ["search", "--kb-path", kb, "--model", "hash", "release"],
     ):
-        code, err = _groove(capsys, *argv)
+        code, err = _groove(groove, *argv)
         if code != 0:
             errors = _errors(err)
             assert code == 1 and len(errors) == 1, err
@@ -340,18 +331,18 @@ def _run_layout(
 @settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(layout=LAYOUT)
 def test_generated_layouts_never_reach_outside(
-    built: Path, tmp_path: Path, layout: dict[str, str], capsys: pytest.CaptureFixture[str]
+    built: Path, tmp_path: Path, layout: dict[str, str], groove: Groove
 ) -> None:
-    _run_layout(built, tmp_path, layout, capsys)
+    _run_layout(built, tmp_path, layout, groove)
 
 
 @pytest.mark.slow
 @settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(layout=LAYOUT)
 def test_many_generated_layouts_never_reach_outside(
-    built: Path, tmp_path: Path, layout: dict[str, str], capsys: pytest.CaptureFixture[str]
+    built: Path, tmp_path: Path, layout: dict[str, str], groove: Groove
 ) -> None:
-    _run_layout(built, tmp_path, layout, capsys)
+    _run_layout(built, tmp_path, layout, groove)
 
 
 # --------------------------------------------------------------------------- the helpers
@@ -377,7 +368,7 @@ def test_only_the_link_is_removed_never_its_target(tmp_path: Path) -> None:
 
 
 def test_a_pipe_swapped_in_just_before_sqlite_opens_is_refused(
-    case: Case, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    case: Case, monkeypatch: pytest.MonkeyPatch, groove: Groove
 ) -> None:
     """The check is by name, then SQLite opens by name: a swap in between is caught."""
     db = case.index_dir / "index.db"
@@ -390,7 +381,7 @@ def test_a_pipe_swapped_in_just_before_sqlite_opens_is_refused(
         return real_connection(name, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(apsw, "Connection", swap_then_open)
-    code, err = _groove(capsys, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
+    code, err = _groove(groove, "search", "--kb-path", str(case.kb), "--model", "hash", "x")
     assert code == 1
     (line,) = _errors(err)
     assert str(db) in line and "replaced while it was being opened" in line

@@ -18,11 +18,6 @@ from pathlib import Path
 import apsw
 import pytest
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.kb import indexer
 from pytest_groove.kb.store.faults import os_fault
 

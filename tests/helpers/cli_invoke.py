@@ -6,7 +6,10 @@ subprocess (``returncode``, ``stdout``, ``stderr``), so a test reads the same ei
 way.  It is a plain function, not a fixture, so module-scoped fixtures (an index built
 once for a module) use it too.  The few tests that need a real process -- another
 interpreter, a closed or non-UTF-8 stream, the installed console script -- still start
-one.
+one; ``run_process(*args)`` starts ``python -m pytest_groove.cli`` and answers the same.
+
+Tests take both through the session fixture ``groove`` (tests/conftest.py):
+``groove(*args)`` in-process, ``groove.process(*args)`` in a new interpreter.
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class CliRun:
-    """What one ``groove`` invocation returned and printed."""
+class CliRun(NamedTuple):
+    """What one ``groove`` invocation returned and printed (unpacks in that order)."""
 
     returncode: int
     stdout: str
@@ -59,3 +63,38 @@ def invoke(
         except SystemExit as exc:  # argparse refuses a flag: exit status 2
             code = exc.code if isinstance(exc.code, int) else 1
     return CliRun(code, out.getvalue(), err.getvalue())
+
+
+def run_process(
+    *args: str | Path,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    python: Sequence[str] = (sys.executable, "-m", "pytest_groove.cli"),
+    timeout: float = 300,
+) -> CliRun:
+    """Run ``groove ARGS`` in a new interpreter (``python``: the command line before the
+    arguments), its output read as UTF-8; ``env`` adds to this process's environment,
+    colour off unless it says otherwise."""
+    done = subprocess.run(
+        [*python, *(str(arg) for arg in args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1", **(env or {})},
+        timeout=timeout,
+        check=False,
+    )
+    return CliRun(done.returncode, done.stdout, done.stderr)
+
+
+class Groove:
+    """The ``groove`` fixture: ``groove(*args)`` runs the command in this process
+    (:func:`invoke`), ``groove.process(*args)`` in a new one (:func:`run_process`)."""
+
+    def __call__(
+        self, *args: str | Path, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> CliRun:
+        return invoke(*args, cwd=cwd, env=env)
+
+    process = staticmethod(run_process)

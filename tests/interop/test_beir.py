@@ -15,6 +15,7 @@ import yaml
 from pytest_groove.cli import main
 from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.interop.beir import BeirDocument, note_names, note_text, query_text
+from tests.helpers.cli_invoke import Groove
 
 DOCUMENTS = [
     {"_id": "d1", "title": "Rollback", "text": "Revert a release to the previous build quickly."},
@@ -58,18 +59,10 @@ def write_dataset(
     return root
 
 
-def groove(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_round_trip_notes_golden_and_evaluation(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_round_trip_notes_golden_and_evaluation(tmp_path: Path, groove: Groove) -> None:
     source = write_dataset(tmp_path / "mini")
     kb = tmp_path / "kb"
-    code, out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    code, out, err = groove("import", "beir", source, "--kb-path", kb)
     assert (code, err) == (0, "")
     assert "wrote 5 note(s) and 3 golden query(ies) (1 without a judged document" in out
     assert f"groove eval --kb-path {kb}" in out
@@ -85,7 +78,7 @@ def test_round_trip_notes_golden_and_evaluation(
         ("q3", "status 429 retry header", ["D_4.md"]),
     ]
     code, out, err = groove(
-        capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
+        "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
     )
     assert code == 0, err
     report = json.loads(out)
@@ -93,9 +86,7 @@ def test_round_trip_notes_golden_and_evaluation(
     assert report["aggregate"]["recall_at_k"]["10"] == 1.0  # every judged note is findable
 
 
-def test_queries_eval_would_refuse_are_left_out_and_named(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_queries_eval_would_refuse_are_left_out_and_named(tmp_path: Path, groove: Groove) -> None:
     # they were written, and eval then refused the whole golden file for any of them
     source = write_dataset(
         tmp_path / "odd",
@@ -117,7 +108,7 @@ def test_queries_eval_would_refuse_are_left_out_and_named(
         encoding="utf-8",
     )
     kb = tmp_path / "kb"
-    code, out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    code, out, err = groove("import", "beir", source, "--kb-path", kb)
     assert (code, err) == (0, "")
     # `-omega` is quoted on import (never an exclusion), so it stays
     assert "wrote 5 note(s) and 4 golden query(ies) into" in out
@@ -134,7 +125,7 @@ def test_queries_eval_would_refuse_are_left_out_and_named(
         "minus",
     ]
     assert not (kb / "blank.md").exists()
-    code, out, err = groove(capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history")
+    code, out, err = groove("eval", "--kb-path", kb, "--model", "hash", "--no-history")
     assert code == 0, err
 
 
@@ -172,11 +163,11 @@ def test_numeric_ids_stay_strings(tmp_path: Path) -> None:
 
 
 def test_a_golden_file_over_the_cap_is_refused_before_writing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, groove: Groove, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("pytest_groove.interop.beir.GOLDEN_CAP", 100)
     source = write_dataset(tmp_path / "ds")
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert "over the 100 a golden file may hold" in err
     assert not (tmp_path / "kb").exists()
 
@@ -223,26 +214,24 @@ def test_a_leading_dash_word_is_quoted_not_an_exclusion() -> None:
     assert query_text("covid-19 and k=-1") == "covid-19 and k=-1"
 
 
-def _error(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:
-    code, _out, err = groove(capsys, "import", "beir", *args)
+def _error(groove: Groove, *args: str | Path) -> str:
+    code, _out, err = groove("import", "beir", *args)
     assert code == 1
     assert err.startswith("Error: ") and err.count("\n") == 1, err
     return err
 
 
-def test_bad_json_names_the_file_and_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_bad_json_names_the_file_and_line(tmp_path: Path, groove: Groove) -> None:
     source = write_dataset(tmp_path / "bad")
     with (source / "corpus.jsonl").open("a", encoding="utf-8") as handle:
         handle.write("\n{not json\n")
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert f"{source / 'corpus.jsonl'}:7: not a JSON object" in err
     assert not (tmp_path / "kb").exists()  # nothing written
 
 
 def test_unicode_ids_round_trip_through_index_and_evaluation(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, groove: Groove
 ) -> None:
     documents = [
         {"_id": "文書/一", "title": "Rollback", "text": "Revert a release to the previous build."},
@@ -252,22 +241,22 @@ def test_unicode_ids_round_trip_through_index_and_evaluation(
     qrels = [("q1", "文書/一", 1), ("q2", "a//b", 1), ("q2", "a/b", 0)]
     source = write_dataset(tmp_path / "unicode", documents, qrels)
     kb = tmp_path / "kb"
-    code, _out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    code, _out, err = groove("import", "beir", source, "--kb-path", kb)
     assert (code, err) == (0, "")
     assert sorted(p.name for p in kb.glob("*.md")) == ["a__b.md", "a_b.md", "文書_一.md"]
     code, out, err = groove(
-        capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
+        "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
     )
     assert code == 0, err
     assert json.loads(out)["aggregate"]["recall_at_k"]["10"] == 1.0
 
 
 def test_a_conflicting_repeated_judgement_is_refused_with_both_lines(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, groove: Groove
 ) -> None:
     qrels = [("q1", "d1", 2), ("q1", "d1", 1), ("q2", "d2", 1)]
     source = write_dataset(tmp_path / "twice", qrels=qrels)
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert err == (
         f"Error: {source / 'qrels' / 'test.tsv'}:3: query 'q1' and corpus id 'd1' were judged "
         "on line 2 already, with another score (2 there, 1 here); keep one of the two lines\n"
@@ -275,7 +264,7 @@ def test_a_conflicting_repeated_judgement_is_refused_with_both_lines(
     assert not (tmp_path / "kb").exists()
     # a judgement that drops to 0 on a later line would have dropped the query
     source = write_dataset(tmp_path / "dropped", qrels=[("q2", "d2", 1), ("q2", "d2", 0)])
-    assert "(1 there, 0 here)" in _error(capsys, source, "--kb-path", tmp_path / "kb")
+    assert "(1 there, 0 here)" in _error(groove, source, "--kb-path", tmp_path / "kb")
 
 
 def test_an_identical_repeated_judgement_is_accepted(tmp_path: Path) -> None:
@@ -286,7 +275,7 @@ def test_an_identical_repeated_judgement_is_accepted(tmp_path: Path) -> None:
 
 
 def test_bytes_that_are_not_utf8_are_named_by_line_and_offset(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, groove: Groove
 ) -> None:
     source = write_dataset(tmp_path / "latin")
     corpus = source / "corpus.jsonl"
@@ -296,40 +285,38 @@ def test_bytes_that_are_not_utf8_are_named_by_line_and_offset(
     lines[2] = lines[2].replace(b"Escalate", b"Escal\xe9te")
     corpus.write_bytes(b"".join(lines))
     offset = len(lines[0]) + len(lines[1]) + lines[2].index(b"\xe9")
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert err == (
         f"Error: {corpus}:3: not UTF-8 text (first bad byte 0xe9 at byte offset {offset} of "
         "the file); re-download or re-encode the file\n"
     )
 
 
-def test_an_unknown_corpus_id_in_the_qrels(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_unknown_corpus_id_in_the_qrels(tmp_path: Path, groove: Groove) -> None:
     source = write_dataset(tmp_path / "bad", qrels=[("q1", "d1", 1), ("q1", "nope", 1)])
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert f"{source / 'qrels' / 'test.tsv'}:3: corpus id 'nope' is not in corpus.jsonl" in err
 
 
-def test_missing_files_and_splits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_files_and_splits(tmp_path: Path, groove: Groove) -> None:
     source = write_dataset(tmp_path / "ds")
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb", "--split", "dev")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb", "--split", "dev")
     assert "dev.tsv: no such file; pass --split one of test" in err
     (source / "queries.jsonl").unlink()
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert "queries.jsonl: no such file" in err
     assert not (tmp_path / "kb").exists()
 
 
-def test_a_non_empty_folder_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_non_empty_folder_needs_force(tmp_path: Path, groove: Groove) -> None:
     source = write_dataset(tmp_path / "ds")
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "mine.md").write_text("# Mine\n", encoding="utf-8")
-    err = _error(capsys, source, "--kb-path", kb)
+    err = _error(groove, source, "--kb-path", kb)
     assert "not empty" in err and "--force" in err
     assert sorted(p.name for p in kb.iterdir()) == ["mine.md"]
-    code, _out, _err = groove(capsys, "import", "beir", source, "--kb-path", kb, "--force")
+    code, _out, _err = groove("import", "beir", source, "--kb-path", kb, "--force")
     assert code == 0
     assert (kb / "mine.md").exists() and (kb / "d1.md").exists()
 
@@ -355,7 +342,7 @@ def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
     ids=["text", "title", "query"],
 )
 def test_a_lone_surrogate_is_one_line_before_anything_is_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str, line: str
+    tmp_path: Path, groove: Groove, file: str, line: str
 ) -> None:
     # JSON may escape half of a UTF-16 pair alone: no character a note or a golden
     # file can hold (before: a traceback after an empty note was written, or a golden
@@ -363,14 +350,12 @@ def test_a_lone_surrogate_is_one_line_before_anything_is_written(
     source = write_dataset(tmp_path / "bad")
     with (source / file).open("a", encoding="utf-8") as handle:
         handle.write(line + "\n")
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert "lone surrogate" in err and f"{file}:" in err and "Traceback" not in err
     assert not (tmp_path / "kb").exists()
 
 
-def test_a_text_opening_with_a_frontmatter_fence_stays_text(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_text_opening_with_a_frontmatter_fence_stays_text(tmp_path: Path, groove: Groove) -> None:
     documents = [
         *DOCUMENTS,
         {"_id": "fm", "title": "", "text": "---\ntitle: fake\n---\nOctopus have three hearts."},
@@ -379,18 +364,18 @@ def test_a_text_opening_with_a_frontmatter_fence_stays_text(
     qrels = [*QRELS, ("q1", "fm", 1), ("q2", "fm-only", 1)]
     source = write_dataset(tmp_path / "fm", documents, qrels)
     kb = tmp_path / "kb"
-    code, _out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    code, _out, err = groove("import", "beir", source, "--kb-path", kb)
     assert (code, err) == (0, "")
     code, out, err = groove(
-        capsys, "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
+        "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--format", "json"
     )
     assert code in (0, 1) and "warning" not in err and "Error" not in err, err
-    code, out, err = groove(capsys, "search", "--kb-path", kb, "--model", "hash", "octopus")
+    code, out, err = groove("search", "--kb-path", kb, "--model", "hash", "octopus")
     assert code == 0 and "title: fake" in out  # the dataset's line is text, not metadata
 
 
 def test_a_document_over_the_note_size_cap_is_left_out_and_counted(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, groove: Groove, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_groove.interop import beir
 
@@ -400,7 +385,7 @@ def test_a_document_over_the_note_size_cap_is_left_out_and_counted(
     qrels = [*QRELS, ("q1", "big", 1), ("q9", "big", 1)]
     source = write_dataset(tmp_path / "big", documents, qrels)
     kb = tmp_path / "kb"
-    code, out, err = groove(capsys, "import", "beir", source, "--kb-path", kb)
+    code, out, err = groove("import", "beir", source, "--kb-path", kb)
     assert (code, err) == (0, "")
     assert not (kb / "big.md").exists()
     assert "1 document(s) over the 200 bytes a note may hold not written" in out
@@ -410,11 +395,9 @@ def test_a_document_over_the_note_size_cap_is_left_out_and_counted(
     assert all(e["path"] != "big.md" for q in golden["queries"] for e in q["expected"])
 
 
-def test_qrels_scores_and_headers_the_golden_file_can_hold(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_qrels_scores_and_headers_the_golden_file_can_hold(tmp_path: Path, groove: Groove) -> None:
     source = write_dataset(tmp_path / "g", qrels=[("q1", "d1", 2**32)])
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert "score 4294967296 is over 4294967295" in err
     # another spelling of the header line is a header, a typo in a score is not
     source = write_dataset(tmp_path / "h")
@@ -424,23 +407,21 @@ def test_qrels_scores_and_headers_the_golden_file_can_hold(
             "query-id\tcorpus-id\tscore", "query_id\tdoc_id\tscore"
         )
     )
-    code, _out, err = groove(capsys, "import", "beir", source, "--kb-path", tmp_path / "kb2")
+    code, _out, err = groove("import", "beir", source, "--kb-path", tmp_path / "kb2")
     assert (code, err) == (0, "")
     tsv.write_text("q1\td1\t1O\n", encoding="utf-8")
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb3")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb3")
     assert "score '1O' is not a whole number" in err
 
 
-def test_a_title_that_is_not_text_is_named_as_optional(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_title_that_is_not_text_is_named_as_optional(tmp_path: Path, groove: Groove) -> None:
     source = write_dataset(tmp_path / "t", [*DOCUMENTS, {"_id": "d9", "title": 7, "text": "x"}])
-    err = _error(capsys, source, "--kb-path", tmp_path / "kb")
+    err = _error(groove, source, "--kb-path", tmp_path / "kb")
     assert "`title` is not a string; write it as a string, or leave it out" in err
 
 
 def test_force_replaces_links_in_the_folder_and_never_writes_through_them(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, groove: Groove
 ) -> None:
     # a note's name taken by a symbolic link and by a second name of an outside file:
     # --force writes over files of the same name, never into what a link points at
@@ -453,7 +434,7 @@ def test_force_replaces_links_in_the_folder_and_never_writes_through_them(
     (kb / "d1.md").symlink_to(outside)
     (kb / ".groove-eval.yml").symlink_to(outside)
     os.link(shared, kb / "d2.md")
-    code, _out, err = groove(capsys, "import", "beir", source, "--kb-path", kb, "--force")
+    code, _out, err = groove("import", "beir", source, "--kb-path", kb, "--force")
     assert (code, err) == (0, "")
     assert outside.read_text(encoding="utf-8") == "precious"
     assert shared.read_text(encoding="utf-8") == "precious too"

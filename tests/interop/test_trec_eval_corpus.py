@@ -4,8 +4,6 @@ slow) from the exported TREC files; and the judgements' round trip through BEIR.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from pathlib import Path
@@ -16,12 +14,12 @@ import pytrec_eval
 import yaml
 
 from conftest import REPO_ROOT
-from pytest_groove.cli import main
 from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.evaluation.runs.record import QueryResult, evaluate_query
 from pytest_groove.interop.beir import note_names
 from pytest_groove.scoring.metric_names import OPTIONAL_METRICS
 from pytest_groove.search.hits import SearchHit
+from tests.helpers.cli_invoke import Groove
 
 ROOT = REPO_ROOT
 KB_EVAL = ROOT / "tests" / "corpora" / "kb-eval"
@@ -52,16 +50,9 @@ RANX = {
 }
 
 
-def groove(*args: str | Path) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main([str(a) for a in args])
-    return code, out.getvalue()
-
-
-def evaluate(kb: Path, folder: Path, *extra: str) -> dict[str, Any]:
+def evaluate(groove: Groove, kb: Path, folder: Path, *extra: str) -> dict[str, Any]:
     """``groove eval --format json`` with every metric and both TREC files in folder."""
-    code, out = groove(
+    code, out, _ = groove(
         "eval",
         "--kb-path",
         kb,
@@ -147,9 +138,9 @@ def kb_eval(tmp_path: Path, graded: bool) -> Path:
 
 
 @pytest.mark.parametrize("graded", [False, True], ids=["binary", "graded"])
-def test_kb_eval_numbers_are_pytrec_evals(tmp_path: Path, graded: bool) -> None:
+def test_kb_eval_numbers_are_pytrec_evals(tmp_path: Path, graded: bool, groove: Groove) -> None:
     kb = kb_eval(tmp_path, graded)
-    report = evaluate(kb, tmp_path, "--no-history")
+    report = evaluate(groove, kb, tmp_path, "--no-history")
     ours = flat(report["aggregate"], TREC)
     assert largest_diff(ours, pytrec_means(tmp_path, list(ours))) <= TOLERANCE
     assert ("gain" in report["fingerprint"]) is graded
@@ -159,10 +150,10 @@ def test_kb_eval_numbers_are_pytrec_evals(tmp_path: Path, graded: bool) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("graded", [False, True], ids=["binary", "graded"])
-def test_kb_eval_numbers_are_ranxs(tmp_path: Path, graded: bool) -> None:
+def test_kb_eval_numbers_are_ranxs(tmp_path: Path, graded: bool, groove: Groove) -> None:
     pytest.importorskip("ranx")
     kb = kb_eval(tmp_path, graded)
-    report = evaluate(kb, tmp_path, "--no-history")
+    report = evaluate(groove, kb, tmp_path, "--no-history")
     ours = flat(report["aggregate"], RANX)
     assert largest_diff(ours, ranx_means(tmp_path, list(ours))) <= TOLERANCE
 
@@ -190,15 +181,17 @@ def kb_to_beir(kb: Path, out: Path) -> None:
 
 
 @pytest.mark.parametrize("graded", [False, True], ids=["binary", "graded"])
-def test_kb_eval_judgements_survive_a_beir_round_trip(tmp_path: Path, graded: bool) -> None:
+def test_kb_eval_judgements_survive_a_beir_round_trip(
+    tmp_path: Path, graded: bool, groove: Groove
+) -> None:
     # The imported KB is chunked differently (one section per note), so its own
     # rankings differ; the judgements must not: the original run's rankings, renamed
     # to the imported notes, score exactly the same against the imported golden file.
     kb = kb_eval(tmp_path, graded)
-    report = evaluate(kb, tmp_path, "--no-history")
+    report = evaluate(groove, kb, tmp_path, "--no-history")
     kb_to_beir(kb, tmp_path / "beir")
     imported = tmp_path / "imported"
-    code, out = groove("import", "beir", tmp_path / "beir", "--kb-path", imported)
+    code, out, _ = groove("import", "beir", tmp_path / "beir", "--kb-path", imported)
     assert code == 0, out
     golden = load_golden(imported / ".groove-eval.yml", imported)
     names = note_names(sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md")))
@@ -264,14 +257,15 @@ def write_graded_beir(root: Path) -> Path:
 
 def test_a_graded_beir_dataset_imported_gated_exported_scores_as_pytrec_eval(
     tmp_path: Path,
+    groove: Groove,
 ) -> None:
     dataset = write_graded_beir(tmp_path / "beir")
     kb = tmp_path / "kb"
-    code, out = groove("import", "beir", dataset, "--kb-path", kb)
+    code, out, _ = groove("import", "beir", dataset, "--kb-path", kb)
     assert code == 0, out
     assert "grade: 3" in (kb / ".groove-eval.yml").read_text(encoding="utf-8")
-    first = evaluate(kb, tmp_path)
-    gated = evaluate(kb, tmp_path, "--fail-on-regression")  # the gate passes: same run
+    first = evaluate(groove, kb, tmp_path)
+    gated = evaluate(groove, kb, tmp_path, "--fail-on-regression")  # the gate passes: same run
     assert gated["diff"] is not None and gated["fingerprint"] == first["fingerprint"]
     assert gated["fingerprint"]["gain"] == "grade"
     assert gated["diff"]["map"] == 0.0 and gated["diff"]["precision_at_k"]["10"] == 0.0

@@ -14,11 +14,6 @@ import sys
 
 import pytest
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from conftest import REPO_ROOT
 from pytest_groove.plugin.items import tag_marker
 from tests.helpers.kb_files import write_notes

@@ -6,11 +6,6 @@ import shutil
 
 import pytest
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from conftest import EXAMPLE_KB
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, load_history
 

@@ -13,11 +13,6 @@ from typing import Any
 
 import pytest
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from conftest import EXAMPLE_KB
 
 #: what running the example leaves in a KB (index, history); never copied into tests

@@ -15,10 +15,6 @@ from typing import Any
 
 import pytest
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from conftest import REPO_ROOT
 
 PYTEST_9 = int(pytest.__version__.split(".", 1)[0]) >= 9

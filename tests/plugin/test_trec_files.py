@@ -8,10 +8,6 @@ import json
 import pytest
 import pytrec_eval
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from tests.helpers.kb_files import write_notes
 
 pytest_plugins = ["pytester"]

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO_ROOT
+from tests.helpers.cli_invoke import Groove
 
 ROOT = REPO_ROOT
 CORPUS = ROOT / "tests" / "corpora" / "kb-bilingual"
@@ -25,13 +24,12 @@ GOLDEN = ROOT / "tests" / "corpora" / "kb-bilingual-golden.yml"
 
 
 @pytest.mark.slow
-def test_default_pipeline_answers_across_languages(tmp_path: Path) -> None:
+def test_default_pipeline_answers_across_languages(tmp_path: Path, groove: Groove) -> None:
     kb = tmp_path / "kb"
     shutil.copytree(CORPUS, kb)
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", "eval", "--kb-path", str(kb),
-         "--golden", str(GOLDEN), "--format", "json", "--no-history", "--k", "1,3,5,10"],
-        capture_output=True, text=True, timeout=900, check=False,
+    out = groove.process(
+        "eval", "--kb-path", kb, "--golden", GOLDEN, "--format", "json", "--no-history",
+        "--k", "1,3,5,10", timeout=900,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["per_query"]

@@ -12,8 +12,6 @@ bases) cost this corpus one multi-answer query there (see docs/retrieval-pipelin
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ import pytest
 from conftest import REPO_ROOT
 from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.scoring.metrics import AggregateMetrics, QueryMetrics, aggregate
+from tests.helpers.cli_invoke import Groove
 
 ROOT = REPO_ROOT
 CORPUS = ROOT / "tests" / "corpora" / "kb-eval"
@@ -65,11 +64,10 @@ def _group_means(report: dict[str, object]) -> dict[str, AggregateMetrics]:
     return {name: aggregate(ms) for name, ms in groups.items()}
 
 
-def _eval(kb: Path, *extra: str) -> dict[str, AggregateMetrics]:
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", "eval", "--kb-path", str(kb),
-         "--golden", str(GOLDEN), "--format", "json", "--no-history", *extra],
-        capture_output=True, text=True, timeout=600, check=False,
+def _eval(groove: Groove, kb: Path, *extra: str) -> dict[str, AggregateMetrics]:
+    out = groove.process(
+        "eval", "--kb-path", kb, "--golden", GOLDEN, "--format", "json", "--no-history", *extra,
+        timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     return _group_means(json.loads(out.stdout))
@@ -81,14 +79,19 @@ def _eval(kb: Path, *extra: str) -> dict[str, AggregateMetrics]:
     [(False, 0.84, 0.88, 0.70), (True, 0.92, 0.95, 0.70)],
 )
 def test_default_model_meets_the_reference_floors(
-    kb_eval_copy: Path, contextual: bool, single_r1: float, single_mrr: float, multi_r5: float
+    kb_eval_copy: Path,
+    contextual: bool,
+    single_r1: float,
+    single_mrr: float,
+    multi_r5: float,
+    groove: Groove,
 ) -> None:
     extra: list[str] = []
     if contextual:
         config = kb_eval_copy.parent / "groove.toml"
         config.write_text("[contextual]\nenabled = true\n", encoding="utf-8")
         extra = ["--config", str(config)]
-    groups = _eval(kb_eval_copy, *extra)
+    groups = _eval(groove, kb_eval_copy, *extra)
     single, multi = groups["single"], groups["multi"]
     assert single.query_count == 25 and multi.query_count == 5
     assert single.recall_at_k[1] >= single_r1, f"single recall@1 {single.recall_at_k[1]:.3f}"

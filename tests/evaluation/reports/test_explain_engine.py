@@ -9,11 +9,7 @@ from pathlib import Path
 
 import pytest
 
-# see tests/plugin/test_real_engine.py: the modules pytester's in-process runs must not re-import
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
-from pytest_groove.cli import main
+from tests.helpers.cli_invoke import CliRun, Groove
 from tests.helpers.kb_files import write_notes
 from tests.plugin.test_real_engine import DOCS, GOLDEN
 
@@ -136,17 +132,7 @@ def test_an_expected_path_never_indexed_is_still_the_golden_file_error(
     )
 
 
-def groove(*args: str) -> tuple[int, str, str]:
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
-def eval_kb(kb: Path, *args: str) -> tuple[int, str, str]:
+def eval_kb(groove: Groove, kb: Path, *args: str) -> CliRun:
     return groove("eval", "--kb-path", str(kb), "--model", "hash", "--no-color", *args)
 
 
@@ -157,8 +143,9 @@ def plain_kb(tmp_path: Path) -> Path:
 
 def test_a_note_quoting_a_query_shows_what_moved_and_what_displaced_the_answer(
     plain_kb: Path,
+    groove: Groove,
 ) -> None:
-    assert eval_kb(plain_kb)[0] == 0
+    assert eval_kb(groove, plain_kb)[0] == 0
     notes = plain_kb / "notes"
     notes.mkdir()
     (notes / "eval-notes.md").write_text(
@@ -166,7 +153,7 @@ def test_a_note_quoting_a_query_shows_what_moved_and_what_displaced_the_answer(
         "worker again.\n",
         encoding="utf-8",
     )
-    code, out, _ = eval_kb(plain_kb, "--fail-on-regression")
+    code, out, _ = eval_kb(groove, plain_kb, "--fail-on-regression")
     print(out)
     assert code == 1
     assert "  ↓ cache                    recall@1: 1.00 → 0.00" in out
@@ -174,7 +161,7 @@ def test_a_note_quoting_a_query_shows_what_moved_and_what_displaced_the_answer(
     assert "Moved (rank of the first expected hit, baseline → now; 1 of 4, worst first)" in out
     assert "  cache                    1 → 2\n" in out
     # the history's diff tells the same story, and gates when asked
-    runs = _two_runs(plain_kb)
+    runs = _two_runs(groove, plain_kb)
     history = ("history", "diff", "--kb-path", str(plain_kb), "--no-color", *runs)
     code, diffed, _ = groove(*history, "--fail-on-regression")
     assert code == 1
@@ -189,7 +176,7 @@ def test_a_note_quoting_a_query_shows_what_moved_and_what_displaced_the_answer(
     assert cache["displaced_by"] == [{"path": "notes/eval-notes.md", "change": "added"}]
 
 
-def _two_runs(kb: Path) -> list[str]:
+def _two_runs(groove: Groove, kb: Path) -> list[str]:
     code, listed, _ = groove("history", "--kb-path", str(kb), "--format", "json")
     assert code == 0
     newest, previous = (row["run"] for row in json.loads(listed)[:2])
@@ -198,8 +185,9 @@ def _two_runs(kb: Path) -> list[str]:
 
 def test_an_edited_document_that_outranks_the_answer_is_marked_changed(
     plain_kb: Path,
+    groove: Groove,
 ) -> None:
-    assert eval_kb(plain_kb)[0] == 0
+    assert eval_kb(groove, plain_kb)[0] == 0
     deploys = plain_kb / "deploys.md"
     deploys.write_text(
         deploys.read_text(encoding="utf-8")
@@ -207,7 +195,7 @@ def test_an_edited_document_that_outranks_the_answer_is_marked_changed(
         "cache invalidation ingest worker\n",
         encoding="utf-8",
     )
-    code, out, _ = eval_kb(plain_kb)
+    code, out, _ = eval_kb(groove, plain_kb)
     print(out)
     assert code == 0  # reported, not gated without --fail-on-regression
     assert "displaced by deploys.md (changed)" in out

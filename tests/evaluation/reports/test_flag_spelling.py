@@ -14,10 +14,6 @@ from pathlib import Path
 
 import pytest
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from tests.helpers.cli_invoke import invoke
 
 pytest_plugins = ["pytester"]

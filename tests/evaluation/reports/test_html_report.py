@@ -20,12 +20,6 @@ from typing import Any
 
 import pytest
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and numpy / PyYAML's C loader (and matplotlib's extensions)
-# do not survive a second import.
-import pytest_groove.engine.builtin
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from conftest import EXAMPLE_KB
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.finish import finish_evaluation
@@ -44,6 +38,7 @@ from pytest_groove.scoring.metrics import QueryMetrics, aggregate
 from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
 from pytest_groove.settings.options import RunOptions
 from tests.helpers import eval_factories as f
+from tests.helpers.cli_invoke import Groove
 from tests.helpers.eval_factories import StaticSearcher
 
 try:
@@ -520,19 +515,6 @@ def test_missing_matplotlib_is_one_clear_error(
 # --------------------------------------------------------------------------- groove eval
 
 
-def groove(
-    *args: str | Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=env,
-        timeout=120,
-    )
-
-
 @pytest.fixture
 def example_kb(tmp_path: Path) -> Path:
     kb = tmp_path / "kb"
@@ -541,9 +523,11 @@ def example_kb(tmp_path: Path) -> Path:
 
 
 @needs_matplotlib
-def test_groove_eval_writes_the_html_report(example_kb: Path, tmp_path: Path) -> None:
+def test_groove_eval_writes_the_html_report(
+    example_kb: Path, tmp_path: Path, groove: Groove
+) -> None:
     target = tmp_path / "out.html"
-    done = groove("eval", "--kb-path", example_kb, "--model", "hash", "--html", target)
+    done = groove.process("eval", "--kb-path", example_kb, "--model", "hash", "--html", target)
     assert done.returncode == 0, done.stderr
     assert "groove eval — " in done.stdout  # the text report still goes to stdout
     html = target.read_text(encoding="utf-8")
@@ -554,7 +538,7 @@ def test_groove_eval_writes_the_html_report(example_kb: Path, tmp_path: Path) ->
 
 
 def test_groove_eval_without_matplotlib_stops_before_indexing(
-    example_kb: Path, tmp_path: Path
+    example_kb: Path, tmp_path: Path, groove: Groove
 ) -> None:
     hide = tmp_path / "hide-matplotlib"
     hide.mkdir()
@@ -565,7 +549,7 @@ def test_groove_eval_without_matplotlib_stops_before_indexing(
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")]),
     }
-    done = groove(
+    done = groove.process(
         "eval", "--kb-path", example_kb, "--model", "hash", "--html", tmp_path / "o.html", env=env
     )
     assert done.returncode == 1

@@ -16,14 +16,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import EXAMPLE_KB, LOCAL_STATE, REPO_ROOT
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
+from tests.helpers.cli_invoke import Groove
 
 SNAPSHOTS = REPO_ROOT / "tests" / "snapshots"
 REPORT_SNAPSHOT = SNAPSHOTS / "example-kb-report.json"
@@ -46,26 +45,8 @@ Neither belongs here; this note is about tests.
 """
 
 
-def _groove_eval(kb: Path) -> str:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_groove.cli",
-            "eval",
-            "--kb-path",
-            str(kb),
-            "--model",
-            "hash",
-            "--format",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=300,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
+def _groove_eval(groove: Groove, kb: Path) -> str:
+    done = groove.process("eval", "--kb-path", kb, "--model", "hash", "--format", "json")
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -93,14 +74,14 @@ def _check(actual: str, snapshot: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+def two_runs(tmp_path_factory: pytest.TempPathFactory, groove: Groove) -> tuple[str, str]:
     """(report of run 2, history bytes after run 2), both normalised."""
     kb = tmp_path_factory.mktemp("report-bytes") / "example-kb"
     shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
-    _groove_eval(kb)
+    _groove_eval(groove, kb)
     note = kb / "practices" / "testing.md"
     note.write_bytes(note.read_bytes() + _EDIT.encode("utf-8"))
-    report = _groove_eval(kb)
+    report = _groove_eval(groove, kb)
     history = (kb / HISTORY_FILE_NAME).read_bytes().decode("utf-8")
     return normalise(report, kb), normalise(history, kb)
 

@@ -17,10 +17,6 @@ import pytest
 pytest.importorskip("langchain_community.retrievers")
 pytest.importorskip("rank_bm25")
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 
 GOLDEN = """\
 queries:

@@ -22,10 +22,6 @@ from typing import Any
 
 import pytest
 
-# Imported here, not only inside the inner runs: pytester's in-process runs drop the
-# modules a run imported, and PyYAML's C loader does not survive being imported twice.
-import pytest_groove.plugin.controller
-import pytest_groove.plugin.runner  # noqa: F401
 from pytest_groove.engine.searcher import RetrieverSearcher
 from pytest_groove.search.retrievers.external import from_object, kb_relative
 from pytest_groove.search.retrievers.hit_checks import hits_outside_kb
