@@ -1,4 +1,4 @@
-"""The shared file plumbing: atomic replacement, exclusive backups, stale temps, the lock."""
+"""The shared file plumbing: atomic replacement, exclusive backups, stale temps."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from pytest_groove.files.atomic import (
     write_backup,
     write_temp,
 )
-from pytest_groove.files.lock import LockTimeout, acquire_lock, holding
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes and symlinks")
 
@@ -182,16 +181,3 @@ def test_a_backup_that_cannot_be_created_names_it(tmp_path: Path) -> None:
     with pytest.raises(OSError) as caught:
         write_backup(b"copy", lambda: where)
     assert caught.value.filename == str(where)
-
-
-# --------------------------------------------------------------------------- lock
-
-
-def test_a_held_lock_times_out_for_the_next_taker(tmp_path: Path) -> None:
-    lock_path = tmp_path / "file.lock"
-    first = acquire_lock(lock_path, 1.0)
-    with holding(first), pytest.raises(LockTimeout):
-        acquire_lock(lock_path, 0.05)
-    assert not first.is_locked
-    again = acquire_lock(lock_path, 0.05)
-    again.release()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,17 @@ from pytest_groove.search.retrievers.hit_checks import (
     shallow_retriever,
 )
 from pytest_groove.settings.config import IndexSettings
+from tests.helpers.kb_files import write_notes
+from tests.helpers.retriever_runs import (
+    answers_module,
+    errors_of,
+    eval_retriever,
+    golden_of,
+    query_id,
+    report_of,
+    retriever_module,
+    warnings_of,
+)
 
 KB_FILES = frozenset({"guide/setup.md", "guide/faq.md", "ops/deploy.md"})
 
@@ -104,3 +116,139 @@ def test_kb_file_set_lists_what_the_index_would(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not markdown", encoding="utf-8")
     (tmp_path / ".groove").mkdir()
     assert kb_file_set(tmp_path, IndexSettings()) == {"guide/a.md"}
+
+
+# ------------------------------------------------------------- through groove eval and pytest
+
+
+PARENT = """\
+from langchain_classic.retrievers import ParentDocumentRetriever
+from langchain_community.document_loaders import DirectoryLoader, TextLoader
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.stores import InMemoryStore
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+docs = DirectoryLoader(
+    {kb!r}, glob="**/*.md", loader_cls=TextLoader, loader_kwargs={{"encoding": "utf-8"}}
+).load()
+parent = ParentDocumentRetriever(
+    vectorstore=InMemoryVectorStore(DeterministicFakeEmbedding(size=32)),
+    docstore=InMemoryStore(),
+    child_splitter=RecursiveCharacterTextSplitter(chunk_size=120, chunk_overlap=20),
+    search_kwargs={{"k": 10}},
+)
+parent.add_documents(docs)
+"""
+
+
+def test_a_parent_document_retriever_is_told_why_it_returns_fewer_than_k(
+    example_kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langchain_classic.retrievers")
+    kb = example_kb_copy
+    name = retriever_module(tmp_path, PARENT.format(kb=str(kb)), monkeypatch)
+    done = eval_retriever(kb, tmp_path, f"{name}:parent")
+    assert done.returncode == 0, done.stderr
+    (shallow,) = [w for w in warnings_of(done) if "returned fewer than 10 hits" in w]
+    assert (
+        "one that merges chunks into their parent documents (ParentDocumentRetriever, "
+        "MultiVectorRetriever) returns fewer documents than its k by design"
+    ) in shallow
+    assert "raise its search_kwargs k well above 10" in shallow
+    # whole files carry no heading: the heading-pinned entries are lost, and said so
+    assert [w for w in warnings_of(done) if "pinned to a heading" in w]
+
+
+def test_a_query_answered_only_from_outside_the_kb_does_not_stop_the_run(
+    example_kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store holding another source's notes too: its first two queries' answers are
+    all legacy notes, the rest are the KB's."""
+    kb = example_kb_copy
+    odd = [q["query"] for q in golden_of(kb)[:2]]
+    name = retriever_module(tmp_path, answers_module(kb, odd), monkeypatch)
+    done = eval_retriever(kb, tmp_path, f"{name}:search", "--format", "json")
+    report = report_of(done)
+    assert not errors_of(done) and "legacy/" not in done.stderr, done.stderr
+    missed = [q["id"] for q in report["per_query"] if q["metrics"]["recall_at_k"]["10"] == 0.0]
+    assert missed == [query_id(q) for q in golden_of(kb)[:2]]
+
+
+def test_kb_paths_spelt_another_way_stop_after_the_first_three_queries(
+    example_kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = example_kb_copy
+    every = [q["query"] for q in golden_of(kb)]
+    name = retriever_module(tmp_path, answers_module(kb, every, "docs/{path}"), monkeypatch)
+    hits = sum(len(q["expected"]) for q in golden_of(kb)[:3])
+    done = eval_retriever(kb, tmp_path, f"{name}:search")
+    assert done.returncode == 1
+    (error,) = errors_of(done)
+    first = golden_of(kb)[0]["expected"][0]["path"]
+    assert error.startswith(
+        f"Error: retriever {name}:search: none of its {hits} hits in the first 3 queries "
+        f"it answered name a file of the knowledge base {kb} (e.g. 'docs/{first}'), so no "
+        "golden entry can match; the paths look to start with docs/"
+    ), error
+    assert len(sys.modules[name].CALLS) == 3  # not one query more than the evidence
+
+
+def test_hits_all_of_other_documents_stop_at_the_end_of_the_run(
+    example_kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first queries answered only with other documents are no evidence of a path
+    mistake (a shared store may answer them from its other sources): the run goes on,
+    and stops at its end only because no hit of the whole run named a KB file."""
+    kb = example_kb_copy
+    every = [q["query"] for q in golden_of(kb)]
+    name = retriever_module(tmp_path, answers_module(kb, every), monkeypatch)
+    hits = sum(len(q["expected"]) for q in golden_of(kb))
+    done = eval_retriever(kb, tmp_path, f"{name}:search")
+    assert done.returncode == 1
+    (error,) = errors_of(done)
+    assert error.startswith(
+        f"Error: retriever {name}:search: none of its {hits} hits name a file of the "
+        f"knowledge base {kb} (e.g. 'legacy/note-0.md'), so no golden entry can match"
+    ), error
+    assert len(sys.modules[name].CALLS) == len(every)
+
+
+@pytest.mark.parametrize(
+    "workers",
+    # three pytest processes take far longer to start than the run takes: -m slow
+    [[], pytest.param(["-n", "2"], marks=pytest.mark.slow)],
+    ids=["one-process", "xdist"],
+)
+def test_under_pytest_one_odd_query_fails_alone(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    kb = write_notes(
+        pytester.path / "kb",
+        {f"notes/n{n}.md": f"# Note {n}\n\nAbout topic {n}.\n" for n in range(6)},
+    )
+    (kb / ".groove-eval.yml").write_text(
+        "queries:\n"
+        + "".join(
+            f"  - id: q{n}\n    query: topic {n}\n    expected: [{{path: notes/n{n}.md}}]\n"
+            for n in range(6)
+        ),
+        encoding="utf-8",
+    )
+    # each worker process has its own searcher: the odd query may be its first
+    pytester.makepyfile(
+        odd_store="def search(query, limit):\n"
+        "    if query == 'topic 0':\n"
+        "        return [{'path': 'legacy/0.md'}]\n"
+        "    return [{'path': 'notes/n' + query.split()[-1] + '.md'}]\n"
+    )
+    monkeypatch.delitem(sys.modules, "odd_store", raising=False)
+    args = ["--groove-kb", "kb", "--groove-retriever", "odd_store:search"]
+    args += ["--groove-retriever-name", "odd-store", "-p", "no:cacheprovider"]
+    if workers:
+        result = pytester.runpytest_subprocess(*args, *workers)
+    else:
+        pytester.syspathinsert()
+        result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=5, failed=1)
+    assert "name a file of the knowledge base" not in result.stdout.str() + result.stderr.str()
