@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers.cli_invoke import invoke as groove
+from tests.helpers.cli_invoke import Groove
 
 
-def test_index_then_search_json(kb_eval_copy: Path) -> None:
+def test_index_then_search_json(kb_eval_copy: Path, groove: Groove) -> None:
     kb = str(kb_eval_copy)
     first = groove("index", "--kb-path", kb, "--model", "hash")
     assert first.returncode == 0, first.stderr
@@ -38,7 +38,7 @@ def test_index_then_search_json(kb_eval_copy: Path) -> None:
     assert {"rank", "path", "heading", "score", "content"} <= set(results[0])
 
 
-def test_search_text_output(kb_eval_copy: Path) -> None:
+def test_search_text_output(kb_eval_copy: Path, groove: Groove) -> None:
     kb = str(kb_eval_copy)
     assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
     out = groove("search", "--kb-path", kb, "--model", "hash", "canary")
@@ -53,7 +53,7 @@ def test_search_text_output(kb_eval_copy: Path) -> None:
     assert out.stdout.lstrip().startswith(f"1. {label}  (score ")
 
 
-def test_search_without_index_is_one_line_error(tmp_path: Path) -> None:
+def test_search_without_index_is_one_line_error(tmp_path: Path, groove: Groove) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()
     out = groove("search", "--kb-path", str(kb), "--model", "hash", "anything")
@@ -63,7 +63,7 @@ def test_search_without_index_is_one_line_error(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_bad_flag_values_are_usage_errors(tmp_path: Path) -> None:
+def test_bad_flag_values_are_usage_errors(tmp_path: Path, groove: Groove) -> None:
     out = groove("search", "--kb-path", str(tmp_path), "--mmr", "maybe", "q")
     assert out.returncode == 2
     assert "--mmr takes true or false" in out.stderr
@@ -72,7 +72,7 @@ def test_bad_flag_values_are_usage_errors(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_query_of_only_exclusions_is_refused(kb_eval_copy: Path) -> None:
+def test_query_of_only_exclusions_is_refused(kb_eval_copy: Path, groove: Groove) -> None:
     kb = str(kb_eval_copy)
     assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
     out = groove("search", "--kb-path", kb, "--model", "hash", "--", "-backup")
@@ -80,7 +80,7 @@ def test_query_of_only_exclusions_is_refused(kb_eval_copy: Path) -> None:
     assert out.stderr.startswith("Error:") and "Traceback" not in out.stderr
 
 
-def test_bad_config_names_the_file(tmp_path: Path) -> None:
+def test_bad_config_names_the_file(tmp_path: Path, groove: Groove) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "groove.toml").write_text("[search.fusion]\nrrf_k = 0\n", encoding="utf-8")
@@ -90,7 +90,7 @@ def test_bad_config_names_the_file(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_unknown_model_is_clear(tmp_path: Path) -> None:
+def test_unknown_model_is_clear(tmp_path: Path, groove: Groove) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()
     out = groove("index", "--kb-path", str(kb), "--model", "no-such-model")
@@ -100,7 +100,7 @@ def test_unknown_model_is_clear(tmp_path: Path) -> None:
 
 
 def test_an_in_process_command_leaves_the_collector_as_it_found_it(
-    kb_eval_copy: Path, tmp_path: Path
+    kb_eval_copy: Path, tmp_path: Path, groove: Groove
 ) -> None:
     import gc
 
@@ -112,7 +112,7 @@ def test_an_in_process_command_leaves_the_collector_as_it_found_it(
     assert gc.get_freeze_count() == frozen_before
 
 
-def test_a_note_named_with_a_line_break_stays_on_its_line(tmp_path: Path) -> None:
+def test_a_note_named_with_a_line_break_stays_on_its_line(tmp_path: Path, groove: Groove) -> None:
     kb = tmp_path / "kb"
     (kb / "ops").mkdir(parents=True)
     body = "## Rollback\n\nRoll the release back with the deploy tool, then page the owner.\n"

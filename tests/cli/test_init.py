@@ -12,7 +12,7 @@ import pytest
 from conftest import EXAMPLE_KB
 from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.settings.config import Settings, parse_settings
-from tests.helpers.cli_invoke import invoke as groove
+from tests.helpers.cli_invoke import Groove
 from tests.helpers.config_keys import accepted_keys, keys_of
 
 
@@ -39,7 +39,7 @@ def uncomment(text: str, start: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def test_init_writes_both_starters_and_names_the_next_command(kb: Path) -> None:
+def test_init_writes_both_starters_and_names_the_next_command(kb: Path, groove: Groove) -> None:
     done = groove("init", "--kb-path", kb)
     assert done.returncode == 0, done.stderr
     assert f"wrote {kb / '.groove-eval.yml'}" in done.stdout
@@ -65,7 +65,7 @@ def test_init_writes_both_starters_and_names_the_next_command(kb: Path) -> None:
     assert loaded.queries[3].tags == ("smoke",)
 
 
-def test_the_toml_starter_uncommented_is_every_default(kb: Path) -> None:
+def test_the_toml_starter_uncommented_is_every_default(kb: Path, groove: Groove) -> None:
     assert groove("init", "--kb-path", kb).returncode == 0
     text = (kb / "groove.toml").read_text("utf-8")
     assert tomllib.loads(text) == {}  # everything commented out
@@ -89,7 +89,7 @@ def test_the_toml_starter_uncommented_is_every_default(kb: Path) -> None:
     parse_settings(tomllib.loads("\n".join(lines)), kb / "groove.toml")
 
 
-def test_init_never_overwrites(kb: Path) -> None:
+def test_init_never_overwrites(kb: Path, groove: Groove) -> None:
     (kb / "groove.toml").write_text('model = "hash"\n', encoding="utf-8")
     done = groove("init", "--kb-path", kb)
     assert done.returncode == 0
@@ -98,13 +98,13 @@ def test_init_never_overwrites(kb: Path) -> None:
     assert (kb / ".groove-eval.yml").is_file()
 
 
-def test_init_needs_a_folder(tmp_path: Path) -> None:
+def test_init_needs_a_folder(tmp_path: Path, groove: Groove) -> None:
     done = groove("init", "--kb-path", tmp_path / "missing")
     assert done.returncode == 1 and done.stderr.startswith("Error: knowledge base not found")
 
 
 def test_a_read_only_kb_is_one_line_with_the_way_out(
-    kb: Path, monkeypatch: pytest.MonkeyPatch
+    kb: Path, monkeypatch: pytest.MonkeyPatch, groove: Groove
 ) -> None:
     import errno
 

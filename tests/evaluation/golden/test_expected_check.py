@@ -19,7 +19,7 @@ from pytest_groove.evaluation.golden.expected_check import (
 )
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
-from tests.helpers.cli_invoke import invoke as groove
+from tests.helpers.cli_invoke import Groove
 
 INDEXED: dict[str, set[str | None]] = {
     "docs/architecture.md": {"Data flow", "Storage"},
@@ -145,7 +145,9 @@ def _kb(tmp_path: Path) -> Path:
     return kb
 
 
-def test_groove_eval_stops_on_a_missing_expected_path_and_records_nothing(tmp_path: Path) -> None:
+def test_groove_eval_stops_on_a_missing_expected_path_and_records_nothing(
+    tmp_path: Path, groove: Groove
+) -> None:
     kb = _kb(tmp_path)
     result = groove("eval", "--kb-path", str(kb), "--model", "hash")
     assert result.returncode == 1
@@ -158,7 +160,7 @@ def test_groove_eval_stops_on_a_missing_expected_path_and_records_nothing(tmp_pa
     assert not (kb / HISTORY_FILE_NAME).exists()
 
 
-def test_groove_eval_refuses_a_kb_with_nothing_indexable(tmp_path: Path) -> None:
+def test_groove_eval_refuses_a_kb_with_nothing_indexable(tmp_path: Path, groove: Groove) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "notes.txt").write_text("plain text only\n", encoding="utf-8")
