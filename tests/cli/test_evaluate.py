@@ -32,6 +32,7 @@ from pytest_groove.search.hits import SearchHit
 from pytest_groove.settings.config import SearchSettings
 from tests.helpers.cli_invoke import Groove
 from tests.helpers.eval_factories import begun, corpus
+from tests.helpers.kb_files import LONG, write_invoices_kb
 
 GOLDEN = """\
 queries:
@@ -654,3 +655,21 @@ def test_a_refused_history_stops_the_run_before_any_index_work(
     assert done.returncode == 1
     assert done.stderr.startswith("Error: refusing to read the eval history")
     assert not (kb_eval_copy / ".groove").exists()  # nothing indexed, nothing searched
+
+
+# --------------------------------------------------------------------------- corpus changed
+
+
+def test_corpus_change_names_the_frozen_baseline_it_was_compared_with(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = write_invoices_kb(tmp_path / "kb")
+    first = groove.process("eval", "--kb-path", kb, "--model", "hash", "--freeze-baseline")
+    assert first.returncode == 0, first.stderr
+    groove.process("eval", "--kb-path", kb, "--model", "hash")  # a later run, not the baseline
+    (kb / "ops" / "extra.md").write_text(f"## Extra\n\n{LONG}\n", encoding="utf-8")
+    third = groove.process("eval", "--kb-path", kb, "--model", "hash")
+    assert third.returncode == 0, third.stderr
+    frozen = first.stdout.splitlines()[0].split(" — ", 1)[1]
+    assert f"⚠️ corpus changed since the frozen baseline run of {frozen} (" in third.stdout
+    assert "since last run" not in third.stdout

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from tests.helpers.cli_invoke import Groove
+from tests.helpers.kb_files import INVOICES_NOTES, write_invoices_kb
 
 
 def test_index_then_search_json(kb_eval_copy: Path, groove: Groove) -> None:
@@ -125,3 +126,33 @@ def test_a_note_named_with_a_line_break_stays_on_its_line(tmp_path: Path, groove
     # every line is a hit ("  1. path#heading  (score ...)") or its indented snippet
     assert all(line.lstrip()[:2] in {"1.", "2."} or line.startswith("     ") for line in lines)
     assert any("ops/new\\nline.md#Rollback" in line for line in lines)
+
+
+# --------------------------------------------------------------------------- empty KB
+
+
+def test_indexing_a_folder_without_markdown_says_so_and_creates_nothing(
+    tmp_path: Path, groove: Groove
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not Markdown\n", encoding="utf-8")
+    done = groove.process("index", "--kb-path", empty, "--model", "hash")
+    assert done.returncode == 1
+    assert "0 chunks embedded" not in done.stdout
+    assert f"no indexable file under {empty}: only .md files are indexed" in done.stderr
+    assert "check --kb-path" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (empty / ".groove").exists()
+
+
+def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = write_invoices_kb(tmp_path / "kb")
+    assert groove.process("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    for name in INVOICES_NOTES:
+        (kb / name).unlink()
+    again = groove.process("index", "--kb-path", kb, "--model", "hash")
+    assert again.returncode == 0, again.stderr
+    assert "2 removed" in again.stdout

@@ -14,6 +14,7 @@ from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.settings.config import Settings, parse_settings
 from tests.helpers.cli_invoke import Groove
 from tests.helpers.config_keys import accepted_keys, keys_of
+from tests.helpers.kb_files import write_invoices_kb
 
 
 @pytest.fixture
@@ -118,3 +119,39 @@ def test_a_read_only_kb_is_one_line_with_the_way_out(
     assert done.returncode == 1
     assert done.stderr.startswith("Error: could not create ") and "Read-only" in done.stderr
     assert "make the knowledge base folder writable" in done.stderr
+
+
+# --------------------------------------------------------------------------- groove init
+
+
+def test_init_lists_merged_headings_and_prints_the_gitignore_lines(
+    tmp_path: Path, groove: Groove
+) -> None:
+    from pytest_groove.evaluation.starter import GITIGNORE_LINES
+    from pytest_groove.kb.indexer import GROOVE_DIR_NAME
+
+    kb = write_invoices_kb(tmp_path / "kb")
+    (kb / ".groove-eval.yml").unlink()
+    done = groove.process("init", "--kb-path", kb)
+    assert done.returncode == 0, done.stderr
+    starter = (kb / ".groove-eval.yml").read_text(encoding="utf-8")
+    assert "#     - Sending invoices\n" in starter
+    assert "#     - VAT numbers\n" not in starter
+    assert (
+        "#     (merged: VAT numbers -> Sending invoices; under 50 bytes, not a heading to pin)"
+    ) in starter
+    assert GITIGNORE_LINES[0] == f"{GROOVE_DIR_NAME}/"
+    assert f"add these lines to {kb / '.gitignore'}" in done.stdout
+    for line in GITIGNORE_LINES:
+        assert f"\n    {line}\n" in done.stdout
+    assert not (kb / ".gitignore").exists()  # printed, never written
+
+
+def test_init_prints_only_the_gitignore_lines_still_missing(tmp_path: Path, groove: Groove) -> None:
+    kb = write_invoices_kb(tmp_path / "kb")
+    (kb / ".gitignore").write_text(".groove/\n.groove-eval-history.json.lock\n", "utf-8")
+    done = groove.process("init", "--kb-path", kb)
+    assert done.returncode == 0, done.stderr
+    assert "\n    .groove/\n" not in done.stdout
+    assert "\n    .groove-eval-history.json.bak-*\n" in done.stdout
+    assert (kb / ".gitignore").read_text("utf-8").count("\n") == 2

@@ -20,6 +20,7 @@ from pytest_groove.evaluation.golden.expected_check import (
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
 from tests.helpers.cli_invoke import Groove
+from tests.helpers.kb_files import LONG, write_invoices_kb
 
 INDEXED: dict[str, set[str | None]] = {
     "docs/architecture.md": {"Data flow", "Storage"},
@@ -221,3 +222,73 @@ def test_an_expected_path_in_a_folder_that_cannot_be_listed_says_so(tmp_path: Pa
         "skipped it; fix the golden file, or let the file be indexed"
     ) in result.stderr
     assert not (kb / HISTORY_FILE_NAME).exists()
+
+
+# --------------------------------------------------------------------------- merged heading
+
+
+PINNED_TO_A_SHORT_SECTION = """\
+queries:
+  - id: vat
+    query: "Where is the VAT number on an invoice?"
+    expected:
+      - path: billing/invoices.md
+        heading: VAT numbers
+"""
+
+
+def test_a_heading_merged_away_is_named_as_merged_not_absent(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = write_invoices_kb(tmp_path / "kb", PINNED_TO_A_SHORT_SECTION)
+    done = groove.process("eval", "--kb-path", kb, "--model", "hash")
+    assert done.returncode == 1
+    assert "is not a heading of" not in done.stderr
+    assert (
+        "expected heading `VAT numbers` of `billing/invoices.md` is no heading in the index: "
+        "its section is under 50 bytes, so it was merged into the section before it "
+        "(heading `Sending invoices`); pin that heading instead, or lengthen the section"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_heading_that_is_really_absent_keeps_the_plain_message(
+    tmp_path: Path, groove: Groove
+) -> None:
+    golden = PINNED_TO_A_SHORT_SECTION.replace("VAT numbers", "Refunds")
+    done = groove.process(
+        "eval", "--kb-path", write_invoices_kb(tmp_path / "kb", golden), "--model", "hash"
+    )
+    assert done.returncode == 1
+    assert "expected heading `Refunds` is not a heading of `billing/invoices.md`" in done.stderr
+    assert "merged" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("Rollback steps\n==============", "as a setext heading (underlined with `===`)"),
+        ("Rollback steps\n---", "as a setext heading (underlined with `---`)"),
+        ("#### Rollback steps", "as a level-4 heading (`#### Rollback steps`)"),
+        ("# Rollback steps", "as a level-1 title (`# Rollback steps`)"),
+    ],
+)
+def test_a_heading_written_in_a_form_that_starts_no_section_is_named_so(
+    tmp_path: Path, written: str, said: str, groove: Groove
+) -> None:
+    # "is not a heading" alone left a CommonMark author looking at a heading
+    kb = write_invoices_kb(
+        tmp_path / "kb", PINNED_TO_A_SHORT_SECTION.replace("VAT numbers", "Rollback steps")
+    )
+    (kb / "billing" / "invoices.md").write_text(
+        f"# Invoices\n\n## Sending invoices\n\n{LONG}\n\n{written}\n\n{LONG}\n",
+        encoding="utf-8",
+    )
+    done = groove("eval", "--kb-path", kb, "--model", "hash", "--no-history")
+    assert done.returncode == 1
+    assert (
+        "expected heading `Rollback steps` is not a heading of `billing/invoices.md`: it is "
+        f"written there {said}, and only `## ` and `### ` lines start a section "
+        "(docs/retrieval-pipeline.md); write it `## Rollback steps` in the note, or pin a "
+        "heading the note has (nothing was searched or recorded)"
+    ) in done.stderr

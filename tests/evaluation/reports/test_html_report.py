@@ -40,6 +40,7 @@ from pytest_groove.settings.options import RunOptions
 from tests.helpers import eval_factories as f
 from tests.helpers.cli_invoke import Groove
 from tests.helpers.eval_factories import StaticSearcher
+from tests.helpers.kb_files import write_invoices_kb
 
 try:
     import matplotlib.backends.backend_agg
@@ -863,3 +864,33 @@ def test_queries_sharing_a_derived_id_get_their_node_ids_in_groove_eval_reports(
     (stored, _) = load_history(kb / ".groove-eval-history.json")
     assert stored.gate is not None
     assert f"answer of {n429} removed (api/errors.md)" in stored.gate.failed
+
+
+# --------------------------------------------------------------------------- HTML fingerprint
+
+
+def test_html_fingerprint_of_a_retriever_run_shows_no_search_pipeline_keys(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = write_invoices_kb(tmp_path / "kb")
+    pytest.importorskip("matplotlib")
+    (tmp_path / "team_search.py").write_text(
+        "def search(query, limit):\n"
+        "    return [{'path': 'ops/deploy.md', 'heading': 'Canary', 'score': 1.0}]\n",
+        encoding="utf-8",
+    )
+    own = tmp_path / "own.html"
+    done = groove.process(
+        "eval", "--kb-path", kb, "--retriever", "team_search:search", "--no-history",
+        "--html", own, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    html = own.read_text(encoding="utf-8")
+    assert "team_search:search" in html and "metric_version" in html
+    assert "fts_query_version" not in html
+    engine = tmp_path / "engine.html"
+    done = groove.process(
+        "eval", "--kb-path", kb, "--model", "hash", "--no-history", "--html", engine
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fts_query_version" in engine.read_text(encoding="utf-8")
