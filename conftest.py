@@ -33,7 +33,7 @@ else:
 #: pytest plugins the test extra's libraries bring along and no test here needs: LangChain
 #: installs langsmith's (about a second of imports in every pytest process) and httpx
 #: installs anyio's.  Kept out of the pytest processes the tests start (the xdist workers
-#: too, which read PYTEST_ADDOPTS); test_docs_retrievers runs the documented commands
+#: too, which read PYTEST_ADDOPTS); tests/docs/test_retrievers.py runs the documented commands
 #: with every installed plugin, as a user's environment would.
 LEAN_PLUGINS = "-p no:langsmith_plugin -p no:anyio"
 os.environ["PYTEST_ADDOPTS"] = f"{LEAN_PLUGINS} {os.environ.get('PYTEST_ADDOPTS', '')}".strip()
@@ -95,14 +95,6 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     """
     monkeypatch.setenv("PYTEST_ADDOPTS", f"-p no:hypothesispytest {LEAN_PLUGINS}")
     return pytester
-
-
-@pytest.fixture
-def invoke() -> object:
-    """``groove`` in-process (``tests/cli_invoke.py``), for tests that prefer a fixture."""
-    from cli_invoke import invoke as run_groove
-
-    return run_groove
 
 
 #: locales that decode file names in another encoding than UTF-8, each with what

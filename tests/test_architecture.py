@@ -30,7 +30,9 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pytest_groove"
+from conftest import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "pytest_groove"
 DOORS = ("pytest_groove.plugin", "pytest_groove.cli")
 
 

@@ -1,0 +1,158 @@
+"""`groove index` and `groove search` through the command line (in-process, `cli_invoke`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers.cli_invoke import Groove
+from tests.helpers.kb_files import INVOICES_NOTES, write_invoices_kb
+
+
+def test_index_then_search_json(kb_eval_copy: Path, groove: Groove) -> None:
+    kb = str(kb_eval_copy)
+    first = groove("index", "--kb-path", kb, "--model", "hash")
+    assert first.returncode == 0, first.stderr
+    assert "20 added" in first.stdout
+    again = groove("index", "--kb-path", kb, "--model", "hash")
+    assert again.returncode == 0
+    assert "0 added" in again.stdout and "20 unchanged" in again.stdout
+    assert "0 chunks embedded" in again.stdout
+
+    out = groove(
+        "search",
+        "--kb-path",
+        kb,
+        "--model",
+        "hash",
+        "--format",
+        "json",
+        "--limit",
+        "3",
+        "Retry-After",
+    )
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    results = payload["results"]
+    assert [r["rank"] for r in results] == [1, 2, 3]
+    assert results[0]["path"] == "ref/rate-limiting.md"
+    assert {"rank", "path", "heading", "score", "content"} <= set(results[0])
+
+
+def test_search_text_output(kb_eval_copy: Path, groove: Groove) -> None:
+    kb = str(kb_eval_copy)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    out = groove("search", "--kb-path", kb, "--model", "hash", "canary")
+    assert out.returncode == 0
+    assert out.stdout.lstrip().startswith("1.")
+    hits = json.loads(
+        groove("search", "--kb-path", kb, "--model", "hash", "--format", "json", "canary").stdout
+    )["results"]
+    first = hits[0]
+    label = first["path"] if first["heading"] is None else f"{first['path']}#{first['heading']}"
+    # the pytest failure's and the TREC files' spelling of a hit, not `path > heading`
+    assert out.stdout.lstrip().startswith(f"1. {label}  (score ")
+
+
+def test_search_without_index_is_one_line_error(tmp_path: Path, groove: Groove) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    out = groove("search", "--kb-path", str(kb), "--model", "hash", "anything")
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: No index found at")
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_flag_values_are_usage_errors(tmp_path: Path, groove: Groove) -> None:
+    out = groove("search", "--kb-path", str(tmp_path), "--mmr", "maybe", "q")
+    assert out.returncode == 2
+    assert "--mmr takes true or false" in out.stderr
+    out = groove("search", "--kb-path", str(tmp_path), "--mmr-lambda", "1.5", "q")
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+
+
+def test_query_of_only_exclusions_is_refused(kb_eval_copy: Path, groove: Groove) -> None:
+    kb = str(kb_eval_copy)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    out = groove("search", "--kb-path", kb, "--model", "hash", "--", "-backup")
+    assert out.returncode in (1, 2)
+    assert out.stderr.startswith("Error:") and "Traceback" not in out.stderr
+
+
+def test_bad_config_names_the_file(tmp_path: Path, groove: Groove) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "groove.toml").write_text("[search.fusion]\nrrf_k = 0\n", encoding="utf-8")
+    out = groove("index", "--kb-path", str(kb), "--model", "hash")
+    assert out.returncode == 1
+    assert "groove.toml" in out.stderr and "rrf_k" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_unknown_model_is_clear(tmp_path: Path, groove: Groove) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    out = groove("index", "--kb-path", str(kb), "--model", "no-such-model")
+    assert out.returncode == 2  # a bad flag value
+    assert out.stderr.startswith("groove index: error: unknown embedding model 'no-such-model'")
+    assert out.stderr.count("\n") == 1
+
+
+def test_an_in_process_command_leaves_the_collector_as_it_found_it(
+    kb_eval_copy: Path, tmp_path: Path, groove: Groove
+) -> None:
+    import gc
+
+    frozen_before = gc.get_freeze_count()
+    kb = str(kb_eval_copy)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    assert groove("search", "--kb-path", str(tmp_path), "--model", "hash", "q").returncode == 1
+    # what the command froze after its imports is given back, after success and error
+    assert gc.get_freeze_count() == frozen_before
+
+
+def test_a_note_named_with_a_line_break_stays_on_its_line(tmp_path: Path, groove: Groove) -> None:
+    kb = tmp_path / "kb"
+    (kb / "ops").mkdir(parents=True)
+    body = "## Rollback\n\nRoll the release back with the deploy tool, then page the owner.\n"
+    (kb / "ops" / "new\nline.md").write_text("# Odd name\n\n" + body, encoding="utf-8")
+    (kb / "ops" / "plain.md").write_text("# Plain\n\n" + body, encoding="utf-8")
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    done = groove("search", "--kb-path", kb, "--model", "hash", "roll the release back")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if not line.startswith("(low")]
+    # every line is a hit ("  1. path#heading  (score ...)") or its indented snippet
+    assert all(line.lstrip()[:2] in {"1.", "2."} or line.startswith("     ") for line in lines)
+    assert any("ops/new\\nline.md#Rollback" in line for line in lines)
+
+
+# --------------------------------------------------------------------------- empty KB
+
+
+def test_indexing_a_folder_without_markdown_says_so_and_creates_nothing(
+    tmp_path: Path, groove: Groove
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not Markdown\n", encoding="utf-8")
+    done = groove.process("index", "--kb-path", empty, "--model", "hash")
+    assert done.returncode == 1
+    assert "0 chunks embedded" not in done.stdout
+    assert f"no indexable file under {empty}: only .md files are indexed" in done.stderr
+    assert "check --kb-path" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (empty / ".groove").exists()
+
+
+def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = write_invoices_kb(tmp_path / "kb")
+    assert groove.process("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    for name in INVOICES_NOTES:
+        (kb / name).unlink()
+    again = groove.process("index", "--kb-path", kb, "--model", "hash")
+    assert again.returncode == 0, again.stderr
+    assert "2 removed" in again.stdout

@@ -1,0 +1,127 @@
+"""The flat note-carrying index answered from the chunk index: the same results as a
+second faiss index of the note-carrying rows, with one copy of the vectors."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import REPO_ROOT
+from pytest_groove.engine.builtin import Engine, open_engine
+from pytest_groove.kb.derived import note_index
+from pytest_groove.kb.derived.note_index import NoteCarryingIndex, NoteRows
+from pytest_groove.kb.derived.vectors import NoteVectors, VectorIndex
+from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
+from pytest_groove.text.scripts import script_group
+
+CORPORA = REPO_ROOT / "tests" / "corpora"
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+
+
+def golden_queries(name: str) -> list[str]:
+    raw = yaml.safe_load((CORPORA / f"{name}-golden.yml").read_text(encoding="utf-8"))
+    entries = raw["queries"] if isinstance(raw, dict) else raw
+    return [str(entry["query"]) for entry in entries]
+
+
+def second_index(engine: Engine) -> VectorIndex:
+    """The note-carrying index as its own faiss index, built in full from the store."""
+    store = engine.store
+    with store.read_snapshot():
+        ids, matrix = store.all_vectors()
+        groups = None
+        if engine.settings.search.vector_centring:
+            openings = store.chunk_openings()
+            groups = [script_group(openings.get(int(c), "")) for c in ids]
+        return VectorIndex.build_with_notes(
+            ids, matrix, int(matrix.shape[1]), groups, NoteVectors.of(store)
+        )
+
+
+@pytest.mark.parametrize("corpus", ["kb-eval", "kb-bilingual"])
+@pytest.mark.parametrize("centring", [True, False], ids=["centring", "no-centring"])
+def test_the_same_results_as_a_second_index(tmp_path: Path, corpus: str, centring: bool) -> None:
+    kb = tmp_path / corpus
+    shutil.copytree(CORPORA / corpus, kb, ignore=shutil.ignore_patterns(".groove*"))
+    settings = replace(SETTINGS, search=SearchSettings(vector_centring=centring))
+    with open_engine(kb, settings) as engine:
+        derived = engine.note_vectors
+        assert isinstance(derived, NoteCarryingIndex)
+        full = second_index(engine)
+        assert derived.means.keys() == full.means.keys()
+        assert bool(full.means) == centring  # both corpora hold two script groups
+        assert derived.size == full.size
+        # the rows themselves, bit for bit
+        rows = derived.rows()
+        assert all(
+            np.array_equal(rows[i], full.vector(int(cid))) for i, cid in enumerate(derived._ids)
+        )
+        for text in golden_queries(corpus):
+            query = engine.embedder.embed_queries([text])[0]
+            for n in (1, 5, 50, derived.size + 3):
+                want = full.search(full.prepare_query(query, text), n)
+                assert derived.search(derived.prepare_query(query, text), n) == want, text
+
+
+def test_the_engine_maps_one_vector_index(tmp_path: Path) -> None:
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
+    with open_engine(kb, SETTINGS) as engine:
+        directory = engine.store.path.parent
+        assert engine.note_vectors is not None and engine.note_vectors.size > 0
+    assert len(list(directory.glob("*.faiss"))) == 1
+    (rows,) = directory.glob("notevectors-*.rows.npz")
+    chunk_cache = next(directory.glob("vectors-*.faiss"))
+    # a few numbers per chunk and one vector per document, not a vector per chunk
+    assert rows.stat().st_size < chunk_cache.stat().st_size
+
+
+def test_a_damaged_rows_file_is_built_again(tmp_path: Path) -> None:
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
+    with open_engine(kb, SETTINGS) as engine:
+        assert engine.note_vectors is not None
+        want = engine.search("rollback a release", 5)
+    (rows,) = kb.joinpath(".groove").rglob("notevectors-*.rows.npz")
+    rows.write_bytes(b"not an npz file")
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert engine.search("rollback a release", 5) == want
+    assert rows.read_bytes() != b"not an npz file"
+
+
+def test_an_update_gives_the_numbers_a_full_build_gives(tmp_path: Path) -> None:
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
+    settings = replace(SETTINGS, search=SearchSettings(vector_centring=False))
+    with open_engine(kb, settings):
+        pass
+    notes = sorted(p for p in kb.rglob("*.md") if ".groove" not in p.parts)
+    with notes[0].open("a", encoding="utf-8") as handle:
+        handle.write("\nOne more line about rollbacks.\n")
+    text = notes[1].read_text(encoding="utf-8")
+    assert text.startswith("---\ntitle: ")
+    # a new title, the same chunks: only the note vector (so its rows' norms) changes
+    notes[1].write_text(text.replace("title: ", "title: Another ", 1), encoding="utf-8")
+    notes[2].unlink()
+
+    def no_full_build(*_: object) -> NoteRows:
+        raise AssertionError("the rows were built in full")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(note_index, "build_rows", no_full_build)
+        with open_engine(kb, settings) as engine:
+            derived = engine.note_vectors
+            assert isinstance(derived, NoteCarryingIndex)
+            updated = derived._rows
+            assert engine.index_report is not None
+            assert (engine.index_report.changed, engine.index_report.removed) == (2, 1)
+            assert engine.index_report.chunks_embedded < 10  # one note's chunks
+    with open_engine(kb, settings, reindex=False) as engine, engine.store.read_snapshot():
+        full = note_index.build_rows(engine.store, engine.vectors)
+    for name in ("ids", "docs", "scale", "inv_norm", "note_docs", "notes"):
+        assert np.array_equal(getattr(updated, name), getattr(full, name)), name
