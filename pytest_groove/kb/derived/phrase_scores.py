@@ -12,7 +12,7 @@ FTS5 returns, negated, as ``bm25()`` of that phrase alone.
 So each phrase is asked of SQLite once, all its rows with their bm25 term, and kept;
 a query sums its phrases' terms in the same order FTS5 adds them, in doubles, so the
 scores, and hence the ranked lists (ties by row id), are FTS5's own bit for bit
-(``tests/test_phrase_scores.py`` checks that against ``ORDER BY bm25``).  Golden sets
+(``tests/kb/derived/test_phrase_scores.py`` checks that against ``ORDER BY bm25``).  Golden sets
 repeat their common words ("the", "how", "does") from query to query, and those are
 the phrases that match most rows and cost FTS5 most to rank: asked once, they cost
 a golden query an array addition afterwards.

@@ -10,7 +10,7 @@ operations, and the term is FTS5's formula (``fts5Bm25Function``), in the same
 order, in doubles: ``idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgD))``,
 ``f`` the row's weighted instances (each instance adds its column's weight, column
 by column), ``D`` the row's tokens, ``avgD`` and ``idf`` table-wide.  The terms are
-FTS5's bit for bit (``tests/test_word_index.py`` checks that against SQLite).
+FTS5's bit for bit (``tests/kb/derived/test_word_index.py`` checks that against SQLite).
 
 The postings belong to one index state.  The indexer brings them up to date after
 every write (:func:`refresh_word_index`): the rows of new chunks are added as a

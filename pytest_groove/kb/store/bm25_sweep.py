@@ -8,7 +8,7 @@ apsw), and bm25 is computed here for every triple with numpy.
 
 The arithmetic is FTS5's own (``fts5Bm25Function`` in SQLite's ``fts5_aux.c``),
 step for step in the same order and in doubles, so the scores equal
-``bm25(fts_chunks, h, ctx, content)`` bit for bit; ``tests/test_bm25_sweep.py``
+``bm25(fts_chunks, h, ctx, content)`` bit for bit; ``tests/kb/store/test_bm25_sweep.py``
 checks that against SQLite on every triple of the tune grid.
 
 PYTEST_DONT_REWRITE
