@@ -324,11 +324,6 @@ def _schema(cls: type[Any]) -> _Schema:
     return found
 
 
-def json_schema(cls: type[Any]) -> tuple[tuple[str, str, JsonKey], ...]:
-    """(field name, JSON key, how) of every field of ``cls`` that is stored, in order."""
-    return _schema(cls).fields
-
-
 def json_keys(cls: type[Any]) -> frozenset[str]:
     """Every JSON key ``cls`` reads."""
     return _schema(cls).keys

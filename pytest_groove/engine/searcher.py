@@ -12,13 +12,13 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_groove.kb.source.records import ChunkText, CorpusSnapshot
+from pytest_groove.kb.source.records import CorpusSnapshot
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.settings.config import Settings
 
@@ -139,9 +139,6 @@ class EngineSearcher:
     def document_digests(self) -> Mapping[str, str] | None:
         # the indexer's per-file sha256, kept in the documents table
         return self.engine.document_digests()
-
-    def chunk_texts(self) -> Iterator[ChunkText]:
-        return self.engine.iter_chunk_texts()
 
     def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
         # the index keeps each document's scan, so an unchanged corpus reads no chunk
@@ -338,9 +335,6 @@ class RetrieverSearcher:
 
     def document_digests(self) -> Mapping[str, str] | None:
         return self.view.documents
-
-    def chunk_texts(self) -> Iterable[ChunkText] | None:
-        return self.view.texts
 
     def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
         from pytest_groove.kb.derived.quote_scan import quoted_needles

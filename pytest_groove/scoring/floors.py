@@ -45,9 +45,6 @@ class Floors:
     def __bool__(self) -> bool:
         return bool(self.pairs)
 
-    def as_dict(self) -> dict[str, float]:
-        return dict(self.pairs)
-
     def describe(self) -> str:
         """:data:`FLOORS_EXAMPLE` (the spelling the option takes)."""
         return ",".join(f"{key}={value:g}" for key, value in self.pairs)

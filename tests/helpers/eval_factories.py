@@ -159,9 +159,6 @@ class StaticSearcher:
     def document_digests(self) -> Mapping[str, str] | None:
         return None
 
-    def chunk_texts(self) -> Iterable[Any] | None:
-        return self.texts
-
     def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
         from pytest_groove.kb.derived.quote_scan import quoted_needles
 

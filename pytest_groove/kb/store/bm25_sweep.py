@@ -81,18 +81,14 @@ def bm25_score_table(
     return -1.0 * score
 
 
-def best_rowids(hits: PhraseHits, weights: Sequence[float], limit: int) -> list[int]:
-    """The ``limit`` best rows by bm25, ties by rowid: ``ORDER BY bm25(...), rowid LIMIT``."""
-    return best_rowids_per_triple(hits, [tuple(weights)], limit)[0]
-
-
 def best_rowids_per_triple(
     hits: PhraseHits,
     triples: Sequence[Sequence[float]],
     limit: int,
     tie: TieOrder = IN_ID_ORDER,
 ) -> list[list[int]]:
-    """:func:`best_rowids` for every triple, scoring all of them in one numpy pass."""
+    """The ``limit`` best rowids (bm25 order, ties by ``tie``) for every triple, scoring
+    all of them in one numpy pass."""
     if limit <= 0 or not len(hits.rowids):
         return [[] for _ in triples]
     table = bm25_score_table(hits, triples)

@@ -26,7 +26,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -152,8 +151,3 @@ def check_unchanged(path: Path, before: tuple[int, int] | None) -> None:
             f"{clip_path(path)} was replaced while it was being opened (by something that "
             "is not the index file); nothing was read from it: run again"
         )
-
-
-def is_link_refusal(exc: OSError) -> bool:
-    """Whether an ``O_NOFOLLOW`` open failed because a link stood at the name."""
-    return exc.errno in (errno.ELOOP, errno.EMLINK)

@@ -177,15 +177,6 @@ class StoreReader(StoreConnection):
             memo["chunk_ids"] = ids.copy()
         return ids
 
-    def chunks_of_documents(self, document_ids: Sequence[int]) -> dict[int, int]:
-        """chunk id -> document id of every chunk of these documents."""
-        return {
-            int(cid): int(doc_id)
-            for cid, doc_id in self._rows_where_in(
-                "SELECT id, document_id FROM chunks WHERE document_id IN ({})", document_ids
-            )
-        }
-
     def chunk_openings(self) -> dict[int, str]:
         """:func:`~pytest_groove.text.scripts.chunk_opening` of every chunk, by id."""
         # read as bytes: a damaged row must not stop the index from opening (the

@@ -324,14 +324,6 @@ class StoreWriter(StoreConnection):
             (np.ascontiguousarray(vector, dtype=np.float32).tobytes(), doc_id),
         )
 
-    def update_document_meta(
-        self, path: str, content_hash: str, size_bytes: int, doc: ParsedDocument
-    ) -> None:
-        """Frontmatter-only edit: chunks unchanged, refresh the document row."""
-        self.write_documents(
-            [DocumentWrite(path, content_hash, size_bytes, doc)], store_context=False
-        )
-
     def rename_documents(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Move documents whose bytes did not change (rename detection)."""
         if not pairs:
