@@ -19,12 +19,13 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 from pytest_groove.evaluation.gate.compare import (
     Comparison,
+    GoldenChanges,
     aggregate_diff,
     aggregate_regressions,
     corpus_change,
@@ -58,46 +59,6 @@ _SETTING_NAMES = {
     "fts_query_version": "query compiler version",
     "chunker_version": "chunker version",
 }
-#: at most this many ids are named per kind of golden change
-_IDS_NAMED = 5
-
-
-@dataclass(frozen=True)
-class GoldenChanges:
-    """The golden set against the accepted one."""
-
-    #: queries this run has and the baseline does not (by id)
-    added: tuple[str, ...] = ()
-    #: accepted queries this run no longer has
-    removed: tuple[str, ...] = ()
-    #: ids in both whose text or expected entries changed
-    edited: tuple[str, ...] = ()
-    #: queries compared with their accepted counterpart
-    paired: int = 0
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.edited)
-
-    def describe(self) -> str:
-        """``1 added (new-q), 1 edited (ship-days); the gate compares the 20 paired
-        queries``, or empty when nothing changed."""
-        parts = [
-            f"{len(ids)} {what} ({_named(ids)})"
-            for what, ids in (
-                ("added", self.added),
-                ("removed", self.removed),
-                ("edited", self.edited),
-            )
-            if ids
-        ]
-        if not parts:
-            return ""
-        return f"{', '.join(parts)}; the gate compares the {self.paired} paired queries"
-
-
-def _named(ids: Sequence[str]) -> str:
-    shown = ", ".join(ids[:_IDS_NAMED])
-    return shown + (f" and {len(ids) - _IDS_NAMED} more" if len(ids) > _IDS_NAMED else "")
 
 
 def golden_changes(run: RunRecord, baseline: RunRecord) -> GoldenChanges:

@@ -21,7 +21,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 from pytest_groove.evaluation.runs.fingerprint import differing_keys
 from pytest_groove.evaluation.runs.gate_record import Loosened
@@ -38,9 +38,6 @@ from pytest_groove.scoring.metrics import FALLBACK_K, aggregate, is_miss
 from pytest_groove.scoring.records import ExpectedEntry, question_key
 from pytest_groove.scoring.significance import PValues, paired_p_values
 from pytest_groove.scoring.thresholds import Thresholds, as_thresholds
-
-if TYPE_CHECKING:
-    from pytest_groove.evaluation.gate.accepted import GoldenChanges
 
 GOLDEN_CHANGED = "golden changed since last run"
 CONFIG_CHANGED = "config or metric version changed since last run"
@@ -82,6 +79,48 @@ class QueryDelta:
     #: nothing expected was retrieved within the largest k
     miss: bool
     regressed: bool
+
+
+#: at most this many ids are named per kind of golden change
+_IDS_NAMED = 5
+
+
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:_IDS_NAMED])
+    return shown + (f" and {len(ids) - _IDS_NAMED} more" if len(ids) > _IDS_NAMED else "")
+
+
+@dataclass(frozen=True)
+class GoldenChanges:
+    """The golden set against the accepted one."""
+
+    #: queries this run has and the baseline does not (by id)
+    added: tuple[str, ...] = ()
+    #: accepted queries this run no longer has
+    removed: tuple[str, ...] = ()
+    #: ids in both whose text or expected entries changed
+    edited: tuple[str, ...] = ()
+    #: queries compared with their accepted counterpart
+    paired: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.edited)
+
+    def describe(self) -> str:
+        """``1 added (new-q), 1 edited (ship-days); the gate compares the 20 paired
+        queries``, or empty when nothing changed."""
+        parts = [
+            f"{len(ids)} {what} ({_named(ids)})"
+            for what, ids in (
+                ("added", self.added),
+                ("removed", self.removed),
+                ("edited", self.edited),
+            )
+            if ids
+        ]
+        if not parts:
+            return ""
+        return f"{', '.join(parts)}; the gate compares the {self.paired} paired queries"
 
 
 @dataclass(frozen=True)
