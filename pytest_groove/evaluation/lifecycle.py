@@ -266,23 +266,18 @@ def _changed_since_baseline(
 
 def _edited_since_stored(
     paths: Sequence[str], stored: StoredRuns, fingerprint: Fingerprint, digests_now: DigestsNow
-) -> dict[str, str]:
-    """For each of ``paths`` a stored run of this golden file held with other bytes
-    (newest such run first), the phrase saying an edit removed the heading since."""
+) -> set[str]:
+    """The ``paths`` a trusted stored run of this golden file held with other bytes: an
+    edit removed the expected heading since (that run was checked against it)."""
     if not paths:
-        return {}
+        return set()
     now = digests_now()
-    out: dict[str, str] = {}
-    for run in stored.runs:  # newest first
-        if run.fingerprint.golden_hash != fingerprint.golden_hash or untrusted(run):
+    out: set[str] = set()
+    for run in trusted_runs(stored.runs):
+        if run.fingerprint.golden_hash != fingerprint.golden_hash:
             continue
         files = document_digests(run.corpus) or {}
-        for path in paths:
-            if path not in out and path in files and path in now and files[path] != now[path]:
-                out[path] = (
-                    f"the note was edited since the run of {format_timestamp(run.timestamp)} "
-                    "in the history, which was checked against this golden file and had it"
-                )
+        out |= {p for p in paths if p in files and p in now and files[p] != now[p]}
     return out
 
 
@@ -342,8 +337,6 @@ class _Vanished:
     deleted: dict[str, str] = field(default_factory=dict)
     #: expected paths whose document the baseline held with other bytes
     changed: set[str] = field(default_factory=set)
-    #: expected path -> how an earlier stored run shows it was edited
-    edited: dict[str, str] = field(default_factory=dict)
     #: (path, normalised heading) the edit of a changed document removed
     lost: frozenset[tuple[str, str]] = frozenset()
     #: expected path -> its digest in the newest trusted stored run that held it
@@ -393,18 +386,16 @@ def _find_vanished(
         removed = {*removed, *held}
         deleted = {p: why for p, why in deleted.items() if p not in held}
     changed: set[str] = set()
-    edited: dict[str, str] = {}
     if unmatched:
         # an expected heading the edited document no longer has: lost, like a
-        # deleted document, when the baseline (same golden file) still had it
+        # deleted document, when the baseline (same golden file) still had it --
+        # or an earlier trusted run of this golden file did (a run after the edit is
+        # the baseline now): lost in every run after the edit, not only the first
         changed = _changed_since_baseline(unmatched, choice, digests_now)
-        # a heading an earlier run of this golden file had (a run after the edit
-        # is the baseline now): still no typo
-        edited = _edited_since_stored(
-            [p for p in unmatched if p not in changed], stored, fingerprint, digests_now
-        )
+        rest = [p for p in unmatched if p not in changed]
+        changed |= _edited_since_stored(rest, stored, fingerprint, digests_now)
     lost = frozenset(pair for pair in unmatched_pairs if pair[0] in changed)
-    return _Vanished(picked, removed, deleted, changed, edited, lost, held)
+    return _Vanished(picked, removed, deleted, changed, lost, held)
 
 
 def _check_golden_entries(plan: EvalPlan, headings: IndexedHeadings, vanished: _Vanished) -> None:
@@ -423,7 +414,6 @@ def _check_golden_entries(plan: EvalPlan, headings: IndexedHeadings, vanished: _
         why_unindexed,
         vanished.deleted,
         vanished.changed,
-        vanished.edited,
     )
 
 

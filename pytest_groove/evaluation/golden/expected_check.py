@@ -69,7 +69,6 @@ _FIX = "fix the golden file"
 #: ... when the expected document was deleted since a stored run had it
 _FIX_DELETED = "update the golden file or restore the note"
 #: ... when an edit of the note removed a heading a run of this golden file had
-_FIX_EDITED = "update the golden file or restore the heading"
 #: ... when the file is on disk and something leaves it out of the index
 _FIX_UNINDEXED = "fix the golden file, or let the file be indexed"
 
@@ -80,7 +79,6 @@ def _problem(
     kb: Path,
     why_unindexed: Callable[[str], str | None],
     deleted: Mapping[str, str],
-    edited: Mapping[str, str],
 ) -> tuple[str, str] | None:
     """What is wrong with ``entry`` and how the message says to fix it (None: nothing)."""
     headings = indexed.get(entry.path)
@@ -127,11 +125,6 @@ def _problem(
             f"{absent}: it is written there {written}, and only `## ` and `### ` lines start "
             "a section (docs/retrieval-pipeline.md)"
         ), f"write it `## {clip(entry.heading)}` in the note, or pin a heading the note has"
-    if entry.path in edited:
-        # no typo: a run checked against this golden file had it, and the note changed
-        return (
-            f"{absent}{_did_you_mean(entry.heading, list(named.values()))}: {edited[entry.path]}"
-        ), _FIX_EDITED
     return absent + _did_you_mean(entry.heading, list(named.values())), _FIX
 
 
@@ -231,20 +224,19 @@ def check_expected_entries(
     why_unindexed: Callable[[str], str | None] | None = None,
     deleted: Mapping[str, str] | None = None,
     changed: Collection[str] = (),
-    edited: Mapping[str, str] | None = None,
 ) -> None:
     """Raise :class:`GrooveError` unless every expected entry names indexed content.
 
     ``indexed`` maps each indexed path to the headings its chunks carry (``None``
     for a chunk without one), as :meth:`Engine.headings_by_path` returns it.  The
     message names the first problem and counts the others.  A path in ``removed``
-    (it was in the baseline run's corpus) is no mistake of the golden file: the
-    document was deleted since, and the query scores it as a miss.  A path in
-    ``deleted`` (a stored run that is not the baseline had it) was deleted too: its
-    phrase says since when, instead of suggesting a typo.  A heading missing from a
-    path in ``changed`` (the document was edited since the baseline run, which was
-    checked against this same golden file, so the heading was there) was lost to that
-    edit: the query scores it as a miss, as it does a deleted document.  ``why_unindexed`` says why
+    (the baseline run's corpus, or a trusted older run's, held it) is no mistake of the
+    golden file: the document was deleted since, and the query scores it as a miss.  A
+    path in ``deleted`` (only a run that cannot be trusted had it) is still refused, its
+    phrase saying since when instead of suggesting a typo.  A heading missing from a
+    path in ``changed`` (the document was edited since a run checked against this same
+    golden file, so the heading was there) was lost to that edit: the query scores it
+    as a miss, as it does a deleted document.  ``why_unindexed`` says why
     a file still on disk is not indexed (default: :func:`why_not_indexed` with the
     default settings).
     """
@@ -260,7 +252,7 @@ def check_expected_entries(
                 continue
             if entry.path in changed and entry.path in indexed:
                 continue  # only its heading can be missing: lost to the edit
-            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {}, edited or {})
+            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {})
             if problem is not None:
                 problems.append((entry.line or query.line, problem))
     if not problems:
@@ -299,8 +291,7 @@ def check_before_search(
     why_unindexed: Callable[[str], str | None] | None = None,
     deleted: Mapping[str, str] | None = None,
     changed: Collection[str] = (),
-    edited: Mapping[str, str] | None = None,
 ) -> None:
     """Both checks, in the order a user fixes them: an empty KB, then the golden entries."""
     check_kb_has_documents(indexed, kb, parsers)
-    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted, changed, edited)
+    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted, changed)

@@ -258,17 +258,13 @@ def test_a_heading_an_edit_renamed_is_a_lost_answer_not_a_golden_error(kb: Path)
     # the baseline (checked against this golden file) had the heading; the edit lost it,
     # so the query is a miss the gate sees, not a typo in the golden file
     assert line_of(run.stdout, "cache").startswith("  ✗ cache")
-    # the run after the edit is the baseline now: the heading is still no typo, and the
-    # message says which run of this golden file had it
-    again = groove_eval(kb)
-    assert again.returncode == 1
-    assert re.search(
-        r"expected heading `Cache invalidation` is not a heading of `caching\.md`"
-        r"(?: \(did you mean [^)]*\))?: the note was edited since the run of \S+Z in the history, "
-        r"which was checked against this golden file and had it; update the golden file or "
-        r"restore the heading",
-        again.stderr,
-    ), again.stderr
+    # the run after the edit is the baseline now: an earlier run of this golden file had
+    # the heading, so it is still a lost answer, in this run and every later one (it was
+    # a golden-file error that stopped them)
+    for _ in range(2):
+        again = groove_eval(kb)
+        assert again.returncode == 0, again.stderr
+        assert line_of(again.stdout, "cache").startswith("  ✗ cache")
     # with no run that had it, the heading is the golden file's mistake again
     alone = groove_eval(kb, "--no-history")
     assert alone.returncode == 1
