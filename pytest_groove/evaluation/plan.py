@@ -259,16 +259,9 @@ def read_accepted(plan: EvalPlan) -> AcceptedBaseline | None:
     when it cannot be read."""
     if not plan.compares or plan.options.baseline is not None:
         return None
-    path = plan.baseline_path
-    return load_baseline(path, plan.kb if _inside(path, plan.kb) else None)
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except (OSError, RuntimeError, ValueError):
-        return False
-    return True
+    # below the KB without following links, as the golden file (a path outside it is
+    # opened by name)
+    return load_baseline(plan.baseline_path, plan.kb)
 
 
 def check_option_combinations(options: RunOptions) -> None:
@@ -325,7 +318,14 @@ def plan_evaluation(
         retriever_notes=tuple(unused),
         gate=resolve_gate(options, settings, cutoffs.k_values, metrics),
     )
-    check_report_targets(kb, options, settings, golden=Path(golden.path), history=plan.history_path)
+    check_report_targets(
+        kb,
+        options,
+        settings,
+        golden=Path(golden.path),
+        history=plan.history_path,
+        baseline=plan.baseline_path,
+    )
     if read_history:
         plan = replace(plan, stored=read_stored_runs(plan))
     return plan

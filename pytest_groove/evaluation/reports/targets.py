@@ -44,12 +44,15 @@ def check_report_targets(
     *,
     golden: Path,
     history: Path,
+    baseline: Path | None = None,
 ) -> None:
     """Refuse a report target that is one of the run's inputs, or another report's."""
     inputs: list[tuple[Path, str]] = [
         (golden, "the golden file this run reads: the report would overwrite it"),
         (history, "the run history: the report would overwrite it"),
     ]
+    if baseline is not None:
+        inputs.append((baseline, "the accepted baseline: the report would overwrite it"))
     if settings.source is not None:
         inputs.append((settings.source, "the config this run reads: the report would overwrite it"))
     # where a KB's config is looked for, whether or not there is one yet

@@ -20,6 +20,7 @@ REFUSED = [
     ("--trec-qrels", ".groove-eval.yml", "is the golden file this run reads"),
     ("--html", ".groove-eval.yml", "is the golden file this run reads"),
     ("--trec-run", ".groove-eval-history.json", "is the run history"),
+    ("--html", ".groove-baseline.json", "is the accepted baseline"),
     ("--trec-run", "groove.toml", "is where the knowledge base's config is read from"),
     ("--trec-run", "ops/rollback.md", "is a note of the knowledge base (a .md file in it)"),
     ("--trec-run", "ops/new-page.md", "is a note of the knowledge base (a .md file in it)"),
