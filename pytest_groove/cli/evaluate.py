@@ -32,7 +32,6 @@ from pytest_groove.engine.names import check_config_names
 from pytest_groove.engine.searcher import (
     EngineOpener,
     RetrieverSearcher,
-    Searcher,
     closing_searcher,
     open_engine_searcher,
 )
@@ -43,6 +42,7 @@ from pytest_groove.evaluation.lifecycle import begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
 from pytest_groove.evaluation.reports.formats import REPORT_FORMATS
 from pytest_groove.evaluation.reports.json_report import dumps_json_report
+from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.settings.options import OPTIONS_BY_NAME
 from pytest_groove.text.console import write_json
 
@@ -107,7 +107,7 @@ def _note(message: str, stream: TextIO) -> None:
     stream.write(f"{PROG}: {spell_flags(message)}\n")
 
 
-def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Searcher:
+def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> EvaluatedSearcher:
     """The ``--retriever``, else the built-in engine (refreshed unless ``--no-reindex``)."""
     options = plan.options
     if options.retriever is not None:

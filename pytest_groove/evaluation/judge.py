@@ -15,7 +15,6 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pytest_groove.engine.searcher import Searcher
 from pytest_groove.errors import Door, flag
 from pytest_groove.evaluation.gate.accepted import compare_across
 from pytest_groove.evaluation.gate.compare import Comparison, compare, project_baseline
@@ -46,6 +45,7 @@ from pytest_groove.evaluation.runs.record import (
     build_run,
     display_timestamp,
 )
+from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.scoring.records import GoldenSet
 
 
@@ -102,7 +102,7 @@ class Judged:
 def judge(
     evaluation: Evaluation,
     results: Sequence[QueryResult],
-    searcher: Searcher | None,
+    searcher: EvaluatedSearcher | None,
     *,
     record: bool,
     door: Door,
@@ -186,7 +186,7 @@ def _shown_baseline(choice: BaselineChoice | None, scope: Scope) -> RunRecord | 
 
 
 def _record(
-    evaluation: Evaluation, scope: Scope, searcher: Searcher | None, warnings: list[str]
+    evaluation: Evaluation, scope: Scope, searcher: EvaluatedSearcher | None, warnings: list[str]
 ) -> tuple[RunRecord, list[Finding]]:
     """The run record, with the gate it is held to, and the quote scan's findings."""
     plan = evaluation.plan
