@@ -36,6 +36,7 @@ from pytest_groove.evaluation.runs.record import (
 )
 from pytest_groove.files.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.files.merge_conflicts import line_list
+from pytest_groove.text.echo import conversion_reason, int_text
 
 HISTORY_FILE_NAME = ".groove-eval-history.json"
 #: how the guarded reader names this file in its refusals
@@ -124,7 +125,7 @@ class HistoryTooNew(GrooveError):
     :func:`too_new` adds.
     """
 
-    def __init__(self, found: int) -> None:
+    def __init__(self, found: int | str) -> None:
         self.found = found
         super().__init__(f"history format {found}")
 
@@ -139,8 +140,10 @@ def too_new(path: Path, exc: HistoryTooNew) -> GrooveError:
 
 
 def _check_format(value: Any) -> None:
-    if isinstance(value, int) and not isinstance(value, bool) and value > HISTORY_FORMAT:
+    if isinstance(value, str):  # a header number too long to read: no format we know
         raise HistoryTooNew(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value > HISTORY_FORMAT:
+        raise HistoryTooNew(int_text(value))
 
 
 #: a ``\uD800``-``\uDFFF`` escape: the only way JSON text can carry a surrogate
@@ -203,9 +206,9 @@ def read_history(data: bytes) -> ParsedHistory:
     except RecursionError:
         raise RecordFormatError("JSON nested too deeply") from None
     except ValueError as exc:  # json.JSONDecodeError, oversized integer literals
-        salvaged = _salvage(text, str(exc))
+        salvaged = _salvage(text, conversion_reason(exc) or str(exc))
         if salvaged is None:
-            raise RecordFormatError(f"not JSON ({exc})") from None
+            raise RecordFormatError(f"not JSON ({conversion_reason(exc) or exc})") from None
         return salvaged
     if not isinstance(doc, dict):
         raise RecordFormatError("top level: expected an object with a 'runs' list")
