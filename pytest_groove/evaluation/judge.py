@@ -31,6 +31,7 @@ from pytest_groove.evaluation.gate.verdict import (
     RunVerdicts,
     comparison_verdicts,
     removed_answer_failures,
+    violation_failures,
 )
 from pytest_groove.evaluation.history.file import BaselineChoice
 from pytest_groove.evaluation.lifecycle import Evaluation
@@ -236,16 +237,28 @@ def _gate(
     applies = plan.options.fail_on_regression and not scope.subset and not plan.options.accept
     verdict = gate_verdict(plan, comparison, regression_gate=applies, subset=scope.subset)
     removed = removed_answer_failures(verdicts) if applies else []
+    # a constraint the baseline's ranking kept and this run broke fails the gate too
+    broken = violation_failures(verdicts) if applies and verdicts.compared else []
     lines = []
     if verdict.regressions or removed:
         lines.append(_regression_message(plan, comparison, verdict.regressions, removed))
+    if broken:
+        lines.append(
+            "golden query constraints the baseline run kept are broken "
+            f"(not_expected / within): {', '.join(broken)}"
+        )
     if verdict.floor_failures:
         lines.append(floors_message(plan, verdict.floor_failures))
     return GateDecision(
         applies=applies,
-        failures=[*verdict.failures, *removed],
+        failures=[*verdict.failures, *removed, *broken],
         floor_failures=tuple(verdict.floor_failures),
-        failed=(*verdict.regressions, *removed, *_item_regressions(verdicts, door, applies, plan)),
+        failed=(
+            *verdict.regressions,
+            *removed,
+            *broken,
+            *_item_regressions(verdicts, door, applies, plan),
+        ),
         lines=tuple(lines),
         warnings=_gate_warnings(evaluation, comparison, verdict, applies),
     )

@@ -352,7 +352,7 @@ def _read_expected_headings(plan: EvalPlan, searcher: EvaluatedSearcher) -> Inde
         headings = searcher.headings_by_path()
         if headings is not None:
             for query in plan.golden.queries:
-                for entry in query.expected:
+                for entry in query.named_entries:
                     headings.get(entry.path)
     return headings
 

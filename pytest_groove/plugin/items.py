@@ -3,8 +3,10 @@
 An item searches its query, scores the hits, and keeps the :class:`QueryResult` so the
 plugin can put it on the test report (that is how results reach the pytest-xdist
 controller).  It fails when the query misses -- nothing expected within the largest
-k -- and, under ``--groove-fail-on-regression``, when the query's own metrics dropped
-against the baseline run (not under ``--groove-significance``: one query's drop cannot be
+k -- or breaks a constraint of its golden query (a ``not_expected`` entry in the top
+k, the first expected hit below ``within``), and, under
+``--groove-fail-on-regression``, when the query's own metrics dropped against the
+baseline run (not under ``--groove-significance``: one query's drop cannot be
 told from chance, so only the aggregate gate decides).  Failure texts are plain data,
 not tracebacks: the query, what was expected, where each expected entry ranked, and the
 top hits.
@@ -22,6 +24,7 @@ import pytest
 from pytest_groove.errors import GrooveError, StopsTheRun
 from pytest_groove.evaluation.golden.file import marker_name_for_tag, node_ids
 from pytest_groove.evaluation.runs.record import QueryResult
+from pytest_groove.scoring.constraints import violations
 from pytest_groove.scoring.metric_table import query_summary
 from pytest_groove.scoring.metrics import expected_ranks, is_miss
 from pytest_groove.scoring.records import GoldenQuery, GoldenSet
@@ -165,6 +168,15 @@ class GrooveQueryItem(pytest.Item):
                     f"{max(k_values)}"
                     + "".join(f"; {c}" for c in runner.miss_causes(self.position, result)),
                 )
+            )
+        max_k = max(k_values)
+        broken = violations(
+            result.expected, result.not_expected, result.within, result.top_k, max_k
+        )
+        if broken:
+            headline = "; ".join(violation.text(max_k) for violation in broken)
+            raise QueryFailed(
+                describe_result(result, k_values, f"golden query {self.name!r} failed: {headline}")
             )
         regression = runner.regression(self.name, self.position, result)
         if regression is not None:

@@ -40,6 +40,16 @@ class GoldenQuery:
     line: int = 0
     #: True when ``id`` was written in the file, False when derived from the text
     explicit_id: bool = False
+    #: documents or sections that must not be in the top k (``not_expected:``); no grade
+    not_expected: tuple[ExpectedEntry, ...] = ()
+    #: the first expected hit must rank at this rank or better (``within: N``); None: any
+    within: int | None = None
+
+    @property
+    def named_entries(self) -> tuple[ExpectedEntry, ...]:
+        """Every entry that names KB content: the expected ones, then the not-expected
+        ones (the check against the index reads both)."""
+        return (*self.expected, *self.not_expected)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,10 @@
 A query's verdict against the baseline run (the compatible one the comparison chose):
 
 - ``missed`` -- nothing expected within the largest k (the item fails, gate or not);
+- ``violated`` -- a constraint of the golden query broke (:mod:`~pytest_groove.scoring.
+  constraints`): a ``not_expected`` entry within the largest k, or the first expected
+  hit below ``within`` (the item fails, gate or not; the gate fails on a violation the
+  baseline's ranking did not have);
 - ``regressed`` -- some metric of the query dropped by more than its threshold
   (:func:`~pytest_groove.evaluation.gate.compare.query_regressed`, the rule the item uses
   under ``--fail-on-regression`` without ``--significance``); each such metric with its
@@ -50,6 +54,7 @@ from pytest_groove.evaluation.runs.corpus_files import (
     document_digests,
 )
 from pytest_groove.evaluation.runs.record import QueryResult, RunRecord
+from pytest_groove.scoring.constraints import Violation, violations
 from pytest_groove.scoring.metric_table import metric_value
 from pytest_groove.scoring.metrics import (
     entry_satisfied,
@@ -59,7 +64,7 @@ from pytest_groove.scoring.metrics import (
 )
 from pytest_groove.scoring.thresholds import Thresholds
 
-Verdict = Literal["pass", "regressed", "missed"]
+Verdict = Literal["pass", "regressed", "missed", "violated"]
 
 #: the reason given for an expected path the baseline run's corpus held
 REMOVED_REASON = "removed from the knowledge base since the baseline run"
@@ -132,6 +137,11 @@ class QueryVerdict:
     #: the query's name in the reports when it is not its id: its pytest node id, when
     #: another query of the run has the same id (:mod:`.query_names`); "" = the id
     name: str = ""
+    #: the golden query's constraints this run broke (``not_expected``, ``within``)
+    violations: tuple[Violation, ...] = ()
+    #: those of :attr:`violations` the baseline's ranking did not break (all of them
+    #: when nothing is compared): what the gate fails on
+    new_violations: tuple[Violation, ...] = ()
 
     @property
     def label(self) -> str:
@@ -294,8 +304,15 @@ def query_verdict(
     (:func:`~pytest_groove.evaluation.lifecycle.begin_evaluation` tells them)."""
     k = largest_k(k_values)
     moves = () if previous is None else _metric_moves(result, previous, thresholds)
+    broken = result_violations(result, k)
     verdict: Verdict = (
-        "missed" if is_miss(result.metrics, k_values) else "regressed" if moves else "pass"
+        "missed"
+        if is_miss(result.metrics, k_values)
+        else "violated"
+        if broken
+        else "regressed"
+        if moves
+        else "pass"
     )
     gone = _gone_answers(result, previous, delta, why_unindexed, lost_headings)
     losses = _Losses()
@@ -317,7 +334,26 @@ def query_verdict(
         displaced_by=losses.displaced,
         recall_now=result.metrics.recall_at_k.get(k, 0.0),
         recall_before=None if previous is None else previous.metrics.recall_at_k.get(k, 0.0),
+        violations=broken,
+        new_violations=_new_violations(broken, result, previous, k),
     )
+
+
+def result_violations(result: QueryResult, k: int) -> tuple[Violation, ...]:
+    """The constraints of ``result``'s golden query its ranking breaks within ``k``."""
+    return violations(result.expected, result.not_expected, result.within, result.top_k, k)
+
+
+def _new_violations(
+    broken: tuple[Violation, ...], result: QueryResult, previous: QueryResult | None, k: int
+) -> tuple[Violation, ...]:
+    """The violations the baseline's ranking, held to this run's constraints, did not
+    have (the history keeps no constraints: the golden file of this run decides)."""
+    if not broken or previous is None:
+        return broken
+    before = violations(previous.expected, result.not_expected, result.within, previous.top_k, k)
+    known = {violation.key for violation in before}
+    return tuple(violation for violation in broken if violation.key not in known)
 
 
 def _metric_moves(
@@ -453,6 +489,18 @@ def _delta_with(
         return delta
     before = {**vanished, **(delta.before if delta is not None else {})}
     return CorpusDelta(now=now, before=before)
+
+
+def violation_failures(verdicts: RunVerdicts) -> list[str]:
+    """The gate's entry per query that broke a constraint its baseline ranking kept:
+    a ``not_expected`` document now in the top k, or a first answer now below
+    ``within``.  One the baseline broke too is reported, not gated (like a known
+    miss)."""
+    return [
+        f"{verdict.label}: {'; '.join(v.text(verdicts.k) for v in verdict.new_violations)}"
+        for verdict in verdicts.queries
+        if verdict.new_violations
+    ]
 
 
 def removed_answer_failures(verdicts: RunVerdicts) -> list[str]:

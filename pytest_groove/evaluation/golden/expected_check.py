@@ -79,11 +79,13 @@ def _problem(
     kb: Path,
     why_unindexed: Callable[[str], str | None],
     deleted: Mapping[str, str],
+    role: str = "expected",
 ) -> tuple[str, str] | None:
-    """What is wrong with ``entry`` and how the message says to fix it (None: nothing)."""
+    """What is wrong with ``entry`` and how the message says to fix it (None: nothing);
+    ``role`` names the entry's list (``expected`` or ``not_expected``)."""
     headings = indexed.get(entry.path)
     if headings is None:
-        absent = f"expected path `{clip(entry.path)}` is not in the index"
+        absent = f"{role} path `{clip(entry.path)}` is not in the index"
         why = why_unindexed(entry.path)
         if why == SEE_WARNINGS:
             return f"{absent} ({why})" + _did_you_mean(entry.path, indexed), _FIX
@@ -112,12 +114,12 @@ def _problem(
     merged = None if note is None else _merged_into(note, wanted)
     if merged is not None:
         return (
-            f"expected heading `{clip(entry.heading)}` of `{clip(entry.path)}` is no heading "
+            f"{role} heading `{clip(entry.heading)}` of `{clip(entry.path)}` is no heading "
             f"in the index: its section is under {MERGE_THRESHOLD_BYTES} bytes, so it was "
             f"merged into the section before it ({merged}); pin that heading instead, or "
             "lengthen the section"
         ), _FIX
-    absent = f"expected heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
+    absent = f"{role} heading `{clip(entry.heading)}` is not a heading of `{clip(entry.path)}`"
     written = None if note is None else _written_otherwise(note, wanted)
     if written is not None:
         # in the file, but in a form that starts no section: say which, not "did you mean"
@@ -195,7 +197,7 @@ def _merged_into(note: str, wanted: str) -> str | None:
 
 def unindexed_paths(golden: GoldenSet, indexed: Mapping[str, Collection[str | None]]) -> list[str]:
     """Expected paths that name no indexed document, in golden order, once each."""
-    missing = [e.path for q in golden.queries for e in q.expected if e.path not in indexed]
+    missing = [e.path for q in golden.queries for e in q.named_entries if e.path not in indexed]
     return list(dict.fromkeys(missing))
 
 
@@ -206,7 +208,7 @@ def unmatched_headings(
     has no chunk under that heading, in golden order, once each."""
     out: list[tuple[str, str]] = []
     for query in golden.queries:
-        for entry in query.expected:
+        for entry in query.named_entries:
             headings = indexed.get(entry.path)
             if headings is None or entry.heading is None:
                 continue
@@ -247,12 +249,13 @@ def check_expected_entries(
 
     problems: list[tuple[int, tuple[str, str]]] = []
     for query in golden.queries:
-        for entry in query.expected:
+        roles = ["expected"] * len(query.expected) + ["not_expected"] * len(query.not_expected)
+        for entry, role in zip(query.named_entries, roles, strict=True):
             if entry.path in removed and entry.path not in indexed:
                 continue
             if entry.path in changed and entry.path in indexed:
                 continue  # only its heading can be missing: lost to the edit
-            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {})
+            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {}, role)
             if problem is not None:
                 problems.append((entry.line or query.line, problem))
     if not problems:

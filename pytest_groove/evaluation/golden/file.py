@@ -9,6 +9,10 @@ A golden file is YAML::
           - path: docs/ARCHITECTURE.md
             heading: Data flow         # optional
             grade: 2                   # optional graded relevance, 0 or more (default 1)
+        not_expected:                  # optional: must not be in the top k
+          - path: drafts/rrf-old.md
+            heading: Tuning            # optional
+        within: 3                      # optional: first expected hit at rank 3 or better
         tags: [smoke]                  # optional
     defaults: {limit: 10, rerank: false}   # optional, parsed and ignored
 
@@ -84,8 +88,10 @@ _MISSING_HINT = f"(hint: pass {flag('golden')} or create <kb>/.groove-eval.yml)"
 
 _TOP_FIELDS = ("queries", "defaults")
 _DEFAULTS_FIELDS = ("limit", "rerank")
-_QUERY_FIELDS = ("query", "expected", "id", "tags")
+_QUERY_FIELDS = ("query", "expected", "id", "tags", "not_expected", "within")
 _ENTRY_FIELDS = ("path", "heading", "grade")
+#: a not-expected entry names what must not come back: it has no grade
+_NOT_EXPECTED_FIELDS = ("path", "heading")
 
 #: the largest grade an expected entry may have (a 32-bit unsigned integer)
 MAX_GRADE = 2**32 - 1
@@ -330,9 +336,11 @@ def _check_os_limits(path: str, where: str, line: int) -> None:
         fail(where, f"path `{clip(path)}` {problem}, so no file can have it; shorten it", line)
 
 
-def _parse_entry(value: object, where: str, line: int, kb: Path) -> ExpectedEntry:
+def _parse_entry(
+    value: object, where: str, line: int, kb: Path, fields: Sequence[str] = _ENTRY_FIELDS
+) -> ExpectedEntry:
     entry = want_mapping(value, where, line, "a mapping with `path` (and optional `heading`)")
-    check_fields(entry, _ENTRY_FIELDS, where)
+    check_fields(entry, fields, where)
     raw_path = require(entry, "path", where)
     path_line = key_line(entry, "path")
     path = want_string(raw_path, join(where, "path"), path_line)
@@ -388,6 +396,72 @@ def _parse_expected(query_map: LineDict, where: str, kb: Path) -> tuple[Expected
         # a query judged only "not relevant" has nothing to find: it cannot be scored
         fail(here, "every entry has grade 0; give at least one a grade of 1 or more", line)
     return tuple(entries)
+
+
+def _entry_key(entry: ExpectedEntry) -> tuple[str, str | None]:
+    """What makes two entries name the same answer: path, and heading trimmed + lowercased."""
+    return (entry.path, None if entry.heading is None else normalise_heading(entry.heading))
+
+
+def _parse_not_expected(
+    query_map: LineDict, where: str, kb: Path, expected: Sequence[ExpectedEntry]
+) -> tuple[ExpectedEntry, ...]:
+    """``not_expected``: optional, a non-empty list of ``{path, heading?}``, each unique,
+    none naming an expected answer (a query cannot both want and refuse a hit)."""
+    if "not_expected" not in query_map:
+        return ()
+    here = join(where, "not_expected")
+    line = key_line(query_map, "not_expected")
+    what = "a list of entries (`path`, optional `heading`) that must not be in the top k"
+    items = want_list(query_map["not_expected"], here, line, what)
+    if not items:
+        fail(here, "the list is empty; name a `path` or remove the key", line)
+    wanted = {_entry_key(entry) for entry in expected}
+    wanted_paths = {entry.path for entry in expected}
+    entries: list[ExpectedEntry] = []
+    seen: dict[tuple[str, str | None], int] = {}
+    for index, item in enumerate(items):
+        item_where = f"{here}[{index}]"
+        item_line = line_of_item(items, index)
+        entry = _parse_entry(item, item_where, item_line, kb, _NOT_EXPECTED_FIELDS)
+        key = _entry_key(entry)
+        if key in seen:
+            fail(
+                item_where,
+                f"repeats {here}[{seen[key]}] (same path and heading); remove one",
+                item_line,
+            )
+        if key in wanted or (entry.heading is None and entry.path in wanted_paths):
+            fail(
+                item_where,
+                f"`{clip(entry.path)}` is also expected by this query, so every answer "
+                "would fail it; pin a `heading` the query must not return, or remove it",
+                item_line,
+            )
+        seen[key] = index
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _parse_within(query_map: LineDict, where: str) -> int | None:
+    """``within``: optional, a whole number of 1 or more (the rank the first expected
+    hit must reach)."""
+    if "within" not in query_map:
+        return None
+    return want(
+        _rank,
+        query_map["within"],
+        join(where, "within"),
+        key_line(query_map, "within"),
+        lambda value: (
+            f"invalid value: {describe(value)}, expected a whole number of 1 or more "
+            "(the rank the first expected hit must reach)"
+        ),
+    )
+
+
+def _rank(value: Any, path: str) -> int:
+    return read_int(value, path, lo=1, hi=MAX_GRADE)
 
 
 def marker_name_for_tag(tag: str) -> str | None:
@@ -466,6 +540,8 @@ def _parse_query(value: object, where: str, line: int, kb: Path) -> GoldenQuery:
         query_map.get("id"), join(where, "id"), key_line(query_map, "id")
     )
     expected = _parse_expected(query_map, where, kb)
+    not_expected = _parse_not_expected(query_map, where, kb, expected)
+    within = _parse_within(query_map, where)
     tags = _parse_tags(query_map, where)
     _check_query_text(text, join(where, "query"), text_line)
     return GoldenQuery(
@@ -475,6 +551,8 @@ def _parse_query(value: object, where: str, line: int, kb: Path) -> GoldenQuery:
         tags=tags,
         line=query_map.line,
         explicit_id=explicit is not None,
+        not_expected=not_expected,
+        within=within,
     )
 
 

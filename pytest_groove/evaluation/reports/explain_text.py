@@ -139,6 +139,7 @@ def explanation(
         parts.append(f"{Metric(RECALL, k).query_label}: {values}")
     elif verdict.regressed:
         parts.append(metric_moves(verdict.regressed))
+    parts = [violation.text(k) for violation in verdict.violations] + parts
     return "; ".join(parts + causes(verdict))
 
 
@@ -149,7 +150,7 @@ def failure_lines(verdicts: RunVerdicts, total: int) -> list[str]:
         return []
     lines = ["", f"Per-query (regressions and misses, {len(failed)} of {total})"]
     for verdict in failed:
-        mark = "✗" if verdict.verdict == "missed" else "↓"
+        mark = "↓" if verdict.verdict == "regressed" else "✗"
         why = explanation(verdict, verdicts.k, verdict.recall_now, verdict.recall_before)
         lines.append(f"  {mark} {verdict.label.ljust(ID_WIDTH)} {why}")
     return lines

@@ -20,7 +20,12 @@ from pytest_groove.evaluation.reports.explain_text import (
 )
 
 #: a row's class by verdict (the colours of the per-query table)
-VERDICT_CSS: dict[Verdict, str | None] = {"pass": None, "regressed": "regressed", "missed": "miss"}
+VERDICT_CSS: dict[Verdict, str | None] = {
+    "pass": None,
+    "regressed": "regressed",
+    "missed": "miss",
+    "violated": "miss",
+}
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class VerdictCell:
 
 
 def verdict_cell(verdict: QueryVerdict, k: int) -> VerdictCell:
-    why: list[str] = []
+    why: list[str] = [violation.text(k) for violation in verdict.violations]
     if verdict.verdict == "missed":
         why.append(f"nothing expected in the top {k}")
     elif verdict.regressed:

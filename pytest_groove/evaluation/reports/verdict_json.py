@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_groove.evaluation.gate.verdict import QueryVerdict, RunVerdicts
 from pytest_groove.evaluation.runs.record import QueryResult
+from pytest_groove.scoring.constraints import Violation
 
 
 def verdict_json(verdict: QueryVerdict) -> dict[str, Any]:
@@ -40,7 +41,21 @@ def verdict_json(verdict: QueryVerdict) -> dict[str, Any]:
         ],
         "changed": list(verdict.changed),
         "displaced_by": [{"path": d.path, "change": d.change} for d in verdict.displaced_by],
+        "violations": [_violation_json(v, v in verdict.new_violations) for v in verdict.violations],
     }
+
+
+def _violation_json(violation: Violation, new: bool) -> dict[str, Any]:
+    """One broken constraint: ``kind`` (``not_expected`` / ``within``), the rank, the
+    entry or the ``within`` it broke, and whether the baseline's ranking kept it."""
+    out: dict[str, Any] = {"kind": violation.kind, "rank": violation.rank}
+    if violation.entry is not None:
+        out["path"] = violation.entry.path
+        out["heading"] = violation.entry.heading
+    else:
+        out["within"] = violation.within
+    out["new"] = new
+    return out
 
 
 def _with_name(obj: dict[str, Any], verdict: QueryVerdict) -> dict[str, Any]:

@@ -237,6 +237,14 @@ class QueryResult:
     metrics: QueryMetrics = field(
         metadata=json_key(metrics_from_json, write=metrics_to_json, required=True)
     )
+    #: the golden query's ``not_expected`` entries (written only when it has some; the
+    #: compact history leaves them out: a baseline is judged by the current golden file)
+    not_expected: tuple[ExpectedEntry, ...] = field(
+        default=(),
+        metadata=json_key(_read_expected, write=_write_expected, absent=(), omit_empty=True),
+    )
+    #: the golden query's ``within`` (written only when set)
+    within: int | None = field(default=None, metadata=json_key(optional(read_int), omit_none=True))
 
     def to_json(self) -> dict[str, Any]:
         return record_to_json(self)
@@ -270,6 +278,8 @@ def evaluate_query(
             for h in ranked
         ),
         metrics=query_metrics(q.expected, ranked, tuple(k_values), optional_metrics),
+        not_expected=q.not_expected,
+        within=q.within,
     )
 
 

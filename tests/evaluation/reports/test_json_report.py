@@ -135,6 +135,7 @@ def test_output_is_indented_strict_json_in_a_fixed_key_order() -> None:
         "lost",
         "changed",
         "displaced_by",
+        "violations",
     ]
 
 
