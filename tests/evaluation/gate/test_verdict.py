@@ -158,3 +158,20 @@ def test_moved_is_worst_first_and_without_a_baseline_nothing_moved() -> None:
         ("q2", 2, 1),
     ]
     assert run_verdicts(now, None, T).moved == ()
+
+
+def test_a_broken_constraint_is_violated_and_new_only_when_the_baseline_kept_it() -> None:
+    query = replace(golden(0, "doc1.md"), not_expected=(ExpectedEntry("doc9.md"),), within=1)
+    before = evaluate_query(query, ranked(["doc2.md", "doc1.md", "doc9.md"]), K_VALUES)
+    after = evaluate_query(query, ranked(["doc9.md", "doc1.md"]), K_VALUES)
+    verdict = query_verdict(after, before, T, K_VALUES)
+    assert verdict.verdict == "violated" and verdict.failed
+    assert [v.text(10) for v in verdict.violations] == [
+        "not expected `doc9.md` at rank 1 in the top 10",
+        "first expected hit at rank 2, within 1",
+    ]
+    # the baseline broke both too (doc9 at rank 3, the answer at rank 2): none is new
+    assert verdict.new_violations == ()
+    fresh = query_verdict(after, evaluate_query(query, ranked(["doc1.md"]), K_VALUES), T, K_VALUES)
+    assert len(fresh.new_violations) == 2
+    assert query_verdict(after, None, T, K_VALUES).new_violations == verdict.violations

@@ -292,3 +292,22 @@ def test_a_heading_written_in_a_form_that_starts_no_section_is_named_so(
         "(docs/retrieval-pipeline.md); write it `## Rollback steps` in the note, or pin a "
         "heading the note has (nothing was searched or recorded)"
     ) in done.stderr
+
+
+def test_a_not_expected_typo_is_refused_like_an_expected_one(tmp_path: Path) -> None:
+    query = GoldenQuery(
+        id="q",
+        query="q text",
+        expected=(ExpectedEntry("README.md", line=5),),
+        line=3,
+        not_expected=(ExpectedEntry("docs/usag.md", line=7),),
+    )
+    golden_set = GoldenSet(path="kb/.groove-eval.yml", hash="0" * 64, queries=(query,))
+    with pytest.raises(GrooveError) as info:
+        check_expected_entries(golden_set, INDEXED, tmp_path)
+    assert info.value.message.startswith(
+        "golden file kb/.groove-eval.yml: line 7: not_expected path `docs/usag.md` is not in "
+        "the index (did you mean `docs/usage.md`"
+    )
+    # a path the baseline held (deleted since) is no typo
+    check_expected_entries(golden_set, INDEXED, tmp_path, removed={"docs/usag.md"})

@@ -214,3 +214,64 @@ def test_a_golden_file_left_mid_merge_names_the_conflict(tmp_path: Path) -> None
     # a lone line of equals signs is no conflict: the parser's own account stays
     plain = _load(tmp_path, "queries:\n=======\n  - query: [\n").message
     assert "merge conflict" not in plain and "invalid YAML" in plain
+
+
+def _constrained(extra: str) -> str:
+    return "queries:\n  - query: how are chunks made\n    expected:\n      - path: a.md\n" + extra
+
+
+def test_not_expected_and_within_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "golden.yml"
+    path.write_text(
+        _constrained(
+            "    not_expected:\n      - path: old.md\n        heading: Draft\n    within: 3\n"
+        ),
+        encoding="utf-8",
+    )
+    (query,) = load_golden(path, tmp_path).queries
+    assert [(e.path, e.heading, e.line) for e in query.not_expected] == [("old.md", "Draft", 6)]
+    assert query.within == 3
+
+
+def test_a_file_without_them_reads_and_hashes_as_before(tmp_path: Path) -> None:
+    import hashlib
+
+    path = tmp_path / "golden.yml"
+    path.write_bytes(_constrained("").encode())
+    golden = load_golden(path, tmp_path)
+    assert golden.hash == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (golden.queries[0].not_expected, golden.queries[0].within) == ((), None)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            "    within: 0\n",
+            "queries[0].within: invalid value: integer `0`, expected a whole number of 1 or more",
+        ),
+        ("    within: '2'\n", "queries[0].within: invalid value: string `2`"),
+        ("    within: true\n", "queries[0].within: invalid value"),
+        ("    not_expected: []\n", "queries[0].not_expected: the list is empty"),
+        ("    not_expected: old.md\n", "queries[0].not_expected: invalid type"),
+        (
+            "    not_expected:\n      - path: old.md\n        grade: 0\n",
+            "queries[0].not_expected[0]: unknown field `grade`",
+        ),
+        (
+            "    not_expected:\n      - path: /abs/old.md\n",
+            "queries[0].not_expected[0].path: path `/abs/old.md` is absolute",
+        ),
+        (
+            "    not_expected:\n      - path: old.md\n      - path: old.md\n",
+            "queries[0].not_expected[1]: repeats queries[0].not_expected[0]",
+        ),
+        (
+            "    not_expected:\n      - path: a.md\n",
+            "queries[0].not_expected[0]: `a.md` is also expected by this query",
+        ),
+    ],
+)
+def test_bad_not_expected_and_within_are_refused(tmp_path: Path, extra: str, message: str) -> None:
+    error = _load(tmp_path, _constrained(extra))
+    assert message in error.message, error.message
