@@ -155,7 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
     p_search.add_argument("query", help="the query text (prefix a word with - to exclude it)")
     p_search.set_defaults(func=_run_search)
 
-    from pytest_groove.cli import baseline, evaluate, floors, history, importer, init, tune
+    from pytest_groove.cli import (
+        baseline,
+        evaluate,
+        floors,
+        golden,
+        history,
+        importer,
+        init,
+        tune,
+    )
 
     evaluate.add_arguments(sub)
     baseline.add_arguments(sub)
@@ -164,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_arguments(sub)
     importer.add_arguments(sub)
     floors.add_arguments(sub)
+    golden.add_arguments(sub)
     return parser
 
 

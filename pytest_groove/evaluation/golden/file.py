@@ -607,6 +607,12 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     data = read_guarded(path, "golden file", GOLDEN_CAP, within=kb)
     if data is None:
         raise GoldenMissing(f"no golden file at {clip_path(path)} {_MISSING_HINT}")
+    return golden_from_bytes(data, path, kb)
+
+
+def golden_from_bytes(data: bytes, path: Path, kb: Path) -> GoldenSet:
+    """Parse and validate ``data`` as the golden file at ``path`` would be (the checks
+    and messages of :func:`load_golden`, for bytes not written yet)."""
     prefix = f"failed to parse golden file: {clip_path(path)}"
     doc = _yaml_document(_utf8_text(data, prefix), prefix)
     try:
