@@ -157,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from pytest_groove.cli import (
         baseline,
+        coverage,
         evaluate,
         floors,
         golden,
@@ -174,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_arguments(sub)
     floors.add_arguments(sub)
     golden.add_arguments(sub)
+    coverage.add_arguments(sub)
     return parser
 
 
