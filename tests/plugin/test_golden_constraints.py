@@ -163,3 +163,25 @@ def test_the_gate_fails_on_a_violation_the_baseline_kept(
     gate = broken.stderr.split("constraints the baseline run kept are broken")[1]
     assert "within-one: first expected hit at rank 2, within 1" in gate
     assert "no-drafts" not in gate
+
+
+def test_the_accepted_baseline_keeps_what_tells_a_known_violation(
+    tmp_path: Path, groove: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The accepted baseline keeps hits down to the deepest expected one; with
+    ``not_expected`` down to the deepest of those too: drafts/old.md at rank 3 under an
+    answer at rank 1 is known there, not new."""
+    kb = _kb(tmp_path / "kb")
+    (tmp_path / "team_swap.py").write_text(SWAPPING, encoding="utf-8")
+    (tmp_path / "swap.txt").write_text("", encoding="utf-8")  # deploy.md first
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "team_swap", raising=False)
+    args = ("eval", "--kb-path", kb, "--retriever", "team_swap:search")
+    accepted = groove(*args, "--accept", cwd=tmp_path)  # type: ignore[operator]
+    assert accepted.returncode == 0, accepted.stderr
+    kept = '["billing/invoices.md", "Sending invoices"], ["drafts/old.md", null]]'
+    assert kept in (kb / ".groove-baseline.json").read_text(encoding="utf-8")
+    again = groove(*args, "--fail-on-regression", cwd=tmp_path)  # type: ignore[operator]
+    assert again.returncode == 0, again.stderr
+    assert "accepted baseline" in again.stdout + again.stderr
+    assert "not expected `drafts/old.md` at rank 3" in again.stdout  # still reported

@@ -114,8 +114,11 @@ def _kept_hits(result: QueryResult, deepest_k: int) -> list[list[str | None]]:
     """The hits down to the deepest expected one within ``deepest_k`` (none for a miss):
     what a later verdict reads (each answer's rank, what stood above it).  No scores
     and no hits further down, which move whenever any note changes, so an accept
-    rewrites only the queries whose ranking moved."""
-    ranks = [r for r in expected_ranks(result.expected, result.top_k) if r is not None]
+    rewrites only the queries whose ranking moved.  A query with ``not_expected``
+    entries keeps the hits down to the deepest of those within ``deepest_k`` too, so a
+    later run tells a violation the baseline had from a new one."""
+    named = (*result.expected, *result.not_expected)
+    ranks = [r for r in expected_ranks(named, result.top_k) if r is not None]
     deepest = max((r for r in ranks if r <= deepest_k), default=0)
     return [[hit.path, hit.heading] for hit in result.top_k if hit.rank <= deepest]
 
