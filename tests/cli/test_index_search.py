@@ -156,3 +156,29 @@ def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(
     again = groove.process("index", "--kb-path", kb, "--model", "hash")
     assert again.returncode == 0, again.stderr
     assert "2 removed" in again.stdout
+
+
+#: what a note written by someone else can hold that a terminal acts on: every C0 and
+#: C1 control character (ESC and BEL among them), an OSC 8 hyperlink, a colour, and
+#: the format characters that reorder or hide text
+TERMINAL_CONTROLS = "".join(
+    chr(c) for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if chr(c) not in "\n\r\t "
+)
+HOSTILE_NOTE = (
+    "# Escapes\n\nThe canary rollout "
+    "\x1b]8;;https://example.invalid\x1b\\click\x1b]8;;\x1b\\ and \x1b[31mred\x1b[0m \x07 "
+    f"\u202e\u200b\u2066 {TERMINAL_CONTROLS} waits for the canary.\n"
+)
+
+
+def test_search_never_sends_a_notes_control_characters_to_the_terminal(
+    tmp_path: Path, groove: Groove
+) -> None:
+    (tmp_path / "note.md").write_text(HOSTILE_NOTE, encoding="utf-8")
+    assert groove("index", "--kb-path", str(tmp_path), "--model", "hash").returncode == 0
+    out = groove("search", "--kb-path", str(tmp_path), "--model", "hash", "canary rollout")
+    assert out.returncode == 0, out.stderr
+    snippet = out.stdout.splitlines()[1]
+    assert "canary rollout" in snippet and "\\x1b" in snippet
+    assert all(ch.isprintable() for ch in out.stdout.replace("\n", "")), ascii(out.stdout)
+    assert max(len(line) for line in out.stdout.splitlines()) <= 200
