@@ -56,4 +56,3 @@ def test_a_file_its_seal_does_not_vouch_for_and_nobody_replaces_is_damage(
     (warning,) = check_caches(tmp_path)
     assert "is damaged" in warning and CACHE_NAME in warning
     assert not path.exists() and not seal_path(path).exists()
-
