@@ -5,6 +5,8 @@ JavaScript, no external assets, so it can be attached to a CI run and opened
 anywhere.  It shows the same run the text and JSON reports show, laid out for
 reading rather than diffing:
 
+- the verdict first (:mod:`.headline`): passed, or which gate failed and why, the
+  known misses, the failing queries with their reasons at full width, what changed;
 - a header: title, run time, model, reranker, limit, corpus, fingerprint summary,
   and what the run was compared with;
 - the aggregate table, with the diff against the baseline;
@@ -58,6 +60,7 @@ from pytest_groove.evaluation.gate.compare import (
     largest_k,
 )
 from pytest_groove.evaluation.gate.verdict import RunVerdicts, comparison_verdicts
+from pytest_groove.evaluation.reports.headline import Headline, headline
 from pytest_groove.evaluation.reports.html_plots import (
     MAX_DELTA_ROWS,
     NO_CJK_FONT_NOTE,
@@ -76,6 +79,7 @@ from pytest_groove.evaluation.reports.verdict_html import (
     VERDICT_CSS,
     VerdictCell,
     moved_rows,
+    verdict_banner,
     verdict_cell,
 )
 from pytest_groove.evaluation.runs.record import QueryResult, RunRecord, format_timestamp
@@ -90,7 +94,7 @@ from pytest_groove.scoring.significance import with_p_value
 from pytest_groove.search.hits import hit_label
 
 if TYPE_CHECKING:
-    from pytest_groove.evaluation.reports.formats import ReportInputs
+    from pytest_groove.evaluation.reports.formats import ReportGate, ReportInputs
 
 __all__ = [
     "MAX_DELTA_ROWS",
@@ -504,15 +508,23 @@ def render_html_report(
     *,
     title: str,
     verdicts: RunVerdicts | None = None,
+    gate: ReportGate | None = None,
+    said: Headline | None = None,
 ) -> str:
-    """The whole report as one HTML document (see the module docstring)."""
+    """The whole report as one HTML document (see the module docstring); ``said`` is
+    the verdict it leads with (else made from ``gate``, else from what the run
+    recorded of its gate)."""
     template = _template()
     judged = verdicts if verdicts is not None else comparison_verdicts(comparison)
+    if said is None:
+        said = _headline(run, comparison, history, judged, title, gate)
     trend = trend_runs(run, comparison, history)
     with Plotter() as plotter:
         trend_values = _trend(plotter, run, trend)
         deltas = _deltas(plotter, comparison)
+    known = gate.known_misses if gate is not None else frozenset()
     text: str = template.render(
+        verdict=verdict_banner(said, judged, known),
         **_header(run, comparison, title),
         aggregate=_aggregate(run, comparison),
         trend=trend_values,
@@ -524,6 +536,26 @@ def render_html_report(
     return text
 
 
+def _headline(
+    run: RunRecord,
+    comparison: Comparison,
+    history: Sequence[RunRecord],
+    verdicts: RunVerdicts,
+    title: str,
+    gate: ReportGate | None,
+) -> Headline:
+    """The verdict of a run drawn without the judge's decision at hand: what the run
+    recorded of its gate (the regression gate's failures)."""
+    from pytest_groove.evaluation.reports.formats import ReportGate, ReportInputs
+
+    if gate is None:
+        failed = () if run.gate is None else run.gate.failed
+        gate = ReportGate(applied=run.gate is not None, failures=failed)
+    prog = title.removesuffix(" report")
+    inputs = ReportInputs(run, comparison, history, verdicts, (), prog, gate=gate)
+    return headline(inputs)
+
+
 def write_html_report(
     path: Path,
     run: RunRecord,
@@ -532,6 +564,8 @@ def write_html_report(
     *,
     title: str,
     verdicts: RunVerdicts | None = None,
+    gate: ReportGate | None = None,
+    said: Headline | None = None,
 ) -> None:
     """Write :func:`render_html_report` to ``path`` (UTF-8; parent directories created).
 
@@ -539,7 +573,9 @@ def write_html_report(
     them).  Raises :class:`GrooveError` when matplotlib or Jinja2 is missing and
     :class:`OSError` when the file cannot be written.
     """
-    text = render_html_report(run, comparison, history, title=title, verdicts=verdicts)
+    text = render_html_report(
+        run, comparison, history, title=title, verdicts=verdicts, gate=gate, said=said
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
 
@@ -553,4 +589,6 @@ def write_report(path: Path, inputs: ReportInputs) -> None:
         inputs.history,
         title=f"{inputs.prog} report",
         verdicts=inputs.verdicts,
+        gate=inputs.gate,
+        said=headline(inputs),
     )
