@@ -38,12 +38,8 @@ from pytest_groove.evaluation.history.file import BaselineChoice, StagedSave, st
 from pytest_groove.evaluation.judge import Judged, Scope, judge
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
-from pytest_groove.evaluation.reports.formats import (
-    ReportFormat,
-    ReportGate,
-    ReportInputs,
-    report_files,
-)
+from pytest_groove.evaluation.reports.formats import ReportFormat, ReportInputs, report_files
+from pytest_groove.evaluation.reports.headline import ReportGate
 from pytest_groove.evaluation.reports.json_report import build_json_report
 from pytest_groove.evaluation.reports.text_report import NEXT_RUN_HINT, render_text
 from pytest_groove.evaluation.runs.findings import findings_warning

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_groove.evaluation.reports.headline import headline
-from pytest_groove.scoring.metric_table import RECALL, Metric, parse_metric
+from pytest_groove.scoring.metric_table import RECALL, Metric, metric_names_hint, parse_metric
 from pytest_groove.scoring.metrics import FALLBACK_K
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def badge_metric_problem(name: str, k_values: Sequence[int], metrics: Sequence[s
     k the run does not measure, or an optional metric it does not ask for."""
     metric = parse_metric(name)
     if metric is None:
-        return "is no metric (e.g. recall@5, mrr, ndcg@10)"
+        return f"is no metric ({metric_names_hint()}, K a k the run measures)"
     if metric.k is not None and metric.k not in k_values:
         return f"is at a k this run does not measure (k values: {', '.join(map(str, k_values))})"
     if metric.kind.optional and metric.kind.key not in metrics:

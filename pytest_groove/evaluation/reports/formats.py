@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_groove.errors import Door, GrooveError
+from pytest_groove.evaluation.reports.headline import ReportGate
 
 if TYPE_CHECKING:
     from pytest_groove.evaluation.gate.baseline import BaselineChoice
@@ -44,27 +45,6 @@ if TYPE_CHECKING:
     from pytest_groove.evaluation.runs.record import RunRecord
     from pytest_groove.scoring.records import GoldenQuery
     from pytest_groove.settings.options import RunOptions
-
-
-@dataclass(frozen=True)
-class ReportGate:
-    """What the gate decided, as the reports say it (the judge's decision, plain)."""
-
-    #: the run was held to a gate: a whole run, with ``--fail-on-regression`` or floors
-    applied: bool = False
-    #: what fails the run: regressed metrics, metrics under their floor, lost answers
-    #: (empty: passed, or not gated)
-    failures: tuple[str, ...] = ()
-    #: the lines explaining a failure (flag tokens unspelled)
-    lines: tuple[str, ...] = ()
-    #: queries whose pytest item fails on their own (a regressed query under pytest's
-    #: gate: ``query NAME regressed``)
-    item_failures: tuple[str, ...] = ()
-    #: positions in the run (and its verdicts) of the queries that missed in the
-    #: accepted baseline and still miss: expected failures, not failures
-    known_misses: frozenset[int] = frozenset()
-    #: a subset (or interrupted) run: reported, never recorded or gated
-    subset: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,7 +64,7 @@ class ReportInputs:
     #: say so (:attr:`ReportFormat.says_recorded`), None for the others
     json_report: dict[str, Any] | None = None
     #: what the gate decided (the verdict the Markdown and HTML reports lead with)
-    gate: ReportGate = ReportGate()
+    gate: ReportGate = field(default_factory=ReportGate)
     #: how the baseline was chosen (the accepted baseline's file; None: none consulted)
     choice: BaselineChoice | None = None
     #: the options of the run (a format's own settings: ``--badge-metric``)

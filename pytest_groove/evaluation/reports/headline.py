@@ -19,13 +19,38 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pytest_groove.errors import clip_path, spell_flags
-from pytest_groove.evaluation.runs.record import display_timestamp
+from pytest_groove.errors import Door, clip_path, spell_flags
+from pytest_groove.evaluation.gate.baseline import BaselineChoice
+from pytest_groove.evaluation.gate.compare import Comparison
+from pytest_groove.evaluation.gate.verdict import RunVerdicts
+from pytest_groove.evaluation.runs.record import RunRecord, display_timestamp
 
 if TYPE_CHECKING:
     from pytest_groove.evaluation.reports.formats import ReportInputs
 
 Status = Literal["passed", "failed", "not gated"]
+
+
+@dataclass(frozen=True)
+class ReportGate:
+    """What the gate decided, as the reports say it (the judge's decision, plain)."""
+
+    #: the run was held to a gate: a whole run, with ``--fail-on-regression`` or floors
+    applied: bool = False
+    #: what fails the run: regressed metrics, metrics under their floor, lost answers
+    #: (empty: passed, or not gated)
+    failures: tuple[str, ...] = ()
+    #: the lines explaining a failure (flag tokens unspelled)
+    lines: tuple[str, ...] = ()
+    #: queries whose pytest item fails on their own (a regressed query under pytest's
+    #: gate: ``query NAME regressed``)
+    item_failures: tuple[str, ...] = ()
+    #: positions in the run (and its verdicts) of the queries that missed in the
+    #: accepted baseline and still miss: expected failures, not failures
+    known_misses: frozenset[int] = frozenset()
+    #: a subset (or interrupted) run: reported, never recorded or gated
+    subset: bool = False
+
 
 #: queries named on the first line before "and N more"
 NAMED_QUERIES = 5
@@ -59,7 +84,7 @@ class Headline:
 
     def first_line(self, name: Callable[[str], str] = str) -> str:
         """The verdict in one line; ``name`` marks up (escapes) each outside value:
-        ``groove eval: failed — the gate failed on recall@5, MRR; regressed: a, b``."""
+        ``groove eval: failed — the gate failed on MRR; regressed: a, b``."""
         parts = [f"{self.prog}: {self.status}"]
         if self.failures:
             shown = ", ".join(name(f) for f in self.failures[:NAMED_FAILURES])
@@ -89,7 +114,29 @@ def named(queries: tuple[str, ...], name: Callable[[str], str] = str) -> str:
 
 def headline(inputs: ReportInputs) -> Headline:
     """The verdict of the run ``inputs`` describe (see the module docstring)."""
-    gate, verdicts = inputs.gate, inputs.verdicts.queries
+    return headline_of(
+        inputs.run,
+        inputs.comparison,
+        inputs.verdicts,
+        inputs.gate,
+        prog=inputs.prog,
+        door=inputs.door,
+        choice=inputs.choice,
+    )
+
+
+def headline_of(
+    run: RunRecord,
+    comparison: Comparison,
+    run_verdicts: RunVerdicts,
+    gate: ReportGate,
+    *,
+    prog: str,
+    door: Door = "cli",
+    choice: BaselineChoice | None = None,
+) -> Headline:
+    """The verdict of ``run`` as compared and gated (:func:`headline`'s parts)."""
+    verdicts = run_verdicts.queries
     known = tuple(v.label for i, v in enumerate(verdicts) if i in gate.known_misses)
     missed = tuple(
         v.label
@@ -98,40 +145,38 @@ def headline(inputs: ReportInputs) -> Headline:
     )
     regressed = tuple(v.label for v in verdicts if v.verdict == "regressed")
     failures = [*gate.failures, *gate.item_failures]
-    if inputs.door == "pytest" and missed and not gate.subset:
+    if door == "pytest" and missed and not gate.subset:
         failures.append(f"{len(missed)} golden quer{'y' if len(missed) == 1 else 'ies'} missed")
-    spelled = tuple(spell_flags(f, inputs.door) for f in failures)
-    not_gated = _not_gated(inputs) if not spelled else ""
+    spelled = tuple(spell_flags(f, door) for f in failures)
+    not_gated = _not_gated(run, comparison, gate) if not spelled else ""
     status: Status = "failed" if spelled else "not gated" if not_gated else "passed"
     return Headline(
         status=status,
-        prog=inputs.prog,
+        prog=prog,
         failures=spelled,
         regressed=regressed,
         missed=missed,
         known_misses=known,
-        why=tuple(spell_flags(line, inputs.door) for line in gate.lines),
+        why=tuple(spell_flags(line, door) for line in gate.lines),
         not_gated=not_gated,
-        baseline=_baseline(inputs),
-        changes=_changes(inputs),
+        baseline=_baseline(comparison, choice),
+        changes=_changes(comparison),
     )
 
 
-def _not_gated(inputs: ReportInputs) -> str:
+def _not_gated(run: RunRecord, comparison: Comparison, gate: ReportGate) -> str:
     """Why a run that did not fail was held to no gate ("" when it was)."""
-    gate, comparison = inputs.gate, inputs.comparison
     if gate.subset:
         return "a subset run: not recorded and not gated"
     if not gate.applied:
         return "no gate was asked for (fail-on-regression, fail-under)"
-    floors = inputs.run.gate is not None and bool(inputs.run.gate.floors)
+    floors = run.gate is not None and bool(run.gate.floors)
     if (comparison.baseline is None or not comparison.compatible) and not floors:
         return "nothing to compare with, so no regression could be checked"
     return ""
 
 
-def _baseline(inputs: ReportInputs) -> str:
-    comparison, choice = inputs.comparison, inputs.choice
+def _baseline(comparison: Comparison, choice: BaselineChoice | None) -> str:
     baseline = comparison.baseline
     if baseline is None:
         return "no earlier run to compare with"
@@ -142,9 +187,8 @@ def _baseline(inputs: ReportInputs) -> str:
     return f"compared with the run of {display_timestamp(baseline.timestamp)}"
 
 
-def _changes(inputs: ReportInputs) -> tuple[str, ...]:
+def _changes(comparison: Comparison) -> tuple[str, ...]:
     """What differs from the baseline: the corpus, the golden file, the settings."""
-    comparison = inputs.comparison
     lines = []
     if comparison.corpus_changed:
         lines.append(f"corpus changed: {comparison.corpus_phrase}")

@@ -60,7 +60,12 @@ from pytest_groove.evaluation.gate.compare import (
     largest_k,
 )
 from pytest_groove.evaluation.gate.verdict import RunVerdicts, comparison_verdicts
-from pytest_groove.evaluation.reports.headline import Headline, headline
+from pytest_groove.evaluation.reports.headline import (
+    Headline,
+    ReportGate,
+    headline,
+    headline_of,
+)
 from pytest_groove.evaluation.reports.html_plots import (
     MAX_DELTA_ROWS,
     NO_CJK_FONT_NOTE,
@@ -94,7 +99,7 @@ from pytest_groove.scoring.significance import with_p_value
 from pytest_groove.search.hits import hit_label
 
 if TYPE_CHECKING:
-    from pytest_groove.evaluation.reports.formats import ReportGate, ReportInputs
+    from pytest_groove.evaluation.reports.formats import ReportInputs
 
 __all__ = [
     "MAX_DELTA_ROWS",
@@ -546,14 +551,10 @@ def _headline(
 ) -> Headline:
     """The verdict of a run drawn without the judge's decision at hand: what the run
     recorded of its gate (the regression gate's failures)."""
-    from pytest_groove.evaluation.reports.formats import ReportGate, ReportInputs
-
     if gate is None:
         failed = () if run.gate is None else run.gate.failed
         gate = ReportGate(applied=run.gate is not None, failures=failed)
-    prog = title.removesuffix(" report")
-    inputs = ReportInputs(run, comparison, history, verdicts, (), prog, gate=gate)
-    return headline(inputs)
+    return headline_of(run, comparison, verdicts, gate, prog=title.removesuffix(" report"))
 
 
 def write_html_report(

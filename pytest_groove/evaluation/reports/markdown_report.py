@@ -185,7 +185,7 @@ def _details(inputs: ReportInputs, budget: int) -> list[str]:
     """Every query in a ``<details>`` block, as many as ``budget`` characters hold."""
     run, verdicts = inputs.run, inputs.verdicts
     k = verdicts.k
-    header = ["#", "query id", "query", "verdict", "first rank", f"recall@{k}", "top hit"]
+    header = ["#", "query id", "query", "verdict", "first rank", Metric(RECALL, k).label, "top hit"]
     rows: list[list[str]] = []
     used = 0
     pairs = zip(run.per_query, verdicts.queries, strict=True)

@@ -17,7 +17,8 @@ from markdown_it.token import Token
 
 from pytest_groove.evaluation.gate.compare import compare
 from pytest_groove.evaluation.gate.verdict import comparison_verdicts
-from pytest_groove.evaluation.reports.formats import ReportGate, ReportInputs
+from pytest_groove.evaluation.reports.formats import ReportInputs
+from pytest_groove.evaluation.reports.headline import ReportGate
 from pytest_groove.evaluation.reports.markdown_report import MAX_CHARS, md, render_markdown
 from pytest_groove.evaluation.runs.record import RunRecord
 from pytest_groove.scoring.metrics import aggregate
