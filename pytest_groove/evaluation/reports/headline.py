@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pytest_groove.errors import Door, clip_path, spell_flags
+from pytest_groove.errors import Door, clip_path, flag, spell_flags
 from pytest_groove.evaluation.gate.baseline import BaselineChoice
 from pytest_groove.evaluation.gate.compare import Comparison
 from pytest_groove.evaluation.gate.verdict import RunVerdicts
@@ -148,7 +148,7 @@ def headline_of(
     if door == "pytest" and missed and not gate.subset:
         failures.append(f"{len(missed)} golden quer{'y' if len(missed) == 1 else 'ies'} missed")
     spelled = tuple(spell_flags(f, door) for f in failures)
-    not_gated = _not_gated(run, comparison, gate) if not spelled else ""
+    not_gated = spell_flags(_not_gated(run, comparison, gate), door) if not spelled else ""
     status: Status = "failed" if spelled else "not gated" if not_gated else "passed"
     return Headline(
         status=status,
@@ -169,7 +169,7 @@ def _not_gated(run: RunRecord, comparison: Comparison, gate: ReportGate) -> str:
     if gate.subset:
         return "a subset run: not recorded and not gated"
     if not gate.applied:
-        return "no gate was asked for (fail-on-regression, fail-under)"
+        return f"no gate was asked for ({flag('fail-on-regression')}, {flag('fail-under')})"
     floors = run.gate is not None and bool(run.gate.floors)
     if (comparison.baseline is None or not comparison.compatible) and not floors:
         return "nothing to compare with, so no regression could be checked"
