@@ -247,6 +247,7 @@ def _report_inputs(judged: Judged, door: Door) -> ReportInputs:
             item_failures=gate.items,
             known_misses=judged.known_misses,
             subset=scope.subset,
+            accepting=plan.options.accept,
         ),
         choice=judged.choice,
         options=plan.options,

@@ -50,6 +50,9 @@ class ReportGate:
     known_misses: frozenset[int] = frozenset()
     #: a subset (or interrupted) run: reported, never recorded or gated
     subset: bool = False
+    #: the run is written as the accepted baseline (``--accept``): its drops are
+    #: what is accepted, so the regression gate does not judge it
+    accepting: bool = False
 
 
 #: queries named on the first line before "and N more"
@@ -168,6 +171,8 @@ def _not_gated(run: RunRecord, comparison: Comparison, gate: ReportGate) -> str:
     """Why a run that did not fail was held to no gate ("" when it was)."""
     if gate.subset:
         return "a subset run: not recorded and not gated"
+    if gate.accepting and not gate.applied:
+        return "accepted as the baseline: its drops and misses are what is accepted"
     if not gate.applied:
         return f"no gate was asked for ({flag('fail-on-regression')}, {flag('fail-under')})"
     floors = run.gate is not None and bool(run.gate.floors)

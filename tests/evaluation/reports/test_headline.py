@@ -33,6 +33,8 @@ def test_what_is_not_gated_says_why() -> None:
     assert "no gate was asked for (--fail-on-regression, --fail-under)" in (
         headline(judged_inputs(now, now)).first_line()
     )
+    accepting = headline(judged_inputs(now, now, accepting=True))
+    assert accepting.not_gated.startswith("accepted as the baseline")
     subset = headline(judged_inputs(now, now, applied=True, subset=True))
     assert (
         subset.first_line() == "groove eval: not gated — a subset run: not recorded and not gated"
