@@ -338,3 +338,35 @@ def test_xdist_with_the_golden_queries_deselected_does_no_index_work(
     result = pytester.runpytest(*XDIST, "-m", "not groove", *extra)
     result.assert_outcomes(passed=1)
     assert not (kb / ".groove").exists()
+
+
+@pytest.mark.parametrize("workers", [[], XDIST], ids=["one-process", "xdist"])
+def test_a_long_first_index_shows_progress_lines_in_the_pytest_output(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    from tests.kb.test_index_group import make_kb
+
+    kb = make_kb(pytester.path / "kb", 300)
+    (kb / ".groove-eval.yml").write_text(
+        'queries:\n  - query: "alpha backups 77"\n    expected:\n'
+        '      - path: "folder1/note-0009.md"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("GROOVE_PROGRESS_SECONDS", "0.01")
+    result = _run(pytester, *workers)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    lines = result.stdout.lines
+    # printed through the terminal reporter: pytest's capture never holds them back
+    progress = [i for i, line in enumerate(lines) if line.startswith("groove: indexing notes: ")]
+    summary = next(i for i, line in enumerate(lines) if line.startswith("groove: indexed: 300"))
+    assert progress and max(progress) < summary, lines
+
+
+def test_a_quick_index_shows_no_progress_line(
+    pytester: pytest.Pytester, kb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GROOVE_PROGRESS_SECONDS", raising=False)
+    result = _run(pytester)
+    result.stdout.fnmatch_lines(["groove: indexed: 4 added, *"])
+    assert "groove: indexing notes" not in result.stdout.str()
+    assert "groove: indexing notes" not in result.stderr.str()
