@@ -108,6 +108,8 @@ class IndexProgress:
         self._bar: Any = None
         self._started = time.monotonic()
         self._phase, self._phase_started = "", self._started
+        #: when the last step was counted
+        self._step_at = self._started
         self._total = self._done = self._embedded = 0
         self._counted = self._doing = ""
         self._unit = "file"
@@ -128,6 +130,7 @@ class IndexProgress:
         noun of :meth:`step`'s running total, e.g. ``chunks embedded``)."""
         self._close_bar()
         self._phase, self._phase_started = label, time.monotonic()
+        self._step_at = self._phase_started
         self._total, self._done, self._embedded, self._counted = total, 0, 0, counted
         self._doing = ""
         self._unit = unit
@@ -141,6 +144,7 @@ class IndexProgress:
     def step(self, embedded: int) -> None:
         self._done += 1
         self._embedded = embedded
+        self._step_at = time.monotonic()
         if self._bar is not None:
             rate = embedded / max(time.monotonic() - self._phase_started, 1e-9)
             noun = self._counted.split()[0] if self._counted else "items"
@@ -173,9 +177,11 @@ class IndexProgress:
         if self._doing:
             parts.append(self._doing)
         parts.append(duration(now - self._started))
-        spent = now - self._phase_started
+        # at the pace of the phase up to its last step, less the time since that step
+        spent = self._step_at - self._phase_started
         if total and done and done < total and spent >= 1:
-            parts.append(time_left(spent * (total - done) / done))
+            left = spent * (total - done) / done - (now - self._step_at)
+            parts.append(time_left(max(left, 0.0)))
         return ", ".join(parts)
 
     def _tick(self, first: float, every: float) -> None:

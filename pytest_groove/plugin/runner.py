@@ -283,6 +283,12 @@ class ProcessRunner:
     def k_values(self) -> tuple[int, ...]:
         return self.plan.k_values
 
+    @property
+    def grouped_by_document(self) -> bool:
+        """Whether the search grouped its hits by document, as the run records it."""
+        evaluation = self.evaluation
+        return evaluation is not None and bool(evaluation.fingerprint.document_first)
+
     def write_line(self, text: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.helpers.cli_invoke import Groove
-from tests.helpers.kb_files import INVOICES_NOTES, write_invoices_kb
+from tests.helpers.kb_files import INVOICES_NOTES, write_invoices_kb, write_notes
 from tests.kb.test_index_group import make_kb
 
 
@@ -228,3 +228,36 @@ def test_a_bad_progress_interval_is_one_line(tmp_path: Path, groove: Groove) -> 
         "Error: GROOVE_PROGRESS_SECONDS='x' is not a positive number of seconds between "
         "progress lines; fix or unset it"
     ]
+
+
+#: a note with two sections on the query and another note with one: grouped by
+#: document, the second section comes after the other note, with a higher score
+GROUPED_NOTES = {
+    "deploy.md": "# Deploy\n\n## Canary release\n\nThe canary release ships to one zone "
+    "first; the canary release is watched for an hour.\n\n## Canary rollback\n\nRoll the "
+    "canary release back when the canary alarms fire during the release.\n",
+    "auth.md": "# Auth\n\n## Tokens\n\nA release of tokens happens weekly.\n",
+    "misc.md": "# Misc\n\n## Lunch\n\nLunch is at noon.\n",
+}
+
+
+def test_search_says_when_document_grouping_puts_scores_out_of_order(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = write_notes(tmp_path / "kb", GROUPED_NOTES)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    out = groove("search", "--kb-path", kb, "--model", "hash", "canary release")
+    assert out.returncode == 0, out.stderr
+    scores = [
+        float(line.rsplit("(score ", 1)[1][:-1])
+        for line in out.stdout.splitlines()
+        if "(score " in line
+    ]
+    assert scores != sorted(scores, reverse=True)
+    assert out.stdout.splitlines()[-1] == (
+        "hits are grouped by document ([search] document_first): scores are not in rank order"
+    )
+    (kb / "groove.toml").write_text("[search]\ndocument_first = false\n", encoding="utf-8")
+    plain = groove("search", "--kb-path", kb, "--model", "hash", "canary release")
+    assert plain.returncode == 0, plain.stderr
+    assert "grouped by document" not in plain.stdout

@@ -71,7 +71,7 @@ def test_lines_count_the_phase_and_estimate_what_is_left(monkeypatch: pytest.Mon
         shown.phase("indexing notes", 1600, counted="chunks embedded")
         for done in range(400):
             shown.step(done * 3)
-        shown._phase_started -= 31  # as if the 400 files took 31 s
+        shown._phase_started -= 31  # as if the 400 files took 31 s, the last just now
         assert re.fullmatch(
             r"indexing notes: 400 / 1,600 files, 1,197 chunks embedded, \d+ s, about 2 min left",
             shown.line(),

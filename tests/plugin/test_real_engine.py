@@ -370,3 +370,34 @@ def test_a_quick_index_shows_no_progress_line(
     result.stdout.fnmatch_lines(["groove: indexed: 4 added, *"])
     assert "groove: indexing notes" not in result.stdout.str()
     assert "groove: indexing notes" not in result.stderr.str()
+
+
+def test_a_failure_text_says_when_document_grouping_puts_scores_out_of_order(
+    pytester: pytest.Pytester,
+) -> None:
+    from tests.cli.test_index_search import GROUPED_NOTES
+
+    kb = pytester.path / "kb"
+    kb.mkdir()
+    for name, text in GROUPED_NOTES.items():
+        (kb / name).write_text(text, encoding="utf-8")
+    (kb / "groove.toml").write_text("[eval]\nk_values = [1]\n", encoding="utf-8")
+    (kb / ".groove-eval.yml").write_text(
+        'queries:\n  - id: rollback\n    query: "canary release"\n    expected:\n'
+        '      - path: "deploy.md"\n        heading: "Canary rollback"\n',
+        encoding="utf-8",
+    )
+    # a miss at k=1 that lists the hits fetched beyond it
+    result = _run(pytester, "--groove-limit", "5")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  top 4 of 4 hits:",
+            "      1. deploy.md#Canary release  (0.0328)",
+            "      2. auth.md#Tokens  (0.0317)",
+            "*",
+            "      4. deploy.md#Canary rollback  (0.0323)",
+            "  hits are grouped by document ([search] document_first): scores are not in "
+            "rank order",
+        ]
+    )
