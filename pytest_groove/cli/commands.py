@@ -33,7 +33,7 @@ from pytest_groove.cli.ending import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT
 from pytest_groove.engine.names import check_config_names, check_flag_names
 from pytest_groove.errors import GrooveError, IndexMissing, OutputFailed, clip, spell_flags
 from pytest_groove.files.resource_limits import resource_limit_of
-from pytest_groove.search.hits import hit_label
+from pytest_groove.search.hits import grouping_note, hit_label
 from pytest_groove.settings.config import Settings
 from pytest_groove.text.console import write_json
 
@@ -122,6 +122,11 @@ def _run_search(args: argparse.Namespace) -> int:
         snippet = " ".join(hit.content.split())
         if snippet:
             print(f"     {clip(snippet, SNIPPET_CHARS)}")
+    # judged on the scores as printed: the note explains what the reader sees
+    shown = [round(hit.score, 4) for hit in response.hits]
+    note = grouping_note(shown, response.grouped_by_document)
+    if note is not None:
+        print(note)
     if response.low_confidence:
         print("(low confidence: no result stands out from the rest)")
     return EXIT_OK
