@@ -96,7 +96,7 @@ from pytest_groove.scoring.metric_table import (
 )
 from pytest_groove.scoring.metrics import entry_satisfied, expected_ranks
 from pytest_groove.scoring.significance import with_p_value
-from pytest_groove.search.hits import hit_label
+from pytest_groove.search.hits import grouping_note, hit_label
 
 if TYPE_CHECKING:
     from pytest_groove.evaluation.reports.formats import ReportInputs
@@ -346,6 +346,8 @@ class _Hits:
     top_label: str
     top_rank: int
     first_wanted: int | None
+    #: why the scores do not descend, when document-first grouping reordered them
+    grouping: str | None = None
 
 
 @dataclass(frozen=True)
@@ -365,7 +367,7 @@ class _Metrics:
     single: list[tuple[str, str]]
 
 
-def _hits(result: QueryResult, k: int) -> _Hits | None:
+def _hits(result: QueryResult, k: int, grouped: bool) -> _Hits | None:
     shown = result.top_k[:k]
     if not shown:
         return None
@@ -381,7 +383,8 @@ def _hits(result: QueryResult, k: int) -> _Hits | None:
     first_wanted = next((hit.rank for hit in hits if hit.wanted), None)
     more = len(result.top_k) - len(shown)
     top = shown[0]
-    return _Hits(hits, more, _entry_label(top.path, top.heading), top.rank, first_wanted)
+    grouping = grouping_note([hit.score for hit in shown], grouped)
+    return _Hits(hits, more, _entry_label(top.path, top.heading), top.rank, first_wanted, grouping)
 
 
 def _metric_name(kind: MetricKind) -> str:
@@ -469,7 +472,7 @@ def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> d
                 first=str(min(found)) if found else "—",
                 metrics=_metrics(result, ks, measured),
                 delta=_delta_cell(change, limits.for_metric(recall.threshold_key)),
-                hits=_hits(result, k),
+                hits=_hits(result, k, bool(run.fingerprint.document_first)),
                 css=VERDICT_CSS[verdict.verdict],
                 verdict=verdict_cell(verdict, k),
             )

@@ -37,6 +37,7 @@ from pytest_groove.evaluation.reports.html_report import (
 from pytest_groove.evaluation.runs.record import Finding, QueryResult, RunRecord, TopHit
 from pytest_groove.scoring.metrics import QueryMetrics, aggregate
 from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.search.hits import GROUPED_BY_DOCUMENT
 from pytest_groove.settings.options import RunOptions
 from tests.helpers import eval_factories as f
 from tests.helpers.cli_invoke import Groove
@@ -961,3 +962,20 @@ def test_the_page_leads_with_the_verdict_before_the_metadata(tmp_path: Path) -> 
     assert '<section class="verdict verdict-passed">' in html
     assert f"groove eval: passed — the gate held; known misses: {JAPANESE_IDS[1]}" in html
     assert '<span class="verdict-known-miss">known miss</span>' in html
+
+
+@pytest.mark.parametrize("document_first", [True, False])
+def test_hits_out_of_score_order_say_they_are_grouped_by_document(document_first: bool) -> None:
+    base = scored(5, [1.0, 1.0])
+    reordered = replace(
+        base.per_query[0],
+        top_k=(
+            TopHit(rank=1, path="a.md", heading=None, score=0.0285),
+            TopHit(rank=2, path="a.md", heading="Two", score=0.0201),
+            TopHit(rank=3, path="b.md", heading=None, score=0.0289),
+        ),
+    )
+    run = with_query(base, 0, reordered)
+    run = replace(run, fingerprint=replace(run.fingerprint, document_first=document_first))
+    html = render_html_report(run, compare(run, None, 0.05), [], title="grouped")
+    assert (GROUPED_BY_DOCUMENT in html) is document_first
