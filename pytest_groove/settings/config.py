@@ -55,7 +55,7 @@ from pytest_groove.shapes import (
     read_str,
 )
 from pytest_groove.text.echo import conversion_reason, int_text, quote_value
-from pytest_groove.text.list_values import EmptyItem, ascii_int, split_items
+from pytest_groove.text.list_values import ascii_int, split_option_list
 
 T = TypeVar("T")
 
@@ -556,12 +556,10 @@ def parse_bool_flag(name: str, text: str) -> bool:
 def parse_k_list(name: str, text: str) -> tuple[int, ...]:
     """``--k 1,5,10`` → (1, 5, 10); every k a whole number from 1 to :data:`K_MAX`,
     written in the digits 0-9, with no empty item (``1,,5``)."""
-    if not text.strip():
-        raise UsageError(f"{name} needs a comma-separated list of whole numbers, e.g. 1,5,10")
     try:
-        parts = split_items(text)
-    except EmptyItem as exc:
-        raise UsageError(f"{name}: {exc} (e.g. {name} 1,5,10)") from None
+        parts = split_option_list(name, text, "whole numbers", "1,5,10")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     values: list[int] = []
     for part in parts:
         try:
