@@ -6,10 +6,12 @@ without following links and only if it is still that regular file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -148,6 +150,35 @@ def test_index_skips_a_fifo_swap_with_a_warning(
     assert any("race/zz-swap.md" in w and "regular file" in w for w in report.warnings)
 
 
+def _link_to(destination: Path) -> Callable[[Path], None]:
+    return lambda link: link.symlink_to(destination)
+
+
+@contextlib.contextmanager
+def _swapping(target: Path, staged: Path, plant: Callable[[Path], None]) -> Iterator[None]:
+    """While the block runs, a thread keeps swapping ``target`` between a regular file
+    and what ``plant`` makes at ``staged`` (a link, a named pipe)."""
+    staged_file = target.with_name(".staged-file")
+    stop = threading.Event()
+
+    def swapper() -> None:
+        while not stop.is_set():
+            staged_file.write_text(BODY, encoding="utf-8")
+            os.replace(staged_file, target)
+            if os.path.lexists(staged):
+                staged.unlink()
+            plant(staged)
+            os.replace(staged, target)
+
+    thread = threading.Thread(target=swapper, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 @pytest.mark.slow
 def test_swap_loop_during_indexing_never_indexes_outside_content(tmp_path: Path) -> None:
     """The issue's reproduction: a loop swapping file <-> symlink while indexing runs."""
@@ -155,54 +186,17 @@ def test_swap_loop_during_indexing_never_indexes_outside_content(tmp_path: Path)
     for n in range(40):
         (kb / "race" / f"filler-{n:02}.md").write_text(BODY + str(n), encoding="utf-8")
     target = kb / "race" / "zz-swap.md"
-    staged_file = kb / "race" / ".staged-file"
-    staged_link = kb / "race" / ".staged-link"
-    stop = threading.Event()
-
-    def swapper() -> None:
-        while not stop.is_set():
-            staged_file.write_text(BODY, encoding="utf-8")
-            os.replace(staged_file, target)
-            if staged_link.is_symlink():
-                staged_link.unlink()
-            staged_link.symlink_to(outside / "zz-swap.md")
-            os.replace(staged_link, target)
-
-    thread = threading.Thread(target=swapper, daemon=True)
-    thread.start()
-    try:
+    with _swapping(target, kb / "race" / ".staged-link", _link_to(outside / "zz-swap.md")):
         for _ in range(30):
             run_indexer(kb, SETTINGS, progress=False, force=True)
             assert "outside-secret-marker" not in _indexed_text(kb)
-    finally:
-        stop.set()
-        thread.join()
 
 
 @pytest.mark.slow
 def test_fifo_swap_loop_never_blocks_indexing(tmp_path: Path) -> None:
     kb, _outside = _kb_with_outside(tmp_path)
-    target = kb / "race" / "zz-swap.md"
-    staged_file = kb / "race" / ".staged-file"
-    staged_fifo = kb / "race" / ".staged-fifo"
-    stop = threading.Event()
-
-    def swapper() -> None:
-        while not stop.is_set():
-            staged_file.write_text(BODY, encoding="utf-8")
-            os.replace(staged_file, target)
-            if staged_fifo.exists():
-                staged_fifo.unlink()
-            os.mkfifo(staged_fifo)
-            os.replace(staged_fifo, target)
-
-    thread = threading.Thread(target=swapper, daemon=True)
-    thread.start()
     started = time.monotonic()
-    try:
+    with _swapping(kb / "race" / "zz-swap.md", kb / "race" / ".staged-fifo", os.mkfifo):
         for _ in range(30):
             run_indexer(kb, SETTINGS, progress=False, force=True)
-    finally:
-        stop.set()
-        thread.join()
     assert time.monotonic() - started < 120
