@@ -56,54 +56,56 @@ def test_unchanged_file_is_read(tmp_path: Path) -> None:
     assert _read(kb, "race/zz-swap.md", walked) == BODY.encode()
 
 
-def test_file_swapped_for_a_symlink_after_the_walk_is_skipped(tmp_path: Path) -> None:
-    kb, outside = _kb_with_outside(tmp_path)
-    walked = collect_files(kb, SETTINGS.index)
-    target = kb / "race" / "zz-swap.md"
+def _to_link(target: Path, outside: Path) -> None:
     target.unlink()
-    target.symlink_to(outside / "zz-swap.md")
-    with pytest.raises(Skipped, match="symbolic link"):
-        _read(kb, "race/zz-swap.md", walked)
+    target.symlink_to(outside / target.name)
 
 
-def test_folder_swapped_for_a_symlink_after_the_walk_is_skipped(tmp_path: Path) -> None:
-    kb, outside = _kb_with_outside(tmp_path)
-    walked = collect_files(kb, SETTINGS.index)
-    (kb / "race").rename(tmp_path / "moved")
-    (kb / "race").symlink_to(outside, target_is_directory=True)
-    with pytest.raises(Skipped, match="symbolic link"):
-        _read(kb, "race/zz-swap.md", walked)
+def _folder_to_link(target: Path, outside: Path) -> None:
+    folder = target.parent
+    folder.rename(folder.parent.parent / "moved")
+    folder.symlink_to(outside, target_is_directory=True)
 
 
-def test_file_replaced_by_another_file_after_the_walk_is_skipped(tmp_path: Path) -> None:
-    kb, _outside = _kb_with_outside(tmp_path)
-    walked = collect_files(kb, SETTINGS.index)
-    target = kb / "race" / "zz-swap.md"
-    replacement = kb / "race" / "other.txt"
+def _to_other_file(target: Path, _outside: Path) -> None:
+    replacement = target.with_name("other.txt")
     replacement.write_text("## Other\n\nother body", encoding="utf-8")
     os.replace(replacement, target)
-    with pytest.raises(Skipped, match="replaced by another file"):
-        _read(kb, "race/zz-swap.md", walked)
 
 
-def test_fifo_swapped_in_is_skipped_without_blocking(tmp_path: Path) -> None:
-    kb, _outside = _kb_with_outside(tmp_path)
-    walked = collect_files(kb, SETTINGS.index)
-    target = kb / "race" / "zz-swap.md"
+def _to_fifo(target: Path, _outside: Path) -> None:
     target.unlink()
     os.mkfifo(target)
+
+
+@pytest.mark.parametrize(
+    ("swap", "reason"),
+    [
+        (_to_link, "symbolic link"),
+        (_folder_to_link, "symbolic link"),
+        (_to_other_file, "replaced by another file"),
+        (_to_fifo, "not a regular file"),
+    ],
+    ids=["file-to-link", "folder-to-link", "another-file", "fifo"],
+)
+def test_a_file_swapped_after_the_walk_is_skipped_without_blocking(
+    tmp_path: Path, swap: Callable[[Path, Path], None], reason: str
+) -> None:
+    kb, outside = _kb_with_outside(tmp_path)
+    walked = collect_files(kb, SETTINGS.index)
+    swap(kb / "race" / "zz-swap.md", outside)
     started = time.monotonic()
-    with pytest.raises(Skipped, match="not a regular file"):
+    with pytest.raises(Skipped, match=reason):
         _read(kb, "race/zz-swap.md", walked)
     assert time.monotonic() - started < 5
 
 
-def _swap_after_walk(monkeypatch: pytest.MonkeyPatch, swap: object) -> None:
+def _swap_after_walk(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
     real = indexer.collect_files
 
     def walk_then_swap(kb: Path, settings: IndexSettings) -> CollectResult:
         result = real(kb, settings)
-        swap()  # type: ignore[operator]
+        swap()
         return result
 
     monkeypatch.setattr(indexer, "collect_files", walk_then_swap)
@@ -121,13 +123,7 @@ def test_index_skips_a_symlink_swap_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kb, outside = _kb_with_outside(tmp_path)
-    target = kb / "race" / "zz-swap.md"
-
-    def swap() -> None:
-        target.unlink()
-        target.symlink_to(outside / "zz-swap.md")
-
-    _swap_after_walk(monkeypatch, swap)
+    _swap_after_walk(monkeypatch, lambda: _to_link(kb / "race" / "zz-swap.md", outside))
     report = run_indexer(kb, SETTINGS, progress=False)
     assert report.skipped == 1
     assert any(w.startswith("skipped race/zz-swap.md:") for w in report.warnings)
@@ -137,14 +133,8 @@ def test_index_skips_a_symlink_swap_with_a_warning(
 def test_index_skips_a_fifo_swap_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kb, _outside = _kb_with_outside(tmp_path)
-    target = kb / "race" / "zz-swap.md"
-
-    def swap() -> None:
-        target.unlink()
-        os.mkfifo(target)
-
-    _swap_after_walk(monkeypatch, swap)
+    kb, outside = _kb_with_outside(tmp_path)
+    _swap_after_walk(monkeypatch, lambda: _to_fifo(kb / "race" / "zz-swap.md", outside))
     report = run_indexer(kb, SETTINGS, progress=False)
     assert report.added == 1 and report.skipped == 1
     assert any("race/zz-swap.md" in w and "regular file" in w for w in report.warnings)
