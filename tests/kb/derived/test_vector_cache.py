@@ -23,22 +23,9 @@ from pytest_groove.kb.derived.vector_cache import cache_path
 from pytest_groove.kb.derived.vectors import VectorIndex
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
+from tests.helpers.kb_files import TOPIC_WORDS as WORDS
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
-WORDS = [
-    "cache",
-    "queue",
-    "replica",
-    "shard",
-    "index",
-    "vector",
-    "token",
-    "budget",
-    "retry",
-    "window",
-    "lease",
-    "quorum",
-]
 
 
 def write_kb(kb: Path, docs: int = 12) -> None:
