@@ -119,25 +119,21 @@ def _indexed_text(kb: Path) -> str:
         store.close()
 
 
-def test_index_skips_a_symlink_swap_with_a_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("swap", "reason"),
+    [(_to_link, "symbolic link"), (_to_fifo, "regular file")],
+    ids=["link", "fifo"],
+)
+def test_index_skips_a_swap_after_the_walk_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: Callable[[Path, Path], None], reason: str
 ) -> None:
     kb, outside = _kb_with_outside(tmp_path)
-    _swap_after_walk(monkeypatch, lambda: _to_link(kb / "race" / "zz-swap.md", outside))
-    report = run_indexer(kb, SETTINGS, progress=False)
-    assert report.skipped == 1
-    assert any(w.startswith("skipped race/zz-swap.md:") for w in report.warnings)
-    assert "outside-secret-marker" not in _indexed_text(kb)
-
-
-def test_index_skips_a_fifo_swap_with_a_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kb, outside = _kb_with_outside(tmp_path)
-    _swap_after_walk(monkeypatch, lambda: _to_fifo(kb / "race" / "zz-swap.md", outside))
+    _swap_after_walk(monkeypatch, lambda: swap(kb / "race" / "zz-swap.md", outside))
     report = run_indexer(kb, SETTINGS, progress=False)
     assert report.added == 1 and report.skipped == 1
-    assert any("race/zz-swap.md" in w and "regular file" in w for w in report.warnings)
+    (warning,) = (w for w in report.warnings if w.startswith("skipped race/zz-swap.md:"))
+    assert reason in warning
+    assert "outside-secret-marker" not in _indexed_text(kb)
 
 
 def _link_to(destination: Path) -> Callable[[Path], None]:
