@@ -15,6 +15,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import time
@@ -115,9 +116,10 @@ def index_kb(
         with index_lock(index_dir):
             with index_dir_faults(index_dir):
                 repairs += clear_planted(index_dir, DB_FILE_NAMES)
-            report = _index_rebuilding_damage(
-                kb, index_dir, settings, embedder, force, progress, wants
+            index = functools.partial(
+                _index_open, kb, index_dir, settings, embedder, progress=progress, wants=wants
             )
+            report = _index_rebuilding_damage(index_dir, force, index)
             report.warnings[:0] = repairs
     report.seconds = time.monotonic() - started
     if log is not None:
@@ -127,15 +129,10 @@ def index_kb(
 
 
 def _index_rebuilding_damage(
-    kb: Path,
-    index_dir: Path,
-    settings: IndexSettings,
-    embedder: Embedder,
-    force: bool,
-    progress: bool | None,
-    wants: _Wants,
+    index_dir: Path, force: bool, index: Callable[..., IndexReport]
 ) -> IndexReport:
-    """Index under the lock; a corrupt database is deleted and built again, once.
+    """``index(force=force)`` under the lock; a corrupt database is deleted and built
+    again (``index(force=True)``), once.
 
     Corrupt: SQLite says so while the indexer reads it, a reader marked it, or the
     check of a file the indexer did not leave finds damage (:mod:`.index_damage`).  The
@@ -143,14 +140,14 @@ def _index_rebuilding_damage(
     while keeping it would fail every later search.
     """
     try:
-        return _index_open(kb, index_dir, settings, embedder, force, progress, wants)
+        return index(force=force)
     except IndexCorrupt as exc:
         report_warning = f"{exc.message.split('; ')[0]}; rebuilt it from the KB"
     for suffix in ("", "-wal", "-shm"):
         with index_dir_faults(index_dir):
             Path(f"{index_dir / DB_FILE_NAME}{suffix}").unlink(missing_ok=True)
     clear_damage_records(index_dir / DB_FILE_NAME)
-    report = _index_open(kb, index_dir, settings, embedder, True, progress, wants)
+    report = index(force=True)
     report.warnings.insert(0, report_warning)
     return report
 
