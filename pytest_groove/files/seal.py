@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pytest_groove.files.atomic import sync_directory, write_atomic_with
-from pytest_groove.files.beneath import NO_FOLLOW_READ_FLAGS
+from pytest_groove.files.beneath import NO_FOLLOW_READ_FLAGS, read_at_most
 from pytest_groove.files.resource_limits import ResourceLimit, raise_if_limit, resource_limit
 from pytest_groove.files.seal_pieces import Piece, crc_matches, pieces_of
 
@@ -181,14 +181,8 @@ def read_seal(path: Path) -> Seal | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, limit + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        return Seal.decode(b"".join(chunks)) if total <= limit else None
+        data = read_at_most(fd, limit + 1)
+        return Seal.decode(data) if len(data) <= limit else None
     except OSError as exc:
         raise_if_limit(exc, seal_path(path))
         return None
