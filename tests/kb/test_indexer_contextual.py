@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_groove.embed.base import Matrix
-from pytest_groove.embed.hashing import HashEmbedder
 from pytest_groove.engine.builtin import open_engine, run_indexer
 from pytest_groove.evaluation.runs.record import Fingerprint
 from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings, load_settings
+from tests.helpers.embedders import RecordingEmbedder
 
 OFF = Settings(index=IndexSettings(model="hash"))
 EMBEDDED = Settings(index=IndexSettings(model="hash", contextual=True, contextual_full_text=False))
 STATIC = Settings(index=IndexSettings(model="hash", contextual=True))
 BODY = "## Setup\n\n" + "install the tools and check the versions " * 3
-
-
-class RecordingEmbedder(HashEmbedder):
-    """The hash embedder, keeping every passage text it was asked to embed."""
-
-    def __init__(self) -> None:
-        self.passages: list[str] = []
-
-    def embed_passages(self, texts: Sequence[str]) -> Matrix:
-        self.passages.extend(texts)
-        return super().embed_passages(texts)
 
 
 def write(kb: Path, rel: str, text: str) -> None:
