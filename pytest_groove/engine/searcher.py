@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from pytest_groove.kb.progress import ProgressTo
 from pytest_groove.kb.source.records import CorpusSnapshot
 from pytest_groove.search.hits import AnsweredQuery, SearchHit
 from pytest_groove.settings.config import Settings
@@ -139,7 +140,7 @@ def open_engine_searcher(
     *,
     reindex: bool,
     embedder: Embedder | None = None,
-    progress: bool | None = None,
+    progress: ProgressTo = None,
     log: Callable[[str], None] | None = None,
     opener: EngineOpener | None = None,
 ) -> EngineSearcher:

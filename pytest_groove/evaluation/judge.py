@@ -78,6 +78,8 @@ class GateDecision:
     lines: tuple[str, ...]
     #: said about the gate (nothing compared, loosened, a failed baseline, unconfirmed)
     warnings: tuple[str, ...]
+    #: the queries whose pytest item the gate fails on their own (``query X regressed``)
+    items: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,9 @@ class Judged:
     gate: GateDecision
     #: the history's and the gate's notes for stderr, in the order said
     warnings: tuple[str, ...]
+    #: positions in :attr:`run` of the known misses of the accepted baseline (a query
+    #: that missed there and still misses: an expected failure unless strict)
+    known_misses: frozenset[int] = frozenset()
 
 
 def judge(
@@ -133,7 +138,24 @@ def judge(
         findings=findings,
         gate=gate,
         warnings=(*warnings, *gate.warnings),
+        known_misses=_known_misses(evaluation, scope.per_query),
     )
+
+
+def _known_misses(evaluation: Evaluation, per_query: Sequence[QueryResult]) -> frozenset[int]:
+    """The positions in ``per_query`` of the known misses (:meth:`Evaluation.known_miss`,
+    asked with each result's position in the golden set: a subset run has fewer)."""
+    positions: dict[tuple[object, ...], deque[int]] = {}
+    for position, query in enumerate(evaluation.plan.golden.queries):
+        positions.setdefault((query.id, query.query, tuple(query.expected)), deque()).append(
+            position
+        )
+    known = set()
+    for index, result in enumerate(per_query):
+        queue = positions.get((result.id, result.query, result.expected))
+        if queue and evaluation.known_miss(queue.popleft(), result):
+            known.add(index)
+    return frozenset(known)
 
 
 def _scope(
@@ -239,6 +261,7 @@ def _gate(
     removed = removed_answer_failures(verdicts) if applies else []
     # a constraint the baseline's ranking kept and this run broke fails the gate too
     broken = violation_failures(verdicts) if applies and verdicts.compared else []
+    items = _item_regressions(verdicts, door, applies, plan)
     lines = []
     if verdict.regressions or removed:
         lines.append(_regression_message(plan, comparison, verdict.regressions, removed))
@@ -253,14 +276,10 @@ def _gate(
         applies=applies,
         failures=[*verdict.failures, *removed, *broken],
         floor_failures=tuple(verdict.floor_failures),
-        failed=(
-            *verdict.regressions,
-            *removed,
-            *broken,
-            *_item_regressions(verdicts, door, applies, plan),
-        ),
+        failed=(*verdict.regressions, *removed, *broken, *items),
         lines=tuple(lines),
         warnings=_gate_warnings(evaluation, comparison, verdict, applies),
+        items=tuple(items),
     )
 
 

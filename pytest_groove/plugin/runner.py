@@ -50,6 +50,7 @@ from pytest_groove.evaluation.runs.record import QueryResult
 from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.files.paths import resolve_path
 from pytest_groove.files.resource_limits import ResourceLimit, limits_as_errors
+from pytest_groove.kb.progress import ProgressTo
 from pytest_groove.plugin.collection import (
     GOLDEN_ONLY_KEY,
     GoldenCollector,
@@ -210,7 +211,7 @@ def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> EvaluatedSearcher
         settings,
         reindex=reindex,
         embedder=embedder,
-        progress=False if quiet else None,
+        progress=False if quiet else runner.progress_to(),
         log=None
         if quiet
         else lambda msg: runner.write_line(f"{PROG}: {spell_flags(msg, 'pytest')}"),
@@ -282,12 +283,32 @@ class ProcessRunner:
     def k_values(self) -> tuple[int, ...]:
         return self.plan.k_values
 
+    @property
+    def grouped_by_document(self) -> bool:
+        """Whether the search grouped its hits by document, as the run records it."""
+        evaluation = self.evaluation
+        return evaluation is not None and bool(evaluation.fingerprint.document_first)
+
     def write_line(self, text: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(text)
         else:
             sys.stderr.write(text + "\n")
+
+    def progress_to(self) -> ProgressTo:
+        """Where the indexer's progress goes: the bar when standard error is a terminal,
+        else a line now and then through the terminal reporter, outside any capture."""
+        if sys.stderr is not None and sys.stderr.isatty():
+            return None
+        return self.write_uncaptured
+
+    def write_uncaptured(self, text: str) -> None:
+        """``groove: text`` on the terminal even while pytest captures output."""
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        suspended = capture.global_and_fixture_disabled() if capture is not None else None
+        with suspended if suspended is not None else contextlib.nullcontext():
+            self.write_line(f"{PROG}: {text}")
 
     def hook_embedder(self) -> Embedder | None:
         """The ``pytest_groove_embedder`` hook's embedder, None without one."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Protocol
 
 from pytest_groove.errors import one_line
@@ -24,6 +25,21 @@ def hit_label(path: str, heading: str | None) -> str:
     report keeps one hit to a line."""
     label = path if not heading else f"{path}{HEADING_SEPARATOR}{heading}"
     return one_line(label)
+
+
+#: said under a list of hits with their scores when document-first ordering put a
+#: higher score below a lower one (``[search] document_first``)
+GROUPED_BY_DOCUMENT = (
+    "hits are grouped by document ([search] document_first): scores are not in rank order"
+)
+
+
+def grouping_note(scores: Sequence[float], grouped: bool) -> str | None:
+    """:data:`GROUPED_BY_DOCUMENT` when the search grouped its hits by document and the
+    ``scores`` listed (in rank order) do not descend; None otherwise."""
+    if grouped and any(later > earlier for earlier, later in pairwise(scores)):
+        return GROUPED_BY_DOCUMENT
+    return None
 
 
 @dataclass
