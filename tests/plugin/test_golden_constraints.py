@@ -126,6 +126,9 @@ def test_groove_eval_counts_them_as_failed_queries(
     assert rows["no-drafts"]["not_expected"] == [{"path": "drafts/old.md", "heading": None}]
     assert rows["within-one"]["within"] == 1
     assert "within" not in rows["no-drafts"] and "not_expected" not in rows["within-one"]
+    markdown = groove(*args, "--format", "markdown", cwd=tmp_path)  # type: ignore[operator]
+    assert markdown.returncode == 0, markdown.stderr
+    assert "broke a constraint: within-one, no-drafts" in markdown.stdout.splitlines()[0]
 
 
 #: the same three documents; ``swap.txt`` beside the module puts the second first
