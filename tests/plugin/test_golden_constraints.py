@@ -80,6 +80,16 @@ def test_the_items_fail_naming_the_document_and_its_rank_or_the_within(
     )
 
 
+def test_the_constraints_reach_the_xdist_controller(project: pytest.Pytester) -> None:
+    """Each worker ships its results to the controller, which reports the verdicts."""
+    pytest.importorskip("xdist")
+    result = project.runpytest(
+        "--groove-kb", "kb", "--groove-retriever", "team_search:search", "-p", "xdist", "-n", "2"
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*✗ within-one*first expected hit at rank 2, within 1*"])
+
+
 def test_a_not_expected_typo_is_refused_before_any_search(project: pytest.Pytester) -> None:
     (project.path / "kb" / ".groove-eval.yml").write_text(
         GOLDEN.replace("path: drafts/old.md", "path: drafts/olde.md"), encoding="utf-8"
