@@ -33,6 +33,8 @@ class QueryRunner(Protocol):
 
     #: why the golden queries of this process stopped (None: they did not)
     stopped: str | None
+    #: the golden item that failed with that line (the later ones' skip names it)
+    stopped_at: str | None
 
     @property
     def k_values(self) -> tuple[int, ...]: ...
@@ -140,7 +142,9 @@ class GrooveQueryItem(pytest.Item):
     def runtest(self) -> None:
         runner = self.runner
         if runner.stopped is not None:
-            pytest.skip(f"not searched: {runner.stopped}")
+            # a short reference: the line itself is said by the stopped item and the
+            # summary, not again by each skipped item (-rs, JUnit)
+            pytest.skip(f"not searched: the golden queries stopped at {runner.stopped_at}")
         try:
             result = runner.run_query(self.position, self.query)
         except StopsTheRun as exc:
@@ -149,6 +153,7 @@ class GrooveQueryItem(pytest.Item):
             # this process are skipped with it -- not one identical failure (and one
             # wait) each -- while the project's other tests still run
             runner.stopped = exc.message
+            runner.stopped_at = repr(self.name)
             raise QueryFailed(exc.message) from None
         self.groove_result = result
         self.user_properties.extend(runner.junit_properties(result))

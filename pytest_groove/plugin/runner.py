@@ -263,6 +263,8 @@ class ProcessRunner:
         #: the one line that stopped the golden queries in this process (a service
         #: down, hits no KB file holds): every later golden item is skipped with it
         self.stopped: str | None = None
+        #: the golden item that failed with it (named by the skips of the later ones)
+        self.stopped_at: str | None = None
         #: whether that line is why this process could not begin to search (its
         #: retriever or index failed to open): under xdist, a worker's usage error
         self.stopped_at_begin = False
