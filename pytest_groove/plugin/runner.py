@@ -273,6 +273,10 @@ class ProcessRunner:
         #: whether this process collected golden queries only (set at collection's end):
         #: only then may the collector be frozen -- see :meth:`_open_searcher`
         self._only_golden_items = False
+        #: standard error as it was before pytest captured it (the hang watchdog's line)
+        self._stderr_fd: int | None = None
+        if options.run.retriever is not None or retriever_hook:
+            self._stderr_fd = _stall_lines_past_capture()
 
     # ------------------------------------------------------------------ the searcher
 
@@ -516,12 +520,40 @@ class ProcessRunner:
         if self.searcher is not None:
             self.searcher.close()
             self.searcher = None
+        if self._stderr_fd is not None:
+            from pytest_groove.search.retrievers import watchdog
+
+            watchdog.announce = watchdog.DEFAULT_ANNOUNCE
+            with contextlib.suppress(OSError):
+                os.close(self._stderr_fd)
+            self._stderr_fd = None
 
     def thaw_collector(self) -> None:
         """Give the objects frozen at :meth:`_open_searcher` back to the collector."""
         if self._collector_frozen:
             gc.unfreeze()
             self._collector_frozen = False
+
+
+def _stall_lines_past_capture() -> int | None:
+    """Point the hang watchdog's line (``search/retrievers/watchdog.py``) at standard
+    error as it is now -- at configure time, before pytest captures it around each
+    test -- so a hanging retriever is told of on the terminal, not in a captured
+    section nobody sees until it ends.  The descriptor it writes to (None: none)."""
+    from pytest_groove.search.retrievers import watchdog
+
+    try:
+        fd = os.dup(2)
+    except OSError:
+        return None
+
+    def announce(text: str) -> None:
+        line = f"\n{PROG}: warning: {spell_flags(text, 'pytest')}\n"
+        with contextlib.suppress(OSError):
+            os.write(fd, line.encode("utf-8", "replace"))
+
+    watchdog.announce = announce
+    return fd
 
 
 def _test_paths(config: pytest.Config) -> str:

@@ -276,3 +276,77 @@ def test_hits_naming_no_kb_file_stop_the_run_alike_with_and_without_xdist(
     assert "Aggregate" not in output and "Subset run" not in output
     assert "ERROR:" not in output
     assert not _recorded(project)
+
+
+# --------------------------------------------------------------------------- its own BaseException
+
+OWN_BASE_EXCEPTION = """\
+class Cancelled(BaseException):
+    pass
+
+
+def search(query, limit):
+    raise Cancelled("the store's client was cancelled\\x1b[2J")
+"""
+
+
+@pytest.mark.parametrize("dist", DISTS, ids=DIST_IDS)
+def test_a_retriever_raising_its_own_base_exception_stops_in_one_line(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    (project.path / "cancelling.py").write_text(OWN_BASE_EXCEPTION, encoding="utf-8")
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "cancelling:search",
+        "-p", "no:cacheprovider", *dist,
+    )  # fmt: skip
+    output = _output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    _no_traceback(output)
+    assert "\x1b" not in output
+    outcomes = result.parseoutcomes()
+    assert 1 <= outcomes["failed"] <= max(1, len(dist) and 2)
+    assert outcomes["failed"] + outcomes["skipped"] == QUERIES
+    result.stdout.fnmatch_lines(
+        [
+            "groove: the run stopped: retriever cancelling:search failed on query '*': "
+            "Cancelled: the store's client was cancelled\\x1b[[]2J; nothing was recorded *"
+        ]
+    )
+
+
+# --------------------------------------------------------------------------- hangs
+
+HANGING = """\
+import time
+
+import pytest_groove.search.retrievers.watchdog as watchdog
+
+watchdog.STALL_SECONDS = 0.5
+
+
+def search(query, limit):
+    time.sleep(2.0)
+    return [{"path": "ops/rollback.md", "heading": None, "score": 1.0}]
+"""
+
+
+def test_a_python_retriever_that_hangs_is_told_of_on_the_terminal(
+    project: pytest.Pytester,
+) -> None:
+    """The line comes while the retriever is still being waited for, past pytest's
+    capture (on standard error), naming the retriever, the query and the ways to bound it."""
+    (project.path / "hanging.py").write_text(HANGING, encoding="utf-8")
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "hanging:search", "-k", "ship_days or ship-days",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    output = _output(result)
+    _no_traceback(output)
+    lines = [line for line in result.stderr.lines if "has not answered" in line]
+    assert lines == [
+        "groove: warning: retriever hanging:search has not answered query 'which days of the "
+        "week do we push new versions to production' in 0.5 s and is still being waited for: "
+        "a Python retriever runs in this process and cannot be cut short; set a timeout on "
+        "the client it calls, or bound the run with pytest-timeout (pytest --timeout=SECONDS); "
+        "--groove-retriever-timeout applies to http:// retrievers only"
+    ], output
