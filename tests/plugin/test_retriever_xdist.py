@@ -90,7 +90,7 @@ def test_the_kb_files_are_the_ground_truth_for_a_named_retriever(
         "--groove-retriever-name", "team-search", "-n", "2", "-p", "no:cacheprovider",
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*expected path `tokens.md` is not in the index*"])
+    result.stderr.fnmatch_lines(["*expected path `tokens.md` is not in the knowledge base*"])
     assert _importers(project) == []  # refused before anything was built
     assert not Path(project.path / "kb" / ".groove-eval-history.json").exists()
 

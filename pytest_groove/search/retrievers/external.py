@@ -246,8 +246,9 @@ class ExternalRetriever:
 def exited(name: str, exc: SystemExit, doing: str) -> str:
     """The line for a retriever that raised SystemExit while ``doing`` (importing...)."""
     return (
-        f"retriever {name} exited (SystemExit: {exc.code}) while {doing}; a retriever must "
-        "return hits, not exit (sys.exit, or argparse reading groove's command line?)"
+        f"retriever {name} exited (SystemExit: {one_line(exc.code)}) while {doing}; a "
+        "retriever must return hits, not exit (sys.exit, or argparse reading groove's "
+        "command line?)"
     )
 
 
