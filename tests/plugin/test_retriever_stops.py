@@ -322,15 +322,17 @@ def search(query, limit):
 """
 
 
+@pytest.mark.parametrize("dist", DISTS, ids=DIST_IDS)
 def test_a_python_retriever_that_hangs_is_told_of_on_the_terminal(
-    project: pytest.Pytester,
+    project: pytest.Pytester, dist: list[str]
 ) -> None:
     """The line comes while the retriever is still being waited for, past pytest's
-    capture (on standard error), naming the retriever, the query and the ways to bound it."""
+    capture (on standard error; an xdist worker's too), naming the retriever, the query
+    and the ways to bound it."""
     (project.path / "hanging.py").write_text(HANGING, encoding="utf-8")
     result = project.runpytest_subprocess(
         "--groove-kb", "kb", "--groove-retriever", "hanging:search", "-k", "ship_days or ship-days",
-        "-p", "no:cacheprovider",
+        "-p", "no:cacheprovider", *dist,
     )  # fmt: skip
     output = _output(result)
     _no_traceback(output)

@@ -76,3 +76,20 @@ def test_ctrl_c_in_a_retriever_still_interrupts(tmp_path: Path) -> None:
 
     with pytest.raises(KeyboardInterrupt):
         from_object(search, tmp_path, "interrupted").search("q", 5)
+
+
+def test_the_default_line_goes_to_standard_error_spelled_for_groove(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    import sys
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "__stderr__", stream)
+    watchdog.DEFAULT_ANNOUNCE(watchdog.stall_line("r", "q", 30))
+    assert stream.getvalue() == (
+        "groove: warning: retriever r has not answered query 'q' in 30 s and is still being "
+        "waited for: a Python retriever runs in this process and cannot be cut short; set a "
+        "timeout on the client it calls, or bound the run with pytest-timeout (pytest "
+        "--timeout=SECONDS); --retriever-timeout applies to http:// retrievers only\n"
+    )
