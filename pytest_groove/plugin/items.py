@@ -81,21 +81,31 @@ def _rank_text(rank: int | None, max_k: int, fetched: int) -> str:
 
 
 def describe_result(result: QueryResult, k_values: Sequence[int], headline: str) -> str:
-    """The failure text: query, expected entries with their ranks, top hits."""
+    """The failure text: query, expected entries with their ranks, top hits (no hits:
+    three lines)."""
     max_k = max(k_values)
+    if not result.top_k:
+        # nothing to rank: each entry "not retrieved" and every metric 0 say nothing more
+        expected = ", ".join(_label(e.path, e.heading) for e in result.expected[:SHOWN_HITS])
+        more = len(result.expected) - SHOWN_HITS
+        expected += f" and {more} more" if more > 0 else ""
+        return "\n".join(
+            [
+                headline,
+                f"  query:    {result.query}",
+                f"  the search returned no hits (expected: {expected})",
+            ]
+        )
     ranks = expected_ranks(result.expected, result.top_k)
     width = max(len(_label(e.path, e.heading)) for e in result.expected)
     lines = [headline, f"  query:    {result.query}", "  expected:"]
     for entry, rank in zip(result.expected, ranks, strict=True):
         label = _label(entry.path, entry.heading)
         lines.append(f"    {label:<{width}}  {_rank_text(rank, max_k, len(result.top_k))}")
-    if result.top_k:
-        shown = result.top_k[:SHOWN_HITS]
-        lines.append(f"  top {len(shown)} of {len(result.top_k)} hits:")
-        for hit in shown:
-            lines.append(f"    {hit.rank:>3}. {_label(hit.path, hit.heading)}  ({hit.score:.4f})")
-    else:
-        lines.append("  the search returned no hits")
+    shown = result.top_k[:SHOWN_HITS]
+    lines.append(f"  top {len(shown)} of {len(result.top_k)} hits:")
+    for hit in shown:
+        lines.append(f"    {hit.rank:>3}. {_label(hit.path, hit.heading)}  ({hit.score:.4f})")
     lines.append(f"  metrics:  {query_summary(result.metrics, k_values)}")
     return "\n".join(lines)
 
