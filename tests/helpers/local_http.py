@@ -47,7 +47,7 @@ def dripping(answer: bytes, *, interval: float = 0.2, at_once: int = 0) -> Itera
     ``interval`` seconds after its first ``at_once`` bytes; yields its URL.  Each
     connection has its own thread; all stop when the block ends."""
     listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)
+    listener.settimeout(0.01)
     done = threading.Event()
 
     def drip(conn: socket.socket) -> None:

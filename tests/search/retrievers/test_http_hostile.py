@@ -78,7 +78,7 @@ HOSTILE = st.text(
 
 
 @settings(
-    max_examples=25,
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -86,8 +86,11 @@ HOSTILE = st.text(
 def test_what_a_service_says_is_quoted_escaped_and_cut(text: str, tmp_path: Path) -> None:
     encoded = text.encode("utf-8")
     location = text.replace("\r", "").replace("\n", "").encode("utf-8") or b"x"
+    reason = location.decode("utf-8")
     answers = [
         _answer("500 Oops", encoded),
+        _answer(f"418 {reason}", b""),
+        _answer(f"503 {reason}", b""),
         b"HTTP/1.1 302 Found\r\nLocation: /" + location + b"\r\nContent-Length: 0\r\n\r\n",
         _answer("200 OK", encoded),
     ]
