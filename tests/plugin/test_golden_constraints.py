@@ -97,7 +97,7 @@ def test_a_not_expected_typo_is_refused_before_any_search(project: pytest.Pytest
     result = project.runpytest("--groove-kb", "kb", "--groove-retriever", "team_search:search")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*line 13: not_expected path `drafts/olde.md` is not in the index*drafts/old.md*"]
+        ["*line 13: not_expected path `drafts/olde.md` is not in the knowledge base*drafts/old.md*"]
     )
 
 
