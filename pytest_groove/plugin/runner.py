@@ -21,6 +21,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import shlex
@@ -219,7 +220,7 @@ def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> EvaluatedSearcher
         settings,
         reindex=reindex,
         embedder=embedder,
-        progress=False if quiet else runner.progress_to(),
+        progress=False if quiet else progress_to(runner.config),
         log=None
         if quiet
         else lambda msg: runner.write_line(f"{PROG}: {spell_flags(msg, 'pytest')}"),
@@ -228,6 +229,31 @@ def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> EvaluatedSearcher
     if report is not None and (report.added or report.changed or report.renamed or report.removed):
         runner.write_line(f"{PROG}: {report.summary()}")
     return searcher
+
+
+def write_line(config: pytest.Config, text: str) -> None:
+    """One line on pytest's terminal (standard error without a terminal reporter)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(text)
+    else:
+        sys.stderr.write(text + "\n")
+
+
+def progress_to(config: pytest.Config) -> ProgressTo:
+    """Where the indexer's progress goes: the bar when standard error is a terminal,
+    else a line now and then through the terminal reporter, outside any capture."""
+    if sys.stderr is not None and sys.stderr.isatty():
+        return None
+    return functools.partial(write_uncaptured, config)
+
+
+def write_uncaptured(config: pytest.Config, text: str) -> None:
+    """``groove: text`` on the terminal even while pytest captures output."""
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    suspended = capture.global_and_fixture_disabled() if capture is not None else None
+    with suspended if suspended is not None else contextlib.nullcontext():
+        write_line(config, f"{PROG}: {text}")
 
 
 class ProcessRunner:
@@ -309,25 +335,7 @@ class ProcessRunner:
         return evaluation is not None and bool(evaluation.fingerprint.document_first)
 
     def write_line(self, text: str) -> None:
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(text)
-        else:
-            sys.stderr.write(text + "\n")
-
-    def progress_to(self) -> ProgressTo:
-        """Where the indexer's progress goes: the bar when standard error is a terminal,
-        else a line now and then through the terminal reporter, outside any capture."""
-        if sys.stderr is not None and sys.stderr.isatty():
-            return None
-        return self.write_uncaptured
-
-    def write_uncaptured(self, text: str) -> None:
-        """``groove: text`` on the terminal even while pytest captures output."""
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        suspended = capture.global_and_fixture_disabled() if capture is not None else None
-        with suspended if suspended is not None else contextlib.nullcontext():
-            self.write_line(f"{PROG}: {text}")
+        write_line(self.config, text)
 
     def hook_embedder(self) -> Embedder | None:
         """The ``pytest_groove_embedder`` hook's embedder, None without one."""

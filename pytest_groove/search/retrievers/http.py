@@ -188,23 +188,21 @@ def _shut(sock: socket.socket) -> None:
 
 
 class _WatchedHTTP(http.client.HTTPConnection):
+    """A connection whose socket the exchange's deadline shuts (HTTPS: below)."""
+
     def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline = deadline
 
     def connect(self) -> None:
+        # connecting (and HTTPS's handshake) is bounded by the socket's own timeout;
+        # from then on the exchange's deadline shuts the socket
         super().connect()
         self._deadline.watch(self.sock)
 
 
-class _WatchedHTTPS(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self._deadline.watch(self.sock)
+class _WatchedHTTPS(_WatchedHTTP, http.client.HTTPSConnection):
+    pass
 
 
 class _WatchedHTTPHandler(urllib.request.HTTPHandler):
