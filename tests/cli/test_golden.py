@@ -112,3 +112,38 @@ def test_numbers_typed_at_a_terminal_pick_the_answers(
     added = load_golden(kb / ".groove-eval.yml", kb).queries[-1]
     top = _top(groove, kb, 2)
     assert added.id == "typed" and added.expected == (top[1], top[0])
+
+
+RETRIEVER = """
+def search(query, limit):
+    return [
+        {"path": "ops/deploy.md", "heading": "Canary", "score": 2.0, "text": "canary\\x1b[31m"},
+        {"path": "billing/invoices.md", "heading": None, "score": 1.0},
+        {"path": "nowhere.md", "heading": None, "score": 0.5},
+    ][:limit]
+"""
+
+
+def test_the_configured_retriever_answers_and_its_hits_are_checked(
+    tmp_path: Path, groove: Groove, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.helpers.kb_files import write_invoices_kb
+
+    kb = write_invoices_kb(tmp_path / "kb")
+    (tmp_path / "golden_team.py").write_text(RETRIEVER, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "golden_team", raising=False)
+    args = ("golden", "add", "--kb-path", kb, "--retriever", "golden_team:search")
+    done = groove(*args, "--pick", "2,1", "When do invoices go out?", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "  1. ops/deploy.md # Canary\n" in done.stdout and "\x1b" not in done.stdout
+    added = load_golden(kb / ".groove-eval.yml", kb).queries[-1]
+    assert added.expected == (
+        ExpectedEntry("billing/invoices.md"),
+        ExpectedEntry("ops/deploy.md", "Canary"),
+    )
+    before = (kb / ".groove-eval.yml").read_bytes()
+    refused = groove(*args, "--pick", "3", "Where is nowhere?", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert "expected path `nowhere.md` is not in" in refused.stderr
+    assert (kb / ".groove-eval.yml").read_bytes() == before
