@@ -230,26 +230,10 @@ def unknown_heading(retriever: str, heading: str, path: str) -> str:
 
 
 def _depth_advice(kind: RetrieverKind, k: int) -> str:
-    if kind == "langchain":
-        return (
-            f"a LangChain retriever returns its own k hits: use "
-            f"as_retriever(search_kwargs={{'k': {k}}}), or set BM25Retriever's k = {k}; "
-            "one that merges chunks into their parent documents (ParentDocumentRetriever, "
-            "MultiVectorRetriever) returns fewer documents than its k by design, since "
-            "several chunks share a parent: raise its search_kwargs k well above "
-            f"{k} so that {k} distinct documents come back"
-        )
-    if kind == "llamaindex":
-        return (
-            f"a LlamaIndex retriever returns its own similarity_top_k hits: use "
-            f"index.as_retriever(similarity_top_k={k}); one that merges nodes into their "
-            "parents (AutoMergingRetriever, RecursiveRetriever) returns fewer than that by "
-            f"design: raise the base retriever's similarity_top_k well above {k}"
-        )
-    return (
-        f"it is asked for limit={k} hits: return up to that many (a service that merges "
-        "chunks into their documents should search more chunks than it returns)"
-    )
+    """How the retriever's framework is asked for ``k`` hits (its adapter's words)."""
+    from pytest_groove.search.retrievers.adapters.table import adapter_of
+
+    return adapter_of(kind).depth_advice(k)
 
 
 def shallow_retriever(
