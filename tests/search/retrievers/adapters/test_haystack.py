@@ -22,7 +22,7 @@ from tests.helpers.retriever_runs import errors_of, eval_retriever, report_of, w
 pytest.importorskip("haystack")
 
 #: the retrievers' module, as a team would write it (the KB beside it)
-HAYSTACK_SEARCH = '''
+HAYSTACK_SEARCH = """
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,7 +70,10 @@ pipeline = Pipeline()
 pipeline.add_component("text_embedder", HashTextEmbedder())
 pipeline.add_component("retriever", InMemoryEmbeddingRetriever(document_store=store))
 pipeline.connect("text_embedder.embedding", "retriever.query_embedding")
-'''
+"""
+
+#: the example KB's local files, left out of its copies
+_LOCAL = shutil.ignore_patterns(".groove", ".groove-eval-history*")
 
 QUERIES = ("roll back a release", "how do we review code", "rate limits and caching")
 
@@ -78,7 +81,7 @@ QUERIES = ("roll back a release", "how do we review code", "rate limits and cach
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Any]:
     """The KB, the module beside it (importable), and the module imported."""
-    shutil.copytree(EXAMPLE_KB, tmp_path / "kb", ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"))
+    shutil.copytree(EXAMPLE_KB, tmp_path / "kb", ignore=_LOCAL)
     (tmp_path / "haystack_search.py").write_text(HAYSTACK_SEARCH, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "haystack_search", raising=False)
@@ -142,13 +145,11 @@ def test_groove_eval_measures_both_with_no_option(project: tuple[Path, Any]) -> 
         assert report["aggregate"]["mrr"] > 0.3, json.dumps(report["aggregate"])
 
 
-def test_the_pytest_door_measures_the_pipeline(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    shutil.copytree(EXAMPLE_KB, pytester.path / "kb", ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"))
+def test_the_pytest_door_measures_the_pipeline(pytester: pytest.Pytester) -> None:
+    shutil.copytree(EXAMPLE_KB, pytester.path / "kb", ignore=_LOCAL)
     pytester.makepyfile(haystack_search=HAYSTACK_SEARCH)
     result = pytester.runpytest_subprocess(
-        "--groove-kb", "kb", "--groove-retriever", "haystack_search:pipeline", "-p", "no:cacheprovider"
+        "--groove-kb", "kb", "--groove-retriever", "haystack_search:pipeline"
     )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()
     result.stdout.fnmatch_lines(["*custom retriever haystack_search:pipeline*"])
