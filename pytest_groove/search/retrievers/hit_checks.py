@@ -37,6 +37,7 @@ from pytest_groove.errors import flag
 from pytest_groove.kb.source.heading_lines import readings, without_closing_hashes
 from pytest_groove.scoring.metric_table import RECALL, Metric
 from pytest_groove.scoring.metrics import normalise_heading
+from pytest_groove.search.retrievers.adapters.base import echo
 from pytest_groove.search.retrievers.external import RetrieverKind
 from pytest_groove.search.retrievers.path_advice import PathJudge
 from pytest_groove.settings.config import IndexSettings
@@ -89,7 +90,7 @@ def hits_outside_kb(
         sample = misnamed[0] if misnamed else outside[0]
         return (
             f"retriever {retriever}: none of its {len(every)} hits{scope} name a file of "
-            f"the knowledge base {kb} (e.g. {sample!r}), so no golden entry can match; "
+            f"the knowledge base {kb} (e.g. {echo(sample)}), so no golden entry can match; "
             f"{judge.likely_fix(sample)}"
         )
     if not most_misnamed or misnamed_only:
@@ -98,7 +99,7 @@ def hits_outside_kb(
     return (
         f"retriever {retriever}: only {len(every) - len(outside)} of its {len(every)} "
         f"hits{scope} name a file of the knowledge base {kb}, and {len(misnamed)} look like "
-        f"paths of its files spelt another way (e.g. {sample!r}), which no golden entry can "
+        f"paths of its files spelt another way (e.g. {echo(sample)}), which no golden entry can "
         f"match; {judge.misnamed(sample)}"
     )
 
@@ -133,10 +134,10 @@ def some_hits_outside_kb(
         some = "it looks" if len(misnamed) == 1 else f"{len(misnamed)} of them look"
         return (
             f"{counted}; {some} like a path of its files spelt another way (e.g. "
-            f"{sample!r}), which can never match a golden entry; {judge.misnamed(sample)}"
+            f"{echo(sample)}), which can never match a golden entry; {judge.misnamed(sample)}"
         )
     return (
-        f"{counted} (e.g. {outside[0]!r}) and were scored as misses, as documents of other "
+        f"{counted} (e.g. {echo(outside[0])}) and were scored as misses, as documents of other "
         "sources in a shared store are; if they are notes of the knowledge base, return "
         "their paths relative to it"
     )
@@ -222,7 +223,7 @@ def heading_spelling(heading: str, known: Mapping[str, str]) -> tuple[str, bool]
 def unknown_heading(retriever: str, heading: str, path: str) -> str:
     """The warning for a hit whose heading is no heading of its document (told once)."""
     return (
-        f"retriever {retriever} returned heading {heading!r} for {path!r}, which is not a "
+        f"retriever {retriever} returned heading {echo(heading)} for {echo(path)}, which is not a "
         "heading of that document, so such hits never match a golden entry's heading; "
         f"return the heading's text as the document spells it (or set "
         f"{flag('retriever-heading-key')})"

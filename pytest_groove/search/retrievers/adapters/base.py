@@ -20,41 +20,16 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import re
-import reprlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pytest_groove.errors import StopsTheRun, one_line
+from pytest_groove.errors import ECHO_LIMIT, StopsTheRun
 from pytest_groove.search.retrievers.key_evidence import dotted_lookup
-from pytest_groove.text.echo import int_text
+from pytest_groove.text.echo import echo_value as echo
 
 #: most characters of a value from a hit quoted back
-ECHO = 80
-
-_REPR = reprlib.Repr()
-_REPR.maxstring = ECHO + 2
-_REPR.maxother = ECHO + 2
-_REPR.maxlevel = 3
-for _attribute in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset", "maxdeque"):
-    setattr(_REPR, _attribute, 8)
-
-
-def echo(value: object) -> str:
-    """``repr(value)`` fit for a one-line message: at most :data:`ECHO` characters
-    (then ``…``), control characters escaped, never a huge value copied whole, and
-    never an exception (a ``__repr__`` that raises is named by its type)."""
-    try:
-        if isinstance(value, str):
-            text = repr(value[: ECHO + 1])
-        elif isinstance(value, int) and not isinstance(value, bool):
-            text = int_text(value)
-        else:
-            text = _REPR.repr(value)
-    except Exception:  # a user's __repr__ may raise anything
-        text = f"<{type(value).__name__}>"
-    text = one_line(text[: 4 * ECHO])
-    return text if len(text) <= ECHO else text[: ECHO - 1] + "…"
+ECHO = ECHO_LIMIT
 
 
 class HitShapeError(StopsTheRun):
@@ -246,6 +221,8 @@ class Adapter:
     own_depth: ClassVar[bool] = False
     #: where messages say its hits keep their path (``LangChain metadata['source']``)
     path_hint: ClassVar[str | None] = None
+    #: why its hits may carry a bare file name, for the message that says so
+    bare_name_cause: ClassVar[str | None] = None
     #: the method groove calls, and its async twin (None: it is called itself)
     call_method: ClassVar[str | None] = None
     async_method: ClassVar[str | None] = None

@@ -87,6 +87,10 @@ class Haystack(Adapter):
     kind = "haystack"
     label = "Haystack"
     path_hint = "Haystack meta['file_path']"
+    bare_name_cause = (
+        "Haystack's converters keep only the file's name in meta['file_path'] unless "
+        "built with store_full_path=True"
+    )
     call_method = "run"
     async_method = "run_async"
 

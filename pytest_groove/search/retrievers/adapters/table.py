@@ -71,4 +71,20 @@ def path_hints() -> str:
     return ", ".join(a.path_hint for a in ADAPTERS if a.path_hint)
 
 
-__all__ = ["ADAPTERS", "BY_KIND", "adapter_of", "detect", "fields_of", "hits_in", "path_hints"]
+def bare_name_causes() -> str:
+    """What messages say of the frameworks that keep only a file's name (`` (Haystack's
+    converters ...)``), "" when none does."""
+    causes = [a.bare_name_cause for a in ADAPTERS if a.bare_name_cause]
+    return f" ({'; '.join(causes)})" if causes else ""
+
+
+__all__ = [
+    "ADAPTERS",
+    "BY_KIND",
+    "adapter_of",
+    "bare_name_causes",
+    "detect",
+    "fields_of",
+    "hits_in",
+    "path_hints",
+]
