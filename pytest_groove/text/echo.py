@@ -125,3 +125,22 @@ def echo_value(value: object) -> str:
         text = f"<{type(value).__name__}>"
     text = one_line(text[: 4 * ECHO_LIMIT])
     return text if len(text) <= ECHO_LIMIT else text[: ECHO_LIMIT - 1] + "…"
+
+
+#: most characters a list of echoed values takes in one message
+_LISTED = 240
+
+
+def echo_list(values: list[Any], most: int = 12) -> str:
+    """``'a', 'b' and 3 more``: each value :func:`echo_value` d, as many as fit in about
+    240 characters (and at most ``most``), the rest counted."""
+    shown: list[str] = []
+    used = 0
+    for value in values[:most]:
+        text = echo_value(value)
+        if shown and used + len(text) > _LISTED:
+            break
+        shown.append(text)
+        used += len(text) + 2
+    rest = len(values) - len(shown)
+    return ", ".join(shown) + (f" and {rest} more" if rest else "")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pytest_groove.errors import clip_path, flag
+from pytest_groove.errors import flag
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retrievers.adapters.base import (
     DEFAULT_KEYS,
@@ -38,6 +38,7 @@ from pytest_groove.search.retrievers.adapters.base import (
 )
 from pytest_groove.search.retrievers.adapters.table import fields_of, hits_in, path_hints
 from pytest_groove.search.retrievers.key_evidence import KeyEvidence, carried_keys
+from pytest_groove.text.echo import echo_list
 
 #: the longest hit path read (Linux's PATH_MAX): a longer one names no file, and
 #: resolving it would cost time growing with its length
@@ -228,8 +229,8 @@ def _no_path(retriever: str, position: int, fields: Fields, keys: HitKeys) -> st
             f"{said}; return dicts or objects with path/heading/score, {path_hints()}, "
             f"or name the key with {flag('retriever-path-key')}"
         )
-    held = sorted(carried_keys(fields.meta))[:12] if fields.meta is not None else []
-    holds = ", ".join(echo(k) for k in held) if held else "no key at all"
+    held = sorted(carried_keys(fields.meta)) if fields.meta is not None else []
+    holds = echo_list(held) if held else "no key at all"
     return (
         f"{said}, the key {flag('retriever-path-key')} names (the hit holds {holds}); "
         "name the key its path is under"
@@ -242,7 +243,7 @@ def _checked_path(path: str, retriever: str, position: int) -> str:
     if len(path) > MAX_HIT_PATH or path.count("/") + path.count("\\") > MAX_HIT_PARTS:
         raise HitShapeError(
             f"retriever {retriever}: hit {position} has a path of {len(path):,} characters "
-            f"({clip_path(path[:1000])}), longer than any file path ({MAX_HIT_PATH:,} "
+            f"({echo(path)}), longer than any file path ({MAX_HIT_PATH:,} "
             f"characters, {MAX_HIT_PARTS} folders); return the note's path"
         )
     return path

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_groove.errors import flag
+from pytest_groove.text.echo import echo_list
 from pytest_groove.text.echo import echo_value as echo
 
 #: queries answered with hits after which a heading key no hit carried stops the run
@@ -97,9 +98,7 @@ def missing_heading_key(retriever: str, key: str, evidence: KeyEvidence, scope: 
     it answered`` when the run stopped early)."""
     keys = sorted(evidence.keys)
     if keys:
-        shown = ", ".join(echo(k) for k in keys[:_SHOWN_KEYS])
-        more = f" and {len(keys) - _SHOWN_KEYS} more" if len(keys) > _SHOWN_KEYS else ""
-        held = f"their metadata hold {shown}{more}"
+        held = f"their metadata hold {echo_list(keys, _SHOWN_KEYS)}"
     else:
         held = "their metadata hold no key at all"
     close = difflib.get_close_matches(key, keys, n=1)
