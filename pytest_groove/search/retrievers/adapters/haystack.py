@@ -97,11 +97,8 @@ class Haystack(Adapter):
     def detects(self, obj: Any) -> bool:
         if callable(obj) or not callable(getattr(obj, "run", None)):
             return False
-        return (
-            _is_pipeline(obj)
-            or hasattr(type(obj), "__haystack_input__")
-            or _takes(obj.run, "query")
-        )
+        # a component (its instance carries Haystack's input sockets), or one in shape
+        return _is_pipeline(obj) or hasattr(obj, "__haystack_input__") or _takes(obj.run, "query")
 
     def search_function(self, obj: Any, name: str) -> Callable[[str, int], Any]:
         if _is_pipeline(obj):

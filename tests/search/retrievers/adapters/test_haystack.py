@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLE_KB
+from pytest_groove.errors import GrooveError
 from pytest_groove.search.retrievers.external import from_object
 from tests.helpers.retriever_runs import errors_of, eval_retriever, report_of, warnings_of
 
@@ -155,3 +156,23 @@ def test_the_pytest_door_measures_the_pipeline(pytester: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(["*custom retriever haystack_search:pipeline*"])
     result.stdout.no_fnmatch_line("*Traceback*")
     result.stdout.no_fnmatch_line("*warning*")
+
+
+def test_an_embedding_retriever_alone_and_a_pipeline_without_text_are_refused(
+    project: tuple[Path, Any],
+) -> None:
+    from haystack import Pipeline
+    from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+
+    root, module = project
+    alone = InMemoryEmbeddingRetriever(document_store=module.store)
+    with pytest.raises(GrooveError) as caught:
+        from_object(alone, root / "kb", name="r")
+    assert caught.value.message.startswith(
+        "retriever r is an InMemoryEmbeddingRetriever, a Haystack component whose run() "
+        "takes no query"
+    )
+    headless = Pipeline()
+    headless.add_component("retriever", InMemoryEmbeddingRetriever(document_store=module.store))
+    with pytest.raises(GrooveError, match=r"no open input named text or query \(its open"):
+        from_object(headless, root / "kb", name="r")
