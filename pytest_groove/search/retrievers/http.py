@@ -33,7 +33,8 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from pytest_groove.errors import GrooveError, StopsTheRun, flag
+from pytest_groove.errors import ECHO_LIMIT, GrooveError, StopsTheRun, clip, clip_path, flag
+from pytest_groove.errors import one_line as escape_line
 from pytest_groove.search.retrievers.hit_reader import echo
 from pytest_groove.settings.retriever_spec import url_problem
 
@@ -58,7 +59,8 @@ class RetrieverUnavailable(StopsTheRun):
 
 
 def one_line(exc: object) -> str:
-    text = " ".join(str(exc).split())
+    """What ``exc`` says on one line: control characters escaped, cut to 200 characters."""
+    text = escape_line(" ".join(str(exc)[:10_000].split()))
     return text if len(text) <= 200 else text[:199] + "…"
 
 
@@ -182,12 +184,13 @@ def _said(exc: urllib.error.HTTPError) -> str:
 
 def _redirect_line(exc: urllib.error.HTTPError, url: str, name: str) -> str:
     location = exc.headers.get("Location") if exc.headers is not None else None
-    text = f"retriever {name} answered HTTP {exc.code} {exc.reason}"
+    text = f"retriever {name} answered HTTP {exc.code} {clip(str(exc.reason))}"
     if not location:
         return f"{text} (a redirect without a Location); use the service's own address"
     target = urllib.parse.urljoin(url, location.strip())
+    shown = clip_path(public_url(target), ECHO_LIMIT)  # the service's value: capped, escaped
     return (
-        f"{text}: the service redirected to {public_url(target)}; use that address "
+        f"{text}: the service redirected to {shown}; use that address "
         "(a POST is not sent on to where a service redirects)"
     )
 

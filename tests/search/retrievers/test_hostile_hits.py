@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +25,7 @@ from pytest_groove.errors import GrooveError
 from pytest_groove.search.retrievers.external import HitKeys, from_object
 from pytest_groove.search.retrievers.hit_reader import DEFAULT_KEYS
 from tests.helpers.kb_files import write_notes
+from tests.helpers.local_http import serving, url_of
 from tests.helpers.retriever_runs import errors_of, eval_retriever, retriever_module
 
 #: the longest message line accepted (80-character echoes inside a sentence)
@@ -192,3 +194,28 @@ def test_groove_eval_says_a_hostile_value_in_one_capped_line(
     for line in (done.stdout + done.stderr).splitlines():
         _check_line(line)
     assert "Traceback" not in done.stderr
+
+
+class _Redirecting(BaseHTTPRequestHandler):
+    """Redirects with a hostile Location and reason phrase."""
+
+    def do_POST(self) -> None:
+        self.send_response(302, "Found\x1b[2J")
+        self.send_header("Location", "/\x1b]0;owned\x07" + "a" * 10_000)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_redirect_target_is_echoed_capped_and_escaped(kb: Path) -> None:
+    from pytest_groove.search.retrievers.external import http_retriever
+
+    with serving(_Redirecting) as server:
+        retriever = http_retriever(url_of(server, "/search"), kb, timeout=5)
+        with pytest.raises(GrooveError) as caught:
+            retriever.search("q", 5)
+    line = caught.value.message
+    _check_line(line)
+    assert "redirected to http://127.0.0.1:" in line and "Found\\x1b[2J" in line
