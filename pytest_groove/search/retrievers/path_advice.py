@@ -42,11 +42,15 @@ def _kb_text(kb: Path) -> str:
 def _rerooted(path: str, kb_paths: Collection[str]) -> tuple[str, str] | None:
     """(leading folders, KB path): the first KB path ``path`` becomes by dropping
     leading folders (``kb/ops/a.md`` -> ``ops/a.md``), None when none."""
-    parts = PurePosixPath(path).parts
-    for cut in range(1, len(parts)):
-        rest = PurePosixPath(*parts[cut:]).as_posix()
+    normal = PurePosixPath(path).as_posix()
+    # each folder boundary, first to last: one slice and one look-up each (a path of
+    # 256 folders costs 256 slices, not 256 paths built)
+    at = 0 if normal.startswith("/") else normal.find("/")
+    while at != -1:
+        rest = normal[at + 1 :]
         if rest in kb_paths:
-            return PurePosixPath(*parts[:cut]).as_posix(), rest
+            return normal[:at] or "/", rest
+        at = normal.find("/", at + 1)
     return None
 
 

@@ -219,3 +219,16 @@ def test_a_redirect_target_is_echoed_capped_and_escaped(kb: Path) -> None:
     line = caught.value.message
     _check_line(line)
     assert "redirected to http://127.0.0.1:" in line and "Found\\x1b[2J" in line
+
+
+def test_judging_a_run_of_long_distinct_paths_is_quick(kb: Path) -> None:
+    """300 distinct paths at the length cap, 256 folders each, percent-encoded (so each
+    is judged once more decoded): the run's check was 29 s before, quadratic in folders."""
+    from pytest_groove.search.retrievers.hit_checks import check_retriever_hits
+
+    paths = [[("%41/" * 255 + f"x{q}-{i}.md")[:4096] for i in range(10)] for q in range(30)]
+    started = time.perf_counter()
+    report = check_retriever_hits("r", "callable", kb, paths, {"ops/a.md"}, 10)
+    assert time.perf_counter() - started < 5.0
+    assert report.error is not None
+    _check_line(report.error)
