@@ -232,3 +232,21 @@ def test_judging_a_run_of_long_distinct_paths_is_quick(kb: Path) -> None:
     assert time.perf_counter() - started < 5.0
     assert report.error is not None
     _check_line(report.error)
+
+
+class _Record:
+    """A hit whose fields are properties (nothing in its __dict__)."""
+
+    @property
+    def file(self) -> str:
+        return "ops/a.md"
+
+    @property
+    def section(self) -> str:
+        return "B"
+
+
+def test_a_key_option_reads_an_objects_property(kb: Path) -> None:
+    keys = HitKeys(path="file", heading="section")
+    retriever = from_object(lambda query, n: [_Record()], kb, keys=keys)
+    assert [(h.path, h.heading) for h in retriever.search("q", 5)] == [("ops/a.md", "B")]

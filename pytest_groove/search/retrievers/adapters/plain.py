@@ -30,7 +30,7 @@ _PATH_KEYS = ("path", "file_path", "source")
 _MOST_ATTRIBUTES = 100
 
 
-def _attributes(hit: Any) -> dict[str, Any]:
+def _attributes(hit: Any, keys: HitKeys) -> dict[str, Any]:
     """An object hit as a mapping: its public attributes (instance ones, slots, and
     the few a record class names), then its ``meta`` / ``metadata`` mapping's keys
     under ``meta.``/``metadata.`` and, when not already taken, as they are."""
@@ -38,7 +38,8 @@ def _attributes(hit: Any) -> dict[str, Any]:
     for source in (getattr(hit, "__dict__", None), getattr(type(hit), "__slots__", None)):
         if isinstance(source, Mapping | tuple | list):
             names += [n for n in source if isinstance(n, str) and not n.startswith("_")]
-    for name in ("path", "heading", "score", "file_path", "source"):
+    named = [key.split(".")[0] for key in (keys.path, keys.heading) if key]
+    for name in ("path", "heading", "score", "file_path", "source", *named):
         if name not in names and hasattr(hit, name):
             names.append(name)
     view: dict[str, Any] = {}
@@ -85,7 +86,7 @@ class Plain(Adapter):
         if isinstance(hit, Mapping):
             meta, where = _nested(hit), ""
         else:
-            meta, where = _attributes(hit), "attribute"
+            meta, where = _attributes(hit, keys), "attribute"
         fields = meta_fields(meta, keys, meta.get("score"), where, _PATH_KEYS)
         if keys.path is None and isinstance(meta.get("path"), str | bytes):
             # a hit's own "path" is its path, even when empty (then: "no path")
