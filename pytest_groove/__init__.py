@@ -10,7 +10,11 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+#: as ``typing.TYPE_CHECKING`` (which type checkers also read under this name): the
+#: ``groove`` console script imports this package before its Ctrl-C handling is in
+#: place, so it imports nothing Python has not loaded already
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -58,6 +62,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from pytest_groove.embed.base import Embedder
     from pytest_groove.embed.registry import get_embedder, register_embedder
     from pytest_groove.engine.builtin import Engine, open_engine, run_indexer

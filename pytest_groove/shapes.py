@@ -104,10 +104,6 @@ def read_int(value: Any, path: str, *, lo: int | None = None, hi: int | None = N
     return value
 
 
-def read_opt_int(value: Any, path: str) -> int | None:
-    return None if value is None else read_int(value, path)
-
-
 def read_number(
     value: Any, path: str, *, lo: float | None = None, hi: float | None = None
 ) -> float:

@@ -15,9 +15,39 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 
-from pytest_groove.cli.ending import EXIT_ERROR, EXIT_INTERRUPTED, report_line
+from pytest_groove import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+
+#: as :data:`pytest_groove.cli.ending.EXIT_INTERRUPTED` (a shell's status for SIGINT),
+#: spelt here so that nothing is imported before the hook below is in place
+_INTERRUPTED = 130
+
+
+def _interrupted_while_loading(
+    kind: type[BaseException], value: BaseException, traceback: TracebackType | None
+) -> None:
+    """``sys.excepthook`` from the first line of this package on: a Ctrl-C that
+    reaches the top while the console script is still importing ``main`` (before its
+    ``try``) is "interrupted" and status 130, as everywhere after; anything else is
+    Python's own report."""
+    if not issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, value, traceback)
+        return
+    import os
+
+    try:
+        sys.stderr.write("interrupted\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(_INTERRUPTED)  # an excepthook cannot choose the exit status otherwise
+
+
+if sys.excepthook is sys.__excepthook__:  # a host's own hook (IPython, a test) stays
+    sys.excepthook = _interrupted_while_loading
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -29,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     try:
         from pytest_groove.cli.commands import run_command_line
+        from pytest_groove.cli.ending import EXIT_ERROR
         from pytest_groove.text.console import guarded_stdio
 
         with guarded_stdio() as stdout_open:
@@ -44,5 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Ctrl-C before the command started (while its modules load, the parser is
         # built or the arguments are read) is an interruption too, not a traceback:
         # which is why this module imports nothing of the commands at its top
+        from pytest_groove.cli.ending import EXIT_INTERRUPTED, report_line
+
         report_line("interrupted")
         return EXIT_INTERRUPTED

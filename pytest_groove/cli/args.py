@@ -174,19 +174,25 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, PIPELINE_OPTIONS)
 
 
-def add_golden_arguments(parser: argparse.ArgumentParser, *, k_help: str | None = None) -> None:
-    """Flags ``eval`` and ``tune`` share: the golden set, the cut-offs, output, reindexing."""
+def add_golden_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    k_help: str | None = None,
+    formats: tuple[str, ...] = (),
+) -> None:
+    """Flags ``eval`` and ``tune`` share: the golden set, the cut-offs, output, reindexing
+    (``formats``: the report formats ``--format`` takes besides text and JSON)."""
     add_options(parser, (*GOLDEN_OPTIONS, "no-reindex"), help={"k": k_help} if k_help else {})
-    add_format_argument(parser)
+    add_format_argument(parser, formats)
     parser.add_argument(
         "--no-color", action="store_true", help="no ANSI colour in the report (also: NO_COLOR)"
     )
 
 
-def add_format_argument(parser: argparse.ArgumentParser) -> None:
+def add_format_argument(parser: argparse.ArgumentParser, formats: tuple[str, ...] = ()) -> None:
     parser.add_argument(
         "--format",
-        choices=("text", "json"),
+        choices=("text", "json", *formats),
         default="text",
         help="report format on stdout (default: text)",
     )

@@ -5,7 +5,7 @@ and the history read before any index work), opens a searcher -- the built-in en
 brought up to date first unless ``--no-reindex``, or the ``--retriever`` -- begins the
 evaluation, searches every golden query and finishes it: the same library steps the
 pytest plugin takes (:mod:`pytest_groove.evaluation.lifecycle`).  stdout gets the
-report (text or JSON); stderr gets notes, warnings, the findings block and errors.
+report (text, JSON or Markdown); stderr gets notes, warnings, the findings block and errors.
 Exit status: 0 fine, 1 regression gate failed or any error, 2 bad flag values.
 
 PYTEST_DONT_REWRITE
@@ -32,7 +32,6 @@ from pytest_groove.engine.names import check_config_names
 from pytest_groove.engine.searcher import (
     EngineOpener,
     RetrieverSearcher,
-    Searcher,
     closing_searcher,
     open_engine_searcher,
 )
@@ -41,8 +40,9 @@ from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
 from pytest_groove.evaluation.gate.compare import color_enabled
 from pytest_groove.evaluation.lifecycle import begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
-from pytest_groove.evaluation.reports.formats import REPORT_FORMATS
+from pytest_groove.evaluation.reports.formats import PRINTABLE_FORMATS, REPORT_FORMATS
 from pytest_groove.evaluation.reports.json_report import dumps_json_report
+from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.settings.options import OPTIONS_BY_NAME
 from pytest_groove.text.console import write_json
 
@@ -72,7 +72,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of a run of the golden set (``groove eval``, ``groove baseline accept``)."""
     add_kb_arguments(p)
     add_pipeline_arguments(p)
-    add_golden_arguments(p)
+    add_golden_arguments(p, formats=tuple(PRINTABLE_FORMATS))
     add_options(
         p,
         (
@@ -96,6 +96,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
             "retriever-heading-key",
             # the report files the command line spells (the JSON report is --format json)
             *(fmt.option for fmt in REPORT_FORMATS if OPTIONS_BY_NAME[fmt.option].cli),
+            "badge-metric",
         ),
     )
 
@@ -107,7 +108,7 @@ def _note(message: str, stream: TextIO) -> None:
     stream.write(f"{PROG}: {spell_flags(message)}\n")
 
 
-def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Searcher:
+def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> EvaluatedSearcher:
     """The ``--retriever``, else the built-in engine (refreshed unless ``--no-reindex``)."""
     options = plan.options
     if options.retriever is not None:
@@ -160,6 +161,10 @@ def _deliver(outcome: EvalOutcome, report_format: str, out: TextIO, err: TextIO)
     try:
         if report_format == "json":
             write_json(out, dumps_json_report(outcome.json_report))
+        elif report_format in PRINTABLE_FORMATS:
+            render = PRINTABLE_FORMATS[report_format].render
+            assert render is not None and outcome.report_inputs is not None
+            out.write(render(outcome.report_inputs))
         else:
             out.write(outcome.text_report)
         out.flush()

@@ -1,6 +1,7 @@
 """The doors' facade over the KB and search: the built-in engine (index brought up
 to date, searches inside one read snapshot), the ``Searcher`` protocol every answerer
-satisfies, the model and reranker name checks, and the ``groove index`` command a
+satisfies and its two implementations (which also satisfy the evaluation's
+protocols), the model and reranker name checks, and the ``groove index`` command a
 missing index names.
 
 May import: ``search``, ``kb`` and everything below them.

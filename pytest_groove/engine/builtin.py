@@ -25,6 +25,7 @@ from pytest_groove.kb.derived.note_index import note_index_for
 from pytest_groove.kb.derived.quote_scan import kept_quote_scan
 from pytest_groove.kb.derived.vectors import VectorIndex
 from pytest_groove.kb.indexer import IndexReport, VectorCaches, default_index_dir, index_kb
+from pytest_groove.kb.progress import ProgressTo
 from pytest_groove.kb.source.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store.database import Store
 from pytest_groove.kb.store.faults import index_dir_faults, index_faults
@@ -69,7 +70,7 @@ def run_indexer(
     *,
     embedder: Embedder | None = None,
     force: bool = False,
-    progress: bool | None = None,
+    progress: ProgressTo = None,
     log: Callable[[str], None] | None = None,
 ) -> IndexReport:
     """Bring the KB's index up to date (a no-op when nothing changed)."""
@@ -317,7 +318,7 @@ def open_engine(
     *,
     embedder: Embedder | None = None,
     reindex: bool = True,
-    progress: bool | None = None,
+    progress: ProgressTo = None,
     log: Callable[[str], None] | None = None,
 ) -> Engine:
     """Open the KB's index for searching, first bringing it up to date unless told not to."""

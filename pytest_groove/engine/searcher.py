@@ -2,10 +2,11 @@
 
 The built-in engine and every external retriever (a conftest hook's object, a
 ``module:attr``, LangChain, LlamaIndex, Qdrant, Chroma, an HTTP service) are wrapped
-as a :class:`Searcher`: it searches, prepares a batch of queries, says who it is (the
-fingerprint's identity) and what it knows of the corpus.  The evaluation
-(:mod:`pytest_groove.evaluation.lifecycle`) is written once against this protocol, so
-neither door asks which kind of searcher it holds.
+as a :class:`Searcher`: it searches, prepares a batch of queries and says who it is
+(the fingerprint's identity).  Both searchers here also say what they know of the
+corpus and check their own answers, the two small protocols the evaluation owns
+(:mod:`pytest_groove.evaluation.searched`); the evaluation is written once against
+them, so neither door asks which kind of searcher it holds.
 
 PYTEST_DONT_REWRITE
 """
@@ -16,16 +17,16 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from pytest_groove.kb.progress import ProgressTo
 from pytest_groove.kb.source.records import CorpusSnapshot
-from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.hits import AnsweredQuery, SearchHit
 from pytest_groove.settings.config import Settings
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
     from pytest_groove.engine.builtin import Engine
-    from pytest_groove.evaluation.runs.record import QueryResult
     from pytest_groove.kb.source.disk_view import KBView
     from pytest_groove.search.retrievers.external import ExternalRetriever, RetrieverKind
 
@@ -56,7 +57,11 @@ class SearcherIdentity:
 
 
 class Searcher(Protocol):
-    """What an evaluation needs of the thing that answers its queries."""
+    """What answers the golden queries: who it is, its ranked hits, a warm-up for a
+    batch of queries, and its end.  What the evaluation also asks of it -- the corpus it
+    answers from and checks of its own answers -- is the evaluation's protocol
+    (:class:`~pytest_groove.evaluation.searched.EvaluatedSearcher`); both searchers
+    here provide it."""
 
     @property
     def identity(self) -> SearcherIdentity: ...
@@ -65,41 +70,6 @@ class Searcher(Protocol):
 
     def prepare_queries(self, queries: Sequence[str]) -> None:
         """Embed (or otherwise warm up for) the queries about to be searched."""
-
-    def read_snapshot(self) -> AbstractContextManager[Any]:
-        """Searches and corpus reads inside see one state of the corpus."""
-
-    def headings_by_path(self) -> Mapping[str, Collection[str | None]] | None:
-        """Every document it can answer with, and each document's section headings
-        (None = it cannot say, and the golden entries are not checked)."""
-
-    def corpus_snapshot(self) -> CorpusSnapshot | None:
-        """The corpus the answers came from (None = unknown)."""
-
-    def document_digests(self) -> Mapping[str, str] | None:
-        """Each document's path and the SHA-256 hex of its file's bytes (None = it
-        cannot say); tells a deleted, renamed or edited answer since another run."""
-
-    def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
-        """Document path -> indices of the normalised ``needles`` it quotes verbatim
-        (what the golden-quote scan asks of the corpus)."""
-
-    def check_hits(self, hits: Sequence[SearchHit]) -> None:
-        """Raise :class:`~pytest_groove.errors.StopsTheRun` when the hits so far show
-        that no answer of this searcher can be judged (they name no KB file); called
-        after each query's search, in every process that searches."""
-
-    def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
-        """What the run's answers suggest is wrong (too few hits, NaN scores ...);
-        raises :class:`~pytest_groove.errors.GrooveError` when most hits name no KB file."""
-
-    def search_notes(self) -> dict[str, Any]:
-        """What searching in this process learned that :meth:`answer_warnings` needs
-        (JSON-able; empty: nothing): a process that searched hands it to the one that
-        finishes -- an xdist worker to its controller, which never searches."""
-
-    def add_search_notes(self, notes: Mapping[str, Any]) -> None:
-        """Take in another process's :meth:`search_notes`."""
 
     def close(self) -> None: ...
 
@@ -147,7 +117,7 @@ class EngineSearcher:
     def check_hits(self, hits: Sequence[SearchHit]) -> None:
         return None  # the engine's hits are the index's own documents
 
-    def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
+    def answer_warnings(self, results: Sequence[AnsweredQuery], deepest_k: int) -> list[str]:
         return []
 
     def search_notes(self) -> dict[str, Any]:
@@ -170,7 +140,7 @@ def open_engine_searcher(
     *,
     reindex: bool,
     embedder: Embedder | None = None,
-    progress: bool | None = None,
+    progress: ProgressTo = None,
     log: Callable[[str], None] | None = None,
     opener: EngineOpener | None = None,
 ) -> EngineSearcher:
@@ -376,7 +346,7 @@ class RetrieverSearcher:
         if message is not None:
             raise StopsTheRun(f"{message}{NOT_RECORDED}")
 
-    def answer_warnings(self, results: Sequence[QueryResult], deepest_k: int) -> list[str]:
+    def answer_warnings(self, results: Sequence[AnsweredQuery], deepest_k: int) -> list[str]:
         from pytest_groove.errors import GrooveError
         from pytest_groove.search.retrievers.headingless import headingless_hits
         from pytest_groove.search.retrievers.hit_checks import check_retriever_hits
@@ -438,8 +408,12 @@ class RetrieverSearcher:
         return None
 
 
+#: any searcher, kept as the caller typed it
+AnySearcher = TypeVar("AnySearcher", bound=Searcher)
+
+
 @contextmanager
-def closing_searcher(searcher: Searcher) -> Iterator[Searcher]:
+def closing_searcher(searcher: AnySearcher) -> Iterator[AnySearcher]:
     """Close ``searcher`` when the block ends, however it ends."""
     try:
         yield searcher

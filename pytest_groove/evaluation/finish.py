@@ -39,6 +39,7 @@ from pytest_groove.evaluation.judge import Judged, Scope, judge
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.evaluation.reports.formats import ReportFormat, ReportInputs, report_files
+from pytest_groove.evaluation.reports.headline import ReportGate
 from pytest_groove.evaluation.reports.json_report import build_json_report
 from pytest_groove.evaluation.reports.text_report import NEXT_RUN_HINT, render_text
 from pytest_groove.evaluation.runs.findings import findings_warning
@@ -76,6 +77,8 @@ class EvalOutcome:
     door: Door = "cli"
     #: the part of :attr:`gate_failures` that is under its floor (``--fail-under``)
     floor_failures: tuple[str, ...] = ()
+    #: what every report file was made from (a door that prints one: ``--format``)
+    report_inputs: ReportInputs | None = None
 
     def commit(self) -> str | None:
         """Put a staged run into the history once the report is delivered; returns
@@ -150,6 +153,8 @@ class _Delivered:
     written: tuple[str, ...]
     #: what the history save said (runs trimmed, a backup made, ...)
     warnings: tuple[str, ...]
+    #: what the report files were made from, with the JSON report as delivered
+    inputs: ReportInputs
 
 
 #: the report files a run writes, each with the format that writes it
@@ -160,7 +165,7 @@ def _deliver(judged: Judged, *, staged: bool, color: bool, door: Door) -> _Deliv
     """Stage the history save, render the reports and write the files the options ask
     for (the table of ``reports/formats.py``); commit the save unless ``staged``."""
     targets = report_files(judged.plan.options)
-    inputs = _report_inputs(judged)
+    inputs = _report_inputs(judged, door)
     pending, error, messages = _save(judged)
     try:
         # The report files come before the history is committed: a run whose report
@@ -202,6 +207,7 @@ def _deliver(judged: Judged, *, staged: bool, color: bool, door: Door) -> _Deliv
             f"{fmt.label} written to {path}" for fmt, path in targets if fmt.option in done
         ),
         warnings=messages,
+        inputs=replace(inputs, json_report=rendered.report),
     )
 
 
@@ -225,8 +231,8 @@ def _save(judged: Judged) -> tuple[StagedSave | None, str | None, tuple[str, ...
     return staged, None, tuple(staged.messages)
 
 
-def _report_inputs(judged: Judged) -> ReportInputs:
-    plan = judged.plan
+def _report_inputs(judged: Judged, door: Door) -> ReportInputs:
+    plan, gate, scope = judged.plan, judged.gate, judged.scope
     return ReportInputs(
         run=judged.run,
         comparison=judged.comparison,
@@ -234,6 +240,18 @@ def _report_inputs(judged: Judged) -> ReportInputs:
         verdicts=judged.verdicts,
         golden=plan.golden.queries,
         prog=plan.prog,
+        gate=ReportGate(
+            applied=not scope.subset and (gate.applies or bool(plan.gate.floors)),
+            failures=tuple(gate.failures),
+            lines=gate.lines,
+            item_failures=gate.items,
+            known_misses=judged.known_misses,
+            subset=scope.subset,
+            accepting=plan.options.accept,
+        ),
+        choice=judged.choice,
+        options=plan.options,
+        door=door,
     )
 
 
@@ -370,6 +388,7 @@ def _spell(judged: Judged, delivered: _Delivered, door: Door) -> EvalOutcome:
         staged=delivered.staged,
         door=door,
         floor_failures=gate.floor_failures,
+        report_inputs=delivered.inputs,
     )
 
 

@@ -15,7 +15,6 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pytest_groove.engine.searcher import Searcher
 from pytest_groove.errors import Door, flag
 from pytest_groove.evaluation.gate.accepted import compare_across
 from pytest_groove.evaluation.gate.compare import Comparison, compare, project_baseline
@@ -46,6 +45,7 @@ from pytest_groove.evaluation.runs.record import (
     build_run,
     display_timestamp,
 )
+from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.scoring.records import GoldenSet
 
 
@@ -77,6 +77,8 @@ class GateDecision:
     lines: tuple[str, ...]
     #: said about the gate (nothing compared, loosened, a failed baseline, unconfirmed)
     warnings: tuple[str, ...]
+    #: the queries whose pytest item the gate fails on their own (``query X regressed``)
+    items: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,15 @@ class Judged:
     gate: GateDecision
     #: the history's and the gate's notes for stderr, in the order said
     warnings: tuple[str, ...]
+    #: positions in :attr:`run` of the known misses of the accepted baseline (a query
+    #: that missed there and still misses: an expected failure unless strict)
+    known_misses: frozenset[int] = frozenset()
 
 
 def judge(
     evaluation: Evaluation,
     results: Sequence[QueryResult],
-    searcher: Searcher | None,
+    searcher: EvaluatedSearcher | None,
     *,
     record: bool,
     door: Door,
@@ -132,7 +137,24 @@ def judge(
         findings=findings,
         gate=gate,
         warnings=(*warnings, *gate.warnings),
+        known_misses=_known_misses(evaluation, scope.per_query),
     )
+
+
+def _known_misses(evaluation: Evaluation, per_query: Sequence[QueryResult]) -> frozenset[int]:
+    """The positions in ``per_query`` of the known misses (:meth:`Evaluation.known_miss`,
+    asked with each result's position in the golden set: a subset run has fewer)."""
+    positions: dict[tuple[object, ...], deque[int]] = {}
+    for position, query in enumerate(evaluation.plan.golden.queries):
+        positions.setdefault((query.id, query.query, tuple(query.expected)), deque()).append(
+            position
+        )
+    known = set()
+    for index, result in enumerate(per_query):
+        queue = positions.get((result.id, result.query, result.expected))
+        if queue and evaluation.known_miss(queue.popleft(), result):
+            known.add(index)
+    return frozenset(known)
 
 
 def _scope(
@@ -186,7 +208,7 @@ def _shown_baseline(choice: BaselineChoice | None, scope: Scope) -> RunRecord | 
 
 
 def _record(
-    evaluation: Evaluation, scope: Scope, searcher: Searcher | None, warnings: list[str]
+    evaluation: Evaluation, scope: Scope, searcher: EvaluatedSearcher | None, warnings: list[str]
 ) -> tuple[RunRecord, list[Finding]]:
     """The run record, with the gate it is held to, and the quote scan's findings."""
     plan = evaluation.plan
@@ -236,6 +258,7 @@ def _gate(
     applies = plan.options.fail_on_regression and not scope.subset and not plan.options.accept
     verdict = gate_verdict(plan, comparison, regression_gate=applies, subset=scope.subset)
     removed = removed_answer_failures(verdicts) if applies else []
+    items = _item_regressions(verdicts, door, applies, plan)
     lines = []
     if verdict.regressions or removed:
         lines.append(_regression_message(plan, comparison, verdict.regressions, removed))
@@ -245,9 +268,10 @@ def _gate(
         applies=applies,
         failures=[*verdict.failures, *removed],
         floor_failures=tuple(verdict.floor_failures),
-        failed=(*verdict.regressions, *removed, *_item_regressions(verdicts, door, applies, plan)),
+        failed=(*verdict.regressions, *removed, *items),
         lines=tuple(lines),
         warnings=_gate_warnings(evaluation, comparison, verdict, applies),
+        items=tuple(items),
     )
 
 

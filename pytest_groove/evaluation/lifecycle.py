@@ -22,7 +22,7 @@ import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_groove.engine.searcher import Searcher, SearcherIdentity
+from pytest_groove.engine.searcher import SearcherIdentity
 from pytest_groove.errors import clip
 from pytest_groove.evaluation.gate.baseline import BaselineChoice, find_run, pick_baseline
 from pytest_groove.evaluation.gate.compare import match_queries, query_regressed
@@ -41,6 +41,7 @@ from pytest_groove.evaluation.runs.record import (
     format_timestamp,
 )
 from pytest_groove.evaluation.runs.trust import refuse_untrusted, trusted_runs, untrusted
+from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.kb.source.unindexed import why_not_indexed
 from pytest_groove.scoring.metrics import is_miss
 from pytest_groove.scoring.records import GoldenQuery
@@ -59,7 +60,7 @@ class Evaluation:
     #: each golden query's counterpart in the baseline (None = none), in golden order
     baseline_queries: tuple[QueryResult | None, ...] = ()
     #: the searcher that answers (None when the results were produced elsewhere)
-    searcher: Searcher | None = None
+    searcher: EvaluatedSearcher | None = None
     #: the baseline run's per-document digests when no choice is at hand (an xdist
     #: worker is handed them); None = take them from ``choice``
     baseline_files: Mapping[str, str] | None = None
@@ -235,7 +236,7 @@ def _baseline_paths(choice: BaselineChoice | None) -> Collection[str]:
 DigestsNow = Callable[[], Mapping[str, str]]
 
 
-def _digests_now(searcher: Searcher) -> DigestsNow:
+def _digests_now(searcher: EvaluatedSearcher) -> DigestsNow:
     """This corpus's per-document digests, cut as stored runs keep them: read once,
     when a check first needs them (only a golden entry that names nothing does)."""
 
@@ -343,7 +344,7 @@ class _Vanished:
     held: dict[str, str] = field(default_factory=dict)
 
 
-def _read_expected_headings(plan: EvalPlan, searcher: Searcher) -> IndexedHeadings | None:
+def _read_expected_headings(plan: EvalPlan, searcher: EvaluatedSearcher) -> IndexedHeadings | None:
     """The searcher's headings map, with the expected documents' headings read from the
     snapshot the paths came from (an engine's map reads a document's headings when
     first asked)."""
@@ -357,7 +358,7 @@ def _read_expected_headings(plan: EvalPlan, searcher: Searcher) -> IndexedHeadin
 
 
 def _find_vanished(
-    plan: EvalPlan, searcher: Searcher, headings: IndexedHeadings, fingerprint: Fingerprint
+    plan: EvalPlan, searcher: EvaluatedSearcher, headings: IndexedHeadings, fingerprint: Fingerprint
 ) -> _Vanished:
     """Ask the history about the expected paths and headings the index lacks (it is
     read only when some are missing)."""
@@ -417,7 +418,7 @@ def _check_golden_entries(plan: EvalPlan, headings: IndexedHeadings, vanished: _
     )
 
 
-def begin_evaluation(plan: EvalPlan, searcher: Searcher) -> Evaluation:
+def begin_evaluation(plan: EvalPlan, searcher: EvaluatedSearcher) -> Evaluation:
     """Everything between opening a searcher and the first search.
 
     Raises :class:`~pytest_groove.errors.GrooveError` for an expected entry that names

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_groove.engine.names import check_flag_names
-from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
+from pytest_groove.errors import GrooveError, UsageError, clip_path, clip_repr, flag
 from pytest_groove.evaluation.gate.policy import GatePlan, resolve_gate
 from pytest_groove.evaluation.gate.query_names import shared_id_warnings
 from pytest_groove.evaluation.golden.file import GoldenMissing, load_golden, resolve_golden_path
@@ -35,6 +35,7 @@ from pytest_groove.evaluation.history.accepted import (
     load_baseline,
 )
 from pytest_groove.evaluation.history.file import find_run, history_path, load_history
+from pytest_groove.evaluation.reports.badge import badge_metric_problem
 from pytest_groove.evaluation.reports.formats import check_report_extras
 from pytest_groove.evaluation.reports.targets import check_report_targets
 from pytest_groove.evaluation.runs.record import RunRecord
@@ -318,6 +319,7 @@ def plan_evaluation(
         retriever_notes=tuple(unused),
         gate=resolve_gate(options, settings, cutoffs.k_values, metrics),
     )
+    _check_badge_metric(options, cutoffs.k_values, metrics)
     check_report_targets(
         kb,
         options,
@@ -329,6 +331,17 @@ def plan_evaluation(
     if read_history:
         plan = replace(plan, stored=read_stored_runs(plan))
     return plan
+
+
+def _check_badge_metric(
+    options: RunOptions, k_values: Sequence[int], metrics: Sequence[str]
+) -> None:
+    """A ``--badge-metric`` the run cannot show stops it before any index work."""
+    if options.badge_metric is None:
+        return
+    problem = badge_metric_problem(options.badge_metric, k_values, metrics)
+    if problem is not None:
+        raise UsageError(f"{flag('badge-metric')} {clip_repr(options.badge_metric)} {problem}")
 
 
 def _check_options(options: RunOptions, *, check_model: bool, retriever_hook: bool) -> None:

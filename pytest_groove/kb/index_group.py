@@ -2,8 +2,8 @@
 
 :class:`WriteGroup` batches parsed documents for the embedder and hands the embedded
 groups to a writer thread (see its docstring); :class:`IndexReport` counts what the
-run did, :class:`Progress` shows it on a terminal.  The group sizes are the
-indexer's (:data:`pytest_groove.kb.indexer.EMBED_GROUP_CHUNKS`,
+run did; :class:`~pytest_groove.kb.progress.IndexProgress` shows it as it goes.  The
+group sizes are the indexer's (:data:`pytest_groove.kb.indexer.EMBED_GROUP_CHUNKS`,
 :data:`~pytest_groove.kb.indexer.WRITE_QUEUE_CHUNKS`), passed in by it.
 
 PYTEST_DONT_REWRITE
@@ -11,13 +11,13 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pytest_groove.embed.base import Embedder, Matrix
 from pytest_groove.kb.notes import note_text
+from pytest_groove.kb.progress import IndexProgress
 from pytest_groove.kb.source.quality import quality_score, token_count
 from pytest_groove.kb.source.records import ParsedDocument
 from pytest_groove.kb.store.database import DocumentWrite, Store, term_fields
@@ -62,38 +62,6 @@ def embedding_input(context: str | None, content: str, contextual: bool) -> str:
     return content
 
 
-class Progress:
-    """A tqdm bar on a terminal; nothing in CI logs (not a TTY)."""
-
-    def __init__(
-        self,
-        total: int,
-        enabled: bool,
-        *,
-        unit: str = "file",
-        desc: str = "groove index",
-        counted: str = "chunks",
-    ) -> None:
-        self._bar = None
-        self._counted = counted
-        self._started = time.monotonic()
-        if enabled and total:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=total, unit=unit, desc=desc, leave=False)
-
-    def step(self, embedded: int) -> None:
-        if self._bar is not None:
-            rate = embedded / max(time.monotonic() - self._started, 1e-9)
-            postfix = {self._counted: embedded, f"{self._counted}_per_s": f"{rate:.1f}"}
-            self._bar.set_postfix(postfix, refresh=False)
-            self._bar.update(1)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-
 class WriteGroup:
     """Documents waiting to be embedded and written together.
 
@@ -120,7 +88,7 @@ class WriteGroup:
         embeds_context: bool,
         embeds_notes: bool,
         report: IndexReport,
-        bar: Progress,
+        bar: IndexProgress,
         *,
         group_chunks: int,
         queue_chunks: int,
@@ -185,7 +153,11 @@ class WriteGroup:
         ]
         # one call embeds the chunks and the note vectors that changed
         notes = [note_text(p.doc) for p in self._pending if p.new_note and self.embeds_notes]
-        embedded = self.embedder.embed_passages([*texts, *notes]) if texts or notes else None
+        embedded = None
+        if texts or notes:
+            self._bar.doing(f"embedding {len(texts) + len(notes):,} more")
+            embedded = self.embedder.embed_passages([*texts, *notes])
+            self._bar.doing("")
         vectors = embedded[: len(texts)] if embedded is not None and texts else None
         fresh_notes = iter([] if embedded is None else embedded[len(texts) :])
         self._queue_pending(vectors, fresh_notes)
@@ -265,7 +237,9 @@ class WriteGroup:
         if self._in_flight is None:
             return
         future, self._in_flight = self._in_flight, None
+        self._bar.doing("writing")
         future.result()
+        self._bar.doing("")
         self._count(self._in_flight_batch)
         self._in_flight_batch = _Batch()
 

@@ -16,7 +16,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import hashlib
-import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -45,8 +44,9 @@ from pytest_groove.kb.derived.vectors import VectorIndex
 from pytest_groove.kb.derived.word_index import refresh_word_index
 from pytest_groove.kb.heap import return_freed_memory
 from pytest_groove.kb.index_group import IndexReport as IndexReport
-from pytest_groove.kb.index_group import Progress, ScannedFile, WriteGroup
+from pytest_groove.kb.index_group import ScannedFile, WriteGroup
 from pytest_groove.kb.notes import note_text_of
+from pytest_groove.kb.progress import IndexProgress, ProgressTo
 from pytest_groove.kb.source.parse import ParseFailure, parse_document
 from pytest_groove.kb.source.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
 from pytest_groove.kb.source.read_files import read_collected
@@ -73,7 +73,7 @@ def index_kb(
     embedder: Embedder,
     *,
     force: bool = False,
-    progress: bool | None = None,
+    progress: ProgressTo = None,
     log: Callable[[str], None] | None = None,
     term_table: bool = False,
     note_vectors: bool = True,
@@ -132,7 +132,7 @@ def _index_rebuilding_damage(
     settings: IndexSettings,
     embedder: Embedder,
     force: bool,
-    progress: bool | None,
+    progress: ProgressTo,
     wants: _Wants,
 ) -> IndexReport:
     """Index under the lock; a corrupt database is deleted and built again, once.
@@ -161,7 +161,7 @@ def _index_open(
     settings: IndexSettings,
     embedder: Embedder,
     force: bool,
-    progress: bool | None,
+    progress: ProgressTo,
     wants: _Wants,
 ) -> IndexReport:
     store = Store.open(index_dir, create=True)
@@ -287,12 +287,31 @@ def _index_locked(
     settings: IndexSettings,
     embedder: Embedder,
     force: bool,
-    progress: bool | None,
+    progress: ProgressTo,
     wants: _Wants,
 ) -> IndexReport:
     """The indexer's steps, in order: scan, renames, index each file, prune, and the
     note vectors of unchanged documents when they are wanted for the first time."""
     report = IndexReport()
+    shown = IndexProgress(progress)
+    try:
+        _index_steps(kb, store, settings, embedder, force, wants, report, shown)
+    finally:
+        shown.close()
+    return report
+
+
+def _index_steps(
+    kb: Path,
+    store: Store,
+    settings: IndexSettings,
+    embedder: Embedder,
+    force: bool,
+    wants: _Wants,
+    report: IndexReport,
+    shown: IndexProgress,
+) -> None:
+    shown.phase("reading notes")
     force = _start_build(store, settings, embedder, force, wants, report)
     # note vectors are kept once kept; wanted, new and changed documents get theirs as
     # they are written, and the others' are embedded once the files are done
@@ -303,8 +322,7 @@ def _index_locked(
     scan = _scan(kb, settings, report)
     stored = store.document_hashes()
     renamed_to = set() if force else _apply_renames(store, scan, stored, report)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = Progress(len(scan.files), show)
+    shown.phase("indexing notes", len(scan.files), counted="chunks embedded")
     group = WriteGroup(
         store,
         embedder,
@@ -312,7 +330,7 @@ def _index_locked(
         embeds_context,
         embeds_notes,
         report,
-        bar,
+        shown,
         group_chunks=EMBED_GROUP_CHUNKS,
         queue_chunks=WRITE_QUEUE_CHUNKS,
     )
@@ -324,12 +342,11 @@ def _index_locked(
         group.finish()
     finally:
         group.shutdown()
-        bar.close()
     _prune(store, scan, stored, report)
     if wants.note_vectors and not store.keeps_note_vectors:
-        _embed_missing_notes(store, embedder, report, progress)
+        _embed_missing_notes(store, embedder, report, shown)
+    shown.phase("writing the search caches")
     _refresh_derived(store, scan, wants)
-    return report
 
 
 def _start_build(
@@ -433,7 +450,7 @@ class _Wants:
 
 
 def _embed_missing_notes(
-    store: Store, embedder: Embedder, report: IndexReport, progress: bool | None
+    store: Store, embedder: Embedder, report: IndexReport, shown: IndexProgress
 ) -> None:
     """Embed the note vector of every document without one, then mark them kept.
 
@@ -442,25 +459,20 @@ def _embed_missing_notes(
     killed run keeps what it embedded, and the next run embeds the rest.
     """
     missing = store.notes_to_embed()
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = Progress(
-        len(missing), show, unit="note", desc="groove index: note vectors", counted="notes"
-    )
-    try:
-        for start in range(0, len(missing), EMBED_GROUP_CHUNKS):
-            group = missing[start : start + EMBED_GROUP_CHUNKS]
-            vectors = embedder.embed_passages(
-                [note_text_of(title, opening) for _, title, opening in group]
-            )
-            store.set_note_vectors(
-                [(doc_id, vectors[i]) for i, (doc_id, _, _) in enumerate(group)],
-                complete=start + len(group) == len(missing),
-            )
-            for _ in group:
-                report.notes_embedded += 1
-                bar.step(report.notes_embedded)
-    finally:
-        bar.close()
+    if missing:
+        shown.phase("embedding note vectors", len(missing), unit="note", counted="notes embedded")
+    for start in range(0, len(missing), EMBED_GROUP_CHUNKS):
+        group = missing[start : start + EMBED_GROUP_CHUNKS]
+        vectors = embedder.embed_passages(
+            [note_text_of(title, opening) for _, title, opening in group]
+        )
+        store.set_note_vectors(
+            [(doc_id, vectors[i]) for i, (doc_id, _, _) in enumerate(group)],
+            complete=start + len(group) == len(missing),
+        )
+        for _ in group:
+            report.notes_embedded += 1
+            shown.step(report.notes_embedded)
     if not missing:
         store.set_note_vectors([], complete=True)
 

@@ -33,7 +33,9 @@ How the golden items are collected (documented in docs/pytest-plugin.md):
   usual tests and the golden queries (deselect them with ``-m "not groove"``), and
   naming particular test files or node ids runs those alone;
 - a path or node id that already names the golden file is left alone, so an IDE can
-  run a single golden query by its node id.
+  run a single golden query by its node id; with no knowledge base configured, a
+  ``.groove-eval.yml`` named that way makes its folder the knowledge base
+  (``options.read_options``).
 
 PYTEST_DONT_REWRITE
 """

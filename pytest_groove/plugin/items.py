@@ -25,7 +25,7 @@ from pytest_groove.evaluation.runs.record import QueryResult
 from pytest_groove.scoring.metric_table import query_summary
 from pytest_groove.scoring.metrics import expected_ranks, is_miss
 from pytest_groove.scoring.records import GoldenQuery, GoldenSet
-from pytest_groove.search.hits import hit_label
+from pytest_groove.search.hits import grouping_note, hit_label
 
 
 class QueryRunner(Protocol):
@@ -36,6 +36,10 @@ class QueryRunner(Protocol):
 
     @property
     def k_values(self) -> tuple[int, ...]: ...
+
+    @property
+    def grouped_by_document(self) -> bool:
+        """Whether the search grouped its hits by document (``[search] document_first``)."""
 
     def run_query(self, position: int, query: GoldenQuery) -> QueryResult:
         """Search golden query number ``position`` and score it."""
@@ -78,8 +82,11 @@ def _rank_text(rank: int | None, max_k: int, fetched: int) -> str:
     return f"rank {rank}"
 
 
-def describe_result(result: QueryResult, k_values: Sequence[int], headline: str) -> str:
-    """The failure text: query, expected entries with their ranks, top hits."""
+def describe_result(
+    result: QueryResult, k_values: Sequence[int], headline: str, *, grouped: bool = False
+) -> str:
+    """The failure text: query, expected entries with their ranks, top hits (``grouped``:
+    the search grouped them by document, said when their scores do not descend)."""
     max_k = max(k_values)
     ranks = expected_ranks(result.expected, result.top_k)
     width = max(len(_label(e.path, e.heading)) for e in result.expected)
@@ -92,6 +99,9 @@ def describe_result(result: QueryResult, k_values: Sequence[int], headline: str)
         lines.append(f"  top {len(shown)} of {len(result.top_k)} hits:")
         for hit in shown:
             lines.append(f"    {hit.rank:>3}. {_label(hit.path, hit.heading)}  ({hit.score:.4f})")
+        note = grouping_note([round(hit.score, 4) for hit in shown], grouped)
+        if note is not None:
+            lines.append(f"  {note}")
     else:
         lines.append("  the search returned no hits")
     lines.append(f"  metrics:  {query_summary(result.metrics, k_values)}")
@@ -164,11 +174,14 @@ class GrooveQueryItem(pytest.Item):
                     f"golden query {self.name!r} missed: nothing expected in the top "
                     f"{max(k_values)}"
                     + "".join(f"; {c}" for c in runner.miss_causes(self.position, result)),
+                    grouped=runner.grouped_by_document,
                 )
             )
         regression = runner.regression(self.name, self.position, result)
         if regression is not None:
-            raise QueryFailed(describe_result(result, k_values, regression))
+            raise QueryFailed(
+                describe_result(result, k_values, regression, grouped=runner.grouped_by_document)
+            )
 
     def repr_failure(
         self,

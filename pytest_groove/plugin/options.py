@@ -52,6 +52,10 @@ __all__ = [
 GROUP = "groove"
 #: ini key that switches the plugin on
 KB_KEY = "groove_kb"
+#: the golden file's default name (``evaluation.golden.file.DEFAULT_GOLDEN_NAME``, not
+#: imported: this module stays light); a path to one typed on the command line implies
+#: its folder as the knowledge base
+GOLDEN_FILE_NAME = ".groove-eval.yml"
 
 #: the table options that exist under pytest (as ``--groove-<name>`` and/or ``groove_<name>``)
 PLUGIN_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.plugin_flag or o.ini)
@@ -221,6 +225,8 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
     kb_cli = _cli_value(config, kb_option)
     kb = kb_cli if kb_cli is not None else _ini_value(config, kb_option)
     if kb is None:
+        kb = _kb_of_named_golden(config)
+    if kb is None:
         for option in PLUGIN_OPTIONS:
             if option.plugin_flag and config.getoption(_dest(option), default=None) is not None:
                 raise pytest.UsageError(
@@ -238,6 +244,25 @@ def read_options(config: pytest.Config) -> PluginOptions | None:
     return PluginOptions(
         kb=Path(kb), kb_from_cli=kb_cli is not None and _typed(config, kb_option), run=run
     )
+
+
+def _kb_of_named_golden(config: pytest.Config) -> str | None:
+    """The folder of a golden file the command line names by path or node id
+    (``pytest KB/.groove-eval.yml::ship-days``: an IDE's "run this test"), when no
+    knowledge base is configured; None when it names none."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return None
+    base = config.invocation_params.dir
+    for arg in config.args:
+        path = arg.split("::", 1)[0]
+        if os.path.basename(path) != GOLDEN_FILE_NAME:
+            continue
+        try:
+            if (base / path).is_file():
+                return os.path.dirname(path) or os.curdir
+        except OSError:
+            continue
+    return None
 
 
 def _spelled(config: pytest.Config, option: Option) -> str:

@@ -34,7 +34,6 @@ import pytest
 from pytest_groove.engine.names import check_config_names
 from pytest_groove.engine.searcher import (
     RetrieverSearcher,
-    Searcher,
     open_engine_searcher,
 )
 from pytest_groove.errors import (
@@ -48,8 +47,10 @@ from pytest_groove.evaluation.golden.file import node_ids
 from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, plan_evaluation
 from pytest_groove.evaluation.runs.record import QueryResult
+from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.files.paths import resolve_path
 from pytest_groove.files.resource_limits import ResourceLimit, limits_as_errors
+from pytest_groove.kb.progress import ProgressTo
 from pytest_groove.plugin.collection import (
     GOLDEN_ONLY_KEY,
     GoldenCollector,
@@ -81,7 +82,7 @@ REPORT_NAME = "groove_name"
 #: whether the process could not ``begin`` to search (its retriever or index failed)
 REPORT_STOPPED = "groove_stopped"
 #: report attribute on a worker's golden item: what its searches learned that the
-#: controller's end-of-run checks need (``Searcher.search_notes``: the retriever's kind,
+#: controller's end-of-run checks need (``EvaluatedSearcher.search_notes``: the retriever's kind,
 #: its warnings), set when it changed since the worker's last report
 REPORT_NOTES = "groove_search_notes"
 #: where the active plugin keeps its runner
@@ -143,7 +144,7 @@ def _check_index_exists(plan: EvalPlan, embedder_name: str) -> None:
         raise IndexMissing(db, index_command(plan.kb, plan.options), no_reindex=True)
 
 
-def _build(searcher: Searcher | None) -> None:
+def _build(searcher: EvaluatedSearcher | None) -> None:
     """Build now a retriever known by its name alone, in a process about to search."""
     if isinstance(searcher, RetrieverSearcher):
         searcher.build()
@@ -158,7 +159,7 @@ def _note_engine_options(runner: ProcessRunner, run: RunOptions) -> None:
         runner.write_line(f"{PROG}: {spell_flags(note, 'pytest')}")
 
 
-def _retriever_searcher(runner: ProcessRunner, run: RunOptions) -> Searcher | None:
+def _retriever_searcher(runner: ProcessRunner, run: RunOptions) -> EvaluatedSearcher | None:
     """The retriever a name, ``--groove-retriever`` or the hook gives, None without one."""
     config = runner.config
     if run.retriever_name is not None and (
@@ -184,7 +185,7 @@ def _retriever_searcher(runner: ProcessRunner, run: RunOptions) -> Searcher | No
     return None
 
 
-def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> Searcher:
+def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> EvaluatedSearcher:
     """The built-in engine over the index, brought up to date first unless ``quiet`` (a
     worker) or ``--groove-no-reindex``."""
     from pytest_groove.embed.registry import get_embedder
@@ -210,7 +211,7 @@ def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> Searcher:
         settings,
         reindex=reindex,
         embedder=embedder,
-        progress=False if quiet else None,
+        progress=False if quiet else runner.progress_to(),
         log=None
         if quiet
         else lambda msg: runner.write_line(f"{PROG}: {spell_flags(msg, 'pytest')}"),
@@ -252,11 +253,11 @@ class ProcessRunner:
             Path(self.plan.golden.path), "golden file", "--groove-golden", require_utf8=False
         )
         self.names: list[str] = node_ids(self.plan.golden.queries)
-        self.searcher: Searcher | None = None
+        self.searcher: EvaluatedSearcher | None = None
         #: the begun evaluation (controller: :meth:`begin`; worker: handed over)
         self.evaluation: Evaluation | None = None
         #: how a worker's evaluation is made at its first query (None: begin here)
-        self.worker_evaluation: Callable[[Searcher], Evaluation] | None = None
+        self.worker_evaluation: Callable[[EvaluatedSearcher], Evaluation] | None = None
         self._embedded: set[str] = set()
         #: whether :meth:`_open_searcher` froze the collector (undone at the config's cleanup)
         self._collector_frozen = False
@@ -282,6 +283,12 @@ class ProcessRunner:
     def k_values(self) -> tuple[int, ...]:
         return self.plan.k_values
 
+    @property
+    def grouped_by_document(self) -> bool:
+        """Whether the search grouped its hits by document, as the run records it."""
+        evaluation = self.evaluation
+        return evaluation is not None and bool(evaluation.fingerprint.document_first)
+
     def write_line(self, text: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -289,12 +296,26 @@ class ProcessRunner:
         else:
             sys.stderr.write(text + "\n")
 
+    def progress_to(self) -> ProgressTo:
+        """Where the indexer's progress goes: the bar when standard error is a terminal,
+        else a line now and then through the terminal reporter, outside any capture."""
+        if sys.stderr is not None and sys.stderr.isatty():
+            return None
+        return self.write_uncaptured
+
+    def write_uncaptured(self, text: str) -> None:
+        """``groove: text`` on the terminal even while pytest captures output."""
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        suspended = capture.global_and_fixture_disabled() if capture is not None else None
+        with suspended if suspended is not None else contextlib.nullcontext():
+            self.write_line(f"{PROG}: {text}")
+
     def hook_embedder(self) -> Embedder | None:
         """The ``pytest_groove_embedder`` hook's embedder, None without one."""
         embedder: Embedder | None = self.config.hook.pytest_groove_embedder(config=self.config)
         return embedder
 
-    def _open_searcher(self, *, quiet: bool) -> Searcher:
+    def _open_searcher(self, *, quiet: bool) -> EvaluatedSearcher:
         """The configured retriever, else the built-in engine.
 
         The controller (or single process) brings the index up to date first unless

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from pytest_groove.engine.searcher import Searcher
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult, RecordFormatError
+from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.plugin.collection import golden_may_run
 from pytest_groove.plugin.runner import ProcessRunner
 
@@ -57,7 +57,7 @@ def _baseline(raw: Any, count: int) -> tuple[QueryResult | None, ...]:
 
 
 def worker_evaluation(
-    plan: EvalPlan, workerinput: dict[str, Any], searcher: Searcher
+    plan: EvalPlan, workerinput: dict[str, Any], searcher: EvaluatedSearcher
 ) -> Evaluation:
     """The evaluation a worker judges its items with, from the controller's hand-off."""
     payload = workerinput.get(WORKER_INPUT) or {}

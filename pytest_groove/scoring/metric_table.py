@@ -420,12 +420,3 @@ def aggregate_metrics_to_json(metrics: AggregateLike) -> dict[str, object]:
         for kind in METRIC_KINDS
         if (found := kind.of_aggregate(metrics)) is not None
     }
-
-
-def query_metrics_to_json(metrics: QueryMetrics) -> dict[str, object]:
-    """``{"recall_at_k": {...}, "reciprocal_rank": .., "ndcg_at_k": {...}}``."""
-    return {
-        kind.query_json_key: values_to_json(found)
-        for kind in METRIC_KINDS
-        if (found := kind.of_query(metrics)) is not None
-    }

@@ -5,10 +5,13 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import pairwise
+from typing import Any, Protocol
 
 from pytest_groove.errors import one_line
+from pytest_groove.scoring.records import ExpectedEntry
 
 #: between a hit's path and its heading wherever people read one (pytest failures,
 #: ``groove search``): the ``path#heading`` spelling of the TREC run and qrels files
@@ -22,6 +25,21 @@ def hit_label(path: str, heading: str | None) -> str:
     report keeps one hit to a line."""
     label = path if not heading else f"{path}{HEADING_SEPARATOR}{heading}"
     return one_line(label)
+
+
+#: said under a list of hits with their scores when document-first ordering put a
+#: higher score below a lower one (``[search] document_first``)
+GROUPED_BY_DOCUMENT = (
+    "hits are grouped by document ([search] document_first): scores are not in rank order"
+)
+
+
+def grouping_note(scores: Sequence[float], grouped: bool) -> str | None:
+    """:data:`GROUPED_BY_DOCUMENT` when the search grouped its hits by document and the
+    ``scores`` listed (in rank order) do not descend; None otherwise."""
+    if grouped and any(later > earlier for earlier, later in pairwise(scores)):
+        return GROUPED_BY_DOCUMENT
+    return None
 
 
 @dataclass
@@ -56,3 +74,31 @@ class SearchHit:
         if self.expanded_from is not None:
             out["expanded_from"] = self.expanded_from
         return out
+
+
+class RankedHit(Protocol):
+    """A hit as a judged query keeps it (a :class:`SearchHit`, or a stored run's)."""
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def heading(self) -> str | None: ...
+
+
+class AnsweredQuery(Protocol):
+    """A golden query with the hits that answered it, as a searcher's own answer checks
+    read it (the evaluation's ``QueryResult`` is one): the search layer names what it
+    reads, so it never imports the evaluation."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def expected(self) -> Sequence[ExpectedEntry]: ...
+
+    @property
+    def top_k(self) -> Sequence[RankedHit]: ...

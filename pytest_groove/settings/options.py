@@ -328,6 +328,27 @@ OPTIONS: tuple[Option, ...] = (
         "also write the golden set as TREC qrels (qid 0 docid grade) to FILE",
         "FILE",
     ),
+    Option(
+        "markdown",
+        "path",
+        "also write a Markdown summary to FILE: the verdict first, for $GITHUB_STEP_SUMMARY "
+        "or a pull-request comment",
+        "FILE",
+    ),
+    Option(
+        "badge",
+        "path",
+        "also write a shields.io endpoint badge (JSON) of one metric to FILE, coloured by "
+        "the gate's verdict",
+        "FILE",
+    ),
+    Option(
+        "badge-metric",
+        "text",
+        "the metric the badge shows (default: the first floor's metric, else recall at the "
+        "largest k)",
+        "METRIC",
+    ),
 )
 
 OPTIONS_BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
@@ -381,6 +402,9 @@ class RunOptions:
     junit_properties: bool = False
     trec_run: Path | None = None
     trec_qrels: Path | None = None
+    markdown: Path | None = None
+    badge: Path | None = None
+    badge_metric: str | None = None
     #: option name -> where a door read it when not from its command line (the pytest
     #: ini file): the gate's loosening warning names it
     origins: tuple[tuple[str, str], ...] = ()

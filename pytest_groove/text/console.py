@@ -68,11 +68,6 @@ def _ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ERROR_HANDLER, _ascii_fallback)
 
 
-def to_ascii(text: str) -> str:
-    """``text`` as the degraded output would show it on an ASCII-only terminal."""
-    return text.encode("ascii", errors=ERROR_HANDLER).decode("ascii")
-
-
 #: what JSON may carry only inside its strings, and ``ensure_ascii`` escapes
 _NON_ASCII = re.compile("[^\x00-\x7f]")
 

@@ -34,7 +34,6 @@ __all__ = [
     "count_in",
     "count_overlapping",
     "fold_phrase",
-    "folded_tokens",
 ]
 
 #: the trigram tokenizer's arguments in ``fts_chunks``'s ``tokenize=`` (store_schema)
@@ -88,11 +87,6 @@ class WordFoldTable(dict[int, str | None]):
 FOLD_EXACT = FoldTable()
 #: the fold, separators as spaces: the text cut into words (ASCII costs 128 probes)
 FOLD = WordFoldTable()
-
-
-def folded_tokens(text: str | None) -> int:
-    """How many trigram tokens FTS5 stores for one column holding ``text``."""
-    return max(0, len(text.translate(FOLD_EXACT)) - 2) if text else 0
 
 
 def count_overlapping(text: str, phrase: str) -> int:

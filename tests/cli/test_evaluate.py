@@ -527,6 +527,7 @@ def test_missing_golden_is_an_error_with_a_hint(tmp_path: Path, engine: FakeEngi
     code, out, err = invoke("--kb-path", str(tmp_path))
     assert code == 1 and out == ""
     assert err.startswith("Error: no golden file at ") and "--golden" in err
+    assert f"`groove init --kb-path {tmp_path}` writes a starter .groove-eval.yml" in err
 
 
 def test_missing_kb_is_an_error(tmp_path: Path, engine: FakeEngine) -> None:

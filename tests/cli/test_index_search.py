@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.helpers.cli_invoke import Groove
-from tests.helpers.kb_files import INVOICES_NOTES, write_invoices_kb
+from tests.helpers.kb_files import INVOICES_NOTES, write_invoices_kb, write_notes
+from tests.kb.test_index_group import make_kb
 
 
 def test_index_then_search_json(kb_eval_copy: Path, groove: Groove) -> None:
@@ -156,3 +160,104 @@ def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(
     again = groove.process("index", "--kb-path", kb, "--model", "hash")
     assert again.returncode == 0, again.stderr
     assert "2 removed" in again.stdout
+
+
+#: what a note written by someone else can hold that a terminal acts on: every C0 and
+#: C1 control character (ESC and BEL among them), an OSC 8 hyperlink, a colour, and
+#: the format characters that reorder or hide text
+TERMINAL_CONTROLS = "".join(
+    chr(c) for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if chr(c) not in "\n\r\t "
+)
+HOSTILE_NOTE = (
+    "# Escapes\n\nThe canary rollout "
+    "\x1b]8;;https://example.invalid\x1b\\click\x1b]8;;\x1b\\ and \x1b[31mred\x1b[0m \x07 "
+    f"\u202e\u200b\u2066 {TERMINAL_CONTROLS} waits for the canary.\n"
+)
+
+
+def test_search_never_sends_a_notes_control_characters_to_the_terminal(
+    tmp_path: Path, groove: Groove
+) -> None:
+    (tmp_path / "note.md").write_text(HOSTILE_NOTE, encoding="utf-8")
+    assert groove("index", "--kb-path", str(tmp_path), "--model", "hash").returncode == 0
+    out = groove("search", "--kb-path", str(tmp_path), "--model", "hash", "canary rollout")
+    assert out.returncode == 0, out.stderr
+    snippet = out.stdout.splitlines()[1]
+    assert "canary rollout" in snippet and "\\x1b" in snippet
+    assert all(ch.isprintable() for ch in out.stdout.replace("\n", "")), ascii(out.stdout)
+    assert max(len(line) for line in out.stdout.splitlines()) <= 200
+
+
+def _index_logged(kb: Path, log: Path, env: dict[str, str]) -> int:
+    """``groove index --kb-path KB --model hash >LOG 2>&1``: a CI log (no terminal)."""
+    command = [sys.executable, "-m", "pytest_groove.cli", "index", "--kb-path", str(kb)]
+    with log.open("w", encoding="utf-8") as out:
+        done = subprocess.run(
+            [*command, "--model", "hash"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **env},
+            timeout=300,
+            check=False,
+        )
+    return done.returncode
+
+
+def test_a_long_index_run_logs_progress_lines_before_its_summary(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = make_kb(tmp_path / "kb", 300)
+    log = tmp_path / "log"
+    assert _index_logged(kb, log, {"GROOVE_PROGRESS_SECONDS": "0.01"}) == 0
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert lines[-1].startswith("indexed: 300 added"), lines
+    progress = [line for line in lines if line.startswith("groove: indexing notes: ")]
+    assert progress and all(" / 300 files, " in line for line in progress), lines
+    # one line each, plain text: a CI log shows them as they are
+    assert all(line.isprintable() and line.isascii() for line in lines), lines
+    # a quick run (the default pace) shows none: stderr stays empty
+    quick = groove("index", "--kb-path", kb, "--model", "hash", "--force")
+    assert quick.returncode == 0 and quick.stderr == "", quick.stderr
+
+
+def test_a_bad_progress_interval_is_one_line(tmp_path: Path, groove: Groove) -> None:
+    kb = write_invoices_kb(tmp_path / "kb")
+    out = groove("index", "--kb-path", kb, "--model", "hash", env={"GROOVE_PROGRESS_SECONDS": "x"})
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        "Error: GROOVE_PROGRESS_SECONDS='x' is not a positive number of seconds between "
+        "progress lines; fix or unset it"
+    ]
+
+
+#: a note with two sections on the query and another note with one: grouped by
+#: document, the second section comes after the other note, with a higher score
+GROUPED_NOTES = {
+    "deploy.md": "# Deploy\n\n## Canary release\n\nThe canary release ships to one zone "
+    "first; the canary release is watched for an hour.\n\n## Canary rollback\n\nRoll the "
+    "canary release back when the canary alarms fire during the release.\n",
+    "auth.md": "# Auth\n\n## Tokens\n\nA release of tokens happens weekly.\n",
+    "misc.md": "# Misc\n\n## Lunch\n\nLunch is at noon.\n",
+}
+
+
+def test_search_says_when_document_grouping_puts_scores_out_of_order(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = write_notes(tmp_path / "kb", GROUPED_NOTES)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    out = groove("search", "--kb-path", kb, "--model", "hash", "canary release")
+    assert out.returncode == 0, out.stderr
+    scores = [
+        float(line.rsplit("(score ", 1)[1][:-1])
+        for line in out.stdout.splitlines()
+        if "(score " in line
+    ]
+    assert scores != sorted(scores, reverse=True)
+    assert out.stdout.splitlines()[-1] == (
+        "hits are grouped by document ([search] document_first): scores are not in rank order"
+    )
+    (kb / "groove.toml").write_text("[search]\ndocument_first = false\n", encoding="utf-8")
+    plain = groove("search", "--kb-path", kb, "--model", "hash", "canary release")
+    assert plain.returncode == 0, plain.stderr
+    assert "grouped by document" not in plain.stdout

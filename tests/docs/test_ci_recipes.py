@@ -14,9 +14,11 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from markdown_it import MarkdownIt
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ci.md"
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -68,11 +70,20 @@ def console_commands(after_heading: str) -> list[str]:
     return [line[2:] for line in body.splitlines() if line.startswith("$ ")]
 
 
+def github_steps() -> list[dict[str, Any]]:
+    job = next(yaml.safe_load(b) for b in _blocks("yaml") if "jobs" in yaml.safe_load(b))
+    steps: list[dict[str, Any]] = job["jobs"]["groove"]["steps"]
+    return steps
+
+
+def github_step(name: str) -> str:
+    """The ``run`` of the GitHub job's step called ``name``."""
+    return str(next(s["run"] for s in github_steps() if s.get("name") == name)).strip()
+
+
 def github_gate_step() -> str:
     """The ``run`` of the GitHub job's step named "retrieval gate"."""
-    job = next(yaml.safe_load(b) for b in _blocks("yaml") if "jobs" in yaml.safe_load(b))
-    steps = job["jobs"]["groove"]["steps"]
-    return str(next(s["run"] for s in steps if s.get("name") == "retrieval gate")).strip()
+    return github_step("retrieval gate")
 
 
 def gitlab_gate_steps() -> list[str]:
@@ -118,6 +129,22 @@ class Team:
     def gate(self) -> subprocess.CompletedProcess[str]:
         return self.sh(github_gate_step() + " -p no:cacheprovider")
 
+    def step_summary(self) -> str:
+        """Run the job's "step summary" step as GitHub does: ``$GITHUB_STEP_SUMMARY`` a
+        fresh file the step appends to; what the run's page would show."""
+        summary = self.repo.parent / "step-summary.md"
+        summary.write_text("", encoding="utf-8")
+        done = subprocess.run(
+            ["bash", "-c", github_step("step summary")],
+            cwd=self.repo,
+            env={**self.env, "GITHUB_STEP_SUMMARY": str(summary)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return summary.read_text(encoding="utf-8")
+
     def write(self, rel: str, text: str) -> None:
         path = self.repo / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +175,18 @@ def test_the_recipes_steps_are_what_this_test_replays() -> None:
         "groove baseline accept --kb-path docs"
     )
     assert github_gate_step().startswith("pytest --groove-kb docs")
+    assert "--groove-markdown groove-summary.md" in github_gate_step()
     assert gitlab_gate_steps() == [github_gate_step()]
+    assert github_step("step summary") == 'cat groove-summary.md >> "$GITHUB_STEP_SUMMARY"'
+    comment = next(s for s in github_steps() if s.get("name") == "pull-request comment")
+    assert comment["with"]["path"] == "groove-summary.md"
+
+
+def rendered(summary: str) -> str:
+    """The summary as a CommonMark renderer with GitHub's tables shows it."""
+    html = MarkdownIt("commonmark").enable("table").render(summary)
+    assert "<table>" in html
+    return html
 
 
 def test_two_pull_requests_accept_their_drops_and_merge_green(team: Team) -> None:
@@ -173,12 +211,19 @@ def test_two_pull_requests_accept_their_drops_and_merge_green(team: Team) -> Non
     assert red.returncode == 1, red.stdout
     assert "FAILED docs/.groove-eval.yml::keys" in red.stdout
     assert "golden changed: 1 added (purge)" in red.stdout
+    summary = team.step_summary()
+    assert summary.startswith("❌ **groove: failed")
+    assert "missed: keys" in summary.splitlines()[0]
+    assert "golden changed: 1 added (purge)" in rendered(summary)
     for command in console_commands("Accepting an intended drop"):
         team.ok(command)
     accepted = team.gate()
     assert accepted.returncode == 0, accepted.stdout
     assert "Aggregate (accepted baseline: " in accepted.stdout
     assert "1 xfailed" in accepted.stdout  # the moved answer is a known miss now
+    summary = team.step_summary()
+    assert summary.startswith("✅ **groove: passed — the gate held; known misses: keys")
+    rendered(summary)
 
     # another pull request drops another query on purpose, from main
     team.ok("git checkout -q -b rollback main")

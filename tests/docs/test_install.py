@@ -53,3 +53,18 @@ def test_python_m_build_comes_after_installing_build(page: Path) -> None:
     for found in re.finditer(r"python -m build", text):
         before = text[max(0, found.start() - 200) : found.start()]
         assert "pip install build" in before, f"{page.name}: `python -m build` needs build"
+
+
+def test_the_readme_says_what_the_test_extra_installs() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    names = [
+        re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0]
+        for req in extras["optional-dependencies"]["test"]
+    ]
+    readme = (ROOT / "README.md").read_text("utf-8")
+    said = readme[readme.index("The `test` extra installs") :].split("\n\n", 1)[0]
+    missing = [name for name in names if f"`{name}`" not in said]
+    assert not missing, f"README.md: the test extra's paragraph does not name {missing}"
+    assert "minutes" in said

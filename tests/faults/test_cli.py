@@ -522,14 +522,31 @@ def test_the_entry_point_imports_nothing_before_its_error_boundary() -> None:
     assert package_modules_after("from pytest_groove.cli import main") == [
         "pytest_groove",
         "pytest_groove.cli",
-        "pytest_groove.cli.ending",
-        "pytest_groove.errors",  # standard library only
     ]
+
+
+def test_the_entry_point_imports_only_what_python_has_loaded_at_start_up() -> None:
+    # before the package's Ctrl-C hook is in place, a new module's import is a moment
+    # a traceback could come from: there is none
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; before = set(sys.modules); from pytest_groove.cli import main; "
+            "print(sorted(set(sys.modules) - before - {'pytest_groove', 'pytest_groove.cli'}))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(
     "module",
     [
+        "pytest_groove.cli.ending",  # what main says it with
+        "pytest_groove.errors",
         "pytest_groove.cli.commands",  # main's first import
         "pytest_groove.cli.args",  # ... and what it imports at its top
         "pytest_groove.text.console",

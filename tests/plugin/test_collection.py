@@ -381,6 +381,36 @@ def test_a_single_golden_item_can_be_run_by_node_id(project: pytest.Pytester) ->
     result.stdout.fnmatch_lines(["*Subset run (1 of 3 golden queries)*"])
 
 
+def test_a_golden_file_named_on_the_command_line_implies_its_kb(
+    project: pytest.Pytester,
+) -> None:
+    # docs/pytest-plugin.md's "run this test" row: no --groove-kb, no ini key
+    result = project.runpytest("kb/.groove-eval.yml::deploy-days", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["groove: kb *kb, golden .groove-eval.yml (3 queries)*"])
+    result.stdout.fnmatch_lines(["*Subset run (1 of 3 golden queries)*"])
+    from pytest_groove.evaluation.golden.file import DEFAULT_GOLDEN_NAME
+    from pytest_groove.plugin.options import GOLDEN_FILE_NAME
+
+    assert GOLDEN_FILE_NAME == DEFAULT_GOLDEN_NAME
+    # the whole file by its path, from inside the KB too
+    assert project.runpytest("kb/.groove-eval.yml").parseoutcomes()["passed"] == 3
+    node = ".groove-eval.yml::deploy-days"
+    inside = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", node, "--groove-model", "hash"],
+        cwd=project.path / "kb",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "1 passed" in inside.stdout, inside.stdout + inside.stderr
+    assert "model hash" in inside.stdout, inside.stdout
+    # a golden file under another name does not say where the KB is: pytest as usual
+    (project.path / "kb" / "golden.yml").write_text(GOLDEN, encoding="utf-8")
+    other = project.runpytest("kb/golden.yml")
+    assert "groove:" not in other.stdout.str()
+
+
 def test_reportinfo_points_at_the_query_line(project: pytest.Pytester) -> None:
     items, _ = project.inline_genitems("--groove-kb", "kb")
     locations = [(item.location[0], item.location[1]) for item in items]

@@ -39,5 +39,7 @@ def test_missing_golden_names_the_pytest_option(pytester: pytest.Pytester) -> No
     (kb / "note.md").write_text("## A\n\nsome text\n", encoding="utf-8")
     result = pytester.runpytest_subprocess("--groove-kb", str(kb), "--groove-model", "hash")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*no golden file at*--groove-golden*"])
+    result.stderr.fnmatch_lines(
+        [f"*no golden file at*hint: `groove init --kb-path {kb}` writes*--groove-golden*"]
+    )
     assert "Traceback" not in result.stderr.str()

@@ -338,3 +338,66 @@ def test_xdist_with_the_golden_queries_deselected_does_no_index_work(
     result = pytester.runpytest(*XDIST, "-m", "not groove", *extra)
     result.assert_outcomes(passed=1)
     assert not (kb / ".groove").exists()
+
+
+@pytest.mark.parametrize("workers", [[], XDIST], ids=["one-process", "xdist"])
+def test_a_long_first_index_shows_progress_lines_in_the_pytest_output(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    from tests.kb.test_index_group import make_kb
+
+    kb = make_kb(pytester.path / "kb", 300)
+    (kb / ".groove-eval.yml").write_text(
+        'queries:\n  - query: "alpha backups 77"\n    expected:\n'
+        '      - path: "folder1/note-0009.md"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("GROOVE_PROGRESS_SECONDS", "0.01")
+    result = _run(pytester, *workers)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    lines = result.stdout.lines
+    # printed through the terminal reporter: pytest's capture never holds them back
+    progress = [i for i, line in enumerate(lines) if line.startswith("groove: indexing notes: ")]
+    summary = next(i for i, line in enumerate(lines) if line.startswith("groove: indexed: 300"))
+    assert progress and max(progress) < summary, lines
+
+
+def test_a_quick_index_shows_no_progress_line(
+    pytester: pytest.Pytester, kb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GROOVE_PROGRESS_SECONDS", raising=False)
+    result = _run(pytester)
+    result.stdout.fnmatch_lines(["groove: indexed: 4 added, *"])
+    assert "groove: indexing notes" not in result.stdout.str()
+    assert "groove: indexing notes" not in result.stderr.str()
+
+
+def test_a_failure_text_says_when_document_grouping_puts_scores_out_of_order(
+    pytester: pytest.Pytester,
+) -> None:
+    from tests.cli.test_index_search import GROUPED_NOTES
+
+    kb = pytester.path / "kb"
+    kb.mkdir()
+    for name, text in GROUPED_NOTES.items():
+        (kb / name).write_text(text, encoding="utf-8")
+    (kb / "groove.toml").write_text("[eval]\nk_values = [1]\n", encoding="utf-8")
+    (kb / ".groove-eval.yml").write_text(
+        'queries:\n  - id: rollback\n    query: "canary release"\n    expected:\n'
+        '      - path: "deploy.md"\n        heading: "Canary rollback"\n',
+        encoding="utf-8",
+    )
+    # a miss at k=1 that lists the hits fetched beyond it
+    result = _run(pytester, "--groove-limit", "5")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  top 4 of 4 hits:",
+            "      1. deploy.md#Canary release  (0.0328)",
+            "      2. auth.md#Tokens  (0.0317)",
+            "*",
+            "      4. deploy.md#Canary rollback  (0.0323)",
+            "  hits are grouped by document ([search] document_first): scores are not in "
+            "rank order",
+        ]
+    )

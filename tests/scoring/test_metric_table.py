@@ -25,12 +25,22 @@ from pytest_groove.scoring.metric_table import (
     metric_names_hint,
     metric_value,
     parse_metric,
-    query_metrics_to_json,
     query_summary,
     summary_metrics,
+    values_to_json,
 )
 from pytest_groove.scoring.metrics import AggregateMetrics, QueryMetrics
 from tests.helpers import eval_factories as f
+
+
+def query_metrics_to_json(metrics: QueryMetrics) -> dict[str, object]:
+    """``{"recall_at_k": {...}, "reciprocal_rank": .., "ndcg_at_k": {...}}``."""
+    return {
+        kind.query_json_key: values_to_json(found)
+        for kind in METRIC_KINDS
+        if (found := kind.of_query(metrics)) is not None
+    }
+
 
 PACKAGE = REPO_ROOT / "pytest_groove"
 

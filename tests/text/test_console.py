@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from pytest_groove.errors import OutputFailed
-from pytest_groove.text.console import guarded_text_stream, json_for, to_ascii
+from pytest_groove.text.console import ERROR_HANDLER, guarded_text_stream, json_for
+
+
+def to_ascii(text: str) -> str:
+    """``text`` as the degraded output would show it on an ASCII-only terminal."""
+    return text.encode("ascii", errors=ERROR_HANDLER).decode("ascii")
 
 
 def test_report_characters_degrade_to_ascii() -> None:

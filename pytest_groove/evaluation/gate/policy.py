@@ -26,7 +26,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pytest_groove.errors import GrooveError, UsageError, clip_path, flag
 from pytest_groove.evaluation.gate.baseline import BaselineChoice
@@ -55,15 +55,38 @@ from pytest_groove.scoring.thresholds import Thresholds
 from pytest_groove.settings.config import EvalSettings, Settings
 from pytest_groove.settings.options import OPTIONS_BY_NAME, RunOptions
 
-if TYPE_CHECKING:
-    from pytest_groove.evaluation.plan import EvalPlan
-
 #: each gate setting: its option name and its groove.toml key
 _OPTION_OF = {
     THRESHOLD_SETTING: "threshold",
     FLOORS_SETTING: "fail-under",
     SIGNIFICANCE_SETTING: "significance",
 }
+
+
+class GateInputs(Protocol):
+    """What the gate reads of an evaluation's plan (the evaluation's ``EvalPlan`` is
+    one): named here so the gate, below the evaluation, never imports it."""
+
+    @property
+    def kb(self) -> Path: ...
+
+    @property
+    def options(self) -> RunOptions: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def k_values(self) -> tuple[int, ...]: ...
+
+    @property
+    def prog(self) -> str: ...
+
+    @property
+    def history_path(self) -> Path: ...
+
+    @property
+    def gate(self) -> GatePlan: ...
 
 
 @dataclass(frozen=True)
@@ -130,7 +153,7 @@ def gate_record(
     )
 
 
-def setting_source(plan: EvalPlan, setting: str) -> str:
+def setting_source(plan: GateInputs, setting: str) -> str:
     """Where this run's value of a gate setting came from, for people."""
     name = _OPTION_OF[setting]
     given = getattr(plan.options, name.replace("-", "_")) is not None
@@ -146,7 +169,7 @@ def setting_source(plan: EvalPlan, setting: str) -> str:
 
 
 def loosened(
-    plan: EvalPlan,
+    plan: GateInputs,
     now: GateRecord,
     baseline: RunRecord | None,
     stored: Sequence[RunRecord] = (),
@@ -227,7 +250,7 @@ def failed_baseline_warning(
     )
 
 
-def _unfrozen_because(plan: EvalPlan, frozen: str, stored: Sequence[RunRecord]) -> str:
+def _unfrozen_because(plan: GateInputs, frozen: str, stored: Sequence[RunRecord]) -> str:
     """What became of the frozen run, and how to freeze it again."""
     kept = next((r for r in stored if format_timestamp(r.timestamp) == frozen), None)
     if kept is None:
@@ -265,7 +288,7 @@ class GateVerdict:
 
 
 def gate_verdict(
-    plan: EvalPlan, comparison: Comparison, *, regression_gate: bool, subset: bool
+    plan: GateInputs, comparison: Comparison, *, regression_gate: bool, subset: bool
 ) -> GateVerdict:
     """Which metrics fail the run: regressions (when the regression gate is on) and floors."""
     if subset:
@@ -287,7 +310,7 @@ def gate_verdict(
     return GateVerdict(regressions, floors, unconfirmed)
 
 
-def floors_message(plan: EvalPlan, failures: Sequence[str]) -> str:
+def floors_message(plan: GateInputs, failures: Sequence[str]) -> str:
     """The gate's line for floors not reached, naming where the floors were set."""
     return (
         f"{plan.prog}: retrieval quality is under its floor ({', '.join(failures)}). "
@@ -296,7 +319,7 @@ def floors_message(plan: EvalPlan, failures: Sequence[str]) -> str:
     )
 
 
-def significance_phrase(plan: EvalPlan) -> str:
+def significance_phrase(plan: GateInputs) -> str:
     """The significance level and where it was set: ``--significance 0.05``, or
     ``significance 0.05 from [eval].significance in kb/groove.toml`` (or the ini key)."""
     alpha = plan.gate.significance
@@ -306,7 +329,7 @@ def significance_phrase(plan: EvalPlan) -> str:
     return f"significance {alpha:g} from {source}"
 
 
-def unconfirmed_note(plan: EvalPlan, unconfirmed: Sequence[str]) -> str:
+def unconfirmed_note(plan: GateInputs, unconfirmed: Sequence[str]) -> str:
     return (
         f"dropped by more than the threshold but not counted as regressed under "
         f"{significance_phrase(plan)} ({', '.join(unconfirmed)}): "

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,7 +81,15 @@ DEFAULT_GOLDEN_NAME = ".groove-eval.yml"
 #: a derived query id is this many code points of the query text
 QUERY_ID_CODE_POINTS = 32
 
-_MISSING_HINT = f"(hint: pass {flag('golden')} or create <kb>/.groove-eval.yml)"
+
+def _missing_hint(kb: Path) -> str:
+    """Where a golden file comes from: ``groove init`` writes a starter one in the KB."""
+    init = shlex.join(["groove", "init", "--kb-path", clip_path(kb)])
+    return (
+        f"(hint: `{init}` writes a starter {DEFAULT_GOLDEN_NAME} listing the KB's notes; "
+        f"or pass {flag('golden')})"
+    )
+
 
 _TOP_FIELDS = ("queries", "defaults")
 _DEFAULTS_FIELDS = ("limit", "rerank")
@@ -528,7 +537,7 @@ def load_golden(path: Path, kb: Path) -> GoldenSet:
     """
     data = read_guarded(path, "golden file", GOLDEN_CAP, within=kb)
     if data is None:
-        raise GoldenMissing(f"no golden file at {clip_path(path)} {_MISSING_HINT}")
+        raise GoldenMissing(f"no golden file at {clip_path(path)} {_missing_hint(kb)}")
     prefix = f"failed to parse golden file: {clip_path(path)}"
     doc = _yaml_document(_utf8_text(data, prefix), prefix)
     try:

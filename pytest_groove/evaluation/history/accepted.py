@@ -51,6 +51,7 @@ from pytest_groove.kb.source.records import CorpusSnapshot
 from pytest_groove.scoring.metrics import aggregate, expected_ranks
 from pytest_groove.scoring.records import ExpectedEntry
 from pytest_groove.shapes import read_items, read_object, read_str
+from pytest_groove.text.echo import conversion_reason
 
 __all__ = [
     "ACCEPT_HINT",
@@ -254,7 +255,11 @@ def decode_baseline(data: bytes, path: Path) -> RunRecord:
     try:
         raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        reason = "conflict markers: finish the merge" if b"<<<<<<<" in data else f"not JSON ({exc})"
+        reason = (
+            "conflict markers: finish the merge"
+            if b"<<<<<<<" in data
+            else f"not JSON ({conversion_reason(exc) or exc})"
+        )
         raise GrooveError(f"{_WHAT} {clip_path(path)} is {reason}; {fix}") from None
     try:
         return _run(read_object(raw, "baseline"))

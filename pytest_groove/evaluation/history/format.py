@@ -27,6 +27,11 @@ from pytest_groove.evaluation.history.json_keys import (
     runs_of_every_copy,
 )
 from pytest_groove.evaluation.history.lines import scan_lines
+from pytest_groove.evaluation.history.unknown_keys import (
+    NAMED,
+    file_unknown_keys,
+    run_unknown_keys,
+)
 from pytest_groove.evaluation.runs.record import (
     RecordFormatError,
     RunRecord,
@@ -36,6 +41,7 @@ from pytest_groove.evaluation.runs.record import (
 )
 from pytest_groove.files.guarded_io import HISTORY_CAP, read_guarded
 from pytest_groove.files.merge_conflicts import line_list
+from pytest_groove.text.echo import conversion_reason, int_text
 
 HISTORY_FILE_NAME = ".groove-eval-history.json"
 #: how the guarded reader names this file in its refusals
@@ -102,6 +108,9 @@ class ParsedHistory:
     orphan_marker: str | None = None
     #: the file holds several markers naming different runs (both sides of a merge)
     markers_disagree: bool = False
+    #: keys this version does not know (a newer version's, a tool's), which a save
+    #: would drop (:mod:`.unknown_keys`)
+    unknown_keys: tuple[str, ...] = ()
 
     @property
     def damaged(self) -> bool:
@@ -112,6 +121,7 @@ class ParsedHistory:
             or self.duplicated
             or self.salvaged is not None
             or self.orphan_marker is not None
+            or bool(self.unknown_keys)
         )
 
 
@@ -124,7 +134,7 @@ class HistoryTooNew(GrooveError):
     :func:`too_new` adds.
     """
 
-    def __init__(self, found: int) -> None:
+    def __init__(self, found: int | str) -> None:
         self.found = found
         super().__init__(f"history format {found}")
 
@@ -139,8 +149,10 @@ def too_new(path: Path, exc: HistoryTooNew) -> GrooveError:
 
 
 def _check_format(value: Any) -> None:
-    if isinstance(value, int) and not isinstance(value, bool) and value > HISTORY_FORMAT:
+    if isinstance(value, str):  # a header number too long to read: no format we know
         raise HistoryTooNew(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value > HISTORY_FORMAT:
+        raise HistoryTooNew(int_text(value))
 
 
 #: a ``\uD800``-``\uDFFF`` escape: the only way JSON text can carry a surrogate
@@ -203,9 +215,9 @@ def read_history(data: bytes) -> ParsedHistory:
     except RecursionError:
         raise RecordFormatError("JSON nested too deeply") from None
     except ValueError as exc:  # json.JSONDecodeError, oversized integer literals
-        salvaged = _salvage(text, str(exc))
+        salvaged = _salvage(text, conversion_reason(exc) or str(exc))
         if salvaged is None:
-            raise RecordFormatError(f"not JSON ({exc})") from None
+            raise RecordFormatError(f"not JSON ({conversion_reason(exc) or exc})") from None
         return salvaged
     if not isinstance(doc, dict):
         raise RecordFormatError("top level: expected an object with a 'runs' list")
@@ -218,6 +230,9 @@ def read_history(data: bytes) -> ParsedHistory:
     # every copy: a merge that kept both sides' `baseline` lines holds two markers,
     # and the last one alone would freeze whichever side happened to come last
     markers = [marker for marker in every_copy(doc, "baseline") if isinstance(marker, str)]
+    unknown = [*file_unknown_keys(doc)]
+    for where, raw in raw_runs:
+        unknown.extend(run_unknown_keys(raw, where, compact=is_compact(raw)))
     return _frozen(
         ParsedHistory(
             runs=_in_time_order(runs),
@@ -225,6 +240,7 @@ def read_history(data: bytes) -> ParsedHistory:
             skipped=tuple(skipped),
             repaired=tuple(repaired),
             duplicated=tuple(duplicated),
+            unknown_keys=tuple(unknown),
         ),
         markers,
     )
@@ -380,6 +396,14 @@ def _damage_message(path: Path, parsed: ParsedHistory) -> str:
             f"its frozen-baseline marker ({parsed.orphan_marker}) names no single stored run "
             "(a merge that kept the other side's header?), so no run is frozen and the next "
             "save drops the marker; `groove history freeze RUN` freezes one"
+        )
+    if parsed.unknown_keys:
+        named = ", ".join(clip(key) for key in parsed.unknown_keys[:NAMED])
+        extra = len(parsed.unknown_keys) - NAMED
+        named += f" and {extra} more" if extra > 0 else ""
+        parts.append(
+            f"it holds keys this version does not know ({named}: a newer pytest-groove's, "
+            "or a tool's), which the next save cannot keep"
         )
     if parsed.repaired:
         parts.append(

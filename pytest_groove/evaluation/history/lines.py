@@ -29,6 +29,18 @@ from pytest_groove.files.merge_conflicts import is_conflict_marker
 
 #: the header lines of the layout the history is written in
 _FORMAT_LINE = re.compile(r'^"format"\s*:\s*(\d+)\s*,?$')
+#: digits of a format number read as a number; a longer one is no format this or any
+#: later version writes (and ``int`` refuses more than 4,300 digits)
+_FORMAT_DIGITS = 18
+
+
+def format_number(digits: str) -> int | str:
+    """A format header's number, or (too long to be one) how long it is."""
+    if len(digits) <= _FORMAT_DIGITS:
+        return int(digits)
+    return f"a number of {len(digits):,} digits"
+
+
 _BASELINE_LINE = re.compile(r'^"baseline"\s*:\s*("(?:[^"\\]|\\.)*")\s*,?$')
 #: a byte that was not UTF-8, as ``surrogateescape`` decoding keeps it
 _UNDECODED_BYTE = re.compile("[\udc80-\udcff]")
@@ -45,7 +57,8 @@ class LineScan:
     #: the numbers of the lines that are merge conflict markers
     conflict_lines: list[int] = field(default_factory=list)
     #: each ``"format"`` header value, and each ``"baseline"`` marker, in file order
-    formats: list[int] = field(default_factory=list)
+    #: each header's format: a number, or how long a number too long to read is
+    formats: list[int | str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=list)
 
 
@@ -63,7 +76,7 @@ def scan_lines(text: str) -> LineScan:
         stripped = line.strip()
         header = _FORMAT_LINE.match(stripped)
         if header:
-            scan.formats.append(int(header.group(1)))
+            scan.formats.append(format_number(header.group(1)))
             continue
         marker = _BASELINE_LINE.match(stripped)
         if marker:

@@ -20,21 +20,26 @@ A format module writes with the hook ``(path, ReportInputs) -> None``, raising
 written, not before: the plan reads this table on every run, and the HTML report's
 module is only paid for when ``--html`` is given.  A new format is its module, one
 hook here and one entry in :data:`REPORT_FORMATS`, plus its ``path`` option in the
-option table (which sits below this package and so cannot read it).
+option table (which sits below this package and so cannot read it).  A format whose
+content is text gives a ``render`` hook ``ReportInputs -> str`` instead
+(:func:`text_writer` writes it), and ``groove eval --format <option>`` prints it.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_groove.errors import GrooveError
+from pytest_groove.errors import Door, GrooveError
+from pytest_groove.evaluation.reports.headline import ReportGate
 
 if TYPE_CHECKING:
+    from pytest_groove.evaluation.gate.baseline import BaselineChoice
     from pytest_groove.evaluation.gate.compare import Comparison
     from pytest_groove.evaluation.gate.verdict import RunVerdicts
     from pytest_groove.evaluation.runs.record import RunRecord
@@ -58,6 +63,14 @@ class ReportInputs:
     #: the JSON report, saying whether the run is recorded: given to the formats that
     #: say so (:attr:`ReportFormat.says_recorded`), None for the others
     json_report: dict[str, Any] | None = None
+    #: what the gate decided (the verdict the Markdown and HTML reports lead with)
+    gate: ReportGate = field(default_factory=ReportGate)
+    #: how the baseline was chosen (the accepted baseline's file; None: none consulted)
+    choice: BaselineChoice | None = None
+    #: the options of the run (a format's own settings: ``--badge-metric``)
+    options: RunOptions | None = None
+    #: the door whose spelling of options the content uses
+    door: Door = "cli"
 
 
 #: writes a report file; raises GrooveError (its own line) or OSError
@@ -79,6 +92,10 @@ class ReportFormat:
     #: checks, before any index work, that the file can be made (an extra is
     #: installed); called with the option as the door spells it, raises GrooveError
     check: Callable[[str], None] | None = None
+    #: the content as text, for a door that prints it (``groove eval --format
+    #: <option>``); None: a file only.  A format with a ``render`` needs no ``write``
+    #: of its own (:func:`text_writer`)
+    render: Callable[[ReportInputs], str] | None = None
 
     @property
     def dest(self) -> str:
@@ -99,6 +116,19 @@ class ReportFormat:
         except OSError as exc:
             return f"could not write the {self.label} {path}: {exc.strerror or exc}"
         return None
+
+
+def text_writer(render: Callable[[ReportInputs], str]) -> Writer:
+    """The writer of a format whose content is :attr:`ReportFormat.render`'s text:
+    UTF-8, its folder made when it can be; raises OSError."""
+
+    def write(path: Path, inputs: ReportInputs) -> None:
+        text = render(inputs)
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    return write
 
 
 def _json(path: Path, inputs: ReportInputs) -> None:
@@ -131,13 +161,32 @@ def _trec_qrels(path: Path, inputs: ReportInputs) -> None:
     write_qrels_report(path, inputs)
 
 
+def _markdown(inputs: ReportInputs) -> str:
+    from pytest_groove.evaluation.reports.markdown_report import render_markdown
+
+    return render_markdown(inputs)
+
+
+def _badge(inputs: ReportInputs) -> str:
+    from pytest_groove.evaluation.reports.badge import render_badge
+
+    return render_badge(inputs)
+
+
 #: every report file, in the order their options are checked and their notes said
 REPORT_FORMATS: tuple[ReportFormat, ...] = (
     ReportFormat("json", "JSON report", _json, says_recorded=True),
     ReportFormat("html", "HTML report", _html, check=_html_extra),
     ReportFormat("trec-run", "TREC run file", _trec_run),
     ReportFormat("trec-qrels", "TREC qrels file", _trec_qrels),
+    ReportFormat("markdown", "Markdown report", text_writer(_markdown), render=_markdown),
+    ReportFormat("badge", "badge file", text_writer(_badge)),
 )
+
+#: the formats a door can print instead of writing a file (``groove eval --format``)
+PRINTABLE_FORMATS: dict[str, ReportFormat] = {
+    fmt.option: fmt for fmt in REPORT_FORMATS if fmt.render is not None
+}
 
 
 def report_files(options: RunOptions) -> list[tuple[ReportFormat, Path]]:

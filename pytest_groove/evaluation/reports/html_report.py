@@ -5,6 +5,8 @@ JavaScript, no external assets, so it can be attached to a CI run and opened
 anywhere.  It shows the same run the text and JSON reports show, laid out for
 reading rather than diffing:
 
+- the verdict first (:mod:`.headline`): passed, or which gate failed and why, the
+  known misses, the failing queries with their reasons at full width, what changed;
 - a header: title, run time, model, reranker, limit, corpus, fingerprint summary,
   and what the run was compared with;
 - the aggregate table, with the diff against the baseline;
@@ -58,6 +60,12 @@ from pytest_groove.evaluation.gate.compare import (
     largest_k,
 )
 from pytest_groove.evaluation.gate.verdict import RunVerdicts, comparison_verdicts
+from pytest_groove.evaluation.reports.headline import (
+    Headline,
+    ReportGate,
+    headline,
+    headline_of,
+)
 from pytest_groove.evaluation.reports.html_plots import (
     MAX_DELTA_ROWS,
     NO_CJK_FONT_NOTE,
@@ -76,6 +84,7 @@ from pytest_groove.evaluation.reports.verdict_html import (
     VERDICT_CSS,
     VerdictCell,
     moved_rows,
+    verdict_banner,
     verdict_cell,
 )
 from pytest_groove.evaluation.runs.record import QueryResult, RunRecord, format_timestamp
@@ -87,7 +96,7 @@ from pytest_groove.scoring.metric_table import (
 )
 from pytest_groove.scoring.metrics import entry_satisfied, expected_ranks
 from pytest_groove.scoring.significance import with_p_value
-from pytest_groove.search.hits import hit_label
+from pytest_groove.search.hits import grouping_note, hit_label
 
 if TYPE_CHECKING:
     from pytest_groove.evaluation.reports.formats import ReportInputs
@@ -337,6 +346,8 @@ class _Hits:
     top_label: str
     top_rank: int
     first_wanted: int | None
+    #: why the scores do not descend, when document-first grouping reordered them
+    grouping: str | None = None
 
 
 @dataclass(frozen=True)
@@ -356,7 +367,7 @@ class _Metrics:
     single: list[tuple[str, str]]
 
 
-def _hits(result: QueryResult, k: int) -> _Hits | None:
+def _hits(result: QueryResult, k: int, grouped: bool) -> _Hits | None:
     shown = result.top_k[:k]
     if not shown:
         return None
@@ -372,7 +383,8 @@ def _hits(result: QueryResult, k: int) -> _Hits | None:
     first_wanted = next((hit.rank for hit in hits if hit.wanted), None)
     more = len(result.top_k) - len(shown)
     top = shown[0]
-    return _Hits(hits, more, _entry_label(top.path, top.heading), top.rank, first_wanted)
+    grouping = grouping_note([hit.score for hit in shown], grouped)
+    return _Hits(hits, more, _entry_label(top.path, top.heading), top.rank, first_wanted, grouping)
 
 
 def _metric_name(kind: MetricKind) -> str:
@@ -460,7 +472,7 @@ def _queries(run: RunRecord, comparison: Comparison, verdicts: RunVerdicts) -> d
                 first=str(min(found)) if found else "—",
                 metrics=_metrics(result, ks, measured),
                 delta=_delta_cell(change, limits.for_metric(recall.threshold_key)),
-                hits=_hits(result, k),
+                hits=_hits(result, k, bool(run.fingerprint.document_first)),
                 css=VERDICT_CSS[verdict.verdict],
                 verdict=verdict_cell(verdict, k),
             )
@@ -504,15 +516,23 @@ def render_html_report(
     *,
     title: str,
     verdicts: RunVerdicts | None = None,
+    gate: ReportGate | None = None,
+    said: Headline | None = None,
 ) -> str:
-    """The whole report as one HTML document (see the module docstring)."""
+    """The whole report as one HTML document (see the module docstring); ``said`` is
+    the verdict it leads with (else made from ``gate``, else from what the run
+    recorded of its gate)."""
     template = _template()
     judged = verdicts if verdicts is not None else comparison_verdicts(comparison)
+    if said is None:
+        said = _headline(run, comparison, history, judged, title, gate)
     trend = trend_runs(run, comparison, history)
     with Plotter() as plotter:
         trend_values = _trend(plotter, run, trend)
         deltas = _deltas(plotter, comparison)
+    known = gate.known_misses if gate is not None else frozenset()
     text: str = template.render(
+        verdict=verdict_banner(said, judged, known),
         **_header(run, comparison, title),
         aggregate=_aggregate(run, comparison),
         trend=trend_values,
@@ -524,6 +544,22 @@ def render_html_report(
     return text
 
 
+def _headline(
+    run: RunRecord,
+    comparison: Comparison,
+    history: Sequence[RunRecord],
+    verdicts: RunVerdicts,
+    title: str,
+    gate: ReportGate | None,
+) -> Headline:
+    """The verdict of a run drawn without the judge's decision at hand: what the run
+    recorded of its gate (the regression gate's failures)."""
+    if gate is None:
+        failed = () if run.gate is None else run.gate.failed
+        gate = ReportGate(applied=run.gate is not None, failures=failed)
+    return headline_of(run, comparison, verdicts, gate, prog=title.removesuffix(" report"))
+
+
 def write_html_report(
     path: Path,
     run: RunRecord,
@@ -532,6 +568,8 @@ def write_html_report(
     *,
     title: str,
     verdicts: RunVerdicts | None = None,
+    gate: ReportGate | None = None,
+    said: Headline | None = None,
 ) -> None:
     """Write :func:`render_html_report` to ``path`` (UTF-8; parent directories created).
 
@@ -539,7 +577,9 @@ def write_html_report(
     them).  Raises :class:`GrooveError` when matplotlib or Jinja2 is missing and
     :class:`OSError` when the file cannot be written.
     """
-    text = render_html_report(run, comparison, history, title=title, verdicts=verdicts)
+    text = render_html_report(
+        run, comparison, history, title=title, verdicts=verdicts, gate=gate, said=said
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
 
@@ -553,4 +593,6 @@ def write_report(path: Path, inputs: ReportInputs) -> None:
         inputs.history,
         title=f"{inputs.prog} report",
         verdicts=inputs.verdicts,
+        gate=inputs.gate,
+        said=headline(inputs),
     )

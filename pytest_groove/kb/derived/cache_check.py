@@ -8,7 +8,9 @@ warning; whoever reads it next builds it again from ``index.db``, as if it had n
 been written.  A file without a seal is left to its reader, which never uses it (an
 index of an older version, or a crash between a file and its seal).  Checking costs a
 small read per file: only a file whose identity moved (a copy, a restored CI cache,
-a new boot) is read in full, once, and sealed again.
+a new boot) is read in full, once, and sealed again.  A file judged damaged is
+watched a moment first: one that another checkout sharing the folder was replacing,
+file then seal, is judged again, not removed.
 
 Which files are derived, and which are made together, is the table's to say
 (:mod:`.families`: one :class:`~.family.DerivedFamily` per family, declared by the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 from pytest_groove.errors import clip_path
@@ -82,6 +85,41 @@ def _verdict(path: Path) -> Verdict | None:
         return verdict_of(handle, path)
 
 
+#: how long a file judged damaged is watched before it is called so: another
+#: checkout sharing the index folder replaces a file, then its seal, a moment apart
+#: (a directory sync between), and a file caught between the two is not damage
+SETTLE_SECONDS = (0.25, 0.5, 1.0)
+
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+def _pair_key(path: Path) -> tuple[object, object]:
+    """What changes when a writer replaces the file or its seal."""
+    return (_stat_key(path), _stat_key(seal_path(path)))
+
+
+def _settled_verdict(path: Path) -> Verdict | None:
+    """The seal's verdict, once nobody is replacing the file: a bad verdict stands
+    only when neither the file nor its seal changed over the next moment; while they
+    do (another writer at work), the pair is judged again, a few times at most."""
+    verdict: Verdict | None = None
+    for wait in SETTLE_SECONDS:
+        before = _pair_key(path)
+        verdict = _verdict(path)
+        if verdict is None or verdict is Verdict.TRUSTED:
+            return verdict
+        time.sleep(wait)
+        if _pair_key(path) == before:
+            return verdict
+    return verdict
+
+
 def check_caches(folder: Path) -> list[str]:
     """Check every sealed derived file of ``folder``; remove each damaged one with its
     family and return one warning for each.  Call holding the index lock."""
@@ -91,7 +129,7 @@ def check_caches(folder: Path) -> list[str]:
         if name.endswith(SEAL_SUFFIX) or name + SEAL_SUFFIX not in names:
             continue
         path = folder / name
-        verdict = _verdict(path)
+        verdict = _settled_verdict(path)
         if verdict is None or verdict is Verdict.TRUSTED:
             continue
         for member in _family(name, names):

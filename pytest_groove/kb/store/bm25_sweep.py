@@ -61,11 +61,6 @@ def idf(rows: int, rows_with_phrase: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
-def bm25_scores(hits: PhraseHits, weights: Sequence[float]) -> npt.NDArray[np.float64]:
-    """``bm25(table, *weights)`` of every row of ``hits`` (lower is better)."""
-    return bm25_score_table(hits, [tuple(weights)])[:, 0]
-
-
 def bm25_score_table(
     hits: PhraseHits, triples: Sequence[Sequence[float]]
 ) -> npt.NDArray[np.float64]:

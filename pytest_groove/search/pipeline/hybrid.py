@@ -59,6 +59,8 @@ GATE_MIN_COVERAGE = 0.5
 class SearchResponse:
     hits: list[SearchHit]
     low_confidence: bool
+    #: the fused list was grouped by document (so the scores need not descend)
+    grouped_by_document: bool = False
 
 
 def _parent_chunk(row: ChunkRow) -> ParentChunk:
@@ -345,7 +347,11 @@ class HybridSearcher:
         if flag_scores is None:
             flag_scores = [s for _, s in pool]
         flag = low_confidence(flag_scores, settings.min_confidence_ratio)
-        return SearchResponse(hits=self._hits(parsed, pool, rows, settings), low_confidence=flag)
+        return SearchResponse(
+            hits=self._hits(parsed, pool, rows, settings),
+            low_confidence=flag,
+            grouped_by_document=by_document,
+        )
 
     def _fused(
         self,

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pytest_groove.errors import flag
+from pytest_groove.search.hits import AnsweredQuery
 from pytest_groove.search.retrievers.adapters.base import echo
-
-if TYPE_CHECKING:
-    from pytest_groove.evaluation.runs.record import QueryResult
 
 
 @dataclass(frozen=True)
@@ -32,7 +29,7 @@ class _Lost:
     rank: int
 
 
-def _lost_entries(result: QueryResult) -> list[_Lost]:
+def _lost_entries(result: AnsweredQuery) -> list[_Lost]:
     """The query's entries pinned to a heading whose file came back, never with one."""
     lost: list[_Lost] = []
     for entry in result.expected:
@@ -44,7 +41,7 @@ def _lost_entries(result: QueryResult) -> list[_Lost]:
     return lost
 
 
-def headingless_hits(retriever: str, results: Sequence[QueryResult]) -> str | None:
+def headingless_hits(retriever: str, results: Sequence[AnsweredQuery]) -> str | None:
     """One warning line when golden entries pinned to a heading had their file among
     the hits, but no hit of that file carried a heading (so none could match).
 

@@ -40,7 +40,6 @@ from pytest_groove.scoring.metrics import normalise_heading
 from pytest_groove.search.retrievers.adapters.base import echo
 from pytest_groove.search.retrievers.external import RetrieverKind
 from pytest_groove.search.retrievers.path_advice import PathJudge
-from pytest_groove.settings.config import IndexSettings
 
 
 @dataclass(frozen=True)
@@ -264,13 +263,6 @@ def shallow_retriever(
     )
 
 
-def kb_file_set(kb: Path, settings: IndexSettings) -> frozenset[str]:
-    """The KB's files as the index would name them (no index is opened or built)."""
-    from pytest_groove.kb.source.walk import collect_files
-
-    return frozenset(collect_files(kb, settings).files)
-
-
 def check_retriever_hits(
     name: str,
     kind: RetrieverKind,
@@ -294,7 +286,6 @@ __all__ = [
     "document_headings",
     "heading_spelling",
     "hits_outside_kb",
-    "kb_file_set",
     "no_hit_at_all",
     "shallow_retriever",
     "some_hits_outside_kb",

@@ -104,7 +104,8 @@ def test_missing_golden_exact_message(tmp_path: Path) -> None:
     with pytest.raises(GrooveError) as info:
         load_golden(target, tmp_path)
     assert info.value.message == (
-        f"no golden file at {target} (hint: pass --golden or create <kb>/.groove-eval.yml)"
+        f"no golden file at {target} (hint: `groove init --kb-path {tmp_path}` writes a "
+        "starter .groove-eval.yml listing the KB's notes; or pass --golden)"
     )
 
 

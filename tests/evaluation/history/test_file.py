@@ -174,11 +174,12 @@ def test_save_then_load_round_trips(hist: Path) -> None:
     assert json.loads(hist.read_text("utf-8"))["runs"][0]["timestamp"] == "2026-04-24T05:33:01Z"
 
 
-def test_unknown_top_level_keys_are_ignored(hist: Path) -> None:
+def test_unknown_top_level_keys_are_read_past_and_named(hist: Path) -> None:
     data = json.loads(encode_history([run(minutes=1)]))
     data["padding"] = "x" * 100
     hist.write_text(json.dumps(data))
-    assert stamps(load_history(hist)) == [1]
+    with pytest.warns(HistoryWarning, match="top level: padding"):
+        assert stamps(load_history(hist)) == [1]
 
 
 def test_unknown_fingerprint_keys_survive_a_rewrite_and_disable_the_diff(hist: Path) -> None:

@@ -26,6 +26,7 @@ from pytest_groove.evaluation.finish import finish_evaluation
 from pytest_groove.evaluation.gate.compare import compare
 from pytest_groove.evaluation.lifecycle import Evaluation, pick_baseline_for
 from pytest_groove.evaluation.plan import plan_evaluation, read_stored_runs
+from pytest_groove.evaluation.reports.headline import ReportGate
 from pytest_groove.evaluation.reports.html_report import (
     MAX_DELTA_ROWS,
     PLOTS_EXTRA,
@@ -36,6 +37,7 @@ from pytest_groove.evaluation.reports.html_report import (
 from pytest_groove.evaluation.runs.record import Finding, QueryResult, RunRecord, TopHit
 from pytest_groove.scoring.metrics import QueryMetrics, aggregate
 from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
+from pytest_groove.search.hits import GROUPED_BY_DOCUMENT
 from pytest_groove.settings.options import RunOptions
 from tests.helpers import eval_factories as f
 from tests.helpers.cli_invoke import Groove
@@ -187,7 +189,7 @@ HOSTILE = (
 PAGE_TAGS = {
     *("html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "img"),
     *("table", "colgroup", "col", "tr", "th", "td", "ul", "ol", "li", "code", "span"),
-    *("details", "summary", "thead", "wbr"),
+    *("details", "summary", "thead", "wbr", "section"),
 }
 PAGE_ATTRIBUTES = {
     *("lang", "charset", "name", "content", "class", "value", "style", "alt", "src"),
@@ -689,21 +691,43 @@ def test_without_a_cjk_font_the_report_says_how_to_get_one(
     assert "fonts-noto-cjk" not in html
 
 
+#: the height of a first screen (a laptop's window, a phone's), in pixels
+FIRST_SCREEN = 700
+#: a run whose regression gate failed
+FAILED_GATE = ReportGate(applied=True, failures=("recall@10", "MRR"))
+
+
 def chromium() -> str | None:
     names = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
     return next((found for name in names if (found := shutil.which(name))), None)
 
 
+#: where the verdict is: the bottom of its first line, and the width a failing query's
+#: reason has (its list item), in pixels
+_VERDICT_AT = """
+function verdictAt() {
+  const line = document.querySelector("section.verdict .verdict-line").getBoundingClientRect();
+  const reason = document.querySelector("section.verdict ul.failing li");
+  const width = reason ? reason.getBoundingClientRect().width : 0;
+  return Math.round(line.bottom) + "x" + Math.round(width);
+}
+"""
+
 #: appended to a copy of the report (the report itself runs no script): it writes
-#: the page's width and its tallest per-query row where --dump-dom prints them
-_MEASURE = """<script>
+#: the page's width, its tallest per-query row and where the verdict is
+#: (:data:`_VERDICT_AT`) where --dump-dom prints them
+_MEASURE = (
+    """<script>"""
+    + _VERDICT_AT
+    + """
 window.addEventListener("load", () => {
   const rows = [...document.querySelectorAll("table.queries tr")].slice(1);
   const tallest = Math.max(...rows.map((r) => r.getBoundingClientRect().height));
   document.body.dataset.measure =
-    document.documentElement.scrollWidth + "x" + Math.round(tallest);
+    document.documentElement.scrollWidth + "x" + Math.round(tallest) + "x" + verdictAt();
 });
 </script>"""
+)
 
 
 def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -742,23 +766,30 @@ def test_the_report_fits_a_1280_pixel_window_in_chromium(tmp_path: Path) -> None
     long_id = "a-very-long-query-identifier-" * 3
     run = with_query(run, 0, replace(run.per_query[0], id=long_id))
     page = tmp_path / "report.html"
-    write_html_report(page, run, compare(run, before, 0.05), [before], title="groove report")
+    write_html_report(
+        page, run, compare(run, before, 0.05), [before], title="groove report", gate=FAILED_GATE
+    )
     shot = tmp_path / "report.png"
     done = browse(page, f"--screenshot={shot}")
     assert shot.is_file(), done.stderr
     measured = tmp_path / "measured.html"
     measured.write_text(page.read_text(encoding="utf-8") + _MEASURE, encoding="utf-8")
     dom = browse(measured, "--dump-dom").stdout
-    found = re.search(r'data-measure="(\d+)x(\d+)"', dom)
+    found = re.search(r'data-measure="(\d+)x(\d+)x(\d+)x(\d+)"', dom)
     assert found is not None, dom[-500:]
-    width, tallest_row = int(found.group(1)), int(found.group(2))
+    width, tallest_row, verdict_bottom, reason_width = (int(found.group(i)) for i in range(1, 5))
     assert width <= 1280  # nothing scrolls sideways
     assert tallest_row <= 160  # hits are folded: a row is a few lines, not a page
+    assert verdict_bottom <= FIRST_SCREEN  # the verdict is on the first screen
+    assert reason_width >= 900  # a failing query's reason reads across the page
 
 
 #: Chromium's headless window is never narrower than 500 pixels, so a phone's width
 #: is given to the report by an iframe; the report's own copy measures itself there
-_PHONE_MEASURE = """<script>
+_PHONE_MEASURE = (
+    """<script>"""
+    + _VERDICT_AT
+    + """
 window.addEventListener("load", async () => {
   // measured once fonts are in and the layout has had time to settle
   await document.fonts.ready;
@@ -766,9 +797,10 @@ window.addEventListener("load", async () => {
   const rows = [...document.querySelectorAll("table.queries tr")].slice(1);
   const tallest = Math.max(...rows.map((r) => r.getBoundingClientRect().height));
   parent.document.body.dataset.measure = innerWidth + "x" +
-    document.documentElement.scrollWidth + "x" + Math.round(tallest);
+    document.documentElement.scrollWidth + "x" + Math.round(tallest) + "x" + verdictAt();
 });
 </script>"""
+)
 
 
 def phone_frame(report: str, width: int) -> str:
@@ -788,7 +820,9 @@ def test_the_report_fits_a_390_pixel_phone_in_chromium(tmp_path: Path) -> None:
     long_id = "a-very-long-query-identifier-" * 3
     run = with_query(run, 0, replace(run.per_query[0], id=long_id))
     page = tmp_path / "report.html"
-    write_html_report(page, run, compare(run, before, 0.05), [before], title="groove report")
+    write_html_report(
+        page, run, compare(run, before, 0.05), [before], title="groove report", gate=FAILED_GATE
+    )
     report = page.read_text(encoding="utf-8")
     framed = tmp_path / "phone.html"
     framed.write_text(phone_frame(report, 390), encoding="utf-8")
@@ -806,11 +840,15 @@ def test_the_report_fits_a_390_pixel_phone_in_chromium(tmp_path: Path) -> None:
         dom = browse(
             measured, "--window-size=500,2400", "--virtual-time-budget=5000", "--dump-dom"
         ).stdout
-        found = re.search(r'<body[^>]*data-measure="(\d+)x(\d+)x(\d+)"', dom)
+        found = re.search(r'<body[^>]*data-measure="(\d+)x(\d+)x(\d+)x(\d+)x(\d+)"', dom)
         assert found is not None, dom[-500:]
-        viewport, width, tallest = (int(found.group(i)) for i in (1, 2, 3))
+        viewport, width, tallest, verdict_bottom, reason_width = (
+            int(found.group(i)) for i in range(1, 6)
+        )
         assert viewport == 390  # the frame really is a phone's width
         assert width <= viewport  # nothing scrolls sideways
+        assert verdict_bottom <= FIRST_SCREEN  # the verdict is on a phone's first screen
+        assert reason_width >= 300  # the reason has the card's width, not a column's
         tallest_card = tallest if tallest_card is None else min(tallest_card, tallest)
         if tallest_card <= 400:
             break
@@ -894,3 +932,50 @@ def test_html_fingerprint_of_a_retriever_run_shows_no_search_pipeline_keys(
     )
     assert done.returncode == 0, done.stderr
     assert "fts_query_version" in engine.read_text(encoding="utf-8")
+
+
+@needs_matplotlib
+def test_the_page_leads_with_the_verdict_before_the_metadata(tmp_path: Path) -> None:
+    from pytest_groove.evaluation.gate.verdict import comparison_verdicts
+    from pytest_groove.evaluation.reports.formats import ReportInputs
+    from pytest_groove.evaluation.reports.html_report import write_report
+
+    before, run = japanese_runs()
+    comparison = compare(run, before, 0.05)
+    inputs = ReportInputs(
+        run, comparison, [before], comparison_verdicts(comparison), (), "groove eval",
+        gate=FAILED_GATE,
+    )  # fmt: skip
+    page = tmp_path / "r.html"
+    write_report(page, inputs)
+    html = page.read_text(encoding="utf-8")
+    verdict = html.index('<section class="verdict verdict-failed">')
+    assert verdict < html.index('<table class="meta">') < html.index("<h2>Aggregate</h2>")
+    line = re.search(r'<p class="verdict-line">([^<]*)</p>', html)
+    assert line is not None
+    assert line.group(1).startswith("groove eval: failed — the gate failed on recall@10, MRR")
+    assert f"missed: {JAPANESE_IDS[1]}" in line.group(1)
+    assert '<span class="reason">recall@10: 1.00 → 0.00</span>' in html
+    known = replace(inputs, gate=ReportGate(applied=True, known_misses=frozenset({1})))
+    write_report(page, known)
+    html = page.read_text(encoding="utf-8")
+    assert '<section class="verdict verdict-passed">' in html
+    assert f"groove eval: passed — the gate held; known misses: {JAPANESE_IDS[1]}" in html
+    assert '<span class="verdict-known-miss">known miss</span>' in html
+
+
+@pytest.mark.parametrize("document_first", [True, False])
+def test_hits_out_of_score_order_say_they_are_grouped_by_document(document_first: bool) -> None:
+    base = scored(5, [1.0, 1.0])
+    reordered = replace(
+        base.per_query[0],
+        top_k=(
+            TopHit(rank=1, path="a.md", heading=None, score=0.0285),
+            TopHit(rank=2, path="a.md", heading="Two", score=0.0201),
+            TopHit(rank=3, path="b.md", heading=None, score=0.0289),
+        ),
+    )
+    run = with_query(base, 0, reordered)
+    run = replace(run, fingerprint=replace(run.fingerprint, document_first=document_first))
+    html = render_html_report(run, compare(run, None, 0.05), [], title="grouped")
+    assert (GROUPED_BY_DOCUMENT in html) is document_first

@@ -22,8 +22,14 @@ from pytest_groove.kb.derived.word_postings import build_segment, merge_segments
 from pytest_groove.kb.derived.word_postings import write_segment as write_segment_file
 from pytest_groove.kb.store.schema import _SCHEMA as SCHEMA
 from pytest_groove.settings.config import IndexSettings, Settings
-from pytest_groove.text.trigram_fold import FOLD, TRIGRAM_ARGS, fold_phrase, folded_tokens
+from pytest_groove.text.trigram_fold import FOLD, FOLD_EXACT, TRIGRAM_ARGS, fold_phrase
 from tests.kb.derived.test_phrase_scores import golden_queries
+
+
+def folded_tokens(text: str | None) -> int:
+    """How many trigram tokens FTS5 stores for one column holding ``text``."""
+    return max(0, len(text.translate(FOLD_EXACT)) - 2) if text else 0
+
 
 SETTINGS = Settings(index=IndexSettings(model="hash", contextual=True))
 WEIGHTS = [(2.0, 1.0, 1.0), (1.0, 1.0, 1.0), (0.5, 3.0, 1.5), (1.0, 0.0, 0.25), (0.7, 1.3, 0.1)]

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from pytest_groove.engine.builtin import Engine, open_engine
-from pytest_groove.kb.store.bm25_sweep import bm25_scores
+from pytest_groove.kb.store.bm25_sweep import PhraseHits, bm25_score_table
 from pytest_groove.search.query.fts_query import parse_query
 from pytest_groove.settings.config import IndexSettings, Settings
 from pytest_groove.tune.grid import weight_triples
+
+
+def bm25_scores(hits: PhraseHits, weights: Sequence[float]) -> npt.NDArray[np.float64]:
+    """``bm25(table, *weights)`` of every row of ``hits`` (lower is better)."""
+    return bm25_score_table(hits, [tuple(weights)])[:, 0]
+
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 TRIPLES = [weights for _, weights in weight_triples()]

@@ -11,7 +11,6 @@ from pytest_groove.search.retrievers.hit_checks import (
     HitCheckReport,
     check_retriever_hits,
     hits_outside_kb,
-    kb_file_set,
     shallow_retriever,
 )
 from pytest_groove.settings.config import IndexSettings
@@ -26,6 +25,14 @@ from tests.helpers.retriever_runs import (
     retriever_module,
     warnings_of,
 )
+
+
+def kb_file_set(kb: Path, settings: IndexSettings) -> frozenset[str]:
+    """The KB's files as the index would name them (no index is opened or built)."""
+    from pytest_groove.kb.source.walk import collect_files
+
+    return frozenset(collect_files(kb, settings).files)
+
 
 KB_FILES = frozenset({"guide/setup.md", "guide/faq.md", "ops/deploy.md"})
 

@@ -1,0 +1,58 @@
+"""The indexer's check of the derived files: damage is removed, another writer's work
+is not.
+
+Two checkouts may share one ``--index-dir``: one replaces a derived file, then its
+seal, a moment apart.  A check that reads the pair between the two renames sees a
+file its seal does not vouch for; that is another writer at work, not damage.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from pytest_groove.files.seal import seal_path, write_sealed
+from pytest_groove.kb.derived.cache_check import check_caches
+from pytest_groove.kb.derived.corpus_cache import CACHE_NAME
+
+
+def _sealed(folder: Path, data: bytes) -> Path:
+    path = folder / CACHE_NAME
+    write_sealed(path, lambda handle: handle.write(data))
+    return path
+
+
+def _replaced_unsealed(path: Path, data: bytes) -> None:
+    """What a writer's first rename leaves: new bytes, the old file's seal."""
+    tmp = path.with_name(path.name + ".other.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def test_a_file_another_writer_is_replacing_is_judged_again_not_removed(tmp_path: Path) -> None:
+    path = _sealed(tmp_path, b'{"old": 1}')
+    _replaced_unsealed(path, b'{"new": 2}')
+
+    def the_other_writer_seals_it() -> None:
+        time.sleep(0.1)  # a directory sync between the file and its seal
+        write_sealed(path, lambda handle: handle.write(b'{"new": 2}'))
+
+    other = threading.Thread(target=the_other_writer_seals_it)
+    other.start()
+    try:
+        assert check_caches(tmp_path) == []
+    finally:
+        other.join()
+    assert path.read_bytes() == b'{"new": 2}' and seal_path(path).exists()
+
+
+def test_a_file_its_seal_does_not_vouch_for_and_nobody_replaces_is_damage(
+    tmp_path: Path,
+) -> None:
+    path = _sealed(tmp_path, b'{"old": 1}')
+    _replaced_unsealed(path, b'{"new": 2}')
+    (warning,) = check_caches(tmp_path)
+    assert "is damaged" in warning and CACHE_NAME in warning
+    assert not path.exists() and not seal_path(path).exists()
