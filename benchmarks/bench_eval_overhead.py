@@ -46,10 +46,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import generate_kb
 from bench_speed import (
-    BIN,
     KB_EVAL,
     ROOT,
     Report,
+    eval_command,
     neighbours,
     run_child,
     run_child_cpu,
@@ -74,22 +74,6 @@ def prepared_kb(tmp: Path, docs: int) -> tuple[Path, Path]:
     return kb, golden
 
 
-def eval_command(kb: Path, golden: Path) -> list[str]:
-    return [
-        str(BIN / "groove"),
-        "eval",
-        "--kb-path",
-        str(kb),
-        "--model",
-        "hash",
-        "--no-history",
-        "--format",
-        "json",
-        "--golden",
-        str(golden),
-    ]
-
-
 def best(command: Sequence[str], repeat: int, env: dict[str, str] | None = None) -> float:
     return min(run_child(command, env)[0] for _ in range(repeat))
 
@@ -98,7 +82,7 @@ def figure_fixed(report: Report, kbs: list[tuple[int, Path, Path]], repeat: int)
     walls: dict[int, list[float]] = {docs: [] for docs, _, _ in kbs}
     for _ in range(repeat):  # interleaved
         for docs, kb, golden in kbs:
-            walls[docs].append(run_child(eval_command(kb, golden))[0])
+            walls[docs].append(run_child(eval_command(kb, "--golden", str(golden)))[0])
     (small, *_), (large, *_) = kbs[0], kbs[-1]
     report.add(
         f"groove eval, 1 golden query, no-op, {large * 10:,} vs {small * 10:,} chunks",
@@ -110,7 +94,7 @@ def figure_fixed(report: Report, kbs: list[tuple[int, Path, Path]], repeat: int)
 
 
 def figure_edit(report: Report, kb: Path, golden: Path, repeat: int) -> None:
-    command = eval_command(kb, golden)
+    command = eval_command(kb, "--golden", str(golden))
     target = sorted(kb.rglob("*.md"))[len(list(kb.rglob("*.md"))) // 2]
     run_child(command)  # warm
     edited: list[tuple[float, float]] = []

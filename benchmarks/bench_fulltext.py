@@ -42,7 +42,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pytest_groove.embed.registry import get_embedder
@@ -173,21 +173,32 @@ def report(label: str, figures: dict[str, float]) -> None:
         print(f"| {name} | {ms(figures[name])} | {figures[name] / floor:.2f}x |")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_kb_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--docs``, ``--queries``, ``--seed`` and ``--keep``: the generated KBs measured."""
     parser.add_argument("--docs", default="1000,10000", help="comma-separated file counts")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--repeat", type=int, default=3, help="interleaved passes, best kept")
     parser.add_argument("--keep", type=Path, help="generate and index the KBs here, reuse them")
+
+
+def generated_kbs(root: Path, args: argparse.Namespace) -> Iterator[tuple[int, Path]]:
+    """``(file count, KB)`` for each count of ``--docs``: a KB under ``root``, generated
+    unless it is there already (kept by ``--keep``)."""
+    for docs in (int(d) for d in args.docs.split(",")):
+        kb = root / f"kb-{docs}"
+        if not kb.is_dir():
+            generate_kb(kb, docs, 10, args.seed)
+        yield docs, kb
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_kb_arguments(parser)
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved passes, best kept")
     parser.add_argument("--load", type=int, default=0, help="CPU-bound neighbour processes")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="groove-fulltext-") as tmp, neighbours(args.load):
-        root = args.keep or Path(tmp)
-        for docs in (int(d) for d in args.docs.split(",")):
-            kb = root / f"kb-{docs}"
-            if not kb.is_dir():
-                generate_kb(kb, docs, 10, args.seed)
+        for docs, kb in generated_kbs(args.keep or Path(tmp), args):
             label = f"{docs} files" + (f", {args.load} busy neighbours" if args.load else "")
             report(label, measure(kb, args.queries, args.seed, args.repeat))
     return 0

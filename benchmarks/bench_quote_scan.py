@@ -43,8 +43,7 @@ from pytest_groove.scoring.records import ExpectedEntry
 from pytest_groove.settings.config import IndexSettings, Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_fulltext import queries_for
-from bench_scale import generate_kb
+from bench_fulltext import add_kb_arguments, generated_kbs, queries_for
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
 
@@ -122,17 +121,10 @@ def measure(kb: Path, count: int, seed: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", default="1000,10000", help="comma-separated file counts")
-    parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--keep", type=Path, help="generate and index the KBs here, reuse them")
+    add_kb_arguments(parser)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="groove-quotes-") as tmp:
-        root = args.keep or Path(tmp)
-        for docs in (int(d) for d in args.docs.split(",")):
-            kb = root / f"kb-{docs}"
-            if not kb.is_dir():
-                generate_kb(kb, docs, 10, args.seed)
+        for _docs, kb in generated_kbs(args.keep or Path(tmp), args):
             measure(kb, args.queries, args.seed)
     return 0
 

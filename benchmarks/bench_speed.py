@@ -247,16 +247,37 @@ def raw_sqlite_inserts(rows: Sequence[tuple[str | None, str]], dim: int, directo
     return seconds
 
 
-def write_golden(path: Path, queries: Sequence[str], expected_path: str) -> None:
+def write_golden(
+    path: Path, queries: Sequence[str], expected: str | Sequence[str], ids: str = "q{:05d}"
+) -> None:
+    """A golden file of ``queries``, each expecting ``expected`` (one path, or paths taken
+    in turn), with ids numbered after ``ids``."""
+    paths = [expected] if isinstance(expected, str) else expected
     lines = ["queries:"]
     for number, query in enumerate(queries):
         lines += [
-            f"  - id: q{number:05d}",
+            f"  - id: {ids.format(number)}",
             f"    query: {json.dumps(query, ensure_ascii=False)}",
             "    expected:",
-            f"      - path: {json.dumps(expected_path)}",
+            f"      - path: {json.dumps(paths[number % len(paths)])}",
         ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def eval_command(kb: Path, *flags: str) -> list[str]:
+    """``groove eval`` of ``kb`` with the hash model, no history and JSON out, then ``flags``."""
+    return [
+        str(BIN / "groove"),
+        "eval",
+        "--kb-path",
+        str(kb),
+        "--model",
+        "hash",
+        "--no-history",
+        "--format",
+        "json",
+        *flags,
+    ]
 
 
 def ms(seconds: float) -> str:
@@ -580,19 +601,7 @@ def figure_eval(
         small, large = tmp / f"golden-{kind}-1.yml", tmp / f"golden-{kind}-2.yml"
         write_golden(small, queries[:per_run], expected)
         write_golden(large, queries, expected)
-        command = [
-            str(BIN / "groove"),
-            "eval",
-            "--kb-path",
-            str(kb),
-            "--model",
-            "hash",
-            "--no-history",
-            "--no-reindex",
-            "--format",
-            "json",
-            "--golden",
-        ]
+        command = eval_command(kb, "--no-reindex", "--golden")
         walls: dict[Path, list[float]] = {small: [], large: []}
         rss = 0.0
         for _ in range(2):  # interleaved
@@ -670,15 +679,7 @@ def figure_tune(report: Report, scale: float, seed: int, tmp: Path) -> None:
     golden_path = tmp / "tune-golden.yml"
     expected = sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md"))
     queries = eval_queries("scale", kb, 100, seed)
-    lines = ["queries:"]
-    for number, query in enumerate(queries):
-        lines += [
-            f"  - id: t{number:03d}",
-            f"    query: {json.dumps(query)}",
-            "    expected:",
-            f"      - path: {json.dumps(expected[number % len(expected)])}",
-        ]
-    golden_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_golden(golden_path, queries, expected, ids="t{:03d}")
     golden = load_golden(golden_path, kb)
     with open_engine(kb, settings, reindex=False) as engine, engine.read_snapshot():
         started = time.perf_counter()

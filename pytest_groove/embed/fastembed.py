@@ -12,7 +12,6 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from pytest_groove.embed.base import Matrix, l2_normalise
-from pytest_groove.embed.st import offline_hub, one_line
+from pytest_groove.embed.st import import_extra, offline_hub, one_line
 from pytest_groove.errors import GrooveError
 
 __all__ = ["PREFIX", "FastEmbedEmbedder"]
@@ -67,13 +66,7 @@ def _load(model_name: str) -> Any:
     """Import fastembed and load ``model_name`` from the local cache, or raise GrooveError."""
     cache_dir = os.environ.get("GROOVE_FASTEMBED_CACHE", "").strip() or None
     with offline_hub():
-        try:
-            module = importlib.import_module("fastembed")
-        except ImportError as exc:
-            raise GrooveError(
-                f"model {PREFIX}{model_name} needs the fastembed package ({one_line(exc)}); "
-                "install pytest-groove[fastembed]"
-            ) from exc
+        module = import_extra("fastembed", "fastembed", PREFIX + model_name)
         try:
             return module.TextEmbedding(
                 model_name=model_name, cache_dir=cache_dir, local_files_only=True

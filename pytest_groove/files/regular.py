@@ -16,13 +16,14 @@ import os
 import stat
 from pathlib import Path
 
+from pytest_groove.files.beneath import read_at_most
+
 _FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NONBLOCK", 0)
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)
 )
-_READ_CHUNK = 1024 * 1024
 
 
 def read_regular_file(path: Path, cap: int) -> bytes:
@@ -42,17 +43,9 @@ def read_regular_file(path: Path, cap: int) -> bytes:
             )
         if info.st_size > cap:
             raise OSError(errno.EFBIG, f"{info.st_size:,} bytes, over the {cap:,} byte limit")
-        parts: list[bytes] = []
-        remaining = cap + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, _READ_CHUNK))
-            if not chunk:
-                break
-            parts.append(chunk)
-            remaining -= len(chunk)
+        data = read_at_most(fd, cap + 1)
     finally:
         os.close(fd)
-    data = b"".join(parts)
     if len(data) > cap:
         raise OSError(errno.EFBIG, f"grew past the {cap:,} byte limit while being read")
     return data

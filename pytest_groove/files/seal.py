@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pytest_groove.files.atomic import sync_directory, write_atomic_with
+from pytest_groove.files.beneath import NO_FOLLOW_READ_FLAGS, read_at_most
 from pytest_groove.files.resource_limits import ResourceLimit, raise_if_limit, resource_limit
 from pytest_groove.files.seal_pieces import Piece, crc_matches, pieces_of
 
@@ -80,13 +81,6 @@ __all__ = [
 
 #: a cache file larger than this is not read (a flat index of 1M 1024-dim vectors is 4 GiB)
 CACHE_FILE_CAP = 16 * 1024**3
-_CACHE_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
 SEAL_SUFFIX = ".seal"
 _MAGIC = b"GRVSEAL1"
 #: magic, device, inode, size, modification ns, change ns, boot, number of pieces
@@ -187,14 +181,8 @@ def read_seal(path: Path) -> Seal | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, limit + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        return Seal.decode(b"".join(chunks)) if total <= limit else None
+        data = read_at_most(fd, limit + 1)
+        return Seal.decode(data) if len(data) <= limit else None
     except OSError as exc:
         raise_if_limit(exc, seal_path(path))
         return None
@@ -304,7 +292,7 @@ def open_cache_file(path: Path) -> BinaryIO | None:
     read from this handle, never by name again.
     """
     try:
-        fd = os.open(path, _CACHE_OPEN_FLAGS)
+        fd = os.open(path, NO_FOLLOW_READ_FLAGS)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -180,14 +180,21 @@ def _field(obj: dict[str, Any], name: str, where: str, *, required: bool = True)
     return value
 
 
-def read_corpus(path: Path) -> list[BeirDocument]:
-    documents: list[BeirDocument] = []
+def _with_unique_ids(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """Each object of a JSON-lines file, where it stands and its ``_id``, which no other
+    object of the file may repeat (``what`` names the objects: document, query)."""
     seen: dict[str, str] = {}
     for where, obj in _json_objects(path):
-        doc_id = _field(obj, "_id", where)
-        if doc_id in seen:
-            raise _fail(where, f"document id {doc_id!r} repeats {seen[doc_id]}", "remove one")
-        seen[doc_id] = where
+        item_id = _field(obj, "_id", where)
+        if item_id in seen:
+            raise _fail(where, f"{what} id {item_id!r} repeats {seen[item_id]}", "remove one")
+        seen[item_id] = where
+        yield where, obj, item_id
+
+
+def read_corpus(path: Path) -> list[BeirDocument]:
+    documents: list[BeirDocument] = []
+    for where, obj, doc_id in _with_unique_ids(path, "document"):
         title = _field(obj, "title", where, required=False)
         documents.append(BeirDocument(doc_id, title, _field(obj, "text", where)))
     if not documents:
@@ -197,12 +204,7 @@ def read_corpus(path: Path) -> list[BeirDocument]:
 
 def read_queries(path: Path) -> list[BeirQuery]:
     queries: list[BeirQuery] = []
-    seen: dict[str, str] = {}
-    for where, obj in _json_objects(path):
-        query_id = _field(obj, "_id", where)
-        if query_id in seen:
-            raise _fail(where, f"query id {query_id!r} repeats {seen[query_id]}", "remove one")
-        seen[query_id] = where
+    for where, obj, query_id in _with_unique_ids(path, "query"):
         text = _field(obj, "text", where)
         if not text.strip():
             raise _fail(where, f"query {query_id!r} has empty text", "give it text or drop it")

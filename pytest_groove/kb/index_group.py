@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pytest_groove.embed.base import Embedder, Matrix
 from pytest_groove.kb.notes import note_text
@@ -185,26 +185,22 @@ class WriteGroup:
             note_vector = next(fresh_notes) if embeds_note else None
             drop_note = pending.new_note and not self.embeds_notes
             self._queued.docs.append((doc, known, meta_only, embeds_note))
+            write = DocumentWrite(
+                item.path,
+                item.digest,
+                len(item.data),
+                doc,
+                note_vector=note_vector,
+                drop_note=drop_note,
+            )
             if meta_only or vectors is None:
-                self._queued.writes.append(
-                    DocumentWrite(
-                        item.path,
-                        item.digest,
-                        len(item.data),
-                        doc,
-                        note_vector=note_vector,
-                        drop_note=drop_note,
-                    )
-                )
+                self._queued.writes.append(write)  # the document row only
                 continue
             count = len(doc.chunks)
             self._queued.writes.append(
-                DocumentWrite(
-                    item.path,
-                    item.digest,
-                    len(item.data),
-                    doc,
-                    vectors[offset : offset + count],
+                replace(
+                    write,
+                    vectors=vectors[offset : offset + count],
                     token_counts=[token_count(c.content) for c in doc.chunks],
                     quality_scores=[quality_score(c.content) for c in doc.chunks],
                     term_texts=[
@@ -213,8 +209,6 @@ class WriteGroup:
                     ]
                     if self._term_table
                     else (),
-                    note_vector=note_vector,
-                    drop_note=drop_note,
                 )
             )
             self._queued.chunks += count

@@ -15,6 +15,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections import deque
@@ -115,9 +116,8 @@ def index_kb(
         with index_lock(index_dir):
             with index_dir_faults(index_dir):
                 repairs += clear_planted(index_dir, DB_FILE_NAMES)
-            report = _index_rebuilding_damage(
-                kb, index_dir, settings, embedder, force, progress, wants
-            )
+            steps = functools.partial(_index_locked, kb, settings, embedder, progress, wants)
+            report = _index_rebuilding_damage(index_dir, force, steps)
             report.warnings[:0] = repairs
     report.seconds = time.monotonic() - started
     if log is not None:
@@ -127,15 +127,10 @@ def index_kb(
 
 
 def _index_rebuilding_damage(
-    kb: Path,
-    index_dir: Path,
-    settings: IndexSettings,
-    embedder: Embedder,
-    force: bool,
-    progress: ProgressTo,
-    wants: _Wants,
+    index_dir: Path, force: bool, steps: Callable[[Store, bool], IndexReport]
 ) -> IndexReport:
-    """Index under the lock; a corrupt database is deleted and built again, once.
+    """The indexer's ``steps(store, force)`` on the opened index, under the lock; a
+    corrupt database is deleted and built again (with ``force``), once.
 
     Corrupt: SQLite says so while the indexer reads it, a reader marked it, or the
     check of a file the indexer did not leave finds damage (:mod:`.index_damage`).  The
@@ -143,33 +138,26 @@ def _index_rebuilding_damage(
     while keeping it would fail every later search.
     """
     try:
-        return _index_open(kb, index_dir, settings, embedder, force, progress, wants)
+        return _index_open(index_dir, lambda store: steps(store, force))
     except IndexCorrupt as exc:
         report_warning = f"{exc.message.split('; ')[0]}; rebuilt it from the KB"
     for suffix in ("", "-wal", "-shm"):
         with index_dir_faults(index_dir):
             Path(f"{index_dir / DB_FILE_NAME}{suffix}").unlink(missing_ok=True)
     clear_damage_records(index_dir / DB_FILE_NAME)
-    report = _index_open(kb, index_dir, settings, embedder, True, progress, wants)
+    report = _index_open(index_dir, lambda store: steps(store, True))
     report.warnings.insert(0, report_warning)
     return report
 
 
-def _index_open(
-    kb: Path,
-    index_dir: Path,
-    settings: IndexSettings,
-    embedder: Embedder,
-    force: bool,
-    progress: ProgressTo,
-    wants: _Wants,
-) -> IndexReport:
+def _index_open(index_dir: Path, steps: Callable[[Store], IndexReport]) -> IndexReport:
+    """Open (or create) the index database, check it, and run ``steps`` on it."""
     store = Store.open(index_dir, create=True)
     try:
         with index_faults(store.path, store.conn):
             check_database(store.conn, store.path)
             store.conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            report = _index_locked(kb, store, settings, embedder, force, progress, wants)
+            report = steps(store)
     finally:
         store.close()
     record_checked(store.path)  # the file as this indexer leaves it
@@ -283,12 +271,12 @@ class _Scan:
 
 def _index_locked(
     kb: Path,
-    store: Store,
     settings: IndexSettings,
     embedder: Embedder,
-    force: bool,
     progress: ProgressTo,
     wants: _Wants,
+    store: Store,
+    force: bool,
 ) -> IndexReport:
     """The indexer's steps, in order: scan, renames, index each file, prune, and the
     note vectors of unchanged documents when they are wanted for the first time."""

@@ -66,6 +66,7 @@ from pytest_groove.plugin.runner import (
     REPORT_NAME,
     REPORT_NOTES,
     REPORT_RESULT,
+    REPORT_RETRIEVER,
     REPORT_STOPPED,
     ProcessRunner,
     usage_message,
@@ -309,6 +310,11 @@ class GrooveController:
         self.pending_stderr: list[str] = []
         #: the pytest session, to change its exit status after the summary
         self.pytest_session: pytest.Session | None = None
+        #: what the workers' searches learned, kept until this process has a searcher
+        #: (one whose workers begin themselves gets it at the end)
+        self.worker_notes: list[dict[str, Any]] = []
+        #: the retriever's name as the workers that began themselves built it
+        self.worker_retriever: str | None = None
 
     def ordered_results(self) -> list[QueryResult]:
         """Results in golden order (queries that did not run are left out)."""
@@ -328,9 +334,12 @@ class GrooveController:
             return
         self._note_stop(getattr(report, REPORT_STOPPED, None))
         notes = getattr(report, REPORT_NOTES, None)
-        if isinstance(notes, dict) and self.runner.searcher is not None:
+        if isinstance(notes, dict):
             # a worker's retriever kind and warnings, for the checks at the end
-            self.runner.searcher.add_search_notes(notes)
+            self.worker_notes.append(notes)
+        name = getattr(report, REPORT_RETRIEVER, None)
+        if self.worker_retriever is None and isinstance(name, str):
+            self.worker_retriever = name
         raw = getattr(report, REPORT_RESULT, None)
         name = getattr(report, REPORT_NAME, None)
         if raw is None and isinstance(name, str) and report.failed:
@@ -341,6 +350,20 @@ class GrooveController:
             self.results[name] = QueryResult.from_json(raw)
         except RecordFormatError:
             return
+
+    def _begin_named(self) -> Stop | None:
+        """Begin now when the workers began themselves and some scored a query (a
+        usage error doing so -- the history refused -- stops the run as one would)."""
+        runner, name = self.runner, self.worker_retriever
+        if not runner.begins_in_workers or runner.evaluation is not None or name is None:
+            return None
+        if self.stop is not None or not self.results:
+            return None
+        try:
+            runner.begin_named(name)
+        except pytest.UsageError as exc:
+            return Stop(str(exc), begin=True)
+        return None
 
     def _note_stop(self, raw: Any) -> None:
         """Keep the first stop a report carries (from this process or an xdist worker);
@@ -374,13 +397,18 @@ class GrooveController:
             return
         self.pytest_session = session
         runner = self.runner
-        stop = self.stop
+        stop = self._begin_named() or self.stop
+        if runner.searcher is not None:
+            for notes in self.worker_notes:
+                runner.searcher.add_search_notes(notes)
         if stop is not None and stop.begin:
             # a worker could not build the retriever that another process of the session
             # did build (this controller, or a worker whose results came in): say so
             if _built_here(runner):
                 stop = replace(stop, line=stop.line + BUILT_HERE_HINT)
-            elif self.results and isinstance(runner.searcher, RetrieverSearcher):
+            elif self.results and (
+                runner.begins_in_workers or isinstance(runner.searcher, RetrieverSearcher)
+            ):
                 stop = replace(stop, line=stop.line + BUILT_ELSEWHERE_HINT)
         self.finished = finish(
             runner.plan,

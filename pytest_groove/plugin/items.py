@@ -33,6 +33,8 @@ class QueryRunner(Protocol):
 
     #: why the golden queries of this process stopped (None: they did not)
     stopped: str | None
+    #: the golden item that failed with that line (the later ones' skip names it)
+    stopped_at: str | None
 
     @property
     def k_values(self) -> tuple[int, ...]: ...
@@ -85,25 +87,35 @@ def _rank_text(rank: int | None, max_k: int, fetched: int) -> str:
 def describe_result(
     result: QueryResult, k_values: Sequence[int], headline: str, *, grouped: bool = False
 ) -> str:
-    """The failure text: query, expected entries with their ranks, top hits (``grouped``:
-    the search grouped them by document, said when their scores do not descend)."""
+    """The failure text: query, expected entries with their ranks, top hits (no hits:
+    three lines; ``grouped``: the search grouped them by document, said when their
+    scores do not descend)."""
     max_k = max(k_values)
+    if not result.top_k:
+        # nothing to rank: each entry "not retrieved" and every metric 0 say nothing more
+        expected = ", ".join(_label(e.path, e.heading) for e in result.expected[:SHOWN_HITS])
+        more = len(result.expected) - SHOWN_HITS
+        expected += f" and {more} more" if more > 0 else ""
+        return "\n".join(
+            [
+                headline,
+                f"  query:    {result.query}",
+                f"  the search returned no hits (expected: {expected})",
+            ]
+        )
     ranks = expected_ranks(result.expected, result.top_k)
     width = max(len(_label(e.path, e.heading)) for e in result.expected)
     lines = [headline, f"  query:    {result.query}", "  expected:"]
     for entry, rank in zip(result.expected, ranks, strict=True):
         label = _label(entry.path, entry.heading)
         lines.append(f"    {label:<{width}}  {_rank_text(rank, max_k, len(result.top_k))}")
-    if result.top_k:
-        shown = result.top_k[:SHOWN_HITS]
-        lines.append(f"  top {len(shown)} of {len(result.top_k)} hits:")
-        for hit in shown:
-            lines.append(f"    {hit.rank:>3}. {_label(hit.path, hit.heading)}  ({hit.score:.4f})")
-        note = grouping_note([round(hit.score, 4) for hit in shown], grouped)
-        if note is not None:
-            lines.append(f"  {note}")
-    else:
-        lines.append("  the search returned no hits")
+    shown = result.top_k[:SHOWN_HITS]
+    lines.append(f"  top {len(shown)} of {len(result.top_k)} hits:")
+    for hit in shown:
+        lines.append(f"    {hit.rank:>3}. {_label(hit.path, hit.heading)}  ({hit.score:.4f})")
+    note = grouping_note([round(hit.score, 4) for hit in shown], grouped)
+    if note is not None:
+        lines.append(f"  {note}")
     lines.append(f"  metrics:  {query_summary(result.metrics, k_values)}")
     return "\n".join(lines)
 
@@ -150,7 +162,9 @@ class GrooveQueryItem(pytest.Item):
     def runtest(self) -> None:
         runner = self.runner
         if runner.stopped is not None:
-            pytest.skip(f"not searched: {runner.stopped}")
+            # a short reference: the line itself is said by the stopped item and the
+            # summary, not again by each skipped item (-rs, JUnit)
+            pytest.skip(f"not searched: the golden queries stopped at {runner.stopped_at}")
         try:
             result = runner.run_query(self.position, self.query)
         except StopsTheRun as exc:
@@ -159,6 +173,7 @@ class GrooveQueryItem(pytest.Item):
             # this process are skipped with it -- not one identical failure (and one
             # wait) each -- while the project's other tests still run
             runner.stopped = exc.message
+            runner.stopped_at = repr(self.name)
             raise QueryFailed(exc.message) from None
         self.groove_result = result
         self.user_properties.extend(runner.junit_properties(result))

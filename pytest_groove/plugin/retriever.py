@@ -56,18 +56,20 @@ def _call_hook(config: pytest.Config, quiet: Callable[[], Any]) -> Any:
             return config.hook.pytest_groove_retriever(config=config)
     except GrooveError:
         raise
-    except Exception as exc:  # the user's hook: building a retriever can fail in any way
-        from pytest_groove.search.retrievers.http import one_line
-
-        raise GrooveError(
-            f"retriever hook pytest_groove_retriever in {hook_files(config)} failed: "
-            f"{type(exc).__name__}: {one_line(exc)}"
-        ) from None
     except SystemExit as exc:
         from pytest_groove.search.retrievers.external import exited
 
         raise GrooveError(
             exited(f"hook pytest_groove_retriever in {hook_files(config)}", exc, "building it")
+        ) from None
+    except (KeyboardInterrupt, GeneratorExit):
+        raise  # Ctrl-C still means interrupted
+    except BaseException as exc:  # the user's hook: building a retriever can fail in any way
+        from pytest_groove.search.retrievers.http import one_line
+
+        raise GrooveError(
+            f"retriever hook pytest_groove_retriever in {hook_files(config)} failed: "
+            f"{type(exc).__name__}: {one_line(exc)}"
         ) from None
 
 

@@ -21,6 +21,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import shlex
@@ -85,6 +86,10 @@ REPORT_STOPPED = "groove_stopped"
 #: controller's end-of-run checks need (``EvaluatedSearcher.search_notes``: the retriever's kind,
 #: its warnings), set when it changed since the worker's last report
 REPORT_NOTES = "groove_search_notes"
+#: report attribute on a worker's golden item when the worker began the evaluation
+#: itself (:attr:`ProcessRunner.begins_in_workers`): its retriever's name, which the
+#: controller -- that never builds the retriever -- records the run under
+REPORT_RETRIEVER = "groove_retriever_name"
 #: where the active plugin keeps its runner
 RUNNER_KEY = pytest.StashKey["ProcessRunner"]()
 
@@ -159,8 +164,11 @@ def _note_engine_options(runner: ProcessRunner, run: RunOptions) -> None:
         runner.write_line(f"{PROG}: {spell_flags(note, 'pytest')}")
 
 
-def _retriever_searcher(runner: ProcessRunner, run: RunOptions) -> EvaluatedSearcher | None:
-    """The retriever a name, ``--groove-retriever`` or the hook gives, None without one."""
+def _retriever_searcher(
+    runner: ProcessRunner, run: RunOptions, *, quiet: bool = False
+) -> EvaluatedSearcher | None:
+    """The retriever a name, ``--groove-retriever`` or the hook gives, None without one
+    (``quiet``: the notes on engine options were said already)."""
     config = runner.config
     if run.retriever_name is not None and (
         run.retriever is not None or config.hook.pytest_groove_retriever.get_hookimpls()
@@ -176,7 +184,8 @@ def _retriever_searcher(runner: ProcessRunner, run: RunOptions) -> EvaluatedSear
                 )
             return built
 
-        _note_engine_options(runner, run)
+        if not quiet:
+            _note_engine_options(runner, run)
         return RetrieverSearcher(build, runner.kb, runner.plan.settings, name=run.retriever_name)
     retriever = plugin_retriever(config, run.retriever, runner.kb, run)
     if retriever is not None:
@@ -211,7 +220,7 @@ def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> EvaluatedSearcher
         settings,
         reindex=reindex,
         embedder=embedder,
-        progress=False if quiet else runner.progress_to(),
+        progress=False if quiet else progress_to(runner.config),
         log=None
         if quiet
         else lambda msg: runner.write_line(f"{PROG}: {spell_flags(msg, 'pytest')}"),
@@ -220,6 +229,31 @@ def _engine_searcher(runner: ProcessRunner, *, quiet: bool) -> EvaluatedSearcher
     if report is not None and (report.added or report.changed or report.renamed or report.removed):
         runner.write_line(f"{PROG}: {report.summary()}")
     return searcher
+
+
+def write_line(config: pytest.Config, text: str) -> None:
+    """One line on pytest's terminal (standard error without a terminal reporter)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(text)
+    else:
+        sys.stderr.write(text + "\n")
+
+
+def progress_to(config: pytest.Config) -> ProgressTo:
+    """Where the indexer's progress goes: the bar when standard error is a terminal,
+    else a line now and then through the terminal reporter, outside any capture."""
+    if sys.stderr is not None and sys.stderr.isatty():
+        return None
+    return functools.partial(write_uncaptured, config)
+
+
+def write_uncaptured(config: pytest.Config, text: str) -> None:
+    """``groove: text`` on the terminal even while pytest captures output."""
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    suspended = capture.global_and_fixture_disabled() if capture is not None else None
+    with suspended if suspended is not None else contextlib.nullcontext():
+        write_line(config, f"{PROG}: {text}")
 
 
 class ProcessRunner:
@@ -264,6 +298,8 @@ class ProcessRunner:
         #: the one line that stopped the golden queries in this process (a service
         #: down, hits no KB file holds): every later golden item is skipped with it
         self.stopped: str | None = None
+        #: the golden item that failed with it (named by the skips of the later ones)
+        self.stopped_at: str | None = None
         #: whether that line is why this process could not begin to search (its
         #: retriever or index failed to open): under xdist, a worker's usage error
         self.stopped_at_begin = False
@@ -272,6 +308,15 @@ class ProcessRunner:
         #: whether this process collected golden queries only (set at collection's end):
         #: only then may the collector be frozen -- see :meth:`_open_searcher`
         self._only_golden_items = False
+        #: an xdist controller whose retriever is named by its spec alone: it never
+        #: builds it (importing a user's module may load a model, or lock a store);
+        #: each worker begins the evaluation itself, the controller at the end
+        #: (:meth:`begin_named`) under the name the workers report
+        self.begins_in_workers = False
+        #: standard error as it was before pytest captured it (the hang watchdog's line)
+        self._stderr_fd: int | None = None
+        if options.run.retriever is not None or retriever_hook:
+            self._stderr_fd = _stall_lines_past_capture()
 
     # ------------------------------------------------------------------ the searcher
 
@@ -290,25 +335,7 @@ class ProcessRunner:
         return evaluation is not None and bool(evaluation.fingerprint.document_first)
 
     def write_line(self, text: str) -> None:
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(text)
-        else:
-            sys.stderr.write(text + "\n")
-
-    def progress_to(self) -> ProgressTo:
-        """Where the indexer's progress goes: the bar when standard error is a terminal,
-        else a line now and then through the terminal reporter, outside any capture."""
-        if sys.stderr is not None and sys.stderr.isatty():
-            return None
-        return self.write_uncaptured
-
-    def write_uncaptured(self, text: str) -> None:
-        """``groove: text`` on the terminal even while pytest captures output."""
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        suspended = capture.global_and_fixture_disabled() if capture is not None else None
-        with suspended if suspended is not None else contextlib.nullcontext():
-            self.write_line(f"{PROG}: {text}")
+        write_line(self.config, text)
 
     def hook_embedder(self) -> Embedder | None:
         """The ``pytest_groove_embedder`` hook's embedder, None without one."""
@@ -352,6 +379,22 @@ class ProcessRunner:
         except GrooveError as exc:
             raise usage_error(exc, self.plan) from None
         assert self.evaluation is not None
+        return self.evaluation
+
+    def begin_named(self, name: str) -> Evaluation:
+        """An xdist controller that left its retriever to the workers: begin now, the
+        retriever known by the ``name`` they built it under (never built here)."""
+        from dataclasses import replace
+
+        plan = self.plan
+        run = replace(plan.options, retriever_name=name)
+        try:
+            with limits_as_errors():
+                self.searcher = _retriever_searcher(self, run, quiet=True)
+                assert self.searcher is not None
+                self.evaluation = begin_evaluation(plan, self.searcher)
+        except GrooveError as exc:
+            raise usage_error(exc, plan) from None
         return self.evaluation
 
     def _ready(self) -> Evaluation:
@@ -523,6 +566,10 @@ class ProcessRunner:
                 setattr(report, REPORT_STOPPED, stop)
             if item.groove_result is not None:
                 setattr(report, REPORT_RESULT, item.groove_result.to_json())
+            evaluation = self.evaluation
+            if self.worker_evaluation is not None and evaluation is not None:
+                # a worker that began itself: the name the controller records under
+                setattr(report, REPORT_RETRIEVER, evaluation.fingerprint.retriever)
             if self.worker_evaluation is not None and self.searcher is not None:
                 # the controller never searches: it warns and advises from these
                 notes = self.searcher.search_notes()
@@ -535,12 +582,40 @@ class ProcessRunner:
         if self.searcher is not None:
             self.searcher.close()
             self.searcher = None
+        if self._stderr_fd is not None:
+            from pytest_groove.search.retrievers import watchdog
+
+            watchdog.announce = watchdog.DEFAULT_ANNOUNCE
+            with contextlib.suppress(OSError):
+                os.close(self._stderr_fd)
+            self._stderr_fd = None
 
     def thaw_collector(self) -> None:
         """Give the objects frozen at :meth:`_open_searcher` back to the collector."""
         if self._collector_frozen:
             gc.unfreeze()
             self._collector_frozen = False
+
+
+def _stall_lines_past_capture() -> int | None:
+    """Point the hang watchdog's line (``search/retrievers/watchdog.py``) at standard
+    error as it is now -- at configure time, before pytest captures it around each
+    test -- so a hanging retriever is told of on the terminal, not in a captured
+    section nobody sees until it ends.  The descriptor it writes to (None: none)."""
+    from pytest_groove.search.retrievers import watchdog
+
+    try:
+        fd = os.dup(2)
+    except OSError:
+        return None
+
+    def announce(text: str) -> None:
+        line = f"\n{PROG}: warning: {spell_flags(text, 'pytest')}\n"
+        with contextlib.suppress(OSError):
+            os.write(fd, line.encode("utf-8", "replace"))
+
+    watchdog.announce = announce
+    return fd
 
 
 def _test_paths(config: pytest.Config) -> str:

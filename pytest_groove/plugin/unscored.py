@@ -57,7 +57,8 @@ class Stop:
     def reason(self) -> str:
         """The line without the plugin's prefix and the stop's own "nothing recorded"
         (the summary says that once)."""
-        return self.line.removeprefix(f"{PROG}: ").removesuffix(NOT_RECORDED)
+        reason = self.line.removeprefix(f"{PROG}: ").removesuffix(NOT_RECORDED)
+        return reason.removesuffix(" Nothing was recorded.")
 
 
 def nothing_ran_line(plan: EvalPlan, unscored: int = 0) -> str:
@@ -90,13 +91,15 @@ def stopped_line(plan: EvalPlan, stop: Stop) -> str:
     """The summary of a run whose golden queries stopped: why, and that nothing was
     recorded or gated (in capitals when a gate was asked for)."""
     asked = gates_asked(plan)
+    # a reason that asks a question ends it: the rest is a sentence of its own
+    then = " Nothing" if stop.reason.endswith("?") else "; nothing"
     if asked:
         return (
-            f"{PROG}: WARNING: the run stopped: {stop.reason}; nothing was recorded, and "
+            f"{PROG}: WARNING: the run stopped: {stop.reason}{then} was recorded, and "
             f"{' and '.join(asked)} did NOT run\n"
         )
     return (
-        f"{PROG}: the run stopped: {stop.reason}; nothing was recorded and the retrieval "
+        f"{PROG}: the run stopped: {stop.reason}{then} was recorded and the retrieval "
         "gate did not run\n"
     )
 

@@ -3,7 +3,11 @@
 The controller begins the evaluation just before the workers start (the index is
 brought up to date once, under the indexer's lock, so the workers never race to build
 it) and hands each worker what it needs to judge its items like a single process
-would: the run fingerprint and each golden query's baseline result.  A worker opens
+would: the run fingerprint and each golden query's baseline result.  A ``module:attr``
+retriever without a ``--groove-retriever-name`` is the exception: its name is learnt
+only by importing it, which the controller -- that searches nothing -- never does; each
+worker begins over the retriever it built and reports its name, and the controller
+begins under that name at the end (``ProcessRunner.begin_named``).  A worker opens
 the index the controller left and searches; it never reads the history.  What comes
 back travels on the test reports of its golden items (``runner.py``'s ``REPORT_*``
 attributes): each result, a stop, and the searcher's notes (a custom retriever's kind
@@ -19,7 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.lifecycle import Evaluation
+from pytest_groove.evaluation.lifecycle import Evaluation, begin_evaluation
 from pytest_groove.evaluation.plan import EvalPlan, StoredRuns
 from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult, RecordFormatError
 from pytest_groove.evaluation.searched import EvaluatedSearcher
@@ -61,6 +65,10 @@ def worker_evaluation(
 ) -> Evaluation:
     """The evaluation a worker judges its items with, from the controller's hand-off."""
     payload = workerinput.get(WORKER_INPUT) or {}
+    if payload.get("begin") is True:
+        # the controller left the retriever to the workers: each begins over its own
+        # (the history is only read here; the controller records at the end)
+        return begin_evaluation(plan, searcher)
     if "fingerprint" not in payload:
         # the controller judged that no golden query would be selected (collection.
         # golden_may_run) and began nothing; a conftest that adds markers at collection
@@ -129,12 +137,32 @@ class XdistHandOff:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
-        """Just before the workers start: bring the index up to date, begin."""
-        if self.needed:
-            self.runner.begin()
+        """Just before the workers start: bring the index up to date, begin -- unless
+        the retriever is a ``module:attr`` known by its spec alone, which only the
+        workers build (its name is learnt there: :meth:`ProcessRunner.begin_named`)."""
+        if not self.needed:
+            return
+        if _spec_alone(self.runner.plan):
+            self.runner.begins_in_workers = True
+            return
+        self.runner.begin()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """Hand each worker the fingerprint and each query's baseline."""
-        if self.needed:
-            node.workerinput[WORKER_INPUT] = handoff_payload(self.runner.begin())
+        """Hand each worker the fingerprint and each query's baseline (or, when the
+        workers begin themselves, just that)."""
+        if not self.needed:
+            return
+        if self.runner.begins_in_workers:
+            node.workerinput[WORKER_INPUT] = {"begin": True}
+            return
+        node.workerinput[WORKER_INPUT] = handoff_payload(self.runner.begin())
+
+
+def _spec_alone(plan: EvalPlan) -> bool:
+    """A ``module:attr`` retriever without ``--groove-retriever-name``: building it is
+    the only way to learn its name (its ``groove_name``, its store)."""
+    from pytest_groove.settings.retriever_spec import is_url
+
+    run = plan.options
+    return run.retriever is not None and run.retriever_name is None and not is_url(run.retriever)

@@ -25,8 +25,9 @@ from pytest_groove.scoring.metric_table import (
     metric_names_hint,
     parse_metric,
 )
+from pytest_groove.scoring.thresholds import unit_value
 from pytest_groove.shapes import ShapeError
-from pytest_groove.text.list_values import EmptyItem, ascii_float, split_items
+from pytest_groove.text.list_values import EmptyItem, split_items
 
 #: an example for help texts and messages (the threshold spellings of the table)
 FLOORS_EXAMPLE = f"{Metric(RECALL, 5).threshold_key}=0.9,{Metric(RR).threshold_key}=0.8"
@@ -60,13 +61,7 @@ class Floors:
 
 
 def _floor_value(text: str, key: str) -> float:
-    try:
-        value = ascii_float(text)
-    except ValueError:
-        raise FloorError(f"{key}: {text.strip()[:40]!r} is not a number") from None
-    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise FloorError(f"{key}: {text.strip()[:40]!r} must be a number from 0 to 1")
-    return value
+    return unit_value(text, f"{key}: {text.strip()[:40]!r}", FloorError)
 
 
 def _key(name: str) -> str:

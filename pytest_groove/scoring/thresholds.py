@@ -67,15 +67,21 @@ class ThresholdError(ValueError):
     """A threshold specification that cannot be used (the message says why and how)."""
 
 
-def _threshold_value(text: str, key: str | None) -> float:
-    where = f"{key}: " if key else ""
+def unit_value(text: str, shown: str, error: type[ValueError]) -> float:
+    """``text`` as a number from 0 to 1 (a threshold or a floor), else ``error``, whose
+    message starts with ``shown`` (the value as the message quotes it)."""
     try:
         value = ascii_float(text)
     except ValueError:
-        raise ThresholdError(f"{where}{text[:40]!r} is not a number") from None
+        raise error(f"{shown} is not a number") from None
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise ThresholdError(f"{where}{text[:40]!r} must be a number from 0 to 1")
+        raise error(f"{shown} must be a number from 0 to 1")
     return value
+
+
+def _threshold_value(text: str, key: str | None) -> float:
+    where = f"{key}: " if key else ""
+    return unit_value(text, f"{where}{text[:40]!r}", ThresholdError)
 
 
 def parse_thresholds(text: str, default: float) -> Thresholds:

@@ -11,6 +11,7 @@ from itertools import pairwise
 from typing import Any, Protocol
 
 from pytest_groove.errors import one_line
+from pytest_groove.scoring.metrics import RankedHit
 from pytest_groove.scoring.records import ExpectedEntry
 
 #: between a hit's path and its heading wherever people read one (pytest failures,
@@ -74,19 +75,6 @@ class SearchHit:
         if self.expanded_from is not None:
             out["expanded_from"] = self.expanded_from
         return out
-
-
-class RankedHit(Protocol):
-    """A hit as a judged query keeps it (a :class:`SearchHit`, or a stored run's)."""
-
-    @property
-    def rank(self) -> int: ...
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def heading(self) -> str | None: ...
 
 
 class AnsweredQuery(Protocol):

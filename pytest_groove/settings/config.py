@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,7 +55,7 @@ from pytest_groove.shapes import (
     read_str,
 )
 from pytest_groove.text.echo import conversion_reason, int_text, quote_value
-from pytest_groove.text.list_values import EmptyItem, ascii_int, split_items
+from pytest_groove.text.list_values import ascii_int, split_option_list
 
 T = TypeVar("T")
 
@@ -179,12 +179,24 @@ _SEARCH_SWITCHES = {
 }
 
 
-def _parse_fusion(sec: _Section | None) -> FusionParams:
+def _record_of(
+    sec: _Section | None,
+    record: Callable[..., T],
+    readers: Mapping[str, Reader[Any]],
+    names: Mapping[str, str] | None = None,
+) -> T:
+    """The record a table is read into: its defaults when the table is absent, else
+    each key read (:meth:`_Section.take`) and any other key refused."""
     if sec is None:
-        return FusionParams()
-    fusion = FusionParams(**sec.take(_FUSION_KEYS))
+        return record()
+    value = record(**sec.take(readers, names))
     sec.finish()
-    if fusion.weights == (0.0, 0.0, 0.0):
+    return value
+
+
+def _parse_fusion(sec: _Section | None) -> FusionParams:
+    fusion = _record_of(sec, FusionParams, _FUSION_KEYS)
+    if sec is not None and fusion.weights == (0.0, 0.0, 0.0):
         raise GrooveError(
             f"invalid config {clip_path(sec.source)}: the three bm25 weights in [search.fusion] "
             "cannot all be 0"
@@ -193,19 +205,13 @@ def _parse_fusion(sec: _Section | None) -> FusionParams:
 
 
 def _parse_mmr(sec: _Section | None) -> MmrSettings:
-    if sec is None:
-        return MmrSettings()
-    mmr = MmrSettings(**sec.take(_MMR_KEYS, names={"lambda_": "lambda"}))
-    sec.finish()
-    return mmr
+    return _record_of(sec, MmrSettings, _MMR_KEYS, names={"lambda_": "lambda"})
 
 
 def _parse_parent(sec: _Section | None) -> ParentRetrieverSettings:
-    if sec is None:
-        return ParentRetrieverSettings()
-    parent = ParentRetrieverSettings(**sec.take(_PARENT_KEYS))
-    sec.finish()
-    check_parent_retriever(parent, clip_path(sec.source))
+    parent = _record_of(sec, ParentRetrieverSettings, _PARENT_KEYS)
+    if sec is not None:
+        check_parent_retriever(parent, clip_path(sec.source))
     return parent
 
 
@@ -252,11 +258,7 @@ _RETRIEVER_KEYS = {
 
 
 def _parse_retriever(sec: _Section | None) -> RetrieverSettings:
-    if sec is None:
-        return RetrieverSettings()
-    retriever = RetrieverSettings(**sec.take(_RETRIEVER_KEYS))
-    sec.finish()
-    return retriever
+    return _record_of(sec, RetrieverSettings, _RETRIEVER_KEYS)
 
 
 def _parse_index(top: _Section) -> IndexSettings:
@@ -556,12 +558,10 @@ def parse_bool_flag(name: str, text: str) -> bool:
 def parse_k_list(name: str, text: str) -> tuple[int, ...]:
     """``--k 1,5,10`` → (1, 5, 10); every k a whole number from 1 to :data:`K_MAX`,
     written in the digits 0-9, with no empty item (``1,,5``)."""
-    if not text.strip():
-        raise UsageError(f"{name} needs a comma-separated list of whole numbers, e.g. 1,5,10")
     try:
-        parts = split_items(text)
-    except EmptyItem as exc:
-        raise UsageError(f"{name}: {exc} (e.g. {name} 1,5,10)") from None
+        parts = split_option_list(name, text, "whole numbers", "1,5,10")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     values: list[int] = []
     for part in parts:
         try:

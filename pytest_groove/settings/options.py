@@ -502,15 +502,9 @@ def _parse_klist(name: str, text: str) -> tuple[int, ...]:
 
 def _parse_metrics(name: str, text: str) -> tuple[str, ...]:
     from pytest_groove.scoring.metric_names import parse_metric_names
-    from pytest_groove.text.list_values import EmptyItem, split_items
+    from pytest_groove.text.list_values import split_option_list
 
-    if not text.strip():
-        raise ValueError(f"{name} needs a comma-separated list of metrics, e.g. precision,map")
-    try:
-        names = split_items(text)
-    except EmptyItem as exc:
-        raise ValueError(f"{name}: {exc} (e.g. {name} precision,map)") from None
-    return parse_metric_names(names, name)
+    return parse_metric_names(split_option_list(name, text, "metrics", "precision,map"), name)
 
 
 def _parse_limit(name: str, text: str) -> int:

@@ -47,6 +47,18 @@ def split_items(text: str) -> list[str]:
     return items
 
 
+def split_option_list(name: str, text: str, what: str, example: str) -> list[str]:
+    """The items of option ``name``'s comma-separated ``text`` (:func:`split_items`);
+    a :class:`ValueError` saying it takes a list of ``what``, e.g. ``example``, for an
+    empty ``text`` or an empty item."""
+    if not text.strip():
+        raise ValueError(f"{name} needs a comma-separated list of {what}, e.g. {example}")
+    try:
+        return split_items(text)
+    except EmptyItem as exc:
+        raise ValueError(f"{name}: {exc} (e.g. {name} {example})") from None
+
+
 def ascii_int(text: str) -> int:
     """``text`` as a whole number written in the digits 0-9; ValueError otherwise."""
     stripped = text.strip()

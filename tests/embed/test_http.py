@@ -133,6 +133,14 @@ def base(server: _Server, monkeypatch: pytest.MonkeyPatch) -> str:
     return f"http://{host!s}:{port}"
 
 
+def probed_embedder(server: _Server, base: str) -> HttpEmbedder:
+    """An embedder of ``base`` whose construction probe the server has forgotten, so the
+    requests recorded are the test's own."""
+    embedder = HttpEmbedder(base)
+    server.state.requests.clear()
+    return embedder
+
+
 def _expected(texts: list[str]) -> np.ndarray:
     return HashEmbedder().embed_passages(texts)
 
@@ -161,8 +169,7 @@ def test_empty_input_sends_nothing(server: _Server, base: str) -> None:
 
 
 def test_batches_of_256_in_order(server: _Server, base: str) -> None:
-    embedder = HttpEmbedder(base)
-    server.state.requests.clear()
+    embedder = probed_embedder(server, base)
     texts = [f"text number {i}" for i in range(600)]
     vectors = embedder.embed_passages(texts)
     sent = [seen.body["input"] for seen in server.state.requests]
@@ -176,8 +183,7 @@ def test_batches_of_256_in_order(server: _Server, base: str) -> None:
 )
 @given(st.lists(st.text(max_size=30), max_size=140))
 def test_any_batch_round_trips(server: _Server, base: str, texts: list[str]) -> None:
-    embedder = HttpEmbedder(base)
-    server.state.requests.clear()
+    embedder = probed_embedder(server, base)
     vectors = embedder.embed_queries(texts)
     assert vectors.shape == (len(texts), 256)
     assert len(server.state.requests) == math.ceil(len(texts) / BATCH_SIZE)
@@ -293,8 +299,7 @@ def test_bad_answers_become_groove_errors(
 
 
 def test_overloaded_server_is_retried_then_answers(server: _Server, base: str) -> None:
-    embedder = HttpEmbedder(base)
-    server.state.requests.clear()
+    embedder = probed_embedder(server, base)
     server.state.overloaded = 2
     vectors = embedder.embed_passages(["one", "two"])
     np.testing.assert_allclose(vectors, _expected(["one", "two"]), atol=1e-6)
@@ -305,8 +310,7 @@ def test_retries_are_bounded_and_said(
     server: _Server, base: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GROOVE_HTTP_RETRIES", "1")
-    embedder = HttpEmbedder(base)
-    server.state.requests.clear()
+    embedder = probed_embedder(server, base)
     server.state.overloaded = 5
     with pytest.raises(GrooveError, match=r"HTTP 503.*still failing after 1 retries"):
         embedder.embed_passages(["one"])
@@ -320,8 +324,7 @@ def test_batch_size_from_environment(
     server: _Server, base: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GROOVE_HTTP_BATCH", "2")
-    embedder = HttpEmbedder(base)
-    server.state.requests.clear()
+    embedder = probed_embedder(server, base)
     embedder.embed_passages(["a", "b", "c", "d", "e"])
     assert [len(r.body["input"]) for r in server.state.requests] == [2, 2, 1]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -237,21 +238,19 @@ _PICKS = st.lists(
 )
 
 
-@settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(picks=_PICKS)
-def test_generated_damage_never_moves_the_gate(
-    fuzzed_kb: tuple[Path, dict[str, Any]], picks: list[tuple[int, str, int]]
-) -> None:
-    _fuzz(*fuzzed_kb, picks)
+def _generated_damage(count: int) -> Callable[[tuple[Path, dict[str, Any]]], None]:
+    """The property of :func:`_fuzz` over ``count`` generated damages."""
+
+    @settings(max_examples=count, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(picks=_PICKS)
+    def check(fuzzed_kb: tuple[Path, dict[str, Any]], picks: list[tuple[int, str, int]]) -> None:
+        _fuzz(*fuzzed_kb, picks)
+
+    return check
 
 
-@pytest.mark.slow
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(picks=_PICKS)
-def test_much_generated_damage_never_moves_the_gate(
-    fuzzed_kb: tuple[Path, dict[str, Any]], picks: list[tuple[int, str, int]]
-) -> None:
-    _fuzz(*fuzzed_kb, picks)
+test_generated_damage_never_moves_the_gate = _generated_damage(8)
+test_much_generated_damage_never_moves_the_gate = pytest.mark.slow(_generated_damage(300))
 
 
 # ------------------------------------------------------------------- the pytest door

@@ -60,17 +60,22 @@ def set_bad_text(path: Path, doc_path: str) -> None:
     conn.close()
 
 
+def assert_rebuilt(kb: Path) -> None:
+    """The indexer rebuilds the corrupt index in full, says so, and it searches again."""
+    report = run_indexer(kb, SETTINGS, progress=False)
+    assert report.added == 20
+    assert any("is corrupt" in w and "rebuilt" in w for w in report.warnings)
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert engine.search("deploy", 3)
+
+
 # --------------------------------------------------------------------------- corruption
 
 
 def test_a_corrupt_index_is_rebuilt_by_the_indexer(kb_eval_copy: Path) -> None:
     run_indexer(kb_eval_copy, SETTINGS, progress=False)
     damage_pages(db_path(kb_eval_copy))
-    report = run_indexer(kb_eval_copy, SETTINGS, progress=False)
-    assert report.added == 20
-    assert any("is corrupt" in w and "rebuilt" in w for w in report.warnings)
-    with open_engine(kb_eval_copy, SETTINGS, reindex=False) as engine:
-        assert engine.search("deploy", 3)
+    assert_rebuilt(kb_eval_copy)
 
 
 def test_a_file_that_is_no_database_is_rebuilt(kb_eval_copy: Path) -> None:
@@ -91,11 +96,7 @@ def test_searching_a_corrupt_index_names_it_and_the_rebuild(kb_eval_copy: Path) 
     assert str(db) in message and "rebuilt by the next run that indexes" in message
     assert "`groove index --kb-path" in message
     # the search left its mark: a plain run of the indexer rebuilds it
-    report = run_indexer(kb_eval_copy, SETTINGS, progress=False)
-    assert report.added == 20
-    assert any("is corrupt" in w and "rebuilt" in w for w in report.warnings)
-    with open_engine(kb_eval_copy, SETTINGS, reindex=False) as engine:
-        assert engine.search("deploy", 3)
+    assert_rebuilt(kb_eval_copy)
 
 
 def test_undecodable_text_in_search_is_reported_as_corruption(kb_eval_copy: Path) -> None:

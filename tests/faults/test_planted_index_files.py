@@ -17,7 +17,7 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -328,21 +328,19 @@ def _run_layout(built: Path, tmp_path: Path, layout: dict[str, str], groove: Gro
     case.outside_file.assert_untouched(case.reads_recorded)
 
 
-@settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(layout=LAYOUT)
-def test_generated_layouts_never_reach_outside(
-    built: Path, tmp_path: Path, layout: dict[str, str], groove: Groove
-) -> None:
-    _run_layout(built, tmp_path, layout, groove)
+def _generated_layouts(count: int) -> Callable[[Path, Path, Groove], None]:
+    """:func:`_run_layout` over ``count`` generated layouts."""
+
+    @settings(max_examples=count, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(layout=LAYOUT)
+    def check(built: Path, tmp_path: Path, layout: dict[str, str], groove: Groove) -> None:
+        _run_layout(built, tmp_path, layout, groove)
+
+    return check
 
 
-@pytest.mark.slow
-@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(layout=LAYOUT)
-def test_many_generated_layouts_never_reach_outside(
-    built: Path, tmp_path: Path, layout: dict[str, str], groove: Groove
-) -> None:
-    _run_layout(built, tmp_path, layout, groove)
+test_generated_layouts_never_reach_outside = _generated_layouts(12)
+test_many_generated_layouts_never_reach_outside = pytest.mark.slow(_generated_layouts(400))
 
 
 # --------------------------------------------------------------------------- the helpers

@@ -6,10 +6,12 @@ without following links and only if it is still that regular file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -54,54 +56,56 @@ def test_unchanged_file_is_read(tmp_path: Path) -> None:
     assert _read(kb, "race/zz-swap.md", walked) == BODY.encode()
 
 
-def test_file_swapped_for_a_symlink_after_the_walk_is_skipped(tmp_path: Path) -> None:
-    kb, outside = _kb_with_outside(tmp_path)
-    walked = collect_files(kb, SETTINGS.index)
-    target = kb / "race" / "zz-swap.md"
+def _to_link(target: Path, outside: Path) -> None:
     target.unlink()
-    target.symlink_to(outside / "zz-swap.md")
-    with pytest.raises(Skipped, match="symbolic link"):
-        _read(kb, "race/zz-swap.md", walked)
+    target.symlink_to(outside / target.name)
 
 
-def test_folder_swapped_for_a_symlink_after_the_walk_is_skipped(tmp_path: Path) -> None:
-    kb, outside = _kb_with_outside(tmp_path)
-    walked = collect_files(kb, SETTINGS.index)
-    (kb / "race").rename(tmp_path / "moved")
-    (kb / "race").symlink_to(outside, target_is_directory=True)
-    with pytest.raises(Skipped, match="symbolic link"):
-        _read(kb, "race/zz-swap.md", walked)
+def _folder_to_link(target: Path, outside: Path) -> None:
+    folder = target.parent
+    folder.rename(folder.parent.parent / "moved")
+    folder.symlink_to(outside, target_is_directory=True)
 
 
-def test_file_replaced_by_another_file_after_the_walk_is_skipped(tmp_path: Path) -> None:
-    kb, _outside = _kb_with_outside(tmp_path)
-    walked = collect_files(kb, SETTINGS.index)
-    target = kb / "race" / "zz-swap.md"
-    replacement = kb / "race" / "other.txt"
+def _to_other_file(target: Path, _outside: Path) -> None:
+    replacement = target.with_name("other.txt")
     replacement.write_text("## Other\n\nother body", encoding="utf-8")
     os.replace(replacement, target)
-    with pytest.raises(Skipped, match="replaced by another file"):
-        _read(kb, "race/zz-swap.md", walked)
 
 
-def test_fifo_swapped_in_is_skipped_without_blocking(tmp_path: Path) -> None:
-    kb, _outside = _kb_with_outside(tmp_path)
-    walked = collect_files(kb, SETTINGS.index)
-    target = kb / "race" / "zz-swap.md"
+def _to_fifo(target: Path, _outside: Path) -> None:
     target.unlink()
     os.mkfifo(target)
+
+
+@pytest.mark.parametrize(
+    ("swap", "reason"),
+    [
+        (_to_link, "symbolic link"),
+        (_folder_to_link, "symbolic link"),
+        (_to_other_file, "replaced by another file"),
+        (_to_fifo, "not a regular file"),
+    ],
+    ids=["file-to-link", "folder-to-link", "another-file", "fifo"],
+)
+def test_a_file_swapped_after_the_walk_is_skipped_without_blocking(
+    tmp_path: Path, swap: Callable[[Path, Path], None], reason: str
+) -> None:
+    kb, outside = _kb_with_outside(tmp_path)
+    walked = collect_files(kb, SETTINGS.index)
+    swap(kb / "race" / "zz-swap.md", outside)
     started = time.monotonic()
-    with pytest.raises(Skipped, match="not a regular file"):
+    with pytest.raises(Skipped, match=reason):
         _read(kb, "race/zz-swap.md", walked)
     assert time.monotonic() - started < 5
 
 
-def _swap_after_walk(monkeypatch: pytest.MonkeyPatch, swap: object) -> None:
+def _swap_after_walk(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
     real = indexer.collect_files
 
     def walk_then_swap(kb: Path, settings: IndexSettings) -> CollectResult:
         result = real(kb, settings)
-        swap()  # type: ignore[operator]
+        swap()
         return result
 
     monkeypatch.setattr(indexer, "collect_files", walk_then_swap)
@@ -115,37 +119,50 @@ def _indexed_text(kb: Path) -> str:
         store.close()
 
 
-def test_index_skips_a_symlink_swap_with_a_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("swap", "reason"),
+    [(_to_link, "symbolic link"), (_to_fifo, "regular file")],
+    ids=["link", "fifo"],
+)
+def test_index_skips_a_swap_after_the_walk_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: Callable[[Path, Path], None], reason: str
 ) -> None:
     kb, outside = _kb_with_outside(tmp_path)
-    target = kb / "race" / "zz-swap.md"
-
-    def swap() -> None:
-        target.unlink()
-        target.symlink_to(outside / "zz-swap.md")
-
-    _swap_after_walk(monkeypatch, swap)
+    _swap_after_walk(monkeypatch, lambda: swap(kb / "race" / "zz-swap.md", outside))
     report = run_indexer(kb, SETTINGS, progress=False)
-    assert report.skipped == 1
-    assert any(w.startswith("skipped race/zz-swap.md:") for w in report.warnings)
+    assert report.added == 1 and report.skipped == 1
+    (warning,) = (w for w in report.warnings if w.startswith("skipped race/zz-swap.md:"))
+    assert reason in warning
     assert "outside-secret-marker" not in _indexed_text(kb)
 
 
-def test_index_skips_a_fifo_swap_with_a_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kb, _outside = _kb_with_outside(tmp_path)
-    target = kb / "race" / "zz-swap.md"
+def _link_to(destination: Path) -> Callable[[Path], None]:
+    return lambda link: link.symlink_to(destination)
 
-    def swap() -> None:
-        target.unlink()
-        os.mkfifo(target)
 
-    _swap_after_walk(monkeypatch, swap)
-    report = run_indexer(kb, SETTINGS, progress=False)
-    assert report.added == 1 and report.skipped == 1
-    assert any("race/zz-swap.md" in w and "regular file" in w for w in report.warnings)
+@contextlib.contextmanager
+def _swapping(target: Path, staged: Path, plant: Callable[[Path], None]) -> Iterator[None]:
+    """While the block runs, a thread keeps swapping ``target`` between a regular file
+    and what ``plant`` makes at ``staged`` (a link, a named pipe)."""
+    staged_file = target.with_name(".staged-file")
+    stop = threading.Event()
+
+    def swapper() -> None:
+        while not stop.is_set():
+            staged_file.write_text(BODY, encoding="utf-8")
+            os.replace(staged_file, target)
+            if os.path.lexists(staged):
+                staged.unlink()
+            plant(staged)
+            os.replace(staged, target)
+
+    thread = threading.Thread(target=swapper, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 @pytest.mark.slow
@@ -155,54 +172,17 @@ def test_swap_loop_during_indexing_never_indexes_outside_content(tmp_path: Path)
     for n in range(40):
         (kb / "race" / f"filler-{n:02}.md").write_text(BODY + str(n), encoding="utf-8")
     target = kb / "race" / "zz-swap.md"
-    staged_file = kb / "race" / ".staged-file"
-    staged_link = kb / "race" / ".staged-link"
-    stop = threading.Event()
-
-    def swapper() -> None:
-        while not stop.is_set():
-            staged_file.write_text(BODY, encoding="utf-8")
-            os.replace(staged_file, target)
-            if staged_link.is_symlink():
-                staged_link.unlink()
-            staged_link.symlink_to(outside / "zz-swap.md")
-            os.replace(staged_link, target)
-
-    thread = threading.Thread(target=swapper, daemon=True)
-    thread.start()
-    try:
+    with _swapping(target, kb / "race" / ".staged-link", _link_to(outside / "zz-swap.md")):
         for _ in range(30):
             run_indexer(kb, SETTINGS, progress=False, force=True)
             assert "outside-secret-marker" not in _indexed_text(kb)
-    finally:
-        stop.set()
-        thread.join()
 
 
 @pytest.mark.slow
 def test_fifo_swap_loop_never_blocks_indexing(tmp_path: Path) -> None:
     kb, _outside = _kb_with_outside(tmp_path)
-    target = kb / "race" / "zz-swap.md"
-    staged_file = kb / "race" / ".staged-file"
-    staged_fifo = kb / "race" / ".staged-fifo"
-    stop = threading.Event()
-
-    def swapper() -> None:
-        while not stop.is_set():
-            staged_file.write_text(BODY, encoding="utf-8")
-            os.replace(staged_file, target)
-            if staged_fifo.exists():
-                staged_fifo.unlink()
-            os.mkfifo(staged_fifo)
-            os.replace(staged_fifo, target)
-
-    thread = threading.Thread(target=swapper, daemon=True)
-    thread.start()
     started = time.monotonic()
-    try:
+    with _swapping(kb / "race" / "zz-swap.md", kb / "race" / ".staged-fifo", os.mkfifo):
         for _ in range(30):
             run_indexer(kb, SETTINGS, progress=False, force=True)
-    finally:
-        stop.set()
-        thread.join()
     assert time.monotonic() - started < 120

@@ -42,6 +42,7 @@ from tests.helpers.cache_damage import (
     measured,
     warnings_of,
 )
+from tests.helpers.kb_files import TOPIC_WORDS
 
 
 @pytest.fixture
@@ -254,19 +255,7 @@ def test_an_edit_reads_a_few_pieces_of_the_vector_cache(
     monkeypatch.setattr(cache_pieces, "_SMALL", piece // 4)
     kb = tmp_path / "kb"
     kb.mkdir()
-    words = [
-        "cache",
-        "queue",
-        "replica",
-        "shard",
-        "index",
-        "vector",
-        "token",
-        "budget",
-        "retry",
-        "window",
-        "lease",
-    ]
+    words = TOPIC_WORDS[:11]
     for d in range(40):
         body = "\n\n".join(
             f"## Part {s}\n\n" + " ".join(words[(d + s + k) % len(words)] for k in range(60))

@@ -14,6 +14,22 @@ def write_notes(kb: Path, notes: Mapping[str, str]) -> Path:
     return kb
 
 
+#: the words generated notes are made of, cycled through so that notes and sections differ
+TOPIC_WORDS = (
+    "cache",
+    "queue",
+    "replica",
+    "shard",
+    "index",
+    "vector",
+    "token",
+    "budget",
+    "retry",
+    "window",
+    "lease",
+    "quorum",
+)
+
 #: a paragraph long enough to stand as a chunk of its own in the index
 LONG = "This paragraph is long enough to stand as a chunk of its own in the index."
 

@@ -1,7 +1,9 @@
-"""A real HTTP server on 127.0.0.1 for the retriever tests (one per test)."""
+"""A real HTTP server on 127.0.0.1 for the retriever tests (one per test), and a raw
+socket server that sends its answer a byte at a time."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,3 +38,68 @@ def serving(
 def url_of(server: ThreadingHTTPServer, path: str) -> str:
     host, port = server.server_address[:2]
     return f"http://{host!s}:{port}{path}"
+
+
+@contextmanager
+def dripping(answer: bytes, *, interval: float = 0.2, at_once: int = 0) -> Iterator[str]:
+    """A raw socket server on 127.0.0.1 that reads each request's headers and body, then
+    sends ``answer`` (the whole HTTP answer: status line, headers, body) a byte every
+    ``interval`` seconds after its first ``at_once`` bytes; yields its URL.  Each
+    connection has its own thread; all stop when the block ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.01)
+    done = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                _read_request(conn)
+                conn.sendall(answer[:at_once])
+                for index in range(at_once, len(answer)):
+                    if done.wait(interval):
+                        return
+                    conn.sendall(answer[index : index + 1])
+            except OSError:
+                return  # the client shut the connection at its deadline
+
+    def accept() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    host, port = listener.getsockname()[:2]
+    try:
+        yield f"http://{host}:{port}/search"
+    finally:
+        done.set()
+        thread.join(5)
+        listener.close()
+
+
+def _read_request(conn: socket.socket) -> None:
+    """Read one request: its headers, then as many body bytes as Content-Length says."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        piece = conn.recv(65536)
+        if not piece:
+            return
+        data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip() or b"0")
+    while len(body) < length:
+        piece = conn.recv(65536)
+        if not piece:
+            return
+        body += piece

@@ -13,8 +13,16 @@ import pytest
 import yaml
 
 from pytest_groove.cli import main
+from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.golden.file import load_golden
-from pytest_groove.interop.beir import BeirDocument, note_names, note_text, query_text
+from pytest_groove.interop.beir import (
+    BeirDocument,
+    note_names,
+    note_text,
+    query_text,
+    read_corpus,
+    read_queries,
+)
 from tests.helpers.cli_invoke import Groove
 
 DOCUMENTS = [
@@ -290,6 +298,25 @@ def test_bytes_that_are_not_utf8_are_named_by_line_and_offset(
         f"Error: {corpus}:3: not UTF-8 text (first bad byte 0xe9 at byte offset {offset} of "
         "the file); re-download or re-encode the file\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "repeat", "said"),
+    [
+        ("corpus.jsonl", {"_id": "d2", "title": "", "text": "again"}, ":6: document id 'd2'"),
+        ("queries.jsonl", {"_id": "q2", "text": "again"}, ":5: query id 'q2'"),
+    ],
+)
+def test_a_repeated_id_names_both_lines(
+    tmp_path: Path, name: str, repeat: dict[str, str], said: str
+) -> None:
+    source = write_dataset(tmp_path / "bad")
+    with (source / name).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(repeat) + "\n")
+    read = read_corpus if name == "corpus.jsonl" else read_queries
+    with pytest.raises(GrooveError) as info:
+        read(source / name)
+    assert info.value.message == f"{source / name}{said} repeats {source / name}:2; remove one"
 
 
 def test_an_unknown_corpus_id_in_the_qrels(tmp_path: Path, groove: Groove) -> None:

@@ -4,50 +4,20 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
 from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.errors import GrooveError
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, Settings
+from tests.helpers.embedders import RecordingEmbedder
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
-
-
-class CountingEmbedder:
-    """The hash embedder, counting how many passages it was asked to embed."""
-
-    def __init__(self) -> None:
-        self.inner = HashEmbedder()
-        self.name = self.inner.name
-        self.dimension = self.inner.dimension
-        self.passages = 0
-
-    def embed_passages(self, texts: Sequence[str]) -> Matrix:
-        self.passages += len(texts)
-        return self.inner.embed_passages(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        return self.inner.embed_queries(texts)
-
-
-class RecordingEmbedder(CountingEmbedder):
-    """The hash embedder, keeping every passage it was asked to embed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[str] = []
-
-    def embed_passages(self, texts: Sequence[str]) -> Matrix:
-        self.texts.extend(texts)
-        return super().embed_passages(texts)
 
 
 def write(kb: Path, rel: str, text: str) -> None:
@@ -57,21 +27,21 @@ def write(kb: Path, rel: str, text: str) -> None:
 
 
 def test_second_run_over_unchanged_kb_embeds_nothing(kb_eval_copy: Path) -> None:
-    embedder = CountingEmbedder()
+    embedder = RecordingEmbedder()
     first = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
     assert first.added == 20
     # every chunk, and one note vector per document
     assert first.notes_embedded == 20
-    assert embedder.passages == first.chunks_embedded + 20 > 20
-    before = embedder.passages
+    assert len(embedder.passages) == first.chunks_embedded + 20 > 20
+    before = len(embedder.passages)
     second = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
-    assert embedder.passages == before
+    assert len(embedder.passages) == before
     assert second.unchanged == 20
     assert (second.added, second.changed, second.removed) == (0, 0, 0)
 
 
 def test_editing_one_file_re_embeds_only_its_chunks(kb_eval_copy: Path) -> None:
-    embedder = CountingEmbedder()
+    embedder = RecordingEmbedder()
     run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
     target = kb_eval_copy / "ref" / "rate-limiting.md"
     target.write_text(
@@ -79,7 +49,7 @@ def test_editing_one_file_re_embeds_only_its_chunks(kb_eval_copy: Path) -> None:
         "bursts that is long enough to stay a chunk of its own.\n",
         encoding="utf-8",
     )
-    before = embedder.passages
+    before = len(embedder.passages)
     report = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
     assert report.changed == 1 and report.unchanged == 19
     store = Store.open(index_dir_for(kb_eval_copy.resolve(), SETTINGS, "hash"), create=False)
@@ -87,16 +57,16 @@ def test_editing_one_file_re_embeds_only_its_chunks(kb_eval_copy: Path) -> None:
         n_chunks = len(store.stored_chunks("ref/rate-limiting.md"))
     finally:
         store.close()
-    assert embedder.passages - before == n_chunks + 1  # and its note vector
+    assert len(embedder.passages) - before == n_chunks + 1  # and its note vector
     assert report.notes_embedded == 1
 
 
 def test_frontmatter_only_edit_updates_row_without_embedding(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     write(kb, "a.md", "---\ntitle: One\n---\n## Section\n\n" + "Body text long enough. " * 5)
-    embedder = CountingEmbedder()
+    embedder = RecordingEmbedder()
     run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
-    before = embedder.passages
+    before = len(embedder.passages)
     write(
         kb,
         "a.md",
@@ -104,7 +74,7 @@ def test_frontmatter_only_edit_updates_row_without_embedding(tmp_path: Path) -> 
     )
     report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     assert report.changed == 1
-    assert embedder.passages == before
+    assert len(embedder.passages) == before
 
 
 def test_a_title_edit_re_embeds_the_note_vector_only(tmp_path: Path) -> None:
@@ -113,15 +83,15 @@ def test_a_title_edit_re_embeds_the_note_vector_only(tmp_path: Path) -> None:
     write(kb, "a.md", "---\ntitle: One\n---\n" + body)
     embedder = RecordingEmbedder()
     run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
-    before = len(embedder.texts)
+    before = len(embedder.passages)
     write(kb, "a.md", "---\ntitle: Two\n---\n" + body)
     report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     assert (report.changed, report.chunks_embedded, report.notes_embedded) == (1, 0, 1)
-    assert embedder.texts[before:] == ["Two\n\n" + ("Body text long enough. " * 5).strip()]
+    assert embedder.passages[before:] == ["Two\n\n" + ("Body text long enough. " * 5).strip()]
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         stored = engine.store.note_vectors()
     assert len(stored) == 1
-    expected = HashEmbedder().embed_passages(embedder.texts[before:])[0]
+    expected = HashEmbedder().embed_passages(embedder.passages[before:])[0]
     assert np.array_equal(next(iter(stored.values())), expected)
 
 
@@ -129,14 +99,14 @@ def test_deleted_file_is_pruned_and_rename_keeps_embeddings(tmp_path: Path) -> N
     kb = tmp_path / "kb"
     write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
     write(kb, "b.md", "## B\n\n" + "beta words " * 10)
-    embedder = CountingEmbedder()
+    embedder = RecordingEmbedder()
     run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
-    before = embedder.passages
+    before = len(embedder.passages)
     (kb / "a.md").rename(kb / "renamed.md")
     (kb / "b.md").unlink()
     report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     assert report.renamed == 1 and report.removed == 1
-    assert embedder.passages == before
+    assert len(embedder.passages) == before
     with open_engine(kb, SETTINGS, embedder=embedder, reindex=False) as engine:
         paths = {c.path for c in engine.iter_chunk_texts()}
     assert paths == {"renamed.md"}
@@ -145,7 +115,7 @@ def test_deleted_file_is_pruned_and_rename_keeps_embeddings(tmp_path: Path) -> N
 def test_force_rebuilds_everything(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
-    embedder = CountingEmbedder()
+    embedder = RecordingEmbedder()
     run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     report = run_indexer(kb, SETTINGS, embedder=embedder, force=True, progress=False)
     assert report.added == 1 and report.chunks_embedded == 1
@@ -174,7 +144,7 @@ def test_undecodable_file_is_skipped_and_loses_its_old_rows(tmp_path: Path) -> N
         assert engine.corpus_snapshot().documents == 0
 
 
-class OtherModel(CountingEmbedder):
+class OtherModel(RecordingEmbedder):
     """The hash embedder under another model's name."""
 
     def __init__(self) -> None:
@@ -206,13 +176,13 @@ def test_an_index_of_another_model_is_rebuilt_by_the_indexer(tmp_path: Path) -> 
     report = run_indexer(kb, settings, embedder=other, progress=False)
     (warning,) = report.warnings
     assert "was built with 'hash'" in warning and "rebuilt it for 'other-model'" in warning
-    assert other.passages >= 2  # every chunk again, by the new model
+    assert len(other.passages) >= 2  # every chunk again, by the new model
     with open_engine(kb, settings, embedder=OtherModel(), reindex=False) as engine:
         assert engine.corpus_snapshot().chunks == 2
     # the next run finds its own model's index: nothing to rebuild
     again = OtherModel()
     assert run_indexer(kb, settings, embedder=again, progress=False).warnings == []
-    assert again.passages == 0
+    assert len(again.passages) == 0
 
 
 def test_other_exclude_headings_rebuild_the_index_as_a_fresh_build_would_be(
@@ -375,15 +345,15 @@ def test_renames_with_duplicate_contents_pair_in_path_order(tmp_path: Path) -> N
     body = "## Same\n\n" + "identical words " * 10
     write(kb, "A.md", body)
     write(kb, "B.md", body)
-    embedder = CountingEmbedder()
+    embedder = RecordingEmbedder()
     run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         ids_before = {r.path: cid for cid, r in engine.store.chunk_rows([1, 2]).items()}
     (kb / "A.md").rename(kb / "C.md")
     (kb / "B.md").rename(kb / "D.md")
-    before = embedder.passages
+    before = len(embedder.passages)
     report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
-    assert report.renamed == 2 and embedder.passages == before
+    assert report.renamed == 2 and len(embedder.passages) == before
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         ids_after = {r.path: cid for cid, r in engine.store.chunk_rows([1, 2]).items()}
     assert ids_after == {"C.md": ids_before["A.md"], "D.md": ids_before["B.md"]}

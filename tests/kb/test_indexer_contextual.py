@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_groove.embed.base import Matrix
-from pytest_groove.embed.hashing import HashEmbedder
 from pytest_groove.engine.builtin import open_engine, run_indexer
 from pytest_groove.evaluation.runs.record import Fingerprint
 from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings, load_settings
+from tests.helpers.embedders import RecordingEmbedder
 
 OFF = Settings(index=IndexSettings(model="hash"))
 EMBEDDED = Settings(index=IndexSettings(model="hash", contextual=True, contextual_full_text=False))
@@ -18,27 +16,23 @@ STATIC = Settings(index=IndexSettings(model="hash", contextual=True))
 BODY = "## Setup\n\n" + "install the tools and check the versions " * 3
 
 
-class RecordingEmbedder:
-    """The hash embedder, keeping every passage text it was asked to embed."""
-
-    def __init__(self) -> None:
-        self.inner = HashEmbedder()
-        self.name = self.inner.name
-        self.dimension = self.inner.dimension
-        self.passages: list[str] = []
-
-    def embed_passages(self, texts: Sequence[str]) -> Matrix:
-        self.passages.extend(texts)
-        return self.inner.embed_passages(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        return self.inner.embed_queries(texts)
-
-
 def write(kb: Path, rel: str, text: str) -> None:
     path = kb / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def write_guide(kb: Path, title: str) -> None:
+    write(kb, "guide.md", f"---\ntitle: {title}\n---\n" + BODY)
+
+
+def index_guide(kb: Path, settings: Settings) -> RecordingEmbedder:
+    """Write the guide titled Workstation into ``kb`` and index it, recording the texts
+    embedded."""
+    write_guide(kb, "Workstation")
+    embedder = RecordingEmbedder()
+    run_indexer(kb, settings, embedder=embedder, progress=False)
+    return embedder
 
 
 def test_config_key_selects_the_mode(tmp_path: Path) -> None:
@@ -52,9 +46,7 @@ def test_config_key_selects_the_mode(tmp_path: Path) -> None:
 
 def test_breadcrumb_is_embedded_but_not_stored_or_searched(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
-    write(kb, "guide.md", "---\ntitle: Workstation\n---\n" + BODY)
-    embedder = RecordingEmbedder()
-    run_indexer(kb, EMBEDDED, embedder=embedder, progress=False)
+    embedder = index_guide(kb, EMBEDDED)
     assert embedder.passages[0].startswith("Workstation > Setup\n\ninstall the tools")
     with open_engine(kb, EMBEDDED, embedder=embedder, reindex=False) as engine:
         assert engine.context_mode == "embedded"
@@ -71,20 +63,15 @@ def test_breadcrumb_is_embedded_but_not_stored_or_searched(tmp_path: Path) -> No
 
 
 def test_plain_mode_embeds_the_text_alone(tmp_path: Path) -> None:
-    kb = tmp_path / "kb"
-    write(kb, "guide.md", "---\ntitle: Workstation\n---\n" + BODY)
-    embedder = RecordingEmbedder()
-    run_indexer(kb, OFF, embedder=embedder, progress=False)
+    embedder = index_guide(tmp_path / "kb", OFF)
     assert embedder.passages[0].startswith("install the tools")
 
 
 def test_a_title_edit_re_embeds_the_chunks_in_embedded_mode_only(tmp_path: Path) -> None:
     for settings, chunks in ((EMBEDDED, 1), (OFF, 0)):
         kb = tmp_path / str(chunks)
-        write(kb, "guide.md", "---\ntitle: Workstation\n---\n" + BODY)
-        embedder = RecordingEmbedder()
-        run_indexer(kb, settings, embedder=embedder, progress=False)
-        write(kb, "guide.md", "---\ntitle: Laptop\n---\n" + BODY)
+        embedder = index_guide(kb, settings)
+        write_guide(kb, "Laptop")
         before = len(embedder.passages)
         report = run_indexer(kb, settings, embedder=embedder, progress=False)
         assert report.changed == 1
@@ -112,7 +99,7 @@ def test_a_rename_re_embeds_when_the_name_is_the_title(tmp_path: Path) -> None:
 
 def test_switching_to_embedded_needs_force(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
-    write(kb, "guide.md", "---\ntitle: Workstation\n---\n" + BODY)
+    write_guide(kb, "Workstation")
     run_indexer(kb, STATIC, progress=False)
     report = run_indexer(kb, EMBEDDED, progress=False)
     assert any("'static'" in w and "'embedded'" in w and "--force" in w for w in report.warnings)

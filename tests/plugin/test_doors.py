@@ -104,3 +104,55 @@ def test_the_header_says_only_golden_queries_run_without_paths(project: pytest.P
         "kb",
     )
     assert "running only the golden queries" not in with_paths.stdout.str()
+
+
+#: a retriever that answers each golden query with its expected entries still on disk
+ANSWERS_ON_DISK = """
+import os, yaml
+
+GOLDEN = yaml.safe_load(open("kb/.groove-eval.yml", encoding="utf-8"))["queries"]
+ANSWER = {q["query"]: q["expected"] for q in GOLDEN}
+
+
+def search(query, limit):
+    hits = [e for e in ANSWER[query] if os.path.exists("kb/" + e["path"])]
+    return [{"path": e["path"], "heading": e.get("heading"), "score": 1.0} for e in hits]
+"""
+
+
+@pytest.mark.parametrize("history", [False, True], ids=["never-held", "held-by-a-run"])
+def test_a_deleted_answer_with_a_custom_retriever_is_one_behaviour_in_both_doors(
+    project: pytest.Pytester, history: bool
+) -> None:
+    """Never held by a run: both doors refuse before searching, naming the knowledge
+    base (a custom retriever has no index of groove's).  Held by a recorded run: both
+    score it as a lost answer."""
+    from tests.helpers.cli_invoke import invoke
+
+    project.makepyfile(on_disk=ANSWERS_ON_DISK)
+    kb = project.path / "kb"
+    spec = ("--retriever", "on_disk:search")
+    if history:
+        assert invoke("eval", "--kb-path", kb, *spec, cwd=project.path).returncode == 0
+    (kb / "ops" / "rollback.md").unlink()
+    done = invoke("eval", "--kb-path", kb, *spec, "--no-history", cwd=project.path)
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "on_disk:search", "--groove-no-history",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    output = result.stdout.str() + result.stderr.str()
+    if not history:
+        assert done.returncode == 1 and result.ret == pytest.ExitCode.USAGE_ERROR
+        refusal = "expected path `ops/rollback.md` is not in the knowledge base"
+        assert refusal in done.stderr and refusal in output
+        return
+    # --no-history reads no run: the same refusal would stand; with the history read,
+    # both doors score the lost answer
+    done = invoke("eval", "--kb-path", kb, *spec, cwd=project.path)
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "on_disk:search", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    lost = "`ops/rollback.md` removed from the knowledge base since the baseline run"
+    assert done.returncode == 0 and lost in done.stdout
+    assert result.ret == pytest.ExitCode.TESTS_FAILED and lost in result.stdout.str()
+    assert "is not in the" not in done.stderr + result.stdout.str() + result.stderr.str()

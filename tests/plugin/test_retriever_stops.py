@@ -88,20 +88,15 @@ def _recorded(project: pytest.Pytester) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("named", "holder"),
-    [
-        ([], "the xdist controller built it before the workers"),
-        (["--groove-retriever-name", "locked"], "another xdist worker built it and searched"),
-    ],
-    ids=["unnamed", "named"],
+    "named", [[], ["--groove-retriever-name", "locked"]], ids=["unnamed", "named"]
 )
 def test_a_retriever_a_worker_cannot_import_is_one_error_line(
-    project: pytest.Pytester, named: list[str], holder: str
+    project: pytest.Pytester, named: list[str]
 ) -> None:
-    """The retriever takes an exclusive lock at import: unnamed, the controller builds
-    it to learn its name and keeps the lock, and each worker's import fails; named, the
-    first worker takes it and the other's import fails.  Once: ~14,000 lines, a
-    traceback per golden query."""
+    """The retriever takes an exclusive lock at import: named or not, only the workers
+    build it (the controller never imports it), the first takes the lock and the
+    other's import fails.  Once: ~14,000 lines, a traceback per golden query."""
+    holder = "another xdist worker built it and searched"
     result = project.runpytest_subprocess(
         "--groove-kb", "kb", "--groove-retriever", "locked_search:search", *named,
         "-n", "2", "-p", "no:cacheprovider",
@@ -117,12 +112,9 @@ def test_a_retriever_a_worker_cannot_import_is_one_error_line(
     # who holds it, and the way out
     assert holder in errors[0] and "run without -n" in errors[0]
     # a worker that could not build it failed one item with the line and skipped the
-    # others (named, the worker holding the lock searched: its misses fail too)
+    # others (the worker holding the lock searched: its misses fail too)
     outcomes = result.parseoutcomes()
     assert outcomes["skipped"] >= 1
-    if not named:
-        assert 1 <= outcomes["failed"] <= 2
-        assert outcomes["failed"] + outcomes["skipped"] == QUERIES
     # each failed item says it twice (its section and the summary line), the ERROR once:
     # never once per golden query
     assert output.count("could not import locked_search") <= 2 * outcomes["failed"] + 1
@@ -178,7 +170,7 @@ def test_a_retriever_that_raises_stops_the_run_at_its_first_query(
             "groove: the run stopped: retriever raising:raises failed on query '*': "
             "ConnectionError: qdrant at 10.0.0.5:6333 refused; nothing was recorded and "
             "the retrieval gate did not run",
-            "SKIPPED *not searched: groove: retriever raising:raises failed on query *",
+            "SKIPPED *not searched: the golden queries stopped at *",
         ]
     )
     assert "no golden query ran" not in output  # they ran, and stopped
@@ -276,3 +268,79 @@ def test_hits_naming_no_kb_file_stop_the_run_alike_with_and_without_xdist(
     assert "Aggregate" not in output and "Subset run" not in output
     assert "ERROR:" not in output
     assert not _recorded(project)
+
+
+# --------------------------------------------------------------------------- its own BaseException
+
+OWN_BASE_EXCEPTION = """\
+class Cancelled(BaseException):
+    pass
+
+
+def search(query, limit):
+    raise Cancelled("the store's client was cancelled\\x1b[2J")
+"""
+
+
+@pytest.mark.parametrize("dist", DISTS, ids=DIST_IDS)
+def test_a_retriever_raising_its_own_base_exception_stops_in_one_line(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    (project.path / "cancelling.py").write_text(OWN_BASE_EXCEPTION, encoding="utf-8")
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "cancelling:search",
+        "-p", "no:cacheprovider", *dist,
+    )  # fmt: skip
+    output = _output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    _no_traceback(output)
+    assert "\x1b" not in output
+    outcomes = result.parseoutcomes()
+    assert 1 <= outcomes["failed"] <= max(1, len(dist) and 2)
+    assert outcomes["failed"] + outcomes["skipped"] == QUERIES
+    result.stdout.fnmatch_lines(
+        [
+            "groove: the run stopped: retriever cancelling:search failed on query '*': "
+            "Cancelled: the store's client was cancelled\\x1b[[]2J; nothing was recorded *"
+        ]
+    )
+
+
+# --------------------------------------------------------------------------- hangs
+
+HANGING = """\
+import time
+
+import pytest_groove.search.retrievers.watchdog as watchdog
+
+watchdog.STALL_SECONDS = 0.5
+
+
+def search(query, limit):
+    time.sleep(2.0)
+    return [{"path": "ops/rollback.md", "heading": None, "score": 1.0}]
+"""
+
+
+@pytest.mark.parametrize("dist", DISTS, ids=DIST_IDS)
+def test_a_python_retriever_that_hangs_is_told_of_on_the_terminal(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    """The line comes while the retriever is still being waited for, past pytest's
+    capture (on standard error; an xdist worker's too), naming the retriever, the query
+    and the ways to bound it."""
+    (project.path / "hanging.py").write_text(HANGING, encoding="utf-8")
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "hanging:search", "-k", "ship_days or ship-days",
+        "-p", "no:cacheprovider", *dist,
+    )  # fmt: skip
+    output = _output(result)
+    _no_traceback(output)
+    lines = [line for line in result.stderr.lines if "has not answered" in line]
+    assert lines == [
+        "groove: warning: retriever hanging:search has not answered query 'which days of the "
+        "week do we push new versions to production' in 0.5 s and is still being waited for: "
+        "a Python retriever runs in this process and cannot be cut short; set a timeout on "
+        "the client it calls, or bound the run with pytest-timeout (pytest --timeout=SECONDS); "
+        "--groove-retriever-timeout applies to http:// retrievers only"
+    ], output

@@ -90,8 +90,68 @@ def test_the_kb_files_are_the_ground_truth_for_a_named_retriever(
         "--groove-retriever-name", "team-search", "-n", "2", "-p", "no:cacheprovider",
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*expected path `tokens.md` is not in the index*"])
+    result.stderr.fnmatch_lines(["*expected path `tokens.md` is not in the knowledge base*"])
     assert _importers(project) == []  # refused before anything was built
+    assert not Path(project.path / "kb" / ".groove-eval-history.json").exists()
+
+
+# --------------------------------------------------------------------------- unnamed
+
+
+NAMED_BY_ITSELF = (
+    RETRIEVER
+    + """
+search.groove_name = "team-v7"
+with open(pathlib.Path(__file__).parent / "roles.txt", "a") as log:
+    log.write(os.environ.get("PYTEST_XDIST_WORKER", "not-a-worker") + "\\n")
+"""
+)
+
+
+def _roles(project: pytest.Pytester) -> list[str]:
+    log = project.path / "roles.txt"
+    return log.read_text(encoding="utf-8").split() if log.exists() else []
+
+
+def test_an_unnamed_retriever_is_built_by_the_workers_only_under_its_own_name(
+    project: pytest.Pytester,
+) -> None:
+    """Its name (here its ``groove_name``) is learnt only by importing it: the workers
+    do, and the controller records the run under the name they report -- the one a
+    single process records, so the two runs compare."""
+    (project.path / "team_search.py").write_text(NAMED_BY_ITSELF, encoding="utf-8")
+    args = ("--groove-kb", "kb", "--groove-retriever", "team_search:search",
+            "-p", "no:cacheprovider")  # fmt: skip
+    project.runpytest_subprocess(*args).assert_outcomes(passed=2)
+    assert len(_importers(project)) == 1
+    (project.path / "imports.txt").unlink()
+    (project.path / "roles.txt").unlink()
+    result = project.runpytest_subprocess(*args, "-n", "2")
+    result.assert_outcomes(passed=2)
+    importers = _importers(project)
+    # one import per worker that searched, never one in the controller
+    assert 1 <= len(importers) <= 2 and len(set(importers)) == len(importers)
+    assert set(_roles(project)) <= {"gw0", "gw1"}, _roles(project)
+    # compared with the single process's run: same retriever, same fingerprint
+    result.stdout.fnmatch_lines(["Aggregate (previous run: *)"])
+    history = (project.path / "kb" / ".groove-eval-history.json").read_text("utf-8")
+    assert history.count('"team-v7"') == 2 and "team_search:search" not in history
+
+
+def test_an_unnamed_retriever_a_worker_cannot_begin_with_is_one_error_line(
+    project: pytest.Pytester,
+) -> None:
+    (project.path / "team_search.py").write_text(NAMED_BY_ITSELF, encoding="utf-8")
+    (project.path / "kb" / "tokens.md").unlink()
+    result = project.runpytest_subprocess(
+        "--groove-kb", "kb", "--groove-retriever", "team_search:search",
+        "-n", "2", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "expected path `tokens.md`" in errors[0], errors
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert set(_roles(project)) <= {"gw0", "gw1"} and _roles(project), _roles(project)
     assert not Path(project.path / "kb" / ".groove-eval-history.json").exists()
 
 

@@ -64,6 +64,11 @@ def _did_you_mean(wanted: str, choices: Collection[str]) -> str:
     return " (did you mean " + ", ".join(f"`{clip(choice)}`" for choice in close) + "?)"
 
 
+#: what the expected entries are looked for in: the built-in engine's index ...
+INDEX = "the index"
+#: ... or, for a custom retriever (which has no index of groove's), the KB's files
+KB_FILES = "the knowledge base"
+
 #: how the message ends when nothing says otherwise
 _FIX = "fix the golden file"
 #: ... when the expected document was deleted since a stored run had it
@@ -79,11 +84,13 @@ def _problem(
     kb: Path,
     why_unindexed: Callable[[str], str | None],
     deleted: Mapping[str, str],
+    where: str = INDEX,
 ) -> tuple[str, str] | None:
-    """What is wrong with ``entry`` and how the message says to fix it (None: nothing)."""
+    """What is wrong with ``entry`` and how the message says to fix it (None: nothing);
+    ``where`` names what the expected entries are looked for in."""
     headings = indexed.get(entry.path)
     if headings is None:
-        absent = f"expected path `{clip(entry.path)}` is not in the index"
+        absent = f"expected path `{clip(entry.path)}` is not in {where}"
         why = why_unindexed(entry.path)
         if why == SEE_WARNINGS:
             return f"{absent} ({why})" + _did_you_mean(entry.path, indexed), _FIX
@@ -113,7 +120,7 @@ def _problem(
     if merged is not None:
         return (
             f"expected heading `{clip(entry.heading)}` of `{clip(entry.path)}` is no heading "
-            f"in the index: its section is under {MERGE_THRESHOLD_BYTES} bytes, so it was "
+            f"in {where}: its section is under {MERGE_THRESHOLD_BYTES} bytes, so it was "
             f"merged into the section before it ({merged}); pin that heading instead, or "
             "lengthen the section"
         ), _FIX
@@ -224,8 +231,11 @@ def check_expected_entries(
     why_unindexed: Callable[[str], str | None] | None = None,
     deleted: Mapping[str, str] | None = None,
     changed: Collection[str] = (),
+    where: str = INDEX,
 ) -> None:
-    """Raise :class:`GrooveError` unless every expected entry names indexed content.
+    """Raise :class:`GrooveError` unless every expected entry names indexed content
+    (``where``: what the message calls it -- :data:`INDEX`, or :data:`KB_FILES` when a
+    custom retriever answers).
 
     ``indexed`` maps each indexed path to the headings its chunks carry (``None``
     for a chunk without one), as :meth:`Engine.headings_by_path` returns it.  The
@@ -252,7 +262,7 @@ def check_expected_entries(
                 continue
             if entry.path in changed and entry.path in indexed:
                 continue  # only its heading can be missing: lost to the edit
-            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {})
+            problem = _problem(entry, indexed, kb, why_unindexed, deleted or {}, where)
             if problem is not None:
                 problems.append((entry.line or query.line, problem))
     if not problems:
@@ -291,7 +301,8 @@ def check_before_search(
     why_unindexed: Callable[[str], str | None] | None = None,
     deleted: Mapping[str, str] | None = None,
     changed: Collection[str] = (),
+    where: str = INDEX,
 ) -> None:
     """Both checks, in the order a user fixes them: an empty KB, then the golden entries."""
     check_kb_has_documents(indexed, kb, parsers)
-    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted, changed)
+    check_expected_entries(golden, indexed, kb, removed, why_unindexed, deleted, changed, where)

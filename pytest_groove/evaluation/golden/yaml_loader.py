@@ -225,11 +225,9 @@ def describe(value: object) -> str:
         return f"date `{clip(value.isoformat())}`"
     if isinstance(value, dict):
         return "a mapping"
-    if isinstance(value, list):
-        return "a list"
     if isinstance(value, set):
         return "a set"
-    return f"a {type(value).__name__}"
+    return kind(value)  # a list, or any other type by its name
 
 
 def kind(value: object) -> str:

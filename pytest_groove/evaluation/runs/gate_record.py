@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_groove.scoring.floors import Floors
 from pytest_groove.scoring.metric_table import all_metrics, parse_metric
+from pytest_groove.scoring.thresholds import Thresholds
 from pytest_groove.shapes import (
     read_number,
     read_object,
@@ -88,13 +90,10 @@ class GateRecord:
         return next((value for named, value in self.thresholds if named == key), self.threshold)
 
     def describe_thresholds(self) -> str:
-        if not self.thresholds:
-            return f"{self.threshold:g}"
-        named = ", ".join(f"{key}: {value:g}" for key, value in self.thresholds)
-        return f"{self.threshold:g} ({named})"
+        return Thresholds(self.threshold, self.thresholds).describe()
 
     def describe_floors(self) -> str:
-        return ",".join(f"{key}={value:g}" for key, value in self.floors) or "none"
+        return Floors(self.floors).describe() or "none"
 
     def describe_significance(self) -> str:
         return "off" if self.significance is None else f"{self.significance:g}"

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from pytest_groove.evaluation.runs.fingerprint import FINGERPRINT_KEYS, Fingerprint
 from pytest_groove.evaluation.runs.gate_record import GateRecord
@@ -120,21 +120,30 @@ RecordFormatError = ShapeError
 # --------------------------------------------------------------------------- per query
 
 
+class _JsonRecord:
+    """``to_json`` and ``from_json`` of a record dataclass whose fields say how each is
+    written and read (:func:`record_to_json`, :func:`record_fields_from_json`)."""
+
+    #: the JSON location ``from_json`` names when the caller gives none
+    json_path: ClassVar[str] = "record"
+
+    def to_json(self) -> dict[str, Any]:
+        return record_to_json(self)
+
+    @classmethod
+    def from_json(cls, raw: Any, path: str | None = None) -> Self:
+        where = cls.json_path if path is None else path
+        return cls(**record_fields_from_json(cls, read_object(raw, where), where))
+
+
 @dataclass(frozen=True)
-class TopHit:
+class TopHit(_JsonRecord):
     """One retrieved chunk as the evaluator keeps it (rank is 1-based, contiguous)."""
 
     rank: int = field(metadata=json_key(read_int, required=True))
     path: str = field(metadata=json_key(read_str, required=True))
     heading: str | None = field(metadata=json_key(read_opt_str))
     score: float = field(metadata=json_key(read_stored_float, write=finite_or_none, required=True))
-
-    def to_json(self) -> dict[str, Any]:
-        return record_to_json(self)
-
-    @classmethod
-    def from_json(cls, raw: Any, path: str) -> TopHit:
-        return cls(**record_fields_from_json(cls, read_object(raw, path), path))
 
 
 def metrics_to_json(metrics: QueryMetrics) -> dict[str, Any]:
@@ -218,7 +227,7 @@ def _read_top_k(value: Any, path: str) -> tuple[TopHit, ...]:
 
 
 @dataclass(frozen=True)
-class QueryResult:
+class QueryResult(_JsonRecord):
     """One golden query's outcome: what it asked, what came back, how well it did.
 
     Plain data with a JSON form, so a pytest-xdist worker can ship it to the
@@ -238,12 +247,7 @@ class QueryResult:
         metadata=json_key(metrics_from_json, write=metrics_to_json, required=True)
     )
 
-    def to_json(self) -> dict[str, Any]:
-        return record_to_json(self)
-
-    @classmethod
-    def from_json(cls, raw: Any, path: str = "query") -> QueryResult:
-        return cls(**record_fields_from_json(cls, read_object(raw, path), path))
+    json_path: ClassVar[str] = "query"
 
 
 def evaluate_query(
@@ -300,7 +304,7 @@ def _read_quoted(value: Any, path: str) -> tuple[QuotedQuery, ...]:
 
 
 @dataclass(frozen=True)
-class Finding:
+class Finding(_JsonRecord):
     """One document reported by a corpus check (today only ``golden-queries-quoted``)."""
 
     check: str = field(metadata=json_key(read_str, required=True))
@@ -309,12 +313,7 @@ class Finding:
         metadata=json_key(_read_quoted, write=write_all, required=True, early=True)
     )
 
-    def to_json(self) -> dict[str, Any]:
-        return record_to_json(self)
-
-    @classmethod
-    def from_json(cls, raw: Any, path: str = "finding") -> Finding:
-        return cls(**record_fields_from_json(cls, read_object(raw, path), path))
+    json_path: ClassVar[str] = "finding"
 
 
 # --------------------------------------------------------------------------- corpus
@@ -365,7 +364,7 @@ def _read_findings(value: Any, path: str) -> tuple[Finding, ...]:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(_JsonRecord):
     timestamp: datetime = field(
         metadata=json_key(parse_timestamp, write=format_timestamp, required=True)
     )
@@ -398,12 +397,7 @@ class RunRecord:
     #: its stored digest did not match its content (see history_trust.py)
     edited: bool = field(default=False, compare=False)
 
-    def to_json(self) -> dict[str, Any]:
-        return record_to_json(self)
-
-    @classmethod
-    def from_json(cls, raw: Any, path: str = "run") -> RunRecord:
-        return cls(**record_fields_from_json(cls, read_object(raw, path), path))
+    json_path: ClassVar[str] = "run"
 
 
 def build_run(

@@ -104,22 +104,24 @@ NOTES_CACHE_PREFIX = "notevectors"
 #: centring needs two script groups of at least this share of the chunks each
 CENTRING_MIN_SHARE = 0.25
 
+
+def _cache_family(description: str, prefix: str) -> DerivedFamily:
+    """Both kinds of vector cache: a faiss index and its ``.npz``, one per index state."""
+    return DerivedFamily(
+        description,
+        prefix=f"{prefix}-",
+        suffixes=(".faiss", ".npz"),
+        retention=Retention.CURRENT_STATE,
+        check=Check.SEAL_WITH_STEM,
+    )
+
+
 #: the files named here (:func:`cache_path`, :func:`state_path`; the note rows of
 #: :mod:`.note_index`), in the table of derived files (:mod:`.families`)
 DERIVED_FILES = (
-    DerivedFamily(
-        "vector caches: a faiss index, its means and update state",
-        prefix=f"{CACHE_PREFIX}-",
-        suffixes=(".faiss", ".npz"),
-        retention=Retention.CURRENT_STATE,
-        check=Check.SEAL_WITH_STEM,
-    ),
-    DerivedFamily(
-        "note-carrying vector caches: note rows, or an index of another kind",
-        prefix=f"{NOTES_CACHE_PREFIX}-",
-        suffixes=(".faiss", ".npz"),
-        retention=Retention.CURRENT_STATE,
-        check=Check.SEAL_WITH_STEM,
+    _cache_family("vector caches: a faiss index, its means and update state", CACHE_PREFIX),
+    _cache_family(
+        "note-carrying vector caches: note rows, or an index of another kind", NOTES_CACHE_PREFIX
     ),
 )
 

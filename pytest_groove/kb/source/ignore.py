@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_groove.errors import clip_repr
+from pytest_groove.files.beneath import read_at_most
 from pytest_groove.files.resource_limits import raise_if_limit
 from pytest_groove.text.plain import trim
 
@@ -335,17 +336,10 @@ def _read_ignore_file(path: Path) -> tuple[bytes | None, str | None]:
         reason = _refusal(os.fstat(fd))
         if reason is not None:
             return None, reason
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_IGNORE_BYTES:
-            block = os.read(fd, MAX_IGNORE_BYTES + 1 - size)
-            if not block:
-                break
-            chunks.append(block)
-            size += len(block)
-        if size > MAX_IGNORE_BYTES:
+        data = read_at_most(fd, MAX_IGNORE_BYTES + 1)
+        if len(data) > MAX_IGNORE_BYTES:
             return None, f"it is larger than {MAX_IGNORE_BYTES // 1024} KiB"
-        return b"".join(chunks), None
+        return data, None
     except OSError as exc:
         return None, f"it cannot be read ({exc.strerror})"
     finally:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pytest_groove.errors import GrooveError, StopsTheRun, clip, flag
+from pytest_groove.errors import GrooveError, StopsTheRun, flag
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.retrievers.adapters.base import article
 from pytest_groove.search.retrievers.adapters.table import ADAPTERS, adapter_of, detect
@@ -66,6 +66,7 @@ from pytest_groove.search.retrievers.http import (
     HTTP_TIMEOUT_SECONDS,
     RetrieverUnavailable,
     http_fetch,
+    one_line,
     public_url,
     resolve_timeout,
 )
@@ -74,6 +75,7 @@ from pytest_groove.search.retrievers.key_evidence import (
     KeyEvidence,
     missing_heading_key,
 )
+from pytest_groove.search.retrievers.watchdog import watching
 from pytest_groove.settings.options import RunOptions
 from pytest_groove.settings.retriever_spec import FORM, MODULE_ATTRIBUTE, is_url, spec_problem
 
@@ -168,7 +170,9 @@ class ExternalRetriever:
         # counted until a hit holds the named heading key
         evidence = self.heading_evidence
         looking = self.keys.heading is not None and evidence.held == 0
-        with user_prints_to_stderr():
+        # an HTTP exchange has its own deadline; a Python call is only watched
+        watch = watching(self.name, query) if self.kind != "http" else contextlib.nullcontext()
+        with user_prints_to_stderr(), watch:
             try:
                 raw = self.fetch(query, limit)
                 # inside the redirect: a generator's code runs while it is read; at
@@ -194,13 +198,17 @@ class ExternalRetriever:
                 raise StopsTheRun(self._failed(query, exc)) from None
             except SystemExit as exc:  # sys.exit() / argparse in the user's code
                 raise StopsTheRun(exited(self.name, exc, "searching")) from None
+            except (KeyboardInterrupt, GeneratorExit):
+                raise  # Ctrl-C still means interrupted
+            except BaseException as exc:  # the user's own BaseException subclass
+                raise StopsTheRun(self._failed(query, exc)) from None
         if looking and evidence.never_held and evidence.queries >= KEY_EVIDENCE_QUERIES:
             raise StopsTheRun(f"{self.heading_key_problem()}; nothing was recorded")
         return hits
 
-    def _failed(self, query: str, exc: Exception) -> str:
+    def _failed(self, query: str, exc: BaseException) -> str:
         """The line for the user's code raising ``exc`` on ``query``."""
-        text = exception_text(exc)
+        text = one_line(exc)
         line = f"retriever {self.name} failed on query {echo(query)}: {type(exc).__name__}" + (
             f": {text}" if text else ""
         )
@@ -244,21 +252,12 @@ class ExternalRetriever:
             self.on_warning(message)
 
 
-def exception_text(exc: BaseException) -> str:
-    """What ``exc`` says, on one line, control characters escaped, cut to 200
-    characters (a retriever's exception may quote a hit's value whole)."""
-    try:
-        text = str(exc)
-    except Exception:  # a user's __str__ may raise
-        return ""
-    return clip(" ".join(text[:10_000].split()), 200)
-
-
 def exited(name: str, exc: SystemExit, doing: str) -> str:
     """The line for a retriever that raised SystemExit while ``doing`` (importing...)."""
     return (
-        f"retriever {name} exited (SystemExit: {echo(exc.code)}) while {doing}; a retriever must "
-        "return hits, not exit (sys.exit, or argparse reading groove's command line?)"
+        f"retriever {name} exited (SystemExit: {one_line(exc.code)}) while {doing}; a "
+        "retriever must return hits, not exit (sys.exit, or argparse reading groove's "
+        "command line?)"
     )
 
 
@@ -425,13 +424,15 @@ def _import_attribute(spec: str) -> Any:
     try:
         with user_prints_to_stderr():
             module = importlib.import_module(module_name)
-    except Exception as exc:  # a user's module can fail in any way while importing
-        raise GrooveError(
-            f"retriever {spec}: could not import {module_name} "
-            f"({type(exc).__name__}: {exception_text(exc)})"
-        ) from None
     except SystemExit as exc:  # sys.exit() / argparse at the module's top level
         raise GrooveError(exited(spec, exc, f"importing {module_name}")) from None
+    except (KeyboardInterrupt, GeneratorExit):
+        raise  # Ctrl-C still means interrupted
+    except BaseException as exc:  # a user's module can fail in any way while importing
+        raise GrooveError(
+            f"retriever {spec}: could not import {module_name} "
+            f"({type(exc).__name__}: {one_line(exc)})"
+        ) from None
     target: Any = module
     for part in attribute.split("."):
         if not hasattr(target, part):

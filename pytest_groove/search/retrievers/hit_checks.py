@@ -142,12 +142,15 @@ def some_hits_outside_kb(
     )
 
 
-def no_hit_at_all(retriever: str, returned: Sequence[int]) -> str | None:
-    """One error line when the retriever returned no hit for any query (an empty store)."""
+def no_hit_at_all(retriever: str, returned: Sequence[int], *, first: bool = False) -> str | None:
+    """One error line when the retriever returned no hit for any query (an empty store);
+    ``first``: ``returned`` are the run's first queries (the early stop's evidence)."""
     if not returned or any(returned):
         return None
     count = len(returned)
     queries = "the golden query" if count == 1 else f"any of the {count} golden queries"
+    if first:
+        queries = f"any of the first {count} golden queries it was asked"
     return (
         f"retriever {retriever} returned no hit for {queries}: is its store empty or "
         "pointed at the wrong collection?"

@@ -22,7 +22,7 @@ from pytest_groove.evaluation.gate.compare import (
     project_baseline,
     query_regressed,
 )
-from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult
+from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult, RunRecord
 from pytest_groove.scoring.thresholds import ThresholdError, Thresholds, parse_thresholds
 from tests.helpers.eval_factories import corpus, fingerprint, query, run
 
@@ -97,26 +97,24 @@ def test_gate_returns_what_the_comparison_stored() -> None:
     assert gate_failures(doctored, T) == ["nDCG@10"]
 
 
+def _run_of_one(minutes: int, fp: Fingerprint, result: QueryResult) -> RunRecord:
+    """A run of the one query ``result``, its aggregates that query's numbers."""
+    metrics = result.metrics
+    return run(
+        minutes=minutes,
+        fp=fp,
+        per_query=[result],
+        recall=dict(metrics.recall_at_k),
+        mrr=metrics.reciprocal_rank,
+        ndcg=dict(metrics.ndcg_at_k),
+    )
+
+
 def test_aggregate_and_query_regressions_follow_one_rule() -> None:
     before = query("q", {1: 1.0, 5: 1.0}, rr=1.0, ndcg={1: 1.0, 5: 1.0}, k_values=(1, 5))
     after = query("q", {1: 0.0, 5: 1.0}, rr=0.5, ndcg={1: 0.0, 5: 0.63}, k_values=(1, 5))
     fp = fingerprint(k_values=(1, 5))
-    prev = run(
-        minutes=0,
-        fp=fp,
-        per_query=[before],
-        recall=dict(before.metrics.recall_at_k),
-        mrr=1.0,
-        ndcg=dict(before.metrics.ndcg_at_k),
-    )
-    now = run(
-        minutes=1,
-        fp=fp,
-        per_query=[after],
-        recall=dict(after.metrics.recall_at_k),
-        mrr=0.5,
-        ndcg=dict(after.metrics.ndcg_at_k),
-    )
+    prev, now = _run_of_one(0, fp, before), _run_of_one(1, fp, after)
     per_query = query_regressed(after, before, T)
     aggregate = list(compare(now, prev, T).regressions)
     assert [n.replace("reciprocal rank", "MRR") for n in per_query] == aggregate

@@ -363,28 +363,25 @@ def test_non_string_scalars_are_refused_not_coerced(
     assert "expected a string" in message
 
 
-def test_syntax_error_is_one_line_with_position(tmp_path: Path) -> None:
-    message = load_error(tmp_path, "queries:\n  - query: [unclosed\n    expected: x\n")
-    assert "invalid YAML" in message
-    assert "line " in message
-
-
-def test_invalid_utf8(tmp_path: Path) -> None:
-    message = load_error(tmp_path, b"queries:\n  - query: caf\xe9\n")
-    assert "not valid UTF-8" in message
-    assert "offset 23" in message
-    assert "line 2" in message
-
-
-def test_unsafe_tags_are_refused(tmp_path: Path) -> None:
-    message = load_error(tmp_path, "queries: !!python/object/apply:os.system [echo hi]\n")
-    assert "invalid YAML" in message
-
-
-def test_impossible_date_is_a_parse_error(tmp_path: Path) -> None:
-    message = load_error(tmp_path, "queries:\n  - query: x\n    expected: [{path: 2024-13-45}]\n")
-    assert "2024-13-45" in message
-    assert "line 3" in message
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("queries:\n  - query: [unclosed\n    expected: x\n", ("invalid YAML", "line ")),
+        (b"queries:\n  - query: caf\xe9\n", ("not valid UTF-8", "offset 23", "line 2")),
+        ("queries: !!python/object/apply:os.system [echo hi]\n", ("invalid YAML",)),
+        (
+            "queries:\n  - query: x\n    expected: [{path: 2024-13-45}]\n",
+            ("2024-13-45", "line 3"),
+        ),
+    ],
+    ids=["syntax-error-with-position", "invalid-utf8", "unsafe-tag", "impossible-date"],
+)
+def test_unparsable_yaml_is_one_line_saying_where(
+    tmp_path: Path, text: str | bytes, said: tuple[str, ...]
+) -> None:
+    message = load_error(tmp_path, text)
+    for words in said:
+        assert words in message
 
 
 def test_error_names_the_line(tmp_path: Path) -> None:

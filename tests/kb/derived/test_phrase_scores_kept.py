@@ -42,6 +42,14 @@ def kept_files(kb: Path) -> list[Path]:
     return sorted(kb.rglob(f"{CACHE_PREFIX}*.npz"))
 
 
+def kept_after_a_search(kb: Path) -> Path:
+    """Rank the golden set once, so that its scores are kept; the one file holding them."""
+    with open_engine(kb, SETTINGS, progress=False) as engine:
+        ranked(engine)
+    (kept,) = kept_files(kb)
+    return kept
+
+
 class Fetches:
     """Counts the phrases asked of SQLite."""
 
@@ -75,9 +83,7 @@ def test_the_next_engine_on_the_same_index_asks_sqlite_nothing(
 def test_after_a_write_the_old_state_file_is_not_read_and_is_replaced(
     kb_eval_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
-        ranked(engine)
-    (old,) = kept_files(kb_eval_copy)
+    old = kept_after_a_search(kb_eval_copy)
     note = sorted(kb_eval_copy.rglob("*.md"))[0]
     note.write_text(note.read_text(encoding="utf-8") + "\n## More\n\nbackup restore the\n")
     run_indexer(kb_eval_copy, SETTINGS, progress=False)
@@ -91,9 +97,7 @@ def test_after_a_write_the_old_state_file_is_not_read_and_is_replaced(
 
 @pytest.mark.parametrize("damage", [b"", b"not a zip", b"PK\x03\x04broken"])
 def test_a_damaged_file_is_ignored(kb_eval_copy: Path, damage: bytes) -> None:
-    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
-        ranked(engine)
-    (kept,) = kept_files(kb_eval_copy)
+    kept = kept_after_a_search(kb_eval_copy)
     kept.write_bytes(damage)
     with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
         assert ranked(engine) == fts5(engine)
@@ -102,9 +106,7 @@ def test_a_damaged_file_is_ignored(kb_eval_copy: Path, damage: bytes) -> None:
 def test_a_file_whose_rows_do_not_fit_the_index_is_ignored(
     kb_eval_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
-        ranked(engine)
-    (kept,) = kept_files(kb_eval_copy)
+    kept = kept_after_a_search(kb_eval_copy)
     with kept.open("rb") as source:
         import numpy as np
 
@@ -118,9 +120,7 @@ def test_a_file_whose_rows_do_not_fit_the_index_is_ignored(
 
 
 def test_one_more_phrase_does_not_rewrite_the_file(kb_eval_copy: Path) -> None:
-    with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
-        ranked(engine)
-    (kept,) = kept_files(kb_eval_copy)
+    kept = kept_after_a_search(kb_eval_copy)
     written = kept.stat().st_mtime_ns
     with open_engine(kb_eval_copy, SETTINGS, progress=False) as engine:
         ranked(engine)

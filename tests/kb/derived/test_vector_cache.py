@@ -23,22 +23,9 @@ from pytest_groove.kb.derived.vector_cache import cache_path
 from pytest_groove.kb.derived.vectors import VectorIndex
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
+from tests.helpers.kb_files import TOPIC_WORDS as WORDS
 
 SETTINGS = Settings(index=IndexSettings(model="hash"))
-WORDS = [
-    "cache",
-    "queue",
-    "replica",
-    "shard",
-    "index",
-    "vector",
-    "token",
-    "budget",
-    "retry",
-    "window",
-    "lease",
-    "quorum",
-]
 
 
 def write_kb(kb: Path, docs: int = 12) -> None:
@@ -248,15 +235,16 @@ def _edit(kb: Path, line: str) -> None:
     (kb / "note06.md").unlink(missing_ok=True)
 
 
-def _cache_bytes_and_full_build(kb: Path) -> tuple[bytes, bytes]:
-    """The current flat cache file's bytes, and faiss's serialisation of a full build."""
+def _assert_cache_is_the_full_builds(kb: Path) -> None:
+    """The current flat cache file holds faiss's serialisation of a full build, byte for
+    byte."""
     store = Store.open(index_dir_for(kb, SETTINGS, "hash"), create=False)
     try:
         with store.read_snapshot():
             cached = cache_path(store, store.path.parent, centre=True, kind="flat", notes=False)
             ids, matrix = store.all_vectors()
             full = VectorIndex.build(ids, matrix, int(matrix.shape[1]), None)
-        return cached.read_bytes(), bytes(faiss.serialize_index(full._index))
+        assert cached.read_bytes() == bytes(faiss.serialize_index(full._index))
     finally:
         store.close()
 
@@ -270,8 +258,7 @@ def test_the_updated_cache_file_is_the_full_builds_byte_for_byte(
         monkeypatch.delattr("os.copy_file_range", raising=False)
     _edit(kb, "One more line about shards.")
     run_indexer(kb, SETTINGS)
-    got, want = _cache_bytes_and_full_build(kb)
-    assert got == want
+    _assert_cache_is_the_full_builds(kb)
 
 
 def test_a_cache_of_an_unknown_layout_is_built_in_full(
@@ -293,8 +280,7 @@ def test_a_cache_of_an_unknown_layout_is_built_in_full(
         patch.setattr(Store, "all_vectors", counted)
         run_indexer(kb, SETTINGS)
     assert built
-    got, want = _cache_bytes_and_full_build(kb)
-    assert got == want
+    _assert_cache_is_the_full_builds(kb)
 
 
 def test_a_folder_that_takes_no_file_gets_the_same_index_in_memory(
@@ -340,8 +326,7 @@ def test_an_update_that_fails_midway_is_built_in_full(
         patch.setattr(vector_cache, "_copy_range", cut_short)
         patch.setattr(vector_cache.Update, "index", unreadable)
         run_indexer(kb, SETTINGS)  # no traceback: the cache is built from the store
-    got, want = _cache_bytes_and_full_build(kb)
-    assert got == want
+    _assert_cache_is_the_full_builds(kb)
     assert not list(kb.joinpath(".groove").rglob("*.tmp"))  # no half-written file left
 
 
@@ -381,7 +366,6 @@ def test_any_edits_leave_the_caches_a_full_build_would_make(
         else:  # a second copy of a note: exact ties between its chunks and the original's
             (kb / f"copy{number}.md").write_text(target.read_text())
         run_indexer(kb, settings_)
-        got, want = _cache_bytes_and_full_build(kb)
-        assert got == want
+        _assert_cache_is_the_full_builds(kb)
         rows_got, rows_want = state(kb, settings_, notes=True)
         assert rows_got == rows_want

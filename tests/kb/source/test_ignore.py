@@ -35,114 +35,82 @@ def excluded(rules: ExclusionRules, rel: str, is_dir: bool = False) -> bool:
 # --------------------------------------------------------------------------- gitignore subset
 
 
-def test_star_extension_is_unanchored() -> None:
-    r = rules_for("*.log")
-    assert excluded(r, "a.log")
-    assert excluded(r, "deep/down/b.LOG")
-    assert not excluded(r, "a.md")
-    assert not excluded(r, "a.log.md")
+#: ``(.grooveignore text, path, is the path a folder, is it excluded)``, one group of
+#: rows a rule of the gitignore subset
+GITIGNORE_CASES = [
+    # a star extension is unanchored
+    ("*.log", "a.log", False, True),
+    ("*.log", "deep/down/b.LOG", False, True),
+    ("*.log", "a.md", False, False),
+    ("*.log", "a.log.md", False, False),
+    # a trailing slash excludes the folder and everything below, at any depth
+    ("drafts/", "drafts", True, True),
+    ("drafts/", "drafts/a.md", False, True),
+    ("drafts/", "drafts/x/y.md", False, True),
+    ("drafts/", "notes/drafts/a.md", False, True),
+    ("drafts/", "drafts.md", False, False),
+    # ... and matches folders only
+    ("notes.md/", "notes.md", False, False),
+    ("notes.md/", "notes.md", True, True),
+    # a negation cannot reach inside an excluded folder
+    ("logs/\n!logs/important.md", "logs/important.md", False, True),
+    # a negation re-includes a file
+    ("*.md\n!keep.md", "keep.md", False, False),
+    ("*.md\n!keep.md", "other.md", False, True),
+    # the last matching line wins
+    ("!a.md\na.md", "a.md", False, True),
+    ("a.md\n!a.md", "a.md", False, False),
+    ("a.md\n!a.md\n*.md", "a.md", False, True),
+    # unanchored and anchored
+    ("tmp", "tmp", True, True),
+    ("tmp", "a/tmp/x.md", False, True),
+    ("/tmp", "tmp/x.md", False, True),
+    ("/tmp", "a/tmp/x.md", False, False),
+    # an inner slash anchors
+    ("docs/old.md", "docs/old.md", False, True),
+    ("docs/old.md", "x/docs/old.md", False, False),
+    # the double-star forms: leading, middle, trailing
+    ("**/tmp", "tmp/a.md", False, True),
+    ("**/tmp", "x/y/tmp/a.md", False, True),
+    ("a/**/b", "a/b", False, True),
+    ("a/**/b", "a/x/b", False, True),
+    ("a/**/b", "a/x/y/b", False, True),
+    ("a/**/b", "x/a/b", False, False),
+    ("a/**/b", "a/bb", False, False),
+    ("docs/**", "docs/x.md", False, True),
+    ("docs/**", "docs/x/y.md", False, True),
+    ("docs/**", "docs", True, False),
+    ("docs/**", "docs.md", False, False),
+    # a double star inside a segment is a plain star
+    ("a**z.md", "abcz.md", False, True),
+    ("a**z.md", "ab/cz.md", False, False),
+    # question marks and classes
+    ("?.md\nfile[0-9].md\nneg[!a-c].md", "x.md", False, True),
+    ("?.md\nfile[0-9].md\nneg[!a-c].md", "xy.md", False, False),
+    ("?.md\nfile[0-9].md\nneg[!a-c].md", "file7.md", False, True),
+    ("?.md\nfile[0-9].md\nneg[!a-c].md", "filex.md", False, False),
+    ("?.md\nfile[0-9].md\nneg[!a-c].md", "negd.md", False, True),
+    ("?.md\nfile[0-9].md\nneg[!a-c].md", "negb.md", False, False),
+    # wildcards never cross a slash
+    ("/a*b.md\n/c?d.md", "axxb.md", False, True),
+    ("/a*b.md\n/c?d.md", "a/b.md", False, False),
+    ("/a*b.md\n/c?d.md", "c/d.md", False, False),
+    # patterns are case-insensitive
+    ("Drafts/\n*.LOG\n[A-C]x.md", "drafts/a.md", False, True),
+    ("Drafts/\n*.LOG\n[A-C]x.md", "DRAFTS/a.md", False, True),
+    ("Drafts/\n*.LOG\n[A-C]x.md", "x.log", False, True),
+    ("Drafts/\n*.LOG\n[A-C]x.md", "bX.md", False, True),
+    # escapes and trailing spaces
+    ("\\#hash.md\n\\!bang.md\nspaced.md   \nkeep\\ ", "#hash.md", False, True),
+    ("\\#hash.md\n\\!bang.md\nspaced.md   \nkeep\\ ", "!bang.md", False, True),
+    ("\\#hash.md\n\\!bang.md\nspaced.md   \nkeep\\ ", "spaced.md", False, True),
+    ("\\#hash.md\n\\!bang.md\nspaced.md   \nkeep\\ ", "keep ", False, True),
+]
 
 
-def test_trailing_slash_excludes_the_dir_and_everything_below() -> None:
-    r = rules_for("drafts/")
-    assert excluded(r, "drafts", is_dir=True)
-    assert excluded(r, "drafts/a.md")
-    assert excluded(r, "drafts/x/y.md")
-    assert excluded(r, "notes/drafts/a.md")  # unanchored: any depth
-    assert not excluded(r, "drafts.md")
-
-
-def test_trailing_slash_pattern_only_matches_directories() -> None:
-    r = rules_for("notes.md/")
-    assert not excluded(r, "notes.md")
-    assert excluded(r, "notes.md", is_dir=True)
-
-
-def test_negation_cannot_reach_inside_an_excluded_directory() -> None:
-    r = rules_for("logs/\n!logs/important.md")
-    assert excluded(r, "logs/important.md")
-
-
-def test_negation_re_includes_a_file() -> None:
-    r = rules_for("*.md\n!keep.md")
-    assert not excluded(r, "keep.md")
-    assert excluded(r, "other.md")
-
-
-def test_last_matching_line_wins() -> None:
-    assert excluded(rules_for("!a.md\na.md"), "a.md")
-    assert not excluded(rules_for("a.md\n!a.md"), "a.md")
-    assert excluded(rules_for("a.md\n!a.md\n*.md"), "a.md")
-
-
-def test_unanchored_vs_anchored() -> None:
-    plain = rules_for("tmp")
-    assert excluded(plain, "tmp", is_dir=True)
-    assert excluded(plain, "a/tmp/x.md")
-    anchored = rules_for("/tmp")
-    assert excluded(anchored, "tmp/x.md")
-    assert not excluded(anchored, "a/tmp/x.md")
-
-
-def test_inner_slash_anchors() -> None:
-    r = rules_for("docs/old.md")
-    assert excluded(r, "docs/old.md")
-    assert not excluded(r, "x/docs/old.md")
-
-
-def test_double_star_forms() -> None:
-    lead = rules_for("**/tmp")
-    assert excluded(lead, "tmp/a.md")
-    assert excluded(lead, "x/y/tmp/a.md")
-    middle = rules_for("a/**/b")
-    for path in ("a/b", "a/x/b", "a/x/y/b"):
-        assert excluded(middle, path)
-    assert not excluded(middle, "x/a/b")
-    assert not excluded(middle, "a/bb")
-    trailing = rules_for("docs/**")
-    assert excluded(trailing, "docs/x.md")
-    assert excluded(trailing, "docs/x/y.md")
-    assert not excluded(trailing, "docs", is_dir=True)
-    assert not excluded(trailing, "docs.md")
-
-
-def test_double_star_inside_a_segment_is_a_plain_star() -> None:
-    r = rules_for("a**z.md")
-    assert excluded(r, "abcz.md")
-    assert not excluded(r, "ab/cz.md")
-
-
-def test_question_mark_and_classes() -> None:
-    r = rules_for("?.md\nfile[0-9].md\nneg[!a-c].md")
-    assert excluded(r, "x.md")
-    assert not excluded(r, "xy.md")
-    assert excluded(r, "file7.md")
-    assert not excluded(r, "filex.md")
-    assert excluded(r, "negd.md")
-    assert not excluded(r, "negb.md")
-
-
-def test_wildcards_never_cross_a_slash() -> None:
-    r = rules_for("/a*b.md\n/c?d.md")
-    assert excluded(r, "axxb.md")
-    assert not excluded(r, "a/b.md")
-    assert not excluded(r, "c/d.md")
-
-
-def test_patterns_are_case_insensitive() -> None:
-    r = rules_for("Drafts/\n*.LOG\n[A-C]x.md")
-    assert excluded(r, "drafts/a.md")
-    assert excluded(r, "DRAFTS/a.md")
-    assert excluded(r, "x.log")
-    assert excluded(r, "bX.md")
-
-
-def test_escapes_and_trailing_spaces() -> None:
-    r = rules_for("\\#hash.md\n\\!bang.md\nspaced.md   \nkeep\\ ")
-    assert excluded(r, "#hash.md")
-    assert excluded(r, "!bang.md")
-    assert excluded(r, "spaced.md")
-    assert excluded(r, "keep ")
+@pytest.mark.parametrize(("text", "rel", "is_dir", "expected"), GITIGNORE_CASES)
+def test_gitignore_subset(text: str, rel: str, is_dir: bool, expected: bool) -> None:
+    assert excluded(rules_for(text), rel, is_dir=is_dir) == expected
 
 
 def test_blank_and_comment_lines_are_not_patterns() -> None:
