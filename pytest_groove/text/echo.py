@@ -13,9 +13,10 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import math
+import reprlib
 from typing import Any
 
-from pytest_groove.errors import clip_repr
+from pytest_groove.errors import ECHO_LIMIT, clip_repr, one_line
 
 #: integers at most this long (in decimal digits) are printed as they are; a longer
 #: one would be cut by the 80-character echo cap anyway
@@ -98,3 +99,48 @@ def conversion_reason(exc: BaseException) -> str:
     if isinstance(exc, OverflowError):
         return "a number too large to use"
     return ""
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = ECHO_LIMIT + 2
+_REPR.maxother = ECHO_LIMIT + 2
+_REPR.maxlevel = 3
+for _attribute in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset", "maxdeque"):
+    setattr(_REPR, _attribute, 8)
+
+
+def echo_value(value: object) -> str:
+    """``repr(value)`` fit for a one-line message, for a value a retriever returned:
+    at most 80 characters (then ``…``), control characters escaped, never a huge value
+    copied whole, and never an exception (a ``__repr__`` that raises is named by its
+    type)."""
+    try:
+        if isinstance(value, str):
+            text = repr(value[: ECHO_LIMIT + 1])
+        elif isinstance(value, int) and not isinstance(value, bool):
+            text = int_text(value)
+        else:
+            text = _REPR.repr(value)
+    except Exception:  # a user's __repr__ may raise anything
+        text = f"<{type(value).__name__}>"
+    text = one_line(text[: 4 * ECHO_LIMIT])
+    return text if len(text) <= ECHO_LIMIT else text[: ECHO_LIMIT - 1] + "…"
+
+
+#: most characters a list of echoed values takes in one message
+_LISTED = 240
+
+
+def echo_list(values: list[Any], most: int = 12) -> str:
+    """``'a', 'b' and 3 more``: each value :func:`echo_value` d, as many as fit in about
+    240 characters (and at most ``most``), the rest counted."""
+    shown: list[str] = []
+    used = 0
+    for value in values[:most]:
+        text = echo_value(value)
+        if shown and used + len(text) > _LISTED:
+            break
+        shown.append(text)
+        used += len(text) + 2
+    rest = len(values) - len(shown)
+    return ", ".join(shown) + (f" and {rest} more" if rest else "")

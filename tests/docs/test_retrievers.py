@@ -89,6 +89,7 @@ def test_the_doc_has_every_kind_of_example() -> None:
         "toy_pipeline.py",
         "qdrant_search.py",
         "chroma_search.py",
+        "haystack_search.py",
         "plain_search.py",
         "search_service.py",
         "conftest.py",
@@ -101,9 +102,16 @@ NEEDS = {
     "llamaindex_search": ("llama_index.core",),
     "qdrant_search": ("qdrant_client",),
     "chroma_search": ("chromadb",),
+    "haystack_search": ("haystack",),
 }
 #: the examples that split the notes at their headings, so heading-pinned entries match
-SECTIONED = ("langchain_search", "llamaindex_search", "qdrant_search", "chroma_search")
+SECTIONED = (
+    "langchain_search",
+    "llamaindex_search",
+    "qdrant_search",
+    "chroma_search",
+    "haystack_search",
+)
 
 
 def _needs(command: str) -> None:

@@ -10,8 +10,12 @@ one of:
     ``Document`` s (``BaseRetriever``, a vector store's ``as_retriever()``);
   - a LlamaIndex retriever: an object with ``retrieve(query)`` returning
     ``NodeWithScore`` s;
+  - a Haystack retriever component (``run(query=..., top_k=...)``) or ``Pipeline``;
   - or a callable ``(query, limit)`` returning hits -- also Qdrant's ``ScoredPoint``
     lists and Chroma's ``QueryResult``, read as they are;
+
+  each framework is an adapter (:mod:`~pytest_groove.search.retrievers.adapters`),
+  tried in the order of its table;
 
 - ``http://HOST/PATH`` (or ``https://``) -- a search service in any language
   (:mod:`pytest_groove.search.retrievers.http`).
@@ -45,10 +49,12 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pytest_groove.errors import GrooveError, StopsTheRun, flag
 from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.retrievers.adapters.base import article
+from pytest_groove.search.retrievers.adapters.table import ADAPTERS, adapter_of, detect
 from pytest_groove.search.retrievers.hit_reader import (
     DEFAULT_KEYS,
     HitKeys,
@@ -76,8 +82,11 @@ from pytest_groove.settings.retriever_spec import FORM, MODULE_ATTRIBUTE, is_url
 #: the model name recorded in the fingerprint of a run measured with a retriever
 CUSTOM_MODEL = "custom"
 
-#: what kind of retriever answers: it decides who sets the depth (see hit_checks)
-RetrieverKind = Literal["langchain", "llamaindex", "callable", "http"]
+#: what kind of retriever answers: its adapter's kind, which decides who sets the depth
+#: (see hit_checks); one per adapter in ``adapters.table.ADAPTERS`` (a test checks)
+RetrieverKind = Literal[
+    "langchain", "llamaindex", "haystack", "qdrant", "chroma", "callable", "http"
+]
 
 
 @contextlib.contextmanager
@@ -166,7 +175,9 @@ class ExternalRetriever:
         with user_prints_to_stderr(), watch:
             try:
                 raw = self.fetch(query, limit)
-                # inside the redirect: a generator's code runs while it is read
+                # inside the redirect: a generator's code runs while it is read; at
+                # most `limit` hits are read, so `limit` means the same for every
+                # retriever (one that returns more is told once)
                 hits = normalise_hits(
                     raw,
                     self.name,
@@ -174,6 +185,7 @@ class ExternalRetriever:
                     keys=self.keys,
                     on_warning=self._warn,
                     evidence=evidence if looking else None,
+                    limit=limit,
                 )
             except RetrieverUnavailable as exc:
                 self.down.append(exc)
@@ -192,9 +204,7 @@ class ExternalRetriever:
                 raise StopsTheRun(self._failed(query, exc)) from None
         if looking and evidence.never_held and evidence.queries >= KEY_EVIDENCE_QUERIES:
             raise StopsTheRun(f"{self.heading_key_problem()}; nothing was recorded")
-        # a retriever that returns more than it was asked for is cut to the limit,
-        # so `limit` means the same for every retriever
-        return hits[:limit]
+        return hits
 
     def _failed(self, query: str, exc: BaseException) -> str:
         """The line for the user's code raising ``exc`` on ``query``."""
@@ -202,12 +212,11 @@ class ExternalRetriever:
         line = f"retriever {self.name} failed on query {echo(query)}: {type(exc).__name__}" + (
             f": {text}" if text else ""
         )
-        if isinstance(exc, NotImplementedError) and self.kind in ("langchain", "llamaindex"):
+        adapter = adapter_of(self.kind)
+        sync, awaited = adapter.call_method, adapter.async_method
+        if isinstance(exc, NotImplementedError) and adapter.own_depth and sync and awaited:
             # a retriever class that implements only its async method (LangChain's
             # _aget_relevant_documents, LlamaIndex's _aretrieve) raises this when called
-            sync, awaited = ("invoke", "ainvoke")
-            if self.kind == "llamaindex":
-                sync, awaited = ("retrieve", "aretrieve")
             line += (
                 f"; if it implements only {awaited}() (async), wrap it in a plain function: "
                 f"def search(query, limit): return asyncio.run(retriever.{awaited}(query)) "
@@ -325,7 +334,9 @@ def _spec_name(spec: str, obj: Any) -> str:
 
 
 def as_search_function(obj: Any, name: str) -> tuple[Callable[[str, int], Any], RetrieverKind]:
-    """``(query, limit) -> raw hits`` for a LangChain, LlamaIndex or plain retriever."""
+    """``(query, limit) -> raw hits`` for a retriever object: the first adapter of the
+    table that detects it says how to call it (:mod:`~pytest_groove.search.retrievers.
+    adapters.table`)."""
     if isinstance(obj, type):
         # the class itself (``return MyRetriever`` for ``return MyRetriever()``): its
         # methods want an instance, so every query would fail with a TypeError
@@ -334,18 +345,15 @@ def as_search_function(obj: Any, name: str) -> tuple[Callable[[str, int], Any], 
             f"(or name) an instance of it, {obj.__name__}(...)"
         )
     _refuse_async(obj, name)
-    invoke = getattr(obj, "invoke", None)
-    if callable(invoke):  # LangChain: the limit is the retriever's own setting (k)
-        return (lambda query, limit: invoke(query)), "langchain"
-    retrieve = getattr(obj, "retrieve", None)
-    if callable(retrieve):  # LlamaIndex: likewise (similarity_top_k)
-        return (lambda query, limit: retrieve(query)), "llamaindex"
-    if callable(obj):
-        return (lambda query, limit: obj(query, limit)), "callable"
-    raise GrooveError(
-        f"retriever {name} is a {type(obj).__name__}: expected a callable (query, limit), "
-        "an object with invoke(query) (LangChain) or retrieve(query) (LlamaIndex)"
-    )
+    adapter = detect(obj)
+    if adapter is None:
+        kind = type(obj).__name__
+        raise GrooveError(
+            f"retriever {name} is {article(kind)} {kind}: expected a callable (query, limit), "
+            "an object with invoke(query) (LangChain) or retrieve(query) (LlamaIndex), or a "
+            "Haystack retriever or Pipeline (run)"
+        )
+    return adapter.search_function(obj, name), cast(RetrieverKind, adapter.kind)
 
 
 ASYNC_ADVICE = (
@@ -362,16 +370,18 @@ def _refuse_async(obj: Any, name: str) -> None:
         getattr(target, "__call__", None)  # noqa: B004 -- an async __call__
     ):
         raise GrooveError(f"retriever {name} is an async def function: {ASYNC_ADVICE}")
-    for sync in ("invoke", "retrieve"):
+    syncs = [a.call_method for a in ADAPTERS if a.call_method]
+    for sync in syncs:
         method = getattr(obj, sync, None)
         if method is not None and inspect.iscoroutinefunction(method):
             raise GrooveError(f"retriever {name}: its {sync}() is async def: {ASYNC_ADVICE}")
-    if not callable(obj) and not any(hasattr(obj, m) for m in ("invoke", "retrieve")):
-        awaited = [m for m in ("ainvoke", "aretrieve") if callable(getattr(obj, m, None))]
-        if awaited:
+    if not callable(obj) and not any(hasattr(obj, m) for m in syncs):
+        awaited = [a.async_method for a in ADAPTERS if a.async_method]
+        found = [m for m in awaited if callable(getattr(obj, m, None))]
+        if found:
+            kind = type(obj).__name__
             raise GrooveError(
-                f"retriever {name} is a {type(obj).__name__} with only {awaited[0]}(): "
-                f"{ASYNC_ADVICE}"
+                f"retriever {name} is {article(kind)} {kind} with only {found[0]}(): {ASYNC_ADVICE}"
             )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from pytest_groove.errors import flag
 from pytest_groove.search.hits import AnsweredQuery
+from pytest_groove.search.retrievers.adapters.base import echo
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,15 @@ def _lost_entries(result: AnsweredQuery) -> list[_Lost]:
 
 def headingless_hits(retriever: str, results: Sequence[AnsweredQuery]) -> str | None:
     """One warning line when golden entries pinned to a heading had their file among
-    the hits, but no hit of that file carried a heading (so none could match)."""
+    the hits, but no hit of that file carried a heading (so none could match).
+
+    Said only of a retriever none of whose hits carried a heading: one whose other
+    hits do split at headings returned a note's opening (its front matter, the text
+    before its first heading) as a headingless chunk, and the entry was an ordinary
+    miss -- advice to split at headings would be wrong.
+    """
+    if any(hit.heading is not None for result in results for hit in result.top_k):
+        return None
     by_query = [_lost_entries(result) for result in results]
     lost = [item for items in by_query for item in items]
     if not lost:
@@ -58,8 +67,8 @@ def headingless_hits(retriever: str, results: Sequence[AnsweredQuery]) -> str | 
     return (
         f"retriever {retriever}: {entries} pinned to a heading, in {queries} of "
         f"{len(results)} queries, had {their} file among the hits but no hit of that "
-        f"file carried a heading, so {scored} (e.g. query "
-        f"{sample.query!r} expects {sample.path!r} heading {sample.heading!r}; the file "
+        f"file carried a heading, so {scored} (e.g. query {echo(sample.query)} expects "
+        f"{echo(sample.path)} heading {echo(sample.heading)}; the file "
         f"came back at rank {sample.rank} without one); return each chunk's section "
         "heading: split the notes at their headings (LangChain's "
         "MarkdownHeaderTextSplitter, LlamaIndex's MarkdownNodeParser) or keep the "

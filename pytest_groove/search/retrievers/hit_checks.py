@@ -37,6 +37,7 @@ from pytest_groove.errors import flag
 from pytest_groove.kb.source.heading_lines import readings, without_closing_hashes
 from pytest_groove.scoring.metric_table import RECALL, Metric
 from pytest_groove.scoring.metrics import normalise_heading
+from pytest_groove.search.retrievers.adapters.base import echo
 from pytest_groove.search.retrievers.external import RetrieverKind
 from pytest_groove.search.retrievers.path_advice import PathJudge
 
@@ -88,7 +89,7 @@ def hits_outside_kb(
         sample = misnamed[0] if misnamed else outside[0]
         return (
             f"retriever {retriever}: none of its {len(every)} hits{scope} name a file of "
-            f"the knowledge base {kb} (e.g. {sample!r}), so no golden entry can match; "
+            f"the knowledge base {kb} (e.g. {echo(sample)}), so no golden entry can match; "
             f"{judge.likely_fix(sample)}"
         )
     if not most_misnamed or misnamed_only:
@@ -97,7 +98,7 @@ def hits_outside_kb(
     return (
         f"retriever {retriever}: only {len(every) - len(outside)} of its {len(every)} "
         f"hits{scope} name a file of the knowledge base {kb}, and {len(misnamed)} look like "
-        f"paths of its files spelt another way (e.g. {sample!r}), which no golden entry can "
+        f"paths of its files spelt another way (e.g. {echo(sample)}), which no golden entry can "
         f"match; {judge.misnamed(sample)}"
     )
 
@@ -132,10 +133,10 @@ def some_hits_outside_kb(
         some = "it looks" if len(misnamed) == 1 else f"{len(misnamed)} of them look"
         return (
             f"{counted}; {some} like a path of its files spelt another way (e.g. "
-            f"{sample!r}), which can never match a golden entry; {judge.misnamed(sample)}"
+            f"{echo(sample)}), which can never match a golden entry; {judge.misnamed(sample)}"
         )
     return (
-        f"{counted} (e.g. {outside[0]!r}) and were scored as misses, as documents of other "
+        f"{counted} (e.g. {echo(outside[0])}) and were scored as misses, as documents of other "
         "sources in a shared store are; if they are notes of the knowledge base, return "
         "their paths relative to it"
     )
@@ -224,7 +225,7 @@ def heading_spelling(heading: str, known: Mapping[str, str]) -> tuple[str, bool]
 def unknown_heading(retriever: str, heading: str, path: str) -> str:
     """The warning for a hit whose heading is no heading of its document (told once)."""
     return (
-        f"retriever {retriever} returned heading {heading!r} for {path!r}, which is not a "
+        f"retriever {retriever} returned heading {echo(heading)} for {echo(path)}, which is not a "
         "heading of that document, so such hits never match a golden entry's heading; "
         f"return the heading's text as the document spells it (or set "
         f"{flag('retriever-heading-key')})"
@@ -232,26 +233,10 @@ def unknown_heading(retriever: str, heading: str, path: str) -> str:
 
 
 def _depth_advice(kind: RetrieverKind, k: int) -> str:
-    if kind == "langchain":
-        return (
-            f"a LangChain retriever returns its own k hits: use "
-            f"as_retriever(search_kwargs={{'k': {k}}}), or set BM25Retriever's k = {k}; "
-            "one that merges chunks into their parent documents (ParentDocumentRetriever, "
-            "MultiVectorRetriever) returns fewer documents than its k by design, since "
-            "several chunks share a parent: raise its search_kwargs k well above "
-            f"{k} so that {k} distinct documents come back"
-        )
-    if kind == "llamaindex":
-        return (
-            f"a LlamaIndex retriever returns its own similarity_top_k hits: use "
-            f"index.as_retriever(similarity_top_k={k}); one that merges nodes into their "
-            "parents (AutoMergingRetriever, RecursiveRetriever) returns fewer than that by "
-            f"design: raise the base retriever's similarity_top_k well above {k}"
-        )
-    return (
-        f"it is asked for limit={k} hits: return up to that many (a service that merges "
-        "chunks into their documents should search more chunks than it returns)"
-    )
+    """How the retriever's framework is asked for ``k`` hits (its adapter's words)."""
+    from pytest_groove.search.retrievers.adapters.table import adapter_of
+
+    return adapter_of(kind).depth_advice(k)
 
 
 def shallow_retriever(

@@ -21,10 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_groove.errors import flag
+from pytest_groove.text.echo import echo_list
+from pytest_groove.text.echo import echo_value as echo
 
 #: queries answered with hits after which a heading key no hit carried stops the run
 #: (each pytest process judges its own first queries; the run's end judges a shorter run)
 KEY_EVIDENCE_QUERIES = 3
+
+#: most keys of one hit's metadata listed (a hit may hold any number)
+_MOST_CARRIED = 200
 
 #: most key names a message lists
 _SHOWN_KEYS = 12
@@ -53,9 +58,9 @@ def carried_keys(meta: Mapping[str, Any]) -> list[str]:
     """The keys of ``meta`` as a heading key would name them: a nested mapping's keys
     dotted (``metadata.section`` in a payload LangChain wrote), one level deep."""
     found: list[str] = []
-    for key, value in meta.items():
+    for key, value in list(meta.items())[:_MOST_CARRIED]:
         if isinstance(value, Mapping) and value:
-            found += [f"{key}.{inner}" for inner in value]
+            found += [f"{key}.{inner}" for inner in list(value)[:_MOST_CARRIED]]
         else:
             found.append(str(key))
     return found
@@ -93,9 +98,7 @@ def missing_heading_key(retriever: str, key: str, evidence: KeyEvidence, scope: 
     it answered`` when the run stopped early)."""
     keys = sorted(evidence.keys)
     if keys:
-        shown = ", ".join(repr(k) for k in keys[:_SHOWN_KEYS])
-        more = f" and {len(keys) - _SHOWN_KEYS} more" if len(keys) > _SHOWN_KEYS else ""
-        held = f"their metadata hold {shown}{more}"
+        held = f"their metadata hold {echo_list(keys, _SHOWN_KEYS)}"
     else:
         held = "their metadata hold no key at all"
     close = difflib.get_close_matches(key, keys, n=1)
@@ -103,7 +106,7 @@ def missing_heading_key(retriever: str, key: str, evidence: KeyEvidence, scope: 
     hits = "hit" if evidence.looked == 1 else "hits"
     return (
         f"retriever {retriever}: none of its {evidence.looked} {hits}{scope} has the heading "
-        f"key {key!r} that {flag('retriever-heading-key')} names ({held}), so every hit would "
+        f"key {echo(key)} that {flag('retriever-heading-key')} names ({held}), so every hit would "
         f"read as headingless; name the key the headings are under{meant}, or drop the "
         "option to read 'heading' and the Markdown splitters' header keys"
     )

@@ -30,6 +30,7 @@ import os
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path, PurePosixPath
 
+from pytest_groove.search.retrievers.adapters.base import echo
 from pytest_groove.search.retrievers.hit_paths import kb_paths_named, spellings
 from pytest_groove.search.retrievers.hit_reader import URL_PATH, kb_relative
 
@@ -41,11 +42,15 @@ def _kb_text(kb: Path) -> str:
 def _rerooted(path: str, kb_paths: Collection[str]) -> tuple[str, str] | None:
     """(leading folders, KB path): the first KB path ``path`` becomes by dropping
     leading folders (``kb/ops/a.md`` -> ``ops/a.md``), None when none."""
-    parts = PurePosixPath(path).parts
-    for cut in range(1, len(parts)):
-        rest = PurePosixPath(*parts[cut:]).as_posix()
+    normal = PurePosixPath(path).as_posix()
+    # each folder boundary, first to last: one slice and one look-up each (a path of
+    # 256 folders costs 256 slices, not 256 paths built)
+    at = 0 if normal.startswith("/") else normal.find("/")
+    while at != -1:
+        rest = normal[at + 1 :]
         if rest in kb_paths:
-            return PurePosixPath(*parts[:cut]).as_posix(), rest
+            return normal[:at] or "/", rest
+        at = normal.find("/", at + 1)
     return None
 
 
@@ -76,7 +81,7 @@ def _prefix_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
         whence = f"the paths look to start with {prefix}/"
     return (
         f"{whence}: set each hit's path (LangChain metadata ['source'], LlamaIndex "
-        f"metadata['file_path']) to the KB-relative path ({rest!r}) or to an absolute "
+        f"metadata['file_path']) to the KB-relative path ({echo(rest)}) or to an absolute "
         "path inside the KB"
     )
 
@@ -84,11 +89,16 @@ def _prefix_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
 def _suffixed(path: str, kb_paths: Collection[str]) -> str | None:
     """The longest KB path ``path`` starts with, followed by a suffix that is no part
     of a file name (``#2``, ``_part_0``, ``:12``, ``::chunk``, ``/3``)."""
-    # each place a suffix may start at, longest first: as many look-ups as characters
-    for end in range(len(path) - 1, 0, -1):
-        if not path[end].isalnum() and path[:end] in kb_paths:
+    # each place a suffix may start at, longest first: only where a KB path of that
+    # length would end (as many look-ups as the KB has path lengths, not characters)
+    for end in sorted(_lengths(kb_paths), reverse=True):
+        if 0 < end < len(path) and not path[end].isalnum() and path[:end] in kb_paths:
             return path[:end]
     return None
+
+
+def _lengths(kb_paths: Collection[str]) -> set[int]:
+    return {len(p) for p in kb_paths}
 
 
 def _suffix_fix(path: str, kb_paths: Collection[str]) -> str | None:
@@ -97,19 +107,19 @@ def _suffix_fix(path: str, kb_paths: Collection[str]) -> str | None:
         return None
     if path[len(document)] == "#":
         return (
-            f"the paths carry a #fragment ({path!r}): return the file's path alone "
-            f"({document!r}) and the section as the hit's heading"
+            f"the paths carry a #fragment ({echo(path)}): return the file's path alone "
+            f"({echo(document)}) and the section as the hit's heading"
         )
     return (
-        f"the paths carry a suffix after the file name ({path!r}, a chunk or node id?): "
-        f"return the file's path alone ({document!r}; with LlamaIndex, metadata"
+        f"the paths carry a suffix after the file name ({echo(path)}, a chunk or node id?): "
+        f"return the file's path alone ({echo(document)}; with LlamaIndex, metadata"
         "['file_path'], not the node's id) and the section as the hit's heading"
     )
 
 
 def _url_fix(path: str) -> str:
     return (
-        f"the hits carry URLs ({path!r}), not files of the KB: give each hit the "
+        f"the hits carry URLs ({echo(path)}), not files of the KB: give each hit the "
         "KB-relative path of the note it came from (a metadata key such as "
         "LangChain's 'source' or LlamaIndex's 'file_path')"
     )
@@ -132,8 +142,25 @@ def _misnamed_fix(
     if URL_PATH.match(path):
         return None
     if path.lower() in lowered:
-        return f"the KB has {lowered[path.lower()]!r}: paths are compared byte for byte"
-    return None
+        return f"the KB has {echo(lowered[path.lower()])}: paths are compared byte for byte"
+    return _bare_name_fix(path, kb_paths, kb)
+
+
+def _bare_name_fix(path: str, kb_paths: Collection[str], kb: Path) -> str | None:
+    """The fix when ``path`` is a bare file name (no folder) that names exactly one KB
+    file, which lies in a folder: the folders were dropped where the store was built."""
+    if "/" in path or "\\" in path:
+        return None
+    named = [p for p in kb_paths if "/" in p and PurePosixPath(p).name == path]
+    if len(named) != 1:
+        return None
+    from pytest_groove.search.retrievers.adapters.table import bare_name_causes
+
+    return (
+        f"the paths are bare file names ({echo(path)}; the KB has {echo(named[0])}): return "
+        f"each hit's path relative to the KB, {kb}, or absolute inside it"
+        f"{bare_name_causes()}"
+    )
 
 
 def _plain_fix(
@@ -150,7 +177,7 @@ def _plain_fix(
     name = PurePosixPath(path).name
     same_name = sorted(p for p in kb_paths if PurePosixPath(p).name == name)
     if same_name:
-        return f"the KB has {same_name[0]!r}: return paths relative to the KB, {kb}"
+        return f"the KB has {echo(same_name[0])}: return paths relative to the KB, {kb}"
     return None
 
 
@@ -167,15 +194,15 @@ def _spelling_fix(
         if kb_relative(spelling.path, kb) in named:
             several = " (more than one KB file, so it is not mapped)" if len(named) > 1 else ""
             return (
-                f"the paths look {spelling.cause}: {path!r} names "
-                f"{' and '.join(repr(p) for p in named)} once {spelling.undone}{several}; "
+                f"the paths look {spelling.cause}: {echo(path)} names "
+                f"{' and '.join(echo(p) for p in named)} once {spelling.undone}{several}; "
                 "return each path exactly as its file is named"
             )
     for spelling in spellings(path):
         fix = judge(spelling.path, kb_paths, kb, lowered)
         if fix is not None:
             return (
-                f"the paths look {spelling.cause} ({path!r} is {spelling.path!r} once "
+                f"the paths look {spelling.cause} ({echo(path)} is {echo(spelling.path)} once "
                 f"{spelling.undone}), and then {fix}"
             )
     return None

@@ -102,3 +102,23 @@ def test_under_pytest_headingless_hits_are_one_warning_spelt_for_pytest(
             "--groove-retriever-heading-key*"
         ]
     )
+
+
+#: a retriever that splits at headings: each note's opening (its front matter, before
+#: the first heading) is a chunk without one, the sections carry theirs
+FRONT_MATTER = """\
+def search(query, limit):
+    return [
+        {"path": "ops/release-train.md", "heading": None, "score": 2.0},
+        {"path": "ops/on-call.md", "heading": "Handover", "score": 1.0},
+    ]
+"""
+
+
+def test_a_front_matter_chunk_of_a_retriever_that_splits_at_headings_gets_no_split_advice(
+    example_kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = retriever_module(tmp_path, FRONT_MATTER, monkeypatch)
+    done = eval_retriever(example_kb_copy, tmp_path, f"{name}:search")
+    assert done.returncode == 0, done.stderr
+    assert not [w for w in warnings_of(done) if "split the notes at their headings" in w]

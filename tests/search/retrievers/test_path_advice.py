@@ -81,3 +81,38 @@ def test_a_longer_kb_name_is_no_suffix_of_a_shorter_one() -> None:
     # a name that goes on with letters is another file, not a suffix
     other = hits_outside_kb("r", [["b.mdx"]], kb_files, Path("kb"))
     assert other is not None and "suffix" not in other and "fragment" not in other
+
+
+def test_bare_file_names_are_misnamed_kb_paths_with_the_fix(tmp_path: Path) -> None:
+    from pytest_groove.search.retrievers.path_advice import PathJudge
+
+    judge = PathJudge({"ops/rollback.md", "api/tokens.md", "README.md"}, tmp_path)
+    fix = judge.misnamed("rollback.md")
+    assert fix is not None and fix.startswith(
+        "the paths are bare file names ('rollback.md'; the KB has 'ops/rollback.md')"
+    )
+    assert "store_full_path=True" in fix  # Haystack's converters keep only the name
+    assert judge.misnamed("tokens.txt") is None  # no KB file of that name
+
+
+#: a store built over file names only: every hit a KB file's bare name
+BARE_NAMES = """\
+import pathlib
+CALLS = pathlib.Path(__file__).with_name("calls.txt")
+
+def search(query, limit):
+    with CALLS.open("a") as calls:
+        calls.write(query + "\\n")
+    return [{"path": "rollback.md"}, {"path": "on-call.md"}]
+"""
+
+
+def test_bare_file_names_stop_the_run_after_the_first_queries(
+    example_kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = retriever_module(tmp_path, BARE_NAMES, monkeypatch)
+    done = eval_retriever(example_kb_copy, tmp_path, f"{name}:search")
+    (error,) = errors_of(done)
+    assert "in the first 3 queries it answered" in error, error
+    assert "the paths are bare file names" in error
+    assert len((tmp_path / "calls.txt").read_text().splitlines()) == 3  # of 14
