@@ -64,7 +64,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     golden: argparse.ArgumentParser = subparsers.add_parser(
         "golden", help="edit the golden file: add a query from the search's hits"
     )
-    actions = golden.add_subparsers(dest="golden_command", metavar="ACTION")
+    actions = golden.add_subparsers(dest="golden_command", metavar="ACTION", help="what to do: add")
     actions.required = True
     p: argparse.ArgumentParser = actions.add_parser(
         "add",

@@ -1,4 +1,4 @@
-"""Haystack 2.x: a retriever component, or a ``Pipeline`` that ends in one.
+"""Haystack (2.x and 3.x): a retriever component, or a ``Pipeline`` that ends in one.
 
 - A component with ``run(query=..., top_k=...)`` returning ``{"documents": [...]}``
   (``InMemoryBM25Retriever``, a document store's keyword or hybrid retriever) is called
