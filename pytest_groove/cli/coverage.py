@@ -3,7 +3,7 @@
 Plans the run as ``groove eval`` does, opens the same searcher (the built-in engine,
 refreshed unless ``--no-reindex``, or the ``--retriever``), begins the evaluation (the
 golden file is checked against the index first) and searches every golden query; the
-run is not recorded.  The numbers are :mod:`pytest_groove.evaluation.coverage`'s.
+run is not recorded.  The numbers are :mod:`pytest_groove.evaluation.runs.coverage`'s.
 Exit status: 0, or 1 on an error.
 
 PYTEST_DONT_REWRITE
@@ -26,9 +26,9 @@ from pytest_groove.cli.args import (
 )
 from pytest_groove.cli.ending import EXIT_OK
 from pytest_groove.errors import GrooveError
-from pytest_groove.evaluation.coverage import Coverage, coverage_text, golden_coverage
 from pytest_groove.evaluation.lifecycle import begin_evaluation
 from pytest_groove.evaluation.plan import plan_evaluation
+from pytest_groove.evaluation.runs.coverage import Coverage, coverage_text, golden_coverage
 from pytest_groove.text.console import write_json
 
 PROG = "groove coverage"

@@ -3,8 +3,8 @@
 Its root modules are the run's life -- :mod:`.searched` (what it asks of a searcher
 beyond hits), :mod:`.plan` (check every input once),
 :mod:`.lifecycle` (open it over a searcher, score each query), :mod:`.finish`
-(judge, deliver, spell) -- and the starter files, the floor ratchet and the golden
-set's coverage of the knowledge base (:mod:`.coverage`) built on it; the
+(judge, deliver, spell) -- and the starter files and the floor ratchet built on it;
+the
 sub-packages, from the bottom up: ``golden``, ``runs``, ``gate``, ``history``,
 ``reports``.
 

@@ -252,6 +252,7 @@ def _report_inputs(judged: Judged, door: Door) -> ReportInputs:
         choice=judged.choice,
         options=plan.options,
         door=door,
+        coverage=judged.coverage,
     )
 
 
@@ -301,6 +302,7 @@ def _render(judged: Judged, recorded: bool, color: bool, door: Door) -> _Rendere
         recorded=recorded,
         verdicts=judged.verdicts,
         choice=judged.choice,
+        coverage=judged.coverage,
     )
     return _Rendered(text, spell_flags_within(built, door))
 

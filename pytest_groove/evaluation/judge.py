@@ -37,6 +37,7 @@ from pytest_groove.evaluation.history.file import BaselineChoice
 from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.evaluation.runs.corpus_files import with_document_digests
+from pytest_groove.evaluation.runs.coverage import Coverage, golden_coverage
 from pytest_groove.evaluation.runs.findings import quote_findings
 from pytest_groove.evaluation.runs.gate_record import loosened_warning
 from pytest_groove.evaluation.runs.record import (
@@ -103,6 +104,9 @@ class Judged:
     #: positions in :attr:`run` of the known misses of the accepted baseline (a query
     #: that missed there and still misses: an expected failure unless strict)
     known_misses: frozenset[int] = frozenset()
+    #: what the golden set covers of the KB in this run (None: a subset of the queries
+    #: ran, or the searcher names no documents)
+    coverage: Coverage | None = None
 
 
 def judge(
@@ -139,7 +143,18 @@ def judge(
         gate=gate,
         warnings=(*warnings, *gate.warnings),
         known_misses=_known_misses(evaluation, scope.per_query),
+        coverage=_coverage(evaluation, scope),
     )
+
+
+def _coverage(evaluation: Evaluation, scope: Scope) -> Coverage | None:
+    """The golden set's coverage of the documents, from this run's top k (a subset's
+    would say the set covers less than it does)."""
+    headings = evaluation.document_headings
+    if headings is None or scope.subset:
+        return None
+    plan = evaluation.plan
+    return golden_coverage(plan.golden, headings, scope.per_query, max(plan.k_values))
 
 
 def _known_misses(evaluation: Evaluation, per_query: Sequence[QueryResult]) -> frozenset[int]:

@@ -76,6 +76,9 @@ class Evaluation:
     #: positions of the golden queries that missed in the accepted baseline: still
     #: missing, each is an expected failure (a known miss) unless the plan is strict
     known_misses: frozenset[int] = frozenset()
+    #: every document the searcher can answer with and its section headings, as read
+    #: at the start (None: it cannot say); what the golden set's coverage is taken of
+    document_headings: Mapping[str, Collection[str | None]] | None = None
     #: this corpus against the baseline's, per document (read once, at first need)
     _delta: list[CorpusDelta | None] = field(default_factory=list, compare=False, repr=False)
     #: why an expected file still on disk is not indexed, per path (read at first need)
@@ -452,6 +455,7 @@ def begin_evaluation(plan: EvalPlan, searcher: EvaluatedSearcher) -> Evaluation:
         lost_headings=vanished.lost,
         vanished_files=vanished.held,
         known_misses=known_misses(choice, counterparts),
+        document_headings=headings,
     )
 
 

@@ -96,3 +96,26 @@ def test_json_agrees_with_a_count_from_the_golden_file_and_the_notes(
     assert text.returncode == 0, text.stderr
     assert "documents expected:" in text.stdout
     assert f"  {want['never_returned'][0]}\n" in text.stdout
+
+
+def test_every_report_of_a_whole_run_carries_the_same_coverage(
+    example_kb_copy: Path, groove: Groove, tmp_path: Path
+) -> None:
+    """groove eval's JSON report holds what groove coverage prints; its Markdown and
+    HTML say the totals; a run of some of the queries carries none."""
+    kb = example_kb_copy
+    args = ("--kb-path", kb, "--model", "hash", "--no-history")
+    alone = json.loads(groove("coverage", *args[:-1], "--format", "json").stdout)
+    markdown, html = tmp_path / "summary.md", tmp_path / "report.html"
+    done = groove("eval", *args, "--format", "json", "--markdown", markdown, "--html", html)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["coverage"] == alone
+    totals = (
+        f"documents expected {alone['documents_expected']}/{alone['documents']}",
+        f"sections {alone['sections_expected']}/{alone['sections']}",
+    )
+    summary = markdown.read_text(encoding="utf-8")
+    assert all(total in summary for total in totals), summary
+    page = html.read_text(encoding="utf-8")
+    assert "Coverage of the knowledge base" in page
+    assert f"{alone['documents_expected']} of {alone['documents']}" in page

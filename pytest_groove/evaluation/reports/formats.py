@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pytest_groove.evaluation.gate.baseline import BaselineChoice
     from pytest_groove.evaluation.gate.compare import Comparison
     from pytest_groove.evaluation.gate.verdict import RunVerdicts
+    from pytest_groove.evaluation.runs.coverage import Coverage
     from pytest_groove.evaluation.runs.record import RunRecord
     from pytest_groove.scoring.records import GoldenQuery
     from pytest_groove.settings.options import RunOptions
@@ -71,6 +72,8 @@ class ReportInputs:
     options: RunOptions | None = None
     #: the door whose spelling of options the content uses
     door: Door = "cli"
+    #: what the golden set covers of the KB in this run (None: not measured)
+    coverage: Coverage | None = None
 
 
 #: writes a report file; raises GrooveError (its own line) or OSError

@@ -87,6 +87,7 @@ from pytest_groove.evaluation.reports.verdict_html import (
     verdict_banner,
     verdict_cell,
 )
+from pytest_groove.evaluation.runs.coverage import Coverage
 from pytest_groove.evaluation.runs.record import QueryResult, RunRecord, format_timestamp
 from pytest_groove.scoring.metric_table import (
     RECALL,
@@ -110,6 +111,8 @@ __all__ = [
     "write_report",
 ]
 
+#: folders, never-returned documents and displacers the coverage section lists
+COVERAGE_ROWS = 10
 #: what the ``plots`` extra brings for this report: (import name, name in messages)
 _EXTRA_PACKAGES = (("matplotlib", "matplotlib"), ("jinja2", "Jinja2"))
 
@@ -518,6 +521,7 @@ def render_html_report(
     verdicts: RunVerdicts | None = None,
     gate: ReportGate | None = None,
     said: Headline | None = None,
+    coverage: Coverage | None = None,
 ) -> str:
     """The whole report as one HTML document (see the module docstring); ``said`` is
     the verdict it leads with (else made from ``gate``, else from what the run
@@ -540,6 +544,8 @@ def render_html_report(
         queries=_queries(run, comparison, judged),
         moved=moved_rows(judged),
         findings=_findings(run),
+        coverage=coverage,
+        coverage_rows=COVERAGE_ROWS,
     )
     return text
 
@@ -570,6 +576,7 @@ def write_html_report(
     verdicts: RunVerdicts | None = None,
     gate: ReportGate | None = None,
     said: Headline | None = None,
+    coverage: Coverage | None = None,
 ) -> None:
     """Write :func:`render_html_report` to ``path`` (UTF-8; parent directories created).
 
@@ -578,7 +585,14 @@ def write_html_report(
     :class:`OSError` when the file cannot be written.
     """
     text = render_html_report(
-        run, comparison, history, title=title, verdicts=verdicts, gate=gate, said=said
+        run,
+        comparison,
+        history,
+        title=title,
+        verdicts=verdicts,
+        gate=gate,
+        said=said,
+        coverage=coverage,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -595,4 +609,5 @@ def write_report(path: Path, inputs: ReportInputs) -> None:
         verdicts=inputs.verdicts,
         gate=inputs.gate,
         said=headline(inputs),
+        coverage=inputs.coverage,
     )

@@ -25,6 +25,7 @@ from pytest_groove.evaluation.gate.baseline import BaselineChoice
 from pytest_groove.evaluation.gate.compare import Comparison
 from pytest_groove.evaluation.gate.verdict import RunVerdicts, comparison_verdicts
 from pytest_groove.evaluation.reports.verdict_json import moved_json, per_query_json
+from pytest_groove.evaluation.runs.coverage import Coverage
 from pytest_groove.evaluation.runs.record import (
     RunRecord,
     aggregate_to_json,
@@ -44,8 +45,10 @@ def build_json_report(
     recorded: bool,
     verdicts: RunVerdicts | None = None,
     choice: BaselineChoice | None = None,
+    coverage: Coverage | None = None,
 ) -> dict[str, Any]:
-    """The report object for ``run``; ``recorded`` says whether it went into the history;
+    """The report object for ``run`` (``coverage``: what the golden set covers of the
+    KB, when this run measured it); ``recorded`` says whether it went into the history;
     ``verdicts`` are the run's (computed from ``comparison`` when not given); ``choice``
     says where the baseline came from."""
     diff = comparison.diff
@@ -69,6 +72,7 @@ def build_json_report(
         "gate": None if run.gate is None else run.gate.to_json(),
         "gate_loosened": [item.to_json() for item in comparison.gate_loosened],
         "baseline": baseline_json(comparison, choice),
+        "coverage": None if coverage is None else coverage.to_json(),
     }
 
 

@@ -167,6 +167,54 @@ def _changes(head: Headline) -> list[str]:
     return ["", "### What changed since the baseline", "", *(f"- {md(c)}" for c in head.changes)]
 
 
+#: folders, never-returned documents and displacers listed in the coverage section
+COVERAGE_ROWS = 10
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "0/0"
+
+
+def _listed(paths: Sequence[str], total: int) -> list[str]:
+    lines = [f"- {md(path, 120)}" for path in paths[:COVERAGE_ROWS]]
+    if total > COVERAGE_ROWS:
+        lines.append(f"- … and {total - COVERAGE_ROWS} more (the JSON report lists every one)")
+    return lines or ["- none"]
+
+
+def _coverage(inputs: ReportInputs) -> list[str]:
+    """What the golden set covers of the KB, folded: a line in the summary, the folders,
+    the documents never returned and the frequent displacers inside (a few of each)."""
+    coverage = inputs.coverage
+    if coverage is None:
+        return []
+    total = coverage.total
+    folders = [
+        [
+            md(f.folder, 80),
+            _share(f.documents_expected, f.documents),
+            _share(f.sections_expected, f.sections),
+        ]
+        for f in coverage.folders[:COVERAGE_ROWS]
+    ]
+    displacers = [f"{d.path} ({d.queries} queries)" for d in coverage.displacers]
+    lines = [
+        "",
+        "<details><summary>Coverage of the knowledge base: documents expected "
+        f"{_share(total.documents_expected, total.documents)}, sections "
+        f"{_share(total.sections_expected, total.sections)}</summary>",
+        "",
+        *_table(["folder", "documents expected", "sections expected"], folders),
+    ]
+    if len(coverage.folders) > COVERAGE_ROWS:
+        lines += ["", f"… and {len(coverage.folders) - COVERAGE_ROWS} more folders."]
+    lines += ["", f"Never returned in any query's top {coverage.k}:", ""]
+    lines += _listed(coverage.never_returned, len(coverage.never_returned))
+    lines += ["", "Frequent displacers (in many queries' top k, expected by none of them):", ""]
+    lines += _listed(displacers, len(displacers))
+    return [*lines, "", "</details>"]
+
+
 def _detail_row(position: int, result: QueryResult, verdict: QueryVerdict, k: int) -> list[str]:
     top = result.top_k[0] if result.top_k else None
     first = rank_move(verdict) if verdict.compared else rank_text(verdict.first_rank)
@@ -215,7 +263,7 @@ def render_markdown(inputs: ReportInputs) -> str:
     """The whole report, under :data:`MAX_CHARS` characters (see the module docstring)."""
     head = headline(inputs)
     top = _verdict(head) + _aggregate(inputs, head)
-    changes = _changes(head)
+    changes = _changes(head) + _coverage(inputs)
     footer = [
         "",
         f"_{md(inputs.prog)} · run of {md(display_timestamp(inputs.run.timestamp))}_",

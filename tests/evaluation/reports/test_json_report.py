@@ -35,6 +35,7 @@ KEYS = [
     "gate",
     "gate_loosened",
     "baseline",
+    "coverage",
 ]
 
 

@@ -20,6 +20,7 @@ from pytest_groove.evaluation.gate.verdict import comparison_verdicts
 from pytest_groove.evaluation.reports.formats import ReportInputs
 from pytest_groove.evaluation.reports.headline import ReportGate
 from pytest_groove.evaluation.reports.markdown_report import MAX_CHARS, md, render_markdown
+from pytest_groove.evaluation.runs.coverage import Coverage, Displacer, FolderCoverage
 from pytest_groove.evaluation.runs.record import RunRecord
 from pytest_groove.scoring.metrics import aggregate
 from tests.helpers.eval_factories import query, run
@@ -201,3 +202,24 @@ def test_groove_eval_prints_and_writes_the_markdown(example_kb: Path, groove: An
     assert "regressed: schema-changes, after-incident" in first
     assert "<table>" in parser().render(text)
     assert "Markdown report written to summary.md" in failed.stderr
+
+
+def test_the_coverage_section_is_folded_escaped_and_bounded() -> None:
+    now, before = pair(drop=False)
+    hostile = "notes/<script>|`x`.md"
+    coverage = Coverage(
+        k=10,
+        query_count=3,
+        folders=tuple(FolderCoverage(f"f{i}|<b>", 2, 1, 4, 1) for i in range(30)),
+        never_returned=tuple(f"{hostile}{i}" for i in range(25)),
+        displacers=(Displacer("README.md", 3),),
+    )
+    text = render_markdown(replace(judged_inputs(now, before), coverage=coverage))
+    summary = "<details><summary>Coverage of the knowledge base: documents expected 30/60 (50%)"
+    assert summary in text
+    blocks = raw_html(text)
+    assert all(b == "</details>" or b.startswith("<details><summary>") for b in blocks), blocks
+    coverage_table = tables(text)[-2]  # the per-query table is last
+    assert coverage_table == [3] * 11  # header + 10 folders, 3 cells each
+    assert "… and 20 more folders." in text and "… and 15 more" in text
+    assert "<script>" not in text and "README.md (3 queries)" in text

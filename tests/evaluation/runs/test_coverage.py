@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_groove.evaluation.coverage import FolderCoverage, coverage_text, golden_coverage
+from pytest_groove.evaluation.runs.coverage import FolderCoverage, coverage_text, golden_coverage
 from pytest_groove.evaluation.runs.record import QueryResult, evaluate_query
 from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
 from pytest_groove.search.hits import SearchHit
