@@ -21,6 +21,16 @@ def retriever_module(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatc
     return name
 
 
+def importable_module(
+    tmp_path: Path, name: str, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``source`` as the module ``name`` in ``tmp_path``, on this process's path and
+    imported afresh (a subprocess run from ``tmp_path`` finds it there too)."""
+    (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
 def eval_retriever(kb: Path, cwd: Path, spec: str, *args: str) -> CliRun:
     """``groove eval`` of the retriever ``spec`` on ``kb``, run from ``cwd``, unrecorded."""
     return invoke("eval", "--kb-path", kb, "--retriever", spec, "--no-history", *args, cwd=cwd)
