@@ -13,11 +13,9 @@ under pytest once -- with and without pytest-xdist -- and says so in one line.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 
 #: the example KB's golden queries
@@ -60,11 +58,7 @@ def search(query, limit):
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     for name, text in (("locked_search", LOCKED), ("raising", RAISING), ("prefixed", PREFIXED)):
         (pytester.path / f"{name}.py").write_text(text, encoding="utf-8")
     return pytester

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.finish import finish_evaluation
 from pytest_groove.evaluation.gate.compare import compare
@@ -57,8 +57,6 @@ needs_matplotlib = pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="needs pytest-
 
 pytest_plugins = ["pytester"]
 
-#: what running the example leaves in a KB (index, history); never copied into tests
-LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
 _PNG = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 #: trend plots for k = 1, 5, 10: recall@1/5/10, MRR, nDCG@1/5/10
 TREND_PLOTS = 7
@@ -521,7 +519,7 @@ def test_missing_matplotlib_is_one_clear_error(
 @pytest.fixture
 def example_kb(tmp_path: Path) -> Path:
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     return kb
 
 
@@ -571,7 +569,7 @@ def test_groove_eval_without_matplotlib_stops_before_indexing(
 @pytest.fixture
 def plugin_kb(pytester: pytest.Pytester) -> Path:
     kb = pytester.path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     return kb
 
 
@@ -876,7 +874,7 @@ def test_queries_sharing_a_derived_id_get_their_node_ids_in_groove_eval_reports(
     from tests.helpers.cli_invoke import invoke
 
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     golden = kb / ".groove-eval.yml"
     golden.write_text(golden.read_text(encoding="utf-8") + STATUS_401, encoding="utf-8")
     queries = load_golden(golden, kb).queries

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.errors import GrooveError
 from pytest_groove.search.retrievers.external import from_object
 
@@ -125,11 +124,7 @@ def test_a_qdrant_payload_without_the_path_key_names_with_payload(tmp_path: Path
 def test_a_hook_that_returns_a_spec_is_told_of_the_option(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     monkeypatch.delitem(sys.modules, "quick_search", raising=False)
     pytester.makepyfile(quick_search="def search(q, limit):\n    return []\n")
     pytester.makeconftest(
