@@ -19,6 +19,7 @@ import pytest
 from conftest import copy_example_kb
 from pytest_groove.errors import GrooveError
 from pytest_groove.search.retrievers.external import from_object
+from tests.helpers.retriever_runs import qdrant_in_memory
 
 
 def _chroma_collection() -> Any:
@@ -77,21 +78,8 @@ def test_a_chroma_get_result_is_named_as_such(tmp_path: Path) -> None:
 
 
 def _qdrant_search(**query: Any) -> Any:
-    pytest.importorskip("qdrant_client")
-    from qdrant_client import QdrantClient, models
-
-    client = QdrantClient(":memory:")
-    client.create_collection(
-        "kb", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
-    )
-    client.upsert(
-        "kb",
-        points=[
-            models.PointStruct(
-                id=1, vector=[1.0, 0.0], payload={"path": "ops/rollback.md", "heading": "Steps"}
-            )
-        ],
-    )
+    point = ([1.0, 0.0], {"path": "ops/rollback.md", "heading": "Steps"})
+    client = qdrant_in_memory([point], first_id=1)
     return lambda text, limit: client.query_points("kb", query=[1.0, 0.0], limit=limit, **query)
 
 
