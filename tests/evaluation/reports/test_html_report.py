@@ -474,20 +474,27 @@ def test_an_unwritable_html_report_is_reported_like_the_json_one(tmp_path: Path)
 # --------------------------------------------------------------------------- missing extra
 
 
-def test_missing_jinja2_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_groove.evaluation.reports import html_report as report_html
-
-    monkeypatch.setitem(sys.modules, "jinja2", None)
-    monkeypatch.setattr(report_html, "_template", report_html._template.__wrapped__)
+def _refused_without(extra: str, tmp_path: Path) -> RunRecord:
+    """Without ``extra``, --html is refused up front and writing the report fails with
+    the install advice; the run it tried to write back."""
     with pytest.raises(GrooveError) as raised:
         check_html_available("--html")
     assert raised.value.message == (
-        "--html needs Jinja2, which is an optional extra: install it with "
+        f"--html needs {extra}, which is an optional extra: install it with "
         'pip install "pytest-groove[plots]" (or drop --html)'
     )
     run = scored(0, [1.0])
     with pytest.raises(GrooveError, match=re.escape(PLOTS_EXTRA)):
         write_html_report(tmp_path / "r.html", run, compare(run, None, 0.05), [], title="t")
+    return run
+
+
+def test_missing_jinja2_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_groove.evaluation.reports import html_report as report_html
+
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    monkeypatch.setattr(report_html, "_template", report_html._template.__wrapped__)
+    _refused_without("Jinja2", tmp_path)
     assert not (tmp_path / "r.html").exists()
 
 
@@ -495,15 +502,7 @@ def test_missing_matplotlib_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(GrooveError) as raised:
-        check_html_available("--html")
-    assert raised.value.message == (
-        "--html needs matplotlib, which is an optional extra: install it with "
-        'pip install "pytest-groove[plots]" (or drop --html)'
-    )
-    run = scored(0, [1.0])
-    with pytest.raises(GrooveError, match=re.escape(PLOTS_EXTRA)):
-        write_html_report(tmp_path / "r.html", run, compare(run, None, 0.05), [], title="t")
+    run = _refused_without("matplotlib", tmp_path)
     # at session end it is an error in the outcome, not an exception
     outcome = finish_evaluation(
         session_ctx(tmp_path, run, html=tmp_path / "r.html"), run.per_query, record=True
