@@ -727,6 +727,19 @@ window.addEventListener("load", () => {
 )
 
 
+def _report_with_a_long_id(tmp_path: Path) -> Path:
+    """``report.html`` in ``tmp_path``: the Japanese runs, failed, the first query's id
+    made long enough to push a narrow layout wide."""
+    before, run = japanese_runs()
+    long_id = "a-very-long-query-identifier-" * 3
+    run = with_query(run, 0, replace(run.per_query[0], id=long_id))
+    page = tmp_path / "report.html"
+    write_html_report(
+        page, run, compare(run, before, 0.05), [before], title="groove report", gate=FAILED_GATE
+    )
+    return page
+
+
 def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
     browser = chromium()
     assert browser is not None
@@ -759,13 +772,7 @@ def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @needs_matplotlib
 @pytest.mark.skipif(chromium() is None, reason="no headless Chromium installed (Debian: chromium)")
 def test_the_report_fits_a_1280_pixel_window_in_chromium(tmp_path: Path) -> None:
-    before, run = japanese_runs()
-    long_id = "a-very-long-query-identifier-" * 3
-    run = with_query(run, 0, replace(run.per_query[0], id=long_id))
-    page = tmp_path / "report.html"
-    write_html_report(
-        page, run, compare(run, before, 0.05), [before], title="groove report", gate=FAILED_GATE
-    )
+    page = _report_with_a_long_id(tmp_path)
     shot = tmp_path / "report.png"
     done = browse(page, f"--screenshot={shot}")
     assert shot.is_file(), done.stderr
@@ -813,13 +820,7 @@ def phone_frame(report: str, width: int) -> str:
 @needs_matplotlib
 @pytest.mark.skipif(chromium() is None, reason="no headless Chromium installed (Debian: chromium)")
 def test_the_report_fits_a_390_pixel_phone_in_chromium(tmp_path: Path) -> None:
-    before, run = japanese_runs()
-    long_id = "a-very-long-query-identifier-" * 3
-    run = with_query(run, 0, replace(run.per_query[0], id=long_id))
-    page = tmp_path / "report.html"
-    write_html_report(
-        page, run, compare(run, before, 0.05), [before], title="groove report", gate=FAILED_GATE
-    )
+    page = _report_with_a_long_id(tmp_path)
     report = page.read_text(encoding="utf-8")
     framed = tmp_path / "phone.html"
     framed.write_text(phone_frame(report, 390), encoding="utf-8")
