@@ -18,18 +18,12 @@ from pytest_groove.plugin.controller import Finished, finish
 from pytest_groove.plugin.unscored import Stop
 from pytest_groove.search.hits import SearchHit
 from tests.helpers.eval_factories import begun
+from tests.helpers.kb_files import golden_yaml
 
-GOLDEN = """\
-queries:
-  - id: ship
-    query: "which days do we ship"
-    expected:
-      - path: "deploys.md"
-  - id: rotate
-    query: "how do tokens get rotated"
-    expected:
-      - path: "tokens.md"
-"""
+GOLDEN = golden_yaml(
+    ("ship", "which days do we ship", "deploys.md"),
+    ("rotate", "how do tokens get rotated", "tokens.md"),
+)
 
 
 @pytest.fixture
