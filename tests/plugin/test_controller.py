@@ -18,7 +18,7 @@ from pytest_groove.plugin.controller import Finished, finish
 from pytest_groove.plugin.unscored import Stop
 from pytest_groove.search.hits import SearchHit
 from tests.helpers.eval_factories import begun
-from tests.helpers.kb_files import golden_yaml
+from tests.helpers.kb_files import golden_yaml, write_notes
 
 GOLDEN = golden_yaml(
     ("ship", "which days do we ship", "deploys.md"),
@@ -28,10 +28,7 @@ GOLDEN = golden_yaml(
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
-    return kb
+    return write_notes(tmp_path / "kb", {".groove-eval.yml": GOLDEN})
 
 
 def _results(evaluation: Evaluation, *, found: bool) -> list[QueryResult]:
