@@ -58,6 +58,12 @@ EXAMPLE_KB = REPO_ROOT / "examples" / "kb"
 LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
 
 
+def copy_example_kb(target: Path) -> Path:
+    """A writable copy of the example KB at ``target``, without its local state."""
+    shutil.copytree(EXAMPLE_KB, target, ignore=LOCAL_STATE)
+    return target
+
+
 def package_modules_after(statement: str) -> list[str]:
     """The pytest_groove modules a fresh interpreter holds after ``statement``: what an
     entry point costs to import, and what runs before its error boundary."""
@@ -80,9 +86,7 @@ def kb_eval_copy(tmp_path: Path) -> Path:
 @pytest.fixture
 def example_kb_copy(tmp_path: Path) -> Path:
     """A writable copy of the example KB shipped in examples/kb."""
-    target = tmp_path / "example-kb"
-    shutil.copytree(EXAMPLE_KB, target, ignore=LOCAL_STATE)
-    return target
+    return copy_example_kb(tmp_path / "example-kb")
 
 
 @pytest.fixture

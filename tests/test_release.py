@@ -17,7 +17,6 @@ import email
 import email.message
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -27,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import pytest_groove
-from conftest import EXAMPLE_KB, LOCAL_STATE, REPO_ROOT
+from conftest import REPO_ROOT, copy_example_kb
 
 pytestmark = pytest.mark.slow
 
@@ -180,7 +179,7 @@ def test_the_installed_wheel_runs_the_readme_job(wheel: Path, tmp_path: Path) ->
 
     # a user's project: the example KB, and no checkout on sys.path
     project = tmp_path / "project"
-    shutil.copytree(EXAMPLE_KB, project / "examples" / "kb", ignore=LOCAL_STATE)
+    copy_example_kb(project / "examples" / "kb")
 
     where = _run(
         [str(bin_dir / "python"), "-c", "import pytest_groove; print(pytest_groove.__file__)"],

@@ -22,6 +22,10 @@ from typing import Any, NoReturn, TextIO
 from pytest_groove.errors import GrooveError, UsageError, clip_path
 from pytest_groove.files.paths import check_os_path, foreign_name_encoding, locale_advice
 from pytest_groove.files.resource_limits import limits_as_errors
+from pytest_groove.search.retrievers.run_options import (
+    ENGINE_PIPELINE_OPTIONS,
+    RETRIEVER_DETAILS,
+)
 from pytest_groove.settings.config import Settings
 from pytest_groove.settings.options import (
     LIST_KINDS,
@@ -34,14 +38,9 @@ from pytest_groove.settings.options import (
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are
 KB_OPTIONS = ("model", "config", "index-dir")
 #: the search-pipeline overrides ``search`` and ``eval`` share
-PIPELINE_OPTIONS = (
-    "reranker",
-    "mmr",
-    "mmr-lambda",
-    "mmr-same-doc-penalty",
-    "parent-retriever",
-    "vector-index",
-)
+PIPELINE_OPTIONS = ENGINE_PIPELINE_OPTIONS
+#: the options that name a retriever of the team's own and describe it
+RETRIEVER_OPTIONS = ("retriever", *RETRIEVER_DETAILS)
 #: the golden-set flags ``eval`` and ``tune`` share (with --format / --no-color)
 GOLDEN_OPTIONS = ("golden", "k")
 
@@ -172,6 +171,14 @@ def add_kb_arguments(parser: argparse.ArgumentParser) -> None:
 def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
     """The search-pipeline overrides shared by ``search`` and ``eval``."""
     add_options(parser, PIPELINE_OPTIONS)
+
+
+def add_search_arguments(parser: argparse.ArgumentParser, names: tuple[str, ...] = ()) -> None:
+    """The flags of a command that searches the KB: where it is, the pipeline overrides,
+    then the table's options ``names``."""
+    add_kb_arguments(parser)
+    add_pipeline_arguments(parser)
+    add_options(parser, names)
 
 
 def add_golden_arguments(

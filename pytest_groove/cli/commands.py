@@ -22,7 +22,7 @@ from pytest_groove.cli.args import (
     GrooveParser,
     add_format_argument,
     add_kb_arguments,
-    add_pipeline_arguments,
+    add_search_arguments,
     error_line,
     load_cli_settings,
     option_type,
@@ -152,8 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_index.set_defaults(func=_run_index)
 
     p_search = sub.add_parser("search", help="run one query through the hybrid search")
-    add_kb_arguments(p_search)
-    add_pipeline_arguments(p_search)
+    add_search_arguments(p_search)
     p_search.add_argument(
         "--limit",
         type=option_type("limit"),

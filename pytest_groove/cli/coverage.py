@@ -16,10 +16,9 @@ import json
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import (
+    RETRIEVER_OPTIONS,
     add_format_argument,
-    add_kb_arguments,
-    add_options,
-    add_pipeline_arguments,
+    add_search_arguments,
     check_kb,
     run_options,
     run_reporting_errors,
@@ -37,12 +36,7 @@ _OPTIONS = (
     "k",
     "limit",
     "no-reindex",
-    "retriever",
-    "retriever-name",
-    "retriever-timeout",
-    "retriever-token-env",
-    "retriever-path-key",
-    "retriever-heading-key",
+    *RETRIEVER_OPTIONS,
 )
 
 
@@ -57,9 +51,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "return without expecting them."
         ),
     )
-    add_kb_arguments(p)
-    add_pipeline_arguments(p)
-    add_options(p, _OPTIONS)
+    add_search_arguments(p, _OPTIONS)
     add_format_argument(p)
     p.set_defaults(func=run)
     return p

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import (
+    RETRIEVER_OPTIONS,
     add_golden_arguments,
     add_kb_arguments,
     add_options,
@@ -88,12 +89,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
             "significance",
             "fail-under",
             "metrics",
-            "retriever",
-            "retriever-name",
-            "retriever-timeout",
-            "retriever-token-env",
-            "retriever-path-key",
-            "retriever-heading-key",
+            *RETRIEVER_OPTIONS,
             # the report files the command line spells (the JSON report is --format json)
             *(fmt.option for fmt in REPORT_FORMATS if OPTIONS_BY_NAME[fmt.option].cli),
             "badge-metric",

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_groove.cli.args import (
-    add_kb_arguments,
-    add_options,
-    add_pipeline_arguments,
+    RETRIEVER_OPTIONS,
+    add_search_arguments,
     check_kb,
     run_options,
     run_reporting_errors,
@@ -50,12 +49,7 @@ SNIPPET_CHARS = 100
 _SEARCH_OPTIONS = (
     "golden",
     "no-reindex",
-    "retriever",
-    "retriever-name",
-    "retriever-timeout",
-    "retriever-token-env",
-    "retriever-path-key",
-    "retriever-heading-key",
+    *RETRIEVER_OPTIONS,
 )
 
 
@@ -74,9 +68,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "as its expected answers to the golden file (its existing bytes are kept)."
         ),
     )
-    add_kb_arguments(p)
-    add_pipeline_arguments(p)
-    add_options(p, _SEARCH_OPTIONS)
+    add_search_arguments(p, _SEARCH_OPTIONS)
     p.add_argument(
         "--pick",
         metavar="N,M",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pytest_groove.engine.names import check_flag_names
 from pytest_groove.errors import GrooveError, UsageError, clip_path, clip_repr, flag
-from pytest_groove.evaluation.gate.policy import GatePlan, resolve_gate
+from pytest_groove.evaluation.gate.policy import GatePlan, refuse_unmeasured, resolve_gate
 from pytest_groove.evaluation.gate.query_names import shared_id_warnings
 from pytest_groove.evaluation.golden.file import GoldenMissing, load_golden, resolve_golden_path
 from pytest_groove.evaluation.history.accepted import (
@@ -40,7 +40,6 @@ from pytest_groove.evaluation.reports.targets import check_report_targets
 from pytest_groove.evaluation.runs.record import RunRecord
 from pytest_groove.evaluation.runs.trust import untrusted_warnings
 from pytest_groove.files.guarded_io import HISTORY_CAP, ReadRefused
-from pytest_groove.scoring.metric_table import unasked_optional
 from pytest_groove.scoring.records import GoldenSet
 from pytest_groove.scoring.thresholds import ThresholdError, Thresholds, parse_thresholds
 from pytest_groove.search.retrievers.run_options import (
@@ -366,18 +365,8 @@ def resolve_thresholds(
         thresholds = parse_thresholds(spec, default)
     except ThresholdError as exc:
         raise UsageError(f"{flag('threshold')}: {exc}") from None
-    unknown = thresholds.unknown_k(k_values)
-    if unknown:
-        measured = ", ".join(str(k) for k in k_values)
-        raise UsageError(
-            f"{flag('threshold')} names {', '.join(unknown)}, which this run does not measure "
-            f"(k values: {measured})"
-        )
     # an optional metric the run is not asked to measure could never apply either
-    unasked = unasked_optional((key for key, _ in thresholds.per_metric), metrics)
-    if unasked:
-        raise UsageError(
-            f"{flag('threshold')} names {', '.join(unasked)}, which this run does not measure; "
-            f"ask for it with {flag('metrics')} or [eval].metrics"
-        )
+    keys = [key for key, _ in thresholds.per_metric]
+    unknown = thresholds.unknown_k(k_values)
+    refuse_unmeasured(flag("threshold"), unknown, keys, k_values, metrics, UsageError)
     return thresholds

@@ -280,44 +280,47 @@ def _index_locked(
 ) -> IndexReport:
     """The indexer's steps, in order: scan, renames, index each file, prune, and the
     note vectors of unchanged documents when they are wanted for the first time."""
-    report = IndexReport()
+    build = _Build(store, settings, embedder, wants, IndexReport())
     shown = IndexProgress(progress)
     try:
-        _index_steps(kb, store, settings, embedder, force, wants, report, shown)
+        _index_steps(kb, build, force, shown)
     finally:
         shown.close()
-    return report
+    return build.report
 
 
-def _index_steps(
-    kb: Path,
-    store: Store,
-    settings: IndexSettings,
-    embedder: Embedder,
-    force: bool,
-    wants: _Wants,
-    report: IndexReport,
-    shown: IndexProgress,
-) -> None:
+@dataclass(frozen=True)
+class _Build:
+    """One locked run of the indexer: the index, what its chunks are built with, what
+    it wants made, and the report it fills."""
+
+    store: Store
+    settings: IndexSettings
+    embedder: Embedder
+    wants: _Wants
+    report: IndexReport
+
+
+def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> None:
     shown.phase("reading notes")
-    force = _start_build(store, settings, embedder, force, wants, report)
+    force = _start_build(build, force)
     # note vectors are kept once kept; wanted, new and changed documents get theirs as
     # they are written, and the others' are embedded once the files are done
-    embeds_notes = wants.note_vectors or store.keeps_note_vectors
-    mode = resolve_context_mode(store, context_mode_for(settings), force, report)
+    embeds_notes = build.wants.note_vectors or build.store.keeps_note_vectors
+    mode = resolve_context_mode(build.store, context_mode_for(build.settings), force, build.report)
     contextual = mode == "static"
     embeds_context = mode in ("static", "embedded")
-    scan = _scan(kb, settings, report)
-    stored = store.document_hashes()
-    renamed_to = set() if force else _apply_renames(store, scan, stored, report)
+    scan = _scan(kb, build.settings, build.report)
+    stored = build.store.document_hashes()
+    renamed_to = set() if force else _apply_renames(build.store, scan, stored, build.report)
     shown.phase("indexing notes", len(scan.files), counted="chunks embedded")
     group = WriteGroup(
-        store,
-        embedder,
+        build.store,
+        build.embedder,
         contextual,
         embeds_context,
         embeds_notes,
-        report,
+        build.report,
         shown,
         group_chunks=EMBED_GROUP_CHUNKS,
         queue_chunks=WRITE_QUEUE_CHUNKS,
@@ -326,27 +329,21 @@ def _index_steps(
         for item in scan.files:
             # with the breadcrumb embedded, a renamed file may get a new one (from its name)
             forced = force or (embeds_context and item.path in renamed_to)
-            _index_file(item, stored, forced, item.path in renamed_to, settings, scan, group)
+            _index_file(item, stored, forced, item.path in renamed_to, build.settings, scan, group)
         group.finish()
     finally:
         group.shutdown()
-    _prune(store, scan, stored, report)
-    if wants.note_vectors and not store.keeps_note_vectors:
-        _embed_missing_notes(store, embedder, report, shown)
+    _prune(build.store, scan, stored, build.report)
+    if build.wants.note_vectors and not build.store.keeps_note_vectors:
+        _embed_missing_notes(build.store, build.embedder, build.report, shown)
     shown.phase("writing the search caches")
-    _refresh_derived(store, scan, wants)
+    _refresh_derived(build.store, scan, build.wants)
 
 
-def _start_build(
-    store: Store,
-    settings: IndexSettings,
-    embedder: Embedder,
-    force: bool,
-    wants: _Wants,
-    report: IndexReport,
-) -> bool:
+def _start_build(build: _Build, force: bool) -> bool:
     """Before the files: whether all is built again (returned), the derived files looked
     at, the index wiped for a rebuild, and what the chunks are built with recorded."""
+    store, settings, embedder, report = build.store, build.settings, build.embedder, build.report
     reason = None if force else rebuild_reason(store, embedder, settings)
     if reason is not None:
         report.warnings.append(reason)
@@ -356,9 +353,9 @@ def _start_build(
     else:  # a damaged cache is removed (one warning each) and made again
         report.warnings.extend(check_caches(store.path.parent))
     if force:
-        store.wipe(term_table=wants.term_table, note_vectors=wants.note_vectors)
+        store.wipe(term_table=build.wants.term_table, note_vectors=build.wants.note_vectors)
     record_build(store, embedder, settings)
-    if wants.term_table:
+    if build.wants.term_table:
         # before any write, so every chunk written from here on is fed to it too
         store.keep_term_table()
     return force

@@ -32,7 +32,7 @@ from pytest_groove.search.hits import SearchHit
 from pytest_groove.settings.config import SearchSettings
 from tests.helpers.cli_invoke import Groove
 from tests.helpers.eval_factories import begun, corpus
-from tests.helpers.kb_files import LONG, write_invoices_kb
+from tests.helpers.kb_files import LONG, write_invoices_kb, write_notes
 
 GOLDEN = """\
 queries:
@@ -72,10 +72,7 @@ BAD: Answers = {
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    root.mkdir()
-    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
-    return root
+    return write_notes(tmp_path / "kb", {".groove-eval.yml": GOLDEN})
 
 
 def hits_for(answers: Answers, text: str) -> list[SearchHit]:

@@ -14,6 +14,7 @@ from pytest_groove.evaluation.floor_raise import floor_text, respelled, round_do
 from pytest_groove.evaluation.runs.record import format_timestamp
 from pytest_groove.scoring.floors import parse_floors
 from tests.evaluation.gate.test_honest_gate import ALL, finish, kb  # noqa: F401  (the fixture)
+from tests.helpers.kb_files import golden_yaml
 
 COMMENTED = """\
 # groove settings for the docs KB -- reviewed in PR #12
@@ -178,13 +179,13 @@ def test_the_config_is_named_as_the_command_line_gave_it(
 
 
 #: a one-query smoke set that the hash model answers at rank 1: every figure 1.0
-SMOKE = """\
-queries:
-  - id: undo-bad-release
-    query: "errors spiked right after a deploy, how do I go back to the old build"
-    expected:
-      - path: "ops/rollback.md"
-"""
+SMOKE = golden_yaml(
+    (
+        "undo-bad-release",
+        "errors spiked right after a deploy, how do I go back to the old build",
+        "ops/rollback.md",
+    )
+)
 
 
 def test_floors_are_raised_to_the_main_lines_run_not_a_one_off_of_another_golden_file(

@@ -19,6 +19,7 @@ from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.scoring.records import ExpectedEntry
 from tests.helpers.cli_invoke import Groove
+from tests.helpers.retriever_runs import importable_module
 
 QUERY = "how do I go back to the previous build"
 
@@ -130,9 +131,7 @@ def test_the_configured_retriever_answers_and_its_hits_are_checked(
     from tests.helpers.kb_files import write_invoices_kb
 
     kb = write_invoices_kb(tmp_path / "kb")
-    (tmp_path / "golden_team.py").write_text(RETRIEVER, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "golden_team", raising=False)
+    importable_module(tmp_path, "golden_team", RETRIEVER, monkeypatch)
     args = ("golden", "add", "--kb-path", kb, "--retriever", "golden_team:search")
     done = groove(*args, "--pick", "2,1", "When do invoices go out?", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

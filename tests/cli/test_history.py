@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, encode_history, load_history
 from tests.helpers.cli_invoke import Groove
 from tests.helpers.eval_factories import big_run, fingerprint, run
@@ -17,9 +16,7 @@ from tests.helpers.eval_factories import big_run, fingerprint, run
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
     root = tmp_path / "kb"
-    shutil.copytree(
-        EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*")
-    )
+    copy_example_kb(root)
     return root
 
 

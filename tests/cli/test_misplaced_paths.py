@@ -11,15 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli_invoke import CliRun, invoke
-from tests.helpers.kb_files import write_notes
+from tests.helpers.kb_files import golden_yaml, write_notes
 
-GOLDEN = """\
-queries:
-  - id: deploy-days
-    query: "which days do we deploy"
-    expected:
-      - path: "ops/deploys.md"
-"""
+GOLDEN = golden_yaml(
+    ("deploy-days", "which days do we deploy", "ops/deploys.md"),
+)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli_invoke import CliRun, Groove
+from tests.helpers.kb_files import golden_yaml
 
 TOPICS = {
     "zebra/husbandry.md": (
@@ -32,29 +33,13 @@ TOPICS = {
 }
 FILLERS = {f"filler/note{i}.md": (f"Note {i}", f"Meeting minutes number {i}.") for i in range(10)}
 
-GOLDEN = """\
-queries:
-  - id: zebra-water
-    query: "zebrafish water temperature"
-    expected:
-      - path: zebra/husbandry.md
-  - id: zebra-food
-    query: "what do zebrafish larvae eat"
-    expected:
-      - path: zebra/feeding.md
-  - id: zebra-eggs
-    query: "zebrafish spawn eggs"
-    expected:
-      - path: zebra/breeding.md
-  - id: zebra-embryo
-    query: "zebrafish embryos confocal"
-    expected:
-      - path: zebra/imaging.md
-  - id: descale
-    query: "descale"
-    expected:
-      - path: other/coffee.md
-"""
+GOLDEN = golden_yaml(
+    ("zebra-water", "zebrafish water temperature", "zebra/husbandry.md"),
+    ("zebra-food", "what do zebrafish larvae eat", "zebra/feeding.md"),
+    ("zebra-eggs", "zebrafish spawn eggs", "zebra/breeding.md"),
+    ("zebra-embryo", "zebrafish embryos confocal", "zebra/imaging.md"),
+    ("descale", "descale", "other/coffee.md"),
+)
 
 
 def write_kb(root: Path, docs: dict[str, tuple[str, str]]) -> Path:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, copy_example_kb
 
 ROOT = REPO_ROOT
 DOC = ROOT / "docs" / "retrievers.md"
@@ -56,9 +56,7 @@ def commands() -> list[str]:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("retrievers")
-    shutil.copytree(
-        EXAMPLE_KB, root / "kb", ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*")
-    )
+    copy_example_kb(root / "kb")
     for name, body in example_files().items():
         if name != "conftest.py":  # the hook example gets its own run
             (root / name).write_text(body, encoding="utf-8")

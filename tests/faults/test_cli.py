@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE, package_modules_after
+from tests.helpers.cli_invoke import single_error
 
 GROOVE = [sys.executable, "-m", "pytest_groove.cli"]
 HASH = ["--model", "hash"]
@@ -34,16 +35,6 @@ def run(
         timeout=120,
         preexec_fn=preexec,
     )
-
-
-def single_error(proc: subprocess.CompletedProcess[str]) -> str:
-    """The one ``Error:`` line of a failed run (warnings may precede it)."""
-    assert proc.returncode == 1, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if not line.startswith("groove")]
-    errors = [line for line in errors if not line.startswith("warning:")]
-    assert len(errors) == 1 and errors[0].startswith("Error: "), proc.stderr
-    return errors[0]
 
 
 def _can_mount() -> bool:

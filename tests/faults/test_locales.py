@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_KB, KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE
+from conftest import KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE, copy_example_kb
 
 GROOVE = [sys.executable, "-m", "pytest_groove.cli"]
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"]
@@ -200,7 +200,7 @@ def test_a_beir_import_never_writes_a_name_the_locale_would_change(
 def cafe_kb(tmp_path: Path) -> Path:
     """The example KB with a note whose name is not ASCII, and a query expecting it."""
     kb = tmp_path / "r3"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     (kb / "café.md").write_text(CAFE_NOTE, encoding="utf-8")
     with (kb / ".groove-eval.yml").open("a", encoding="utf-8") as golden:
         golden.write(CAFE_QUERY)
@@ -273,7 +273,7 @@ def test_a_name_that_is_not_utf8_is_skipped_under_every_locale(
     kbs = {}
     for name in ("utf8", "foreign"):
         kbs[name] = kb = tmp_path / name
-        shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+        copy_example_kb(kb)
         (kb / os.fsdecode(b"caf\xe9.md")).write_text(CAFE_NOTE, encoding="utf-8")
     utf8 = run([*GROOVE, "index", "--kb-path", kbs["utf8"], *HASH], UTF8)
     foreign = run([*GROOVE, "index", "--kb-path", kbs["foreign"], *HASH], env)
@@ -288,7 +288,7 @@ def test_names_that_are_not_ascii_but_never_indexed_are_no_reason_to_stop(
     # and an ignored folder with such names are left out as under a UTF-8 locale
     env, encoding = foreign_locale(LATIN1)
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     (kb / "Übersicht.png").write_bytes(b"\x89PNG")
     (kb / "Entwürfe").mkdir()
     (kb / "Entwürfe" / "draft.md").write_text("# Draft\n\n## Idea\n\nNot yet.\n")
@@ -309,7 +309,7 @@ def test_a_kb_folder_named_in_utf8_is_evaluated_as_under_utf8(
     # was given `Notizen-Ã¼` and said "unable to open database file; pass --index-dir"
     env, encoding = foreign_locale(locale)
     kb = tmp_path / "Notizen-ü"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     args = [*GROOVE, "eval", "--kb-path", kb, *HASH, "--format", "json", "--no-history"]
     foreign = run(args, env)
     assert foreign.returncode == 0, foreign.stderr.decode(encoding, "replace")

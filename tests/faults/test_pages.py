@@ -30,7 +30,7 @@ import apsw
 import pytest
 
 from conftest import KB_EVAL, KB_EVAL_GOLDEN, LOCAL_STATE
-from tests.helpers.cli_invoke import CliRun, invoke
+from tests.helpers.cli_invoke import CliRun, invoke, single_error
 
 HASH = ["--model", "hash"]
 PAGE = 4096
@@ -50,16 +50,6 @@ def figures(run: CliRun) -> tuple[object, object]:
     # what the index answered, not what the history adds (the baseline's ranks)
     answers = [(q["id"], q["top_k"], q["metrics"]) for q in report["per_query"]]
     return report["aggregate"], answers
-
-
-def one_error(run: CliRun) -> str:
-    """The single ``Error:`` line of a failed run (warnings may come before it)."""
-    assert run.returncode == 1, (run.returncode, run.stderr)
-    assert "Traceback" not in run.stderr
-    lines = [line for line in run.stderr.splitlines() if not line.startswith("groove")]
-    lines = [line for line in lines if not line.startswith("warning:")]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), run.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +89,7 @@ def check_case(
     if reader.returncode == 0:
         assert figures(reader) == want  # a page this run never read
     else:
-        line = one_error(reader)
+        line = single_error(reader)
         assert "is corrupt" in line and str(db) in line, line
         assert f"`groove index --kb-path {kb} --model hash`" in line, line
         assert "<kb>" not in line

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_groove.kb import indexer
 from pytest_groove.kb.store.faults import os_fault
+from tests.helpers.kb_files import write_notes
 
 pytest_plugins = ["pytester"]
 
@@ -42,12 +43,7 @@ queries:
 
 @pytest.fixture
 def kb(pytester: pytest.Pytester) -> Path:
-    root = pytester.path / "kb"
-    root.mkdir()
-    for name, text in DOCS.items():
-        (root / name).write_text(text, encoding="utf-8")
-    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
-    return root
+    return write_notes(pytester.path / "kb", {**DOCS, ".groove-eval.yml": GOLDEN})
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

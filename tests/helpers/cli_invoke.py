@@ -32,6 +32,16 @@ class CliRun(NamedTuple):
     stderr: str
 
 
+def single_error(run: CliRun | subprocess.CompletedProcess[str]) -> str:
+    """The one ``Error:`` line of a failed run (warnings may precede it)."""
+    assert run.returncode == 1, (run.returncode, run.stderr)
+    assert "Traceback" not in run.stderr
+    lines = [line for line in run.stderr.splitlines() if not line.startswith("groove")]
+    lines = [line for line in lines if not line.startswith("warning:")]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), run.stderr
+    return lines[0]
+
+
 @contextlib.contextmanager
 def _inside(cwd: Path | None, env: Mapping[str, str]) -> Iterator[None]:
     saved_cwd, saved_env = os.getcwd(), dict(os.environ)

@@ -61,6 +61,15 @@ queries:
 """
 
 
+def golden_yaml(*queries: tuple[str, str, str]) -> str:
+    """A golden file of ``(id, query, expected path)`` entries, the query and the path
+    quoted."""
+    return "queries:\n" + "".join(
+        f'  - id: {query_id}\n    query: "{query}"\n    expected:\n      - path: "{path}"\n'
+        for query_id, query, path in queries
+    )
+
+
 def write_invoices_kb(root: Path, golden: str = INVOICES_GOLDEN) -> Path:
     """:data:`INVOICES_NOTES` in ``root``, with ``golden`` as its .groove-eval.yml."""
     return write_notes(root, {**INVOICES_NOTES, ".groove-eval.yml": golden})

@@ -35,6 +35,19 @@ def serving(
         thread.join(5)
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+    """Answer ``handler``'s request with ``status`` and the JSON ``body`` (nothing, when
+    the client gave up first, as the timeout tests' clients do)."""
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+    except (BrokenPipeError, ConnectionResetError):
+        return
+
+
 def url_of(server: ThreadingHTTPServer, path: str) -> str:
     host, port = server.server_address[:2]
     return f"http://{host!s}:{port}{path}"

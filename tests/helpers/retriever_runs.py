@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,39 @@ def retriever_module(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatc
     (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
     monkeypatch.delitem(sys.modules, name, raising=False)
     return name
+
+
+def importable_module(
+    tmp_path: Path, name: str, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``source`` as the module ``name`` in ``tmp_path``, on this process's path and
+    imported afresh (a subprocess run from ``tmp_path`` finds it there too)."""
+    (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def qdrant_in_memory(
+    points: Sequence[tuple[list[float], dict[str, object]]], *, first_id: int = 0
+) -> Any:
+    """A Qdrant client in memory whose collection ``kb`` (two dimensions, cosine) holds a
+    point for each ``(vector, payload)``, numbered from ``first_id``; the test is skipped
+    where qdrant_client is not installed."""
+    pytest.importorskip("qdrant_client")
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        "kb", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
+    )
+    client.upsert(
+        "kb",
+        points=[
+            models.PointStruct(id=n, vector=vector, payload=payload)
+            for n, (vector, payload) in enumerate(points, start=first_id)
+        ],
+    )
+    return client
 
 
 def eval_retriever(kb: Path, cwd: Path, spec: str, *args: str) -> CliRun:

@@ -10,21 +10,14 @@ import pytest
 
 from tests.evaluation.reports.test_badge import check_endpoint_schema
 from tests.evaluation.reports.test_markdown_report import details, parser, raw_html
-from tests.helpers.kb_files import write_notes
+from tests.helpers.kb_files import golden_yaml, write_notes
 
 pytest_plugins = ["pytester"]
 
-GOLDEN = """\
-queries:
-  - id: ship-days
-    query: "which days do we ship"
-    expected:
-      - path: "ops/deploys.md"
-  - id: flaky
-    query: "a check that fails then passes"
-    expected:
-      - path: "practices/testing.md"
-"""
+GOLDEN = golden_yaml(
+    ("ship-days", "which days do we ship", "ops/deploys.md"),
+    ("flaky", "a check that fails then passes", "practices/testing.md"),
+)
 
 #: the retriever answers each query first; with GROOVE_TEST_DROP set, flaky's answer
 #: falls to rank 3 behind a new note

@@ -18,26 +18,17 @@ from pytest_groove.plugin.controller import Finished, finish
 from pytest_groove.plugin.unscored import Stop
 from pytest_groove.search.hits import SearchHit
 from tests.helpers.eval_factories import begun
+from tests.helpers.kb_files import golden_yaml, write_notes
 
-GOLDEN = """\
-queries:
-  - id: ship
-    query: "which days do we ship"
-    expected:
-      - path: "deploys.md"
-  - id: rotate
-    query: "how do tokens get rotated"
-    expected:
-      - path: "tokens.md"
-"""
+GOLDEN = golden_yaml(
+    ("ship", "which days do we ship", "deploys.md"),
+    ("rotate", "how do tokens get rotated", "tokens.md"),
+)
 
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
-    return kb
+    return write_notes(tmp_path / "kb", {".groove-eval.yml": GOLDEN})
 
 
 def _results(evaluation: Evaluation, *, found: bool) -> list[QueryResult]:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, load_history
 
 RETRIEVER = """
@@ -17,11 +15,7 @@ def search(query, limit):
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     pytester.makepyfile(team_search=RETRIEVER)
     pytester.syspathinsert()
     return pytester

@@ -72,33 +72,35 @@ def test_empty_items_and_other_digits_are_refused(project: Project, arg: str, sa
     assert says in result.stderr.str()
 
 
-def test_an_ini_list_with_an_empty_item_names_the_key_and_the_file(project: Project) -> None:
-    project.pytester.makeini("[pytest]\ngroove_k = 1,,5\n")
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        pytest.param(
+            "groove_k = 1,,5",
+            "groove_k: '1,,5' has an empty item (two commas in a row, or one at an end): "
+            "separate the items with single commas (e.g. groove_k 1,5,10)",
+            id="list-with-an-empty-item",
+        ),
+        pytest.param(
+            "groove_no_history = maybe",
+            "groove_no_history takes true or false (got 'maybe')",
+            id="bad-boolean",
+        ),
+        pytest.param(
+            "groove_retriever = http:localhost:8000/search",
+            "groove_retriever 'http:localhost:8000/search': expected module:attribute (for "
+            "example my_search:retriever) or an http:// URL; a URL needs the // after http:",
+            id="misspelt-retriever",
+        ),
+    ],
+)
+def test_a_bad_ini_value_names_the_key_and_the_file(
+    project: Project, setting: str, says: str
+) -> None:
+    project.pytester.makeini(f"[pytest]\n{setting}\n")
+    key = setting.split(" = ")[0]
     ini = project.pytester.path / "tox.ini"
-    assert _one_error_line(project.run()) == (
-        f"ERROR: invalid groove_k in {ini}: groove_k: '1,,5' has an empty item (two commas "
-        "in a row, or one at an end): separate the items with single commas (e.g. groove_k "
-        "1,5,10)"
-    )
-
-
-def test_a_bad_ini_boolean_names_the_key_and_the_file(project: Project) -> None:
-    project.pytester.makeini("[pytest]\ngroove_no_history = maybe\n")
-    ini = project.pytester.path / "tox.ini"
-    assert _one_error_line(project.run()) == (
-        f"ERROR: invalid groove_no_history in {ini}: groove_no_history takes true or false "
-        "(got 'maybe')"
-    )
-
-
-def test_a_misspelt_ini_retriever_is_refused_naming_the_key(project: Project) -> None:
-    project.pytester.makeini("[pytest]\ngroove_retriever = http:localhost:8000/search\n")
-    ini = project.pytester.path / "tox.ini"
-    assert _one_error_line(project.run()) == (
-        f"ERROR: invalid groove_retriever in {ini}: groove_retriever "
-        "'http:localhost:8000/search': expected module:attribute (for example "
-        "my_search:retriever) or an http:// URL; a URL needs the // after http:"
-    )
+    assert _one_error_line(project.run()) == f"ERROR: invalid {key} in {ini}: {says}"
 
 
 def test_an_ini_baseline_beside_no_history_names_where_each_came_from(project: Project) -> None:

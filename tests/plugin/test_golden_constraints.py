@@ -14,6 +14,7 @@ import pytest
 
 from tests.helpers.cli_invoke import CliRun
 from tests.helpers.kb_files import INVOICES_NOTES, write_notes
+from tests.helpers.retriever_runs import importable_module
 
 RETRIEVER = """
 def search(query, limit):
@@ -111,9 +112,7 @@ def test_groove_eval_counts_them_as_failed_queries(
     tmp_path: Path, groove: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kb = _kb(tmp_path / "kb")
-    (tmp_path / "team_search.py").write_text(RETRIEVER, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "team_search", raising=False)
+    importable_module(tmp_path, "team_search", RETRIEVER, monkeypatch)
     args = ("eval", "--kb-path", kb, "--retriever", "team_search:search", "--no-history")
     text = groove(*args, cwd=tmp_path)  # type: ignore[operator]
     assert text.returncode == 0, text.stderr  # like a miss: reported, no gate asked
@@ -161,9 +160,7 @@ def test_the_gate_fails_on_a_violation_the_baseline_kept(
     tmp_path: Path, groove: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kb = _kb(tmp_path / "kb")
-    (tmp_path / "team_swap.py").write_text(SWAPPING, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "team_swap", raising=False)
+    importable_module(tmp_path, "team_swap", SWAPPING, monkeypatch)
     args = ("eval", "--kb-path", kb, "--retriever", "team_swap:search", "--fail-on-regression")
     first = groove(*args, cwd=tmp_path)  # type: ignore[operator]
     assert first.returncode == 0, first.stderr  # nothing to compare: reported only
@@ -185,10 +182,8 @@ def test_the_accepted_baseline_keeps_what_tells_a_known_violation(
     ``not_expected`` down to the deepest of those too: drafts/old.md at rank 3 under an
     answer at rank 1 is known there, not new."""
     kb = _kb(tmp_path / "kb")
-    (tmp_path / "team_swap.py").write_text(SWAPPING, encoding="utf-8")
     (tmp_path / "swap.txt").write_text("", encoding="utf-8")  # deploy.md first
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "team_swap", raising=False)
+    importable_module(tmp_path, "team_swap", SWAPPING, monkeypatch)
     args = ("eval", "--kb-path", kb, "--retriever", "team_swap:search")
     accepted = groove(*args, "--accept", cwd=tmp_path)  # type: ignore[operator]
     assert accepted.returncode == 0, accepted.stderr

@@ -7,16 +7,13 @@ default run (~4 s), runs the default multilingual model over the shipped example
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_KB
-
-#: what running the example leaves in a KB (index, history); never copied into tests
-LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
+from conftest import copy_example_kb
+from tests.helpers.kb_files import write_notes
 
 pytest_plugins = ["pytester"]
 
@@ -93,12 +90,7 @@ def dist(request: pytest.FixtureRequest) -> list[str]:
 
 @pytest.fixture
 def kb(pytester: pytest.Pytester) -> Path:
-    root = pytester.path / "kb"
-    root.mkdir()
-    for name, text in DOCS.items():
-        (root / name).write_text(text, encoding="utf-8")
-    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
-    return root
+    return write_notes(pytester.path / "kb", {**DOCS, ".groove-eval.yml": GOLDEN})
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -294,7 +286,7 @@ def test_notes_quoting_golden_queries_are_reported_on_stderr(
 def test_example_kb_with_the_default_model(pytester: pytest.Pytester) -> None:
     """The shipped example, the real multilingual model: every query passes, twice, the
     second time under xdist (each worker loads the model)."""
-    shutil.copytree(EXAMPLE_KB, pytester.path / "kb", ignore=LOCAL_STATE)
+    copy_example_kb(pytester.path / "kb")
     first = pytester.runpytest("--groove-kb", "kb")
     assert first.ret == pytest.ExitCode.OK, first.stdout.str()
     first.assert_outcomes(passed=14)

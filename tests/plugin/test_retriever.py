@@ -3,12 +3,11 @@ option, and ini keys that are misspelt."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 
 # Imported here, not only inside the inner runs: pytester's in-process runs drop the
 # modules a run imported, and numpy / PyYAML's C loader do not survive a second import.
@@ -34,11 +33,7 @@ def pytest_groove_retriever(config):
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     # in-process runs share sys.modules: another test's ``team_search`` must not answer
     monkeypatch.delitem(sys.modules, "team_search", raising=False)
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     pytester.makepyfile(team_search=TEAM_SEARCH)
     pytester.syspathinsert()
     return pytester
@@ -171,11 +166,7 @@ def test_an_ini_retriever_module_is_found_from_a_subfolder(
 ) -> None:
     # `cd tests && pytest` (or an IDE starting there) once failed: No module named ...
     # while the ini file beside the module named it
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     (pytester.path / "ini_search.py").write_text(TEAM_SEARCH, encoding="utf-8")
     pytester.makeini("[pytest]\ngroove_kb = kb\ngroove_retriever = ini_search:search\n")
     sub = pytester.mkdir("tests")

@@ -13,11 +13,9 @@ under pytest once -- with and without pytest-xdist -- and says so in one line.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 
 #: the example KB's golden queries
@@ -60,11 +58,7 @@ def search(query, limit):
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     for name, text in (("locked_search", LOCKED), ("raising", RAISING), ("prefixed", PREFIXED)):
         (pytester.path / f"{name}.py").write_text(text, encoding="utf-8")
     return pytester
@@ -72,6 +66,18 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def _output(result: pytest.RunResult) -> str:
     return result.stdout.str() + result.stderr.str()
+
+
+def _run_stopped(
+    project: pytest.Pytester, ends: pytest.ExitCode, *args: str
+) -> tuple[pytest.RunResult, str]:
+    """A run on the KB in a subprocess that ends ``ends`` without a traceback; its
+    result and output."""
+    result = project.runpytest_subprocess("--groove-kb", "kb", "-p", "no:cacheprovider", *args)
+    output = _output(result)
+    assert result.ret == ends, output
+    _no_traceback(output)
+    return result, output
 
 
 def _no_traceback(output: str) -> None:
@@ -97,13 +103,11 @@ def test_a_retriever_a_worker_cannot_import_is_one_error_line(
     build it (the controller never imports it), the first takes the lock and the
     other's import fails.  Once: ~14,000 lines, a traceback per golden query."""
     holder = "another xdist worker built it and searched"
-    result = project.runpytest_subprocess(
-        "--groove-kb", "kb", "--groove-retriever", "locked_search:search", *named,
-        "-n", "2", "-p", "no:cacheprovider",
+    result, output = _run_stopped(
+        project, pytest.ExitCode.USAGE_ERROR,
+        "--groove-retriever", "locked_search:search", *named,
+        "-n", "2",
     )  # fmt: skip
-    output = _output(result)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
-    _no_traceback(output)
     errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
     assert len(errors) == 1, output
     assert errors[0].startswith(
@@ -127,13 +131,11 @@ def test_a_named_retriever_that_does_not_import_is_one_error_line(
 ) -> None:
     # named, it is built where it searches: in one process before any item (as an
     # unnamed one is), under xdist in each worker -- once, 14 identical failures
-    result = project.runpytest_subprocess(
-        "--groove-kb", "kb", "--groove-retriever", "nosuch:x",
-        "--groove-retriever-name", "foo", "-p", "no:cacheprovider", *dist,
+    result, _ = _run_stopped(
+        project, pytest.ExitCode.USAGE_ERROR,
+        "--groove-retriever", "nosuch:x",
+        "--groove-retriever-name", "foo", *dist,
     )  # fmt: skip
-    output = _output(result)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
-    _no_traceback(output)
     result.stderr.fnmatch_lines(
         ["ERROR: retriever nosuch:x: could not import nosuch (ModuleNotFoundError: *)"]
     )
@@ -151,13 +153,10 @@ def test_a_retriever_that_raises_stops_the_run_at_its_first_query(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     (project.path / "test_own.py").write_text("def test_own():\n    pass\n", encoding="utf-8")
-    result = project.runpytest_subprocess(
-        "--groove-kb", "kb", "--groove-retriever", "raising:raises", "test_own.py",
-        "-p", "no:cacheprovider", "-rs", *dist,
+    result, output = _run_stopped(
+        project, pytest.ExitCode.TESTS_FAILED,
+        "--groove-retriever", "raising:raises", "test_own.py", "-rs", *dist,
     )  # fmt: skip
-    output = _output(result)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
-    _no_traceback(output)
     # one failure per process that searched, the rest skipped with its line, and the
     # retriever called once per process, not once per golden query
     calls = (project.path / "calls.txt").read_text(encoding="utf-8").split()
@@ -214,10 +213,7 @@ def test_a_hook_returning_the_retriever_class_is_refused_before_any_search(
 ) -> None:
     pytest.importorskip("langchain_core")
     project.makeconftest(HOOK_RETURNS_THE_CLASS)
-    result = project.runpytest_subprocess("--groove-kb", "kb", "-p", "no:cacheprovider")
-    output = _output(result)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
-    _no_traceback(output)
+    result, _ = _run_stopped(project, pytest.ExitCode.USAGE_ERROR)
     result.stderr.fnmatch_lines(
         [
             "ERROR: retriever conftest.Notes is the class Notes, not a retriever: return "
@@ -232,10 +228,7 @@ def test_an_async_only_langchain_retriever_stops_with_the_way_to_wrap_it(
 ) -> None:
     pytest.importorskip("langchain_core")
     project.makeconftest(ASYNC_ONLY)
-    result = project.runpytest_subprocess("--groove-kb", "kb", "-p", "no:cacheprovider")
-    output = _output(result)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
-    _no_traceback(output)
+    result, output = _run_stopped(project, pytest.ExitCode.TESTS_FAILED)
     assert result.parseoutcomes() == {"failed": 1, "skipped": QUERIES - 1}
     assert "NotImplementedError: this retriever is async only; if it implements only" in output
     assert "return asyncio.run(retriever.ainvoke(query))" in output
@@ -249,13 +242,10 @@ def test_an_async_only_langchain_retriever_stops_with_the_way_to_wrap_it(
 def test_hits_naming_no_kb_file_stop_the_run_alike_with_and_without_xdist(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
-    result = project.runpytest_subprocess(
-        "--groove-kb", "kb", "--groove-retriever", "prefixed:search",
-        "-p", "no:cacheprovider", *dist,
+    result, output = _run_stopped(
+        project, pytest.ExitCode.TESTS_FAILED,
+        "--groove-retriever", "prefixed:search", *dist,
     )  # fmt: skip
-    output = _output(result)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
-    _no_traceback(output)
     result.stdout.fnmatch_lines(
         [
             "groove: the run stopped: retriever prefixed:search: none of its * hits in the "
@@ -287,13 +277,10 @@ def test_a_retriever_raising_its_own_base_exception_stops_in_one_line(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     (project.path / "cancelling.py").write_text(OWN_BASE_EXCEPTION, encoding="utf-8")
-    result = project.runpytest_subprocess(
-        "--groove-kb", "kb", "--groove-retriever", "cancelling:search",
-        "-p", "no:cacheprovider", *dist,
+    result, output = _run_stopped(
+        project, pytest.ExitCode.TESTS_FAILED,
+        "--groove-retriever", "cancelling:search", *dist,
     )  # fmt: skip
-    output = _output(result)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
-    _no_traceback(output)
     assert "\x1b" not in output
     outcomes = result.parseoutcomes()
     assert 1 <= outcomes["failed"] <= max(1, len(dist) and 2)

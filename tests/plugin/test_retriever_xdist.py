@@ -8,12 +8,11 @@ workers alone.  Each process records that it imported the module.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 
 GOLDEN = """\
 queries:
@@ -191,11 +190,7 @@ def test_the_workers_warnings_and_depth_advice_reach_the_end_of_the_run(
     as one process does: the heading and NaN-score warnings its searches gave, and the
     LangChain advice (search_kwargs) for its shallow k, not the one for a callable."""
     pytest.importorskip("langchain_core")
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-history*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     (pytester.path / "store_search.py").write_text(LANGCHAIN_STORE, encoding="utf-8")
     args = ("--groove-kb", "kb", "--groove-retriever", "store_search:retriever",
             "--groove-retriever-name", "store-v1", "--groove-no-history",

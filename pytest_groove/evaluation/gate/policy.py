@@ -119,22 +119,36 @@ def resolve_gate(
             # the value is the file's: a config error naming it (exit 1), as any other
             return GrooveError(f"invalid config {clip_path(settings.source)}: {message}")
 
-    unknown = floors.unknown_k(k_values)
+    # a floor on a metric that is never measured would read as 0 and always fail
+    keys = [key for key, _ in floors.pairs]
+    refuse_unmeasured(where, floors.unknown_k(k_values), keys, k_values, metrics, refusal)
+    alpha = options.significance
+    return GatePlan(floors, alpha if alpha is not None else settings.eval.significance)
+
+
+def refuse_unmeasured(
+    where: str,
+    unknown: Sequence[str],
+    keys: Sequence[str],
+    k_values: Sequence[int],
+    metrics: Sequence[str],
+    refusal: Callable[[str], GrooveError],
+) -> None:
+    """Raise ``refusal`` when the setting ``where`` names a cut-off (``unknown``: the
+    ones not in ``k_values``) or, among its ``keys``, an optional metric that
+    ``metrics`` does not ask for: this run does not measure it."""
     if unknown:
         measured = ", ".join(str(k) for k in k_values)
         raise refusal(
             f"{where} names {', '.join(unknown)}, which this run does not measure "
             f"(k values: {measured})"
         )
-    # a floor on a metric that is never measured would read as 0 and always fail
-    unasked = unasked_optional((key for key, _ in floors.pairs), metrics)
+    unasked = unasked_optional(keys, metrics)
     if unasked:
         raise refusal(
             f"{where} names {', '.join(unasked)}, which this run does not measure; "
             f"ask for it with {flag('metrics')} or [eval].metrics"
         )
-    alpha = options.significance
-    return GatePlan(floors, alpha if alpha is not None else settings.eval.significance)
 
 
 def gate_record(

@@ -143,10 +143,7 @@ class HybridSearcher:
     ) -> list[int]:
         """Up to ``n`` chunk ids by vector similarity, ``-term`` exclusions applied
         (``tie``: the index's tie order, when the caller read it already)."""
-        filtered = bool(parsed.exclusions)
-        query_vector = self.vectors.prepare_query(query_vector, parsed.positive)
-        ids = self.vectors.search(query_vector, vector_fetch(n, filtered), tie or self.tie_order())
-        return self._first_kept(ids, parsed, n) if filtered else ids[:n]
+        return self._vector_search(self.vectors, query_vector, n, parsed, tie)
 
     def note_vector_leg(
         self,
@@ -158,11 +155,20 @@ class HybridSearcher:
         """Up to ``n`` chunk ids by note-carrying vector similarity, exclusions applied."""
         if self.note_vectors is None:
             return []
+        return self._vector_search(self.note_vectors, query_vector, n, parsed, tie)
+
+    def _vector_search(
+        self,
+        index: VectorIndex,
+        query_vector: npt.NDArray[np.float32],
+        n: int,
+        parsed: ParsedQuery,
+        tie: TieOrder | None,
+    ) -> list[int]:
+        """Up to ``n`` chunk ids of ``index`` by similarity, exclusions applied."""
         filtered = bool(parsed.exclusions)
-        query_vector = self.note_vectors.prepare_query(query_vector, parsed.positive)
-        ids = self.note_vectors.search(
-            query_vector, vector_fetch(n, filtered), tie or self.tie_order()
-        )
+        query_vector = index.prepare_query(query_vector, parsed.positive)
+        ids = index.search(query_vector, vector_fetch(n, filtered), tie or self.tie_order())
         return self._first_kept(ids, parsed, n) if filtered else ids[:n]
 
     def fts_leg(

@@ -16,18 +16,19 @@ from pytest_groove.settings.config import Settings
 from pytest_groove.settings.options import RunOptions
 from pytest_groove.settings.retriever_spec import is_url
 
-#: the built-in engine's options (its index, model and search pipeline), which a
-#: custom retriever's run does not use
-ENGINE_ONLY_OPTIONS = (
-    "model",
+#: the built-in engine's search-pipeline overrides (``groove search`` and ``groove eval``
+#: take them as flags)
+ENGINE_PIPELINE_OPTIONS = (
     "reranker",
     "mmr",
     "mmr-lambda",
     "mmr-same-doc-penalty",
     "parent-retriever",
     "vector-index",
-    "index-dir",
 )
+#: the built-in engine's options (its index, model and search pipeline), which a
+#: custom retriever's run does not use
+ENGINE_ONLY_OPTIONS = ("model", *ENGINE_PIPELINE_OPTIONS, "index-dir")
 
 
 def engine_options_note(options: RunOptions) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.cli import main
 from pytest_groove.errors import GrooveError, UsageError
 from pytest_groove.evaluation.finish import EvalOutcome, finish_evaluation
@@ -442,12 +442,11 @@ RETRY_NOTE = (
 def test_a_significance_level_from_groove_toml_is_named_with_its_file(tmp_path: Path) -> None:
     """The level set in groove.toml is not "--significance": the warnings name the file,
     and a single query's drop fails `groove eval` no more than it fails pytest."""
-    import shutil
 
     from tests.helpers.cli_invoke import invoke
 
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"))
+    copy_example_kb(kb)
     assert invoke("eval", "--kb-path", kb, "--model", "hash").returncode == 0
     (kb / "practices" / "retries.md").write_text(RETRY_NOTE, encoding="utf-8")
     (kb / "groove.toml").write_text("[eval]\nsignificance = 0.05\n", encoding="utf-8")

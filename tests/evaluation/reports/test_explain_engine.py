@@ -21,11 +21,7 @@ OWN_TEST = "def test_the_projects_own_code():\n    assert 1 + 1 == 2\n"
 
 @pytest.fixture
 def kb(pytester: pytest.Pytester) -> Path:
-    root = pytester.path / "kb"
-    root.mkdir()
-    for name, text in DOCS.items():
-        (root / name).write_text(text, encoding="utf-8")
-    (root / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
+    root = write_notes(pytester.path / "kb", {**DOCS, ".groove-eval.yml": GOLDEN})
     (pytester.path / "tests").mkdir()
     (pytester.path / "tests" / "test_own.py").write_text(OWN_TEST, encoding="utf-8")
     return root

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.finish import finish_evaluation
 from pytest_groove.evaluation.gate.compare import compare
@@ -57,8 +57,6 @@ needs_matplotlib = pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="needs pytest-
 
 pytest_plugins = ["pytester"]
 
-#: what running the example leaves in a KB (index, history); never copied into tests
-LOCAL_STATE = shutil.ignore_patterns(".groove", ".groove-eval-history.json*")
 _PNG = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 #: trend plots for k = 1, 5, 10: recall@1/5/10, MRR, nDCG@1/5/10
 TREND_PLOTS = 7
@@ -476,20 +474,27 @@ def test_an_unwritable_html_report_is_reported_like_the_json_one(tmp_path: Path)
 # --------------------------------------------------------------------------- missing extra
 
 
-def test_missing_jinja2_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_groove.evaluation.reports import html_report as report_html
-
-    monkeypatch.setitem(sys.modules, "jinja2", None)
-    monkeypatch.setattr(report_html, "_template", report_html._template.__wrapped__)
+def _refused_without(extra: str, tmp_path: Path) -> RunRecord:
+    """Without ``extra``, --html is refused up front and writing the report fails with
+    the install advice; the run it tried to write back."""
     with pytest.raises(GrooveError) as raised:
         check_html_available("--html")
     assert raised.value.message == (
-        "--html needs Jinja2, which is an optional extra: install it with "
+        f"--html needs {extra}, which is an optional extra: install it with "
         'pip install "pytest-groove[plots]" (or drop --html)'
     )
     run = scored(0, [1.0])
     with pytest.raises(GrooveError, match=re.escape(PLOTS_EXTRA)):
         write_html_report(tmp_path / "r.html", run, compare(run, None, 0.05), [], title="t")
+    return run
+
+
+def test_missing_jinja2_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_groove.evaluation.reports import html_report as report_html
+
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    monkeypatch.setattr(report_html, "_template", report_html._template.__wrapped__)
+    _refused_without("Jinja2", tmp_path)
     assert not (tmp_path / "r.html").exists()
 
 
@@ -497,15 +502,7 @@ def test_missing_matplotlib_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(GrooveError) as raised:
-        check_html_available("--html")
-    assert raised.value.message == (
-        "--html needs matplotlib, which is an optional extra: install it with "
-        'pip install "pytest-groove[plots]" (or drop --html)'
-    )
-    run = scored(0, [1.0])
-    with pytest.raises(GrooveError, match=re.escape(PLOTS_EXTRA)):
-        write_html_report(tmp_path / "r.html", run, compare(run, None, 0.05), [], title="t")
+    run = _refused_without("matplotlib", tmp_path)
     # at session end it is an error in the outcome, not an exception
     outcome = finish_evaluation(
         session_ctx(tmp_path, run, html=tmp_path / "r.html"), run.per_query, record=True
@@ -521,7 +518,7 @@ def test_missing_matplotlib_is_one_clear_error(
 @pytest.fixture
 def example_kb(tmp_path: Path) -> Path:
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     return kb
 
 
@@ -571,7 +568,7 @@ def test_groove_eval_without_matplotlib_stops_before_indexing(
 @pytest.fixture
 def plugin_kb(pytester: pytest.Pytester) -> Path:
     kb = pytester.path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     return kb
 
 
@@ -730,6 +727,19 @@ window.addEventListener("load", () => {
 )
 
 
+def _report_with_a_long_id(tmp_path: Path) -> Path:
+    """``report.html`` in ``tmp_path``: the Japanese runs, failed, the first query's id
+    made long enough to push a narrow layout wide."""
+    before, run = japanese_runs()
+    long_id = "a-very-long-query-identifier-" * 3
+    run = with_query(run, 0, replace(run.per_query[0], id=long_id))
+    page = tmp_path / "report.html"
+    write_html_report(
+        page, run, compare(run, before, 0.05), [before], title="groove report", gate=FAILED_GATE
+    )
+    return page
+
+
 def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
     browser = chromium()
     assert browser is not None
@@ -762,13 +772,7 @@ def browse(html_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @needs_matplotlib
 @pytest.mark.skipif(chromium() is None, reason="no headless Chromium installed (Debian: chromium)")
 def test_the_report_fits_a_1280_pixel_window_in_chromium(tmp_path: Path) -> None:
-    before, run = japanese_runs()
-    long_id = "a-very-long-query-identifier-" * 3
-    run = with_query(run, 0, replace(run.per_query[0], id=long_id))
-    page = tmp_path / "report.html"
-    write_html_report(
-        page, run, compare(run, before, 0.05), [before], title="groove report", gate=FAILED_GATE
-    )
+    page = _report_with_a_long_id(tmp_path)
     shot = tmp_path / "report.png"
     done = browse(page, f"--screenshot={shot}")
     assert shot.is_file(), done.stderr
@@ -816,13 +820,7 @@ def phone_frame(report: str, width: int) -> str:
 @needs_matplotlib
 @pytest.mark.skipif(chromium() is None, reason="no headless Chromium installed (Debian: chromium)")
 def test_the_report_fits_a_390_pixel_phone_in_chromium(tmp_path: Path) -> None:
-    before, run = japanese_runs()
-    long_id = "a-very-long-query-identifier-" * 3
-    run = with_query(run, 0, replace(run.per_query[0], id=long_id))
-    page = tmp_path / "report.html"
-    write_html_report(
-        page, run, compare(run, before, 0.05), [before], title="groove report", gate=FAILED_GATE
-    )
+    page = _report_with_a_long_id(tmp_path)
     report = page.read_text(encoding="utf-8")
     framed = tmp_path / "phone.html"
     framed.write_text(phone_frame(report, 390), encoding="utf-8")
@@ -876,7 +874,7 @@ def test_queries_sharing_a_derived_id_get_their_node_ids_in_groove_eval_reports(
     from tests.helpers.cli_invoke import invoke
 
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     golden = kb / ".groove-eval.yml"
     golden.write_text(golden.read_text(encoding="utf-8") + STATUS_401, encoding="utf-8")
     queries = load_golden(golden, kb).queries

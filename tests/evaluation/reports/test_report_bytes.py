@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_KB, LOCAL_STATE, REPO_ROOT
+from conftest import REPO_ROOT, copy_example_kb
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 from tests.helpers.cli_invoke import Groove
 
@@ -77,7 +76,7 @@ def _check(actual: str, snapshot: Path) -> None:
 def two_runs(tmp_path_factory: pytest.TempPathFactory, groove: Groove) -> tuple[str, str]:
     """(report of run 2, history bytes after run 2), both normalised."""
     kb = tmp_path_factory.mktemp("report-bytes") / "example-kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=LOCAL_STATE)
+    copy_example_kb(kb)
     _groove_eval(groove, kb)
     note = kb / "practices" / "testing.md"
     note.write_bytes(note.read_bytes() + _EDIT.encode("utf-8"))

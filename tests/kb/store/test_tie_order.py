@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLE_KB
+from conftest import EXAMPLE_KB, copy_example_kb
 from pytest_groove.kb.store.database import Store
 from pytest_groove.kb.store.tie_order import (
     IN_ID_ORDER,
@@ -257,7 +257,7 @@ def test_the_indexer_keeps_the_order_a_search_would_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"))
+    copy_example_kb(kb)
     directory = _index(kb)
     with _opened(directory) as store:
         assert store.keeps_tie_order()
@@ -285,7 +285,7 @@ def test_the_indexer_keeps_the_order_a_search_would_read(
 )
 def test_a_kept_order_of_another_state_or_form_is_read_again(tmp_path: Path, value: object) -> None:
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"))
+    copy_example_kb(kb)
     directory = _index(kb)
     first = sorted(kb.rglob("*.md"))[0]
     first.write_text(first.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")

@@ -19,6 +19,7 @@ from pytest_groove.search.query.fts_query import (
     query_phrases,
 )
 from pytest_groove.text.plain import split_white_space, trim
+from tests.helpers.fts_tables import run_match, trigram_table
 
 # (query, positive part, exclusions, MATCH expression)
 SYNTAX_CASES: list[tuple[str, str, tuple[str, ...], str | None]] = [
@@ -210,23 +211,7 @@ ROWS: dict[int, tuple[str, str, str]] = {
 
 @pytest.fixture(scope="module")
 def fts_db() -> Iterator[apsw.Connection]:
-    connection = apsw.Connection(":memory:")
-    connection.execute(
-        "CREATE VIRTUAL TABLE t USING fts5(heading, context, content, "
-        "tokenize='trigram remove_diacritics 1 case_sensitive 0')"
-    )
-    for row_id, row in ROWS.items():
-        connection.execute(
-            "INSERT INTO t(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-            (row_id, *row),
-        )
-    yield connection
-    connection.close()
-
-
-def run_match(connection: apsw.Connection, expression: str) -> set[int]:
-    rows = connection.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,))
-    return {row[0] for row in rows}
+    yield from trigram_table(ROWS)
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,7 @@ from pytest_groove.text.querytext import (
     is_word_char,
     split_quotes,
 )
+from tests.helpers.fts_tables import run_match, trigram_table
 
 NUL = "\0"
 FORTY_WORDS = " ".join(f"w{i:02d}" for i in range(40))
@@ -459,24 +460,7 @@ ROWS: list[tuple[str, str, str]] = [
 
 @pytest.fixture(scope="module")
 def fts_db() -> Iterator[apsw.Connection]:
-    connection = apsw.Connection(":memory:")
-    connection.execute(
-        "CREATE VIRTUAL TABLE t USING fts5(heading, context, content, "
-        "tokenize='trigram remove_diacritics 1 case_sensitive 0')"
-    )
-    for row_id, row in enumerate(ROWS, start=1):
-        connection.execute(
-            "INSERT INTO t(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-            (row_id, *row),
-        )
-    yield connection
-    connection.close()
-
-
-def run_match(connection: apsw.Connection, expression: str) -> set[int]:
-    return {
-        row[0] for row in connection.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,))
-    }
+    yield from trigram_table(dict(enumerate(ROWS, start=1)))
 
 
 @pytest.mark.parametrize(

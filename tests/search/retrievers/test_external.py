@@ -20,7 +20,7 @@ from pytest_groove.search.retrievers.external import (
     load_retriever,
     normalise_hits,
 )
-from tests.helpers.local_http import serving, url_of
+from tests.helpers.local_http import send_json, serving, url_of
 
 
 @pytest.fixture
@@ -352,14 +352,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {"path": "b.md", "heading": None, "score": 0.2},
             ]
             body = json.dumps(hits[: asked["limit"]]).encode()
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            return  # the client gave up first (the timeout test)
+        send_json(self, 200, body)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -17,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.errors import GrooveError
 from pytest_groove.search.retrievers.external import from_object
+from tests.helpers.retriever_runs import qdrant_in_memory
 
 
 def _chroma_collection() -> Any:
@@ -78,21 +78,8 @@ def test_a_chroma_get_result_is_named_as_such(tmp_path: Path) -> None:
 
 
 def _qdrant_search(**query: Any) -> Any:
-    pytest.importorskip("qdrant_client")
-    from qdrant_client import QdrantClient, models
-
-    client = QdrantClient(":memory:")
-    client.create_collection(
-        "kb", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
-    )
-    client.upsert(
-        "kb",
-        points=[
-            models.PointStruct(
-                id=1, vector=[1.0, 0.0], payload={"path": "ops/rollback.md", "heading": "Steps"}
-            )
-        ],
-    )
+    point = ([1.0, 0.0], {"path": "ops/rollback.md", "heading": "Steps"})
+    client = qdrant_in_memory([point], first_id=1)
     return lambda text, limit: client.query_points("kb", query=[1.0, 0.0], limit=limit, **query)
 
 
@@ -125,11 +112,7 @@ def test_a_qdrant_payload_without_the_path_key_names_with_payload(tmp_path: Path
 def test_a_hook_that_returns_a_spec_is_told_of_the_option(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     monkeypatch.delitem(sys.modules, "quick_search", raising=False)
     pytester.makepyfile(quick_search="def search(q, limit):\n    return []\n")
     pytester.makeconftest(

@@ -20,7 +20,7 @@ from pytest_groove.search.retrievers.external import (
 )
 from pytest_groove.search.retrievers.http import TIMEOUT_ENV, resolve_timeout
 from pytest_groove.settings.options import RunOptions
-from tests.helpers.local_http import serving, url_of
+from tests.helpers.local_http import send_json, serving, url_of
 
 TOKEN = "s3cret-token-value"
 
@@ -30,14 +30,7 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def _answer(self, status: int, body: bytes = b"[]") -> None:
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            return  # the client gave up first (the timeout tests)
+        send_json(self, status, body)
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))

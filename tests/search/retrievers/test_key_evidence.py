@@ -21,6 +21,7 @@ from pytest_groove.errors import StopsTheRun
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 from pytest_groove.search.retrievers.external import HitKeys, from_object
 from tests.helpers.cli_invoke import CliRun, invoke
+from tests.helpers.retriever_runs import qdrant_in_memory
 
 #: the docs' Chroma example, with an embedding function of its own instead of vectors
 #: passed in: each section's metadata holds its path under "file", its heading under
@@ -181,20 +182,7 @@ def test_under_pytest_the_first_golden_item_fails_with_the_line(
 def _qdrant(payloads: list[dict[str, object]]) -> object:
     """A search over a Qdrant collection in memory holding ``payloads``, every point
     as near to every query (the order is Qdrant's)."""
-    pytest.importorskip("qdrant_client")
-    from qdrant_client import QdrantClient, models
-
-    client = QdrantClient(":memory:")
-    client.create_collection(
-        "kb", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
-    )
-    client.upsert(
-        "kb",
-        points=[
-            models.PointStruct(id=n, vector=[1.0, 0.1 * n], payload=payload)
-            for n, payload in enumerate(payloads)
-        ],
-    )
+    client = qdrant_in_memory([([1.0, 0.1 * n], payload) for n, payload in enumerate(payloads)])
 
     def search(query: str, limit: int) -> object:
         return client.query_points("kb", query=[1.0, 0.0], limit=limit)

@@ -326,33 +326,42 @@ def test_chroma_results_for_several_queries_or_without_metadata_are_refused(
 # --------------------------------------------------------------------------- prints
 
 
+def _json_eval_in_a_child(
+    kb: Path, tmp_path: Path, module: str, source: str, golden: str
+) -> subprocess.CompletedProcess[str]:
+    """``groove eval --format json`` in a child process of the retriever ``module``
+    (``source``, written to ``tmp_path``) on ``golden``; it must succeed."""
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
+    (tmp_path / "golden.yml").write_text(golden, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_groove.cli", "eval", "--kb-path", str(kb), "--golden",
+         str(tmp_path / "golden.yml"), "--retriever", f"{module}:search", "--format", "json",
+         "--no-history"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def test_what_the_retriever_prints_does_not_break_groove_eval_json(
     kb: Path, tmp_path: Path
 ) -> None:
     """LlamaIndex prints when Settings.llm = None: the JSON on stdout must stay JSON."""
     pytest.importorskip("llama_index.core")
-    (tmp_path / "noisy_search.py").write_text(
+    source = (
         "from llama_index.core import Settings\n"
         "Settings.llm = None  # prints 'LLM is explicitly disabled. Using MockLLM.'\n"
         "print('loading the index')\n"
         "def search(query, limit):\n"
         "    print('searching', query)\n"
-        "    return [{'path': 'guide/billing.md', 'heading': 'VAT numbers', 'score': 1.0}]\n",
-        encoding="utf-8",
+        "    return [{'path': 'guide/billing.md', 'heading': 'VAT numbers', 'score': 1.0}]\n"
     )
-    golden = tmp_path / "golden.yml"
-    golden.write_text(
+    golden = (
         "queries:\n  - id: vat\n    query: check the vat number\n    expected:\n"
-        "      - path: guide/billing.md\n        heading: VAT numbers\n",
-        encoding="utf-8",
+        "      - path: guide/billing.md\n        heading: VAT numbers\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", "eval", "--kb-path", str(kb), "--golden",
-         str(golden), "--retriever", "noisy_search:search", "--format", "json", "--no-history"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    done = _json_eval_in_a_child(kb, tmp_path, "noisy_search", source, golden)
     report = json.loads(done.stdout)  # nothing but the JSON on standard output
     assert report["aggregate"]["mrr"] == 1.0  # the heading-pinned entry was found
     assert "LLM is explicitly disabled" in done.stderr
@@ -364,28 +373,19 @@ def test_what_reaches_descriptor_1_without_python_does_not_break_the_json(
 ) -> None:
     """A child process the retriever starts, or a C library, writes to descriptor 1
     itself, past Python's sys.stdout: it goes to standard error too."""
-    (tmp_path / "shell_search.py").write_text(
+    source = (
         "import os, subprocess\n"
         "subprocess.run(['echo', 'warming the cache'], check=True)\n"
         "def search(query, limit):\n"
         "    os.write(1, b'raw bytes on descriptor 1\\n')\n"
         "    subprocess.run(['echo', 'asked', query], check=True)\n"
-        "    return [{'path': 'ops/deploy.md', 'score': 1.0}]\n",
-        encoding="utf-8",
+        "    return [{'path': 'ops/deploy.md', 'score': 1.0}]\n"
     )
-    golden = tmp_path / "golden.yml"
-    golden.write_text(
+    golden = (
         "queries:\n  - id: ship\n    query: how do we ship\n    expected:\n"
-        "      - path: ops/deploy.md\n",
-        encoding="utf-8",
+        "      - path: ops/deploy.md\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest_groove.cli", "eval", "--kb-path", str(kb), "--golden",
-         str(golden), "--retriever", "shell_search:search", "--format", "json", "--no-history"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    done = _json_eval_in_a_child(kb, tmp_path, "shell_search", source, golden)
     assert json.loads(done.stdout)["aggregate"]["mrr"] == 1.0  # nothing but the JSON
     for said in ("warming the cache", "raw bytes on descriptor 1", "asked how do we ship"):
         assert said in done.stderr

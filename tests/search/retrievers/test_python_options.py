@@ -15,14 +15,13 @@ and ``--mmr true`` beside ``--retriever`` said nothing.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_KB
+from conftest import copy_example_kb
 from pytest_groove.errors import GrooveError
 from pytest_groove.search.retrievers.external import load_retriever
 from tests.helpers.cli_invoke import CliRun, invoke
@@ -54,9 +53,7 @@ GOLDEN = (
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    shutil.copytree(
-        EXAMPLE_KB, tmp_path / "kb", ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*")
-    )
+    copy_example_kb(tmp_path / "kb")
     (tmp_path / "kb" / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
     return tmp_path
 
@@ -173,11 +170,7 @@ def test_the_library_refuses_a_timeout_for_a_python_retriever(
 
 @pytest.fixture
 def tester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    shutil.copytree(
-        EXAMPLE_KB,
-        pytester.path / "kb",
-        ignore=shutil.ignore_patterns(".groove", ".groove-eval-h*"),
-    )
+    copy_example_kb(pytester.path / "kb")
     (pytester.path / "kb" / ".groove-eval.yml").write_text(GOLDEN, encoding="utf-8")
     monkeypatch.delitem(sys.modules, "quick_search", raising=False)
     pytester.makepyfile(quick_search=QUICK)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,13 @@ import pytest
 from conftest import EXAMPLE_KB
 from pytest_groove.errors import GrooveError
 from pytest_groove.search.retrievers.external import from_object
-from tests.helpers.retriever_runs import errors_of, eval_retriever, report_of, warnings_of
+from tests.helpers.retriever_runs import (
+    errors_of,
+    eval_retriever,
+    importable_module,
+    report_of,
+    warnings_of,
+)
 
 pytest.importorskip("haystack")
 
@@ -83,9 +88,7 @@ QUERIES = ("roll back a release", "how do we review code", "rate limits and cach
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Any]:
     """The KB, the module beside it (importable), and the module imported."""
     shutil.copytree(EXAMPLE_KB, tmp_path / "kb", ignore=_LOCAL)
-    (tmp_path / "haystack_search.py").write_text(HAYSTACK_SEARCH, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "haystack_search", raising=False)
+    importable_module(tmp_path, "haystack_search", HAYSTACK_SEARCH, monkeypatch)
     import haystack_search
 
     return tmp_path, haystack_search
