@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+
 import pytest
 
 # Imported before any test runs, not only inside the inner runs: pytester's in-process
@@ -11,6 +14,15 @@ import pytest_groove.engine.builtin
 import pytest_groove.plugin.controller
 import pytest_groove.plugin.runner  # noqa: F401
 from tests.helpers.cli_invoke import Groove
+
+#: pydantic neither: a part of it imported first inside an inner run (its models load
+#: lazily) is dropped after it, and the next import builds a second copy whose models
+#: the first copy's caches do not know (chromadb, qdrant-client, haystack and
+#: LangChain all build on it), so it is imported whole here when it is installed
+PRELOADED = ("pydantic", "pydantic.main", "pydantic.root_model", "pydantic_settings")
+for _name in PRELOADED:
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_name)
 
 
 @pytest.fixture(scope="session")
