@@ -50,7 +50,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         help="accept this run of <kb>/.groove-eval-history.json (its timestamp as "
         "`groove history` prints it, or a unique prefix) instead of running the golden set",
     )
-    accept.set_defaults(func=run, accept=True)
+    accept.set_defaults(func=run, accept=True, prog=f"{PROG} accept")
     return p
 
 
@@ -61,10 +61,10 @@ def _accept_logged_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
     check_kb(args.kb_path)
     done = accept_logged_run(args.kb_path, run_options(args), args.run)
     for warning in done.warnings:
-        err.write(f"{PROG}: warning: {warning}\n")
+        err.write(f"{args.prog}: warning: {warning}\n")
     what = "written" if done.changed else "unchanged: that run is the one already accepted"
     err.write(
-        f"{PROG}: accepted baseline: {done.path} ({len(done.run.per_query)} queries; {what})\n"
+        f"{args.prog}: accepted baseline: {done.path} ({len(done.run.per_query)} queries; {what})\n"
     )
     return 0
 

@@ -100,8 +100,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 # --------------------------------------------------------------------------- running
 
 
-def _note(message: str, stream: TextIO) -> None:
-    stream.write(f"{PROG}: {spell_flags(message)}\n")
+def _note(message: str, stream: TextIO, prog: str = PROG) -> None:
+    stream.write(f"{prog}: {spell_flags(message)}\n")
 
 
 def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> EvaluatedSearcher:
@@ -118,7 +118,7 @@ def open_searcher(plan: EvalPlan, opener: EngineOpener | None = None) -> Evaluat
     check_config_names(plan.settings)
 
     def log(line: str) -> None:
-        sys.stderr.write(f"{PROG}: {spell_flags(line)}\n")
+        sys.stderr.write(f"{plan.prog}: {spell_flags(line)}\n")
 
     try:
         return open_engine_searcher(
@@ -134,9 +134,11 @@ def _evaluate(
     kb: Path = args.kb_path
     check_kb(kb)
     # the history is read now: a refused file stops the run before any index work
-    plan = plan_evaluation(kb, run_options(args), prog=PROG, read_history=True)
+    # the command's name, as it words its lines (`groove baseline accept` runs this too)
+    prog = getattr(args, "prog", PROG)
+    plan = plan_evaluation(kb, run_options(args), prog=prog, read_history=True)
     for note in plan.notes:
-        _note(note, err)
+        _note(note, err, prog)
     color = args.format == "text" and color_enabled(args.no_color, out)
     with closing_searcher(open_searcher(plan, opener)) as searcher, searcher.read_snapshot():
         # one read snapshot: the golden check, the searches, the corpus counts and the
@@ -147,10 +149,12 @@ def _evaluate(
         searcher.prepare_queries([q.query for q in queries])
         results = [evaluation.run_query(q) for q in queries]
         outcome = finish_evaluation(evaluation, results, record=True, staged=True, color=color)
-    return _deliver(outcome, args.format, out, err)
+    return _deliver(outcome, args.format, out, err, prog)
 
 
-def _deliver(outcome: EvalOutcome, report_format: str, out: TextIO, err: TextIO) -> int:
+def _deliver(
+    outcome: EvalOutcome, report_format: str, out: TextIO, err: TextIO, prog: str = PROG
+) -> int:
     """Print the report, then record the run; the notes and the verdict go to stderr."""
     # The run is saved only once its report is out: when standard output cannot take
     # it (a full device, a closed pipe) the history stays exactly as it was.
@@ -169,9 +173,9 @@ def _deliver(outcome: EvalOutcome, report_format: str, out: TextIO, err: TextIO)
         raise
     commit_error = outcome.commit()
     for warning in outcome.warnings:
-        _note(f"warning: {warning}", err)
+        _note(f"warning: {warning}", err, prog)
     for note in outcome.notes:
-        _note(note, err)
+        _note(note, err, prog)
     if outcome.findings_warning:
         err.write(outcome.findings_warning)
     # a failed save ends the run before the gate speaks (the run was not recorded)
