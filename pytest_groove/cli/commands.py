@@ -31,9 +31,9 @@ from pytest_groove.cli.args import (
 )
 from pytest_groove.cli.ending import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, report_line
 from pytest_groove.engine.names import check_config_names, check_flag_names
-from pytest_groove.errors import GrooveError, IndexMissing, OutputFailed, clip, spell_flags
+from pytest_groove.errors import GrooveError, IndexMissing, OutputFailed, spell_flags
 from pytest_groove.files.resource_limits import resource_limit_of
-from pytest_groove.search.hits import grouping_note, hit_label
+from pytest_groove.search.hits import grouping_note, hit_label, hit_snippet
 from pytest_groove.settings.config import Settings
 from pytest_groove.text.console import write_json
 
@@ -117,11 +117,9 @@ def _run_search(args: argparse.Namespace) -> int:
         return EXIT_OK
     for hit in response.hits:
         print(f"{hit.rank:>3}. {hit_label(hit.path, hit.heading)}  (score {hit.score:.4f})")
-        # a note's text as others wrote it: escape sequences (colours, OSC 8 links, a
-        # bell) are shown escaped, never sent to the terminal of whoever searches
-        snippet = " ".join(hit.content.split())
+        snippet = hit_snippet(hit.content, SNIPPET_CHARS)
         if snippet:
-            print(f"     {clip(snippet, SNIPPET_CHARS)}")
+            print(f"     {snippet}")
     # judged on the scores as printed: the note explains what the reader sees
     shown = [round(hit.score, 4) for hit in response.hits]
     note = grouping_note(shown, response.grouped_by_document)

@@ -38,7 +38,7 @@ from pytest_groove.evaluation.golden.expected_check import check_expected_entrie
 from pytest_groove.evaluation.golden.file import query_text_problem
 from pytest_groove.evaluation.plan import plan_evaluation
 from pytest_groove.scoring.records import GoldenSet
-from pytest_groove.search.hits import SearchHit
+from pytest_groove.search.hits import SearchHit, hit_snippet
 
 PROG = "groove golden add"
 #: hits shown by default
@@ -116,10 +116,9 @@ def hit_lines(hits: Sequence[SearchHit]) -> list[str]:
     for hit in hits:
         label = hit.path if hit.heading is None else f"{hit.path} # {hit.heading}"
         lines.append(f"{hit.rank:>3}. {clip(label, 200)}")
-        snippet = " ".join(hit.content.split())
+        snippet = hit_snippet(hit.content, SNIPPET_CHARS)
         if snippet:
-            more = "…" if len(snippet) > SNIPPET_CHARS else ""
-            lines.append(f"     {clip(snippet[:SNIPPET_CHARS], 400)}{more}")
+            lines.append(f"     {snippet}")
     return lines
 
 

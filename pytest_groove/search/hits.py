@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Protocol
 
-from pytest_groove.errors import one_line
+from pytest_groove.errors import clip, one_line
 from pytest_groove.scoring.metrics import RankedHit
 from pytest_groove.scoring.records import ExpectedEntry
 
@@ -33,6 +33,13 @@ def hit_label(path: str, heading: str | None) -> str:
 GROUPED_BY_DOCUMENT = (
     "hits are grouped by document ([search] document_first): scores are not in rank order"
 )
+
+
+def hit_snippet(content: str, chars: int) -> str:
+    """A hit's text for a terminal: on one line, at most ``chars`` characters counted
+    after escaping, and every control character escaped -- a note's escape sequences
+    (colours, OSC 8 links, a bell) never reach the terminal of whoever reads it."""
+    return clip(" ".join(content.split()), chars)
 
 
 def grouping_note(scores: Sequence[float], grouped: bool) -> str | None:

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE_KB, REPO_ROOT
-from pytest_groove.cli.golden import parse_picks
+from pytest_groove.cli.golden import hit_lines, parse_picks
 from pytest_groove.errors import GrooveError
 from pytest_groove.evaluation.golden.file import load_golden
 from pytest_groove.scoring.records import ExpectedEntry
+from pytest_groove.search.hits import SearchHit
 from tests.helpers.cli_invoke import Groove
 from tests.helpers.retriever_runs import importable_module
 
@@ -146,3 +147,9 @@ def test_the_configured_retriever_answers_and_its_hits_are_checked(
     assert refused.returncode == 1
     assert "expected path `nowhere.md` is not in" in refused.stderr
     assert (kb / ".groove-eval.yml").read_bytes() == before
+
+
+def test_golden_add_shows_a_hostile_hit_escaped_as_search_does() -> None:
+    hit = SearchHit(rank=1, path="a.md", heading=None, score=1.0, content="red \x1b[31mX\x07")
+    (label, snippet) = hit_lines([hit])
+    assert label == "  1. a.md" and snippet == "     red \\x1b[31mX\\x07"

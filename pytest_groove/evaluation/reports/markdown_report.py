@@ -32,6 +32,7 @@ from pytest_groove.evaluation.gate.verdict import QueryVerdict
 from pytest_groove.evaluation.reports.explain_text import explanation, rank_move, rank_text
 from pytest_groove.evaluation.reports.headline import Headline, headline
 from pytest_groove.evaluation.reports.text_report import describe_corpus
+from pytest_groove.evaluation.runs.coverage import share_text
 from pytest_groove.evaluation.runs.record import QueryResult, display_timestamp
 from pytest_groove.scoring.metric_table import RECALL, Metric, summary_metrics
 from pytest_groove.scoring.significance import format_p
@@ -171,10 +172,6 @@ def _changes(head: Headline) -> list[str]:
 COVERAGE_ROWS = 10
 
 
-def _share(part: int, whole: int) -> str:
-    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "0/0"
-
-
 def _listed(paths: Sequence[str], total: int) -> list[str]:
     lines = [f"- {md(path, 120)}" for path in paths[:COVERAGE_ROWS]]
     if total > COVERAGE_ROWS:
@@ -192,8 +189,8 @@ def _coverage(inputs: ReportInputs) -> list[str]:
     folders = [
         [
             md(f.folder, 80),
-            _share(f.documents_expected, f.documents),
-            _share(f.sections_expected, f.sections),
+            share_text(f.documents_expected, f.documents),
+            share_text(f.sections_expected, f.sections),
         ]
         for f in coverage.folders[:COVERAGE_ROWS]
     ]
@@ -201,8 +198,8 @@ def _coverage(inputs: ReportInputs) -> list[str]:
     lines = [
         "",
         "<details><summary>Coverage of the knowledge base: documents expected "
-        f"{_share(total.documents_expected, total.documents)}, sections "
-        f"{_share(total.sections_expected, total.sections)}</summary>",
+        f"{share_text(total.documents_expected, total.documents)}, sections "
+        f"{share_text(total.sections_expected, total.sections)}</summary>",
         "",
         *_table(["folder", "documents expected", "sections expected"], folders),
     ]

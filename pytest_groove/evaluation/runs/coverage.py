@@ -150,7 +150,8 @@ def golden_coverage(
     )
 
 
-def _share(part: int, whole: int) -> str:
+def share_text(part: int, whole: int) -> str:
+    """``3/4 (75%)``, for people (``0/0`` of nothing)."""
     return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "0/0"
 
 
@@ -159,16 +160,16 @@ def coverage_text(coverage: Coverage, shown: int = 20) -> str:
     total = coverage.total
     lines = [
         f"groove coverage — {coverage.query_count} golden queries, top {coverage.k}",
-        f"  documents expected: {_share(total.documents_expected, total.documents)}",
-        f"  sections expected:  {_share(total.sections_expected, total.sections)}",
+        f"  documents expected: {share_text(total.documents_expected, total.documents)}",
+        f"  sections expected:  {share_text(total.sections_expected, total.sections)}",
         "",
         f"  {'folder':<32} {'documents':>14} {'sections':>14}",
     ]
     for folder in coverage.folders:
         lines.append(
             f"  {clip(folder.folder, 32):<32} "
-            f"{_share(folder.documents_expected, folder.documents):>14} "
-            f"{_share(folder.sections_expected, folder.sections):>14}"
+            f"{share_text(folder.documents_expected, folder.documents):>14} "
+            f"{share_text(folder.sections_expected, folder.sections):>14}"
         )
     never = coverage.never_returned
     lines += ["", f"Never returned in any query's top {coverage.k} ({len(never)}):"]
