@@ -9,11 +9,12 @@ file its seal does not vouch for; that is another writer at work, not damage.
 from __future__ import annotations
 
 import os
-import threading
-import time
 from pathlib import Path
 
+import pytest
+
 from pytest_groove.files.seal import seal_path, write_sealed
+from pytest_groove.kb.derived import cache_check
 from pytest_groove.kb.derived.cache_check import check_caches
 from pytest_groove.kb.derived.corpus_cache import CACHE_NAME
 
@@ -31,21 +32,23 @@ def _replaced_unsealed(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def test_a_file_another_writer_is_replacing_is_judged_again_not_removed(tmp_path: Path) -> None:
+def test_a_file_another_writer_is_replacing_is_judged_again_not_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = _sealed(tmp_path, b'{"old": 1}')
     _replaced_unsealed(path, b'{"new": 2}')
+    waits: list[float] = []
 
-    def the_other_writer_seals_it() -> None:
-        time.sleep(0.1)  # a directory sync between the file and its seal
-        write_sealed(path, lambda handle: handle.write(b'{"new": 2}'))
+    def the_other_writer_seals_it_meanwhile(seconds: float) -> None:
+        # the check waits: the other checkout finishes its write (file, then seal)
+        waits.append(seconds)
+        if len(waits) == 1:
+            write_sealed(path, lambda handle: handle.write(b'{"new": 2}'))
 
-    other = threading.Thread(target=the_other_writer_seals_it)
-    other.start()
-    try:
-        assert check_caches(tmp_path) == []
-    finally:
-        other.join()
+    monkeypatch.setattr(cache_check.time, "sleep", the_other_writer_seals_it_meanwhile)
+    assert check_caches(tmp_path) == []
     assert path.read_bytes() == b'{"new": 2}' and seal_path(path).exists()
+    assert waits == [cache_check.SETTLE_SECONDS[0]]  # judged again once, then trusted
 
 
 def test_a_file_its_seal_does_not_vouch_for_and_nobody_replaces_is_damage(
