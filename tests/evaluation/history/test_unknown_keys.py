@@ -28,7 +28,8 @@ from pytest_groove.evaluation.history.unknown_keys import (
     GATE_KEYS,
 )
 from pytest_groove.evaluation.runs.gate_record import GateRecord
-from tests.helpers.eval_factories import big_run
+from pytest_groove.kb.source.records import CorpusSnapshot
+from tests.helpers.eval_factories import big_run, finding
 
 RUNS = [
     big_run(minutes=2, queries=2),
@@ -69,8 +70,32 @@ def test_an_unknown_key_anywhere_a_key_is_added_is_named(
     assert parsed.unknown_keys == (expected,)
 
 
-def test_a_file_of_known_keys_only_is_not_damaged() -> None:
-    assert not read_history(encode_history(RUNS)).damaged
+def test_every_key_this_version_writes_is_known() -> None:
+    """A run with every optional part the writer has (a full gate, findings, a corpus
+    with files and a later digest version, ranks that are not 1..n): a key the writer
+    gains must be added to the known ones, or every save would back the file up."""
+    base = big_run(minutes=3, queries=2)
+    odd_ranks = replace(
+        base.per_query[0],
+        top_k=tuple(replace(hit, rank=hit.rank + 1) for hit in base.per_query[0].top_k),
+    )
+    full = replace(
+        base,
+        per_query=(odd_ranks, *base.per_query[1:]),
+        gate=GateRecord(
+            threshold=0.02,
+            thresholds=(("recall@5", 0.05),),
+            floors=(("recall@5", 0.5),),
+            significance=0.05,
+            frozen_baseline="2026-04-24T05:33:01Z",
+            failed=("recall@5",),
+        ),
+        findings=(finding("a.md", ("q0", 1)),),
+        corpus=CorpusSnapshot(3, 4, "d" * 64, files=(("a.md", "0" * 12),), digest_version=2),
+    )
+    parsed = read_history(encode_history([full, *RUNS]))
+    assert parsed.unknown_keys == () and not parsed.damaged
+    assert len(parsed.runs) == 3
 
 
 def test_the_save_that_drops_a_key_backs_the_file_up_and_the_next_names_nothing(
