@@ -21,7 +21,7 @@ written.  The package's modules:
   (:mod:`pytest_groove.settings.options`);
 - ``hookspecs``: the hooks a ``conftest.py`` can implement;
 - ``runner``, ``collection``, ``items``, ``retriever``, ``controller``, ``unscored``,
-  ``xdist``, ``output``: the active plugin, by role.
+  ``xdist``, ``output``, ``interrupt``: the active plugin, by role.
 
 How the golden items are collected (documented in docs/pytest-plugin.md):
 

@@ -59,6 +59,7 @@ from pytest_groove.evaluation.lifecycle import Evaluation
 from pytest_groove.evaluation.plan import EvalPlan
 from pytest_groove.evaluation.runs.record import QueryResult, RecordFormatError
 from pytest_groove.files.resource_limits import limits_as_errors
+from pytest_groove.plugin import interrupt
 from pytest_groove.plugin.items import GrooveQueryItem
 from pytest_groove.plugin.output import StdoutGuard
 from pytest_groove.plugin.runner import (
@@ -109,6 +110,7 @@ def register_controller(
             config.pluginmanager.register(_SetupOnlyNotice(runner.plan), CONTROLLER_NAME)
         return
     config.pluginmanager.register(GrooveController(runner, output), CONTROLLER_NAME)
+    interrupt.arm()
     if config.pluginmanager.hasplugin("xdist"):
         from pytest_groove.plugin.xdist import XDIST_HANDOFF_NAME, XdistHandOff
 
@@ -467,6 +469,7 @@ class GrooveController:
             error = f"{failure}; this run was not recorded"
         else:
             error = pending.commit()
+        interrupt.note_run("the run was recorded" if error is None else "the run was not recorded")
         if error is not None:
             self.pending_stderr.append(f"ERROR: {error}")
             if self.pytest_session is not None:
