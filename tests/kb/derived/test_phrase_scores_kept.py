@@ -1,9 +1,12 @@
 """Per-phrase full-text scores kept beside the index between processes: the next engine
 on the same index state ranks exactly as FTS5 without asking SQLite again, and a file
-of another state, a damaged one or an unwritable folder changes nothing."""
+of another state, a damaged one or an unwritable folder changes nothing; the file is
+the one ``np.savez`` writes, written without a second copy of the kept phrases."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import tracemalloc
 from pathlib import Path
@@ -15,7 +18,12 @@ import pytest
 from conftest import KB_EVAL, KB_EVAL_GOLDEN
 from pytest_groove.engine.builtin import Engine, open_engine, run_indexer
 from pytest_groove.evaluation.golden.file import load_golden
-from pytest_groove.kb.derived.phrase_scores import CACHE_PREFIX, PhraseScores, _PhraseRows
+from pytest_groove.kb.derived.phrase_scores import (
+    CACHE_PREFIX,
+    PhraseScores,
+    _PhraseRows,
+    _write_npz,
+)
 from pytest_groove.kb.store.database import Store
 from pytest_groove.search.query.fts_query import parse_query
 from pytest_groove.settings.config import IndexSettings, Settings
@@ -177,3 +185,20 @@ def test_saving_holds_no_second_copy_of_the_kept_phrases(tmp_path: Path) -> None
     for (_, rows), back in zip(kept, again._kept.values(), strict=True):
         assert np.array_equal(back.rowids, rows.rowids)
         assert back.terms.tobytes() == rows.terms.tobytes()
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [5, 0, 1000, 3]])
+def test_the_file_is_the_one_numpy_savez_writes(sizes: list[int]) -> None:
+    rng = np.random.default_rng(len(sizes))
+    pieces = [(np.sort(rng.integers(0, 10**6, n)), rng.random(n)) for n in sizes]
+    header = np.array(json.dumps({"format": 1, "keys": [["fts_chunks", '"a"', [1.0]]]}))
+    written = io.BytesIO()
+    _write_npz(written, header, pieces, np.dtype(np.int32))
+    joined = io.BytesIO()
+    np.savez(
+        joined,
+        header=header,
+        rowids=np.concatenate([p[0] for p in pieces] or [np.zeros(0, np.int64)]).astype(np.int32),
+        terms=np.concatenate([p[1] for p in pieces] or [np.zeros(0)]),
+    )
+    assert written.getvalue() == joined.getvalue()
