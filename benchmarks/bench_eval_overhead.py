@@ -4,10 +4,15 @@ Usage::
 
     python benchmarks/bench_eval_overhead.py [--load N] [--docs 1000,10000] [--repeat 3]
                                              [--only fixed,edit,pytest] [--keep DIR]
+                                             [--queries N]
 
 Every figure is a ratio of two whole-process commands timed interleaved (``--repeat``
 rounds: the best of each side, or for the edit the median pair), so a busy machine
 moves both sides alike:
+
+``--queries N`` gives the ``fixed`` and ``edit`` figures a golden set of N queries
+(``bench_scale.py``'s mix of query shapes, as ``bench_speed.py``'s eval figures use)
+in place of the one query; the edit's target is set with ``--queries 100``.
 
 * ``fixed``: ``groove eval`` of one golden query on an unchanged, warm index (the
   indexer's no-op pass included) at each ``--docs`` size (10 chunks a document,
@@ -16,8 +21,9 @@ moves both sides alike:
 * ``edit``: at the largest size, ``groove eval`` right after appending one line to
   one file (the indexer re-embeds that file; the vector caches are updated, not
   rebuilt) against the no-op eval right after it, in time (the median of the rounds'
-  ratios, each round's pair run back to back) and peak RSS (the largest of each
-  side).  Targets <= 1.2x and <= 1.15x.
+  ratios, each round's pair run back to back; beside it the CPU time's, which a busy
+  machine moves less) and peak RSS (the largest of each side).  Targets <= 1.2x and
+  <= 1.15x.
 * ``pytest``: ``pytest --groove-kb`` against ``groove eval`` on ``tests/corpora/kb-eval``
   with the default model and ``PYTHONDONTWRITEBYTECODE=1``, wall and CPU time, in a
   virtualenv holding what the README's install holds (the package as a wheel, not
@@ -50,6 +56,7 @@ from bench_speed import (
     ROOT,
     Report,
     eval_command,
+    eval_queries,
     neighbours,
     run_child,
     run_child_cpu,
@@ -62,20 +69,30 @@ from pytest_groove.settings.config import IndexSettings, Settings
 GOLDEN_KB_EVAL = ROOT / "tests" / "corpora" / "kb-eval-golden.yml"
 
 
-def prepared_kb(tmp: Path, docs: int) -> tuple[Path, Path]:
-    """A generated KB of ``docs`` documents, indexed, and a one-query golden file."""
+def prepared_kb(tmp: Path, docs: int, queries: int = 1) -> tuple[Path, Path]:
+    """A generated KB of ``docs`` documents, indexed, and a golden file of ``queries``
+    queries (one: the fixed query; more: ``bench_scale.py``'s mix of shapes)."""
     kb = tmp / f"hash-{docs}"
     if not kb.is_dir():
         generate_kb(kb, docs, 10, 7)
     run_indexer(kb, Settings(index=IndexSettings(model="hash")), progress=False)
     expected = sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md"))[0]
-    golden = tmp / f"golden-one-{docs}.yml"
-    write_golden(golden, ["retry budget for the replica lease"], expected)
+    if queries == 1:
+        golden = tmp / f"golden-one-{docs}.yml"
+        write_golden(golden, ["retry budget for the replica lease"], expected)
+    else:
+        golden = tmp / f"golden-{queries}-{docs}.yml"
+        write_golden(golden, eval_queries("scale", kb, queries, 7), expected)
     return kb, golden
 
 
 def best(command: Sequence[str], repeat: int, env: dict[str, str] | None = None) -> float:
     return min(run_child(command, env)[0] for _ in range(repeat))
+
+
+def golden_size(golden: Path) -> str:
+    count = golden.read_text(encoding="utf-8").count("\n  - id: ")
+    return "1 golden query" if count == 1 else f"{count} golden queries"
 
 
 def figure_fixed(report: Report, kbs: list[tuple[int, Path, Path]], repeat: int) -> None:
@@ -85,7 +102,7 @@ def figure_fixed(report: Report, kbs: list[tuple[int, Path, Path]], repeat: int)
             walls[docs].append(run_child(eval_command(kb, "--golden", str(golden)))[0])
     (small, *_), (large, *_) = kbs[0], kbs[-1]
     report.add(
-        f"groove eval, 1 golden query, no-op, {large * 10:,} vs {small * 10:,} chunks",
+        f"groove eval, {golden_size(kbs[-1][2])}, no-op, {large * 10:,} vs {small * 10:,} chunks",
         f"{min(walls[large]):.2f} s",
         f"{min(walls[small]):.2f} s",
         f"{min(walls[large]) / min(walls[small]):.2f}x",
@@ -97,26 +114,35 @@ def figure_edit(report: Report, kb: Path, golden: Path, repeat: int) -> None:
     command = eval_command(kb, "--golden", str(golden))
     target = sorted(kb.rglob("*.md"))[len(list(kb.rglob("*.md"))) // 2]
     run_child(command)  # warm
-    edited: list[tuple[float, float]] = []
-    noop: list[tuple[float, float]] = []
+    edited: list[tuple[float, float, float]] = []
+    noop: list[tuple[float, float, float]] = []
     for round_ in range(repeat):
         with target.open("a", encoding="utf-8") as handle:
             handle.write(f"\nOne more line, round {round_}.\n")
-        edited.append(run_child(command))
-        noop.append(run_child(command))
+        edited.append(run_child_cpu(command))
+        noop.append(run_child_cpu(command))
     chunks = sum(1 for _ in kb.rglob("*.md")) * 10
     # each round's pair ran back to back, so a busy spell moves both of it: the median
     # of the pairs' ratios (two minimums taken apart can come from different spells)
-    ratio = statistics.median(e / n for (e, _), (n, _) in zip(edited, noop, strict=True))
-    wall_e = statistics.median(w for w, _ in edited)
-    wall_n = statistics.median(w for w, _ in noop)
-    rss_e, rss_n = max(r for _, r in edited), max(r for _, r in noop)
+    ratio = statistics.median(e[0] / n[0] for e, n in zip(edited, noop, strict=True))
+    cpu_ratio = statistics.median(e[2] / n[2] for e, n in zip(edited, noop, strict=True))
+    wall_e = statistics.median(e[0] for e in edited)
+    wall_n = statistics.median(n[0] for n in noop)
+    rss_e, rss_n = max(e[1] for e in edited), max(n[1] for n in noop)
     report.add(
-        f"groove eval after a one-line edit vs no-op, {chunks:,} chunks: time (median pair)",
+        f"groove eval after a one-line edit vs no-op, {chunks:,} chunks, "
+        f"{golden_size(golden)}: time (median pair)",
         f"{wall_e:.2f} s",
         f"{wall_n:.2f} s",
         f"{ratio:.2f}x",
         "<= 1.2x",
+    )
+    report.add(
+        "  the same: CPU time (median pair)",
+        f"{statistics.median(e[2] for e in edited):.2f} s",
+        f"{statistics.median(n[2] for n in noop):.2f} s",
+        f"{cpu_ratio:.2f}x",
+        "",
     )
     report.add(
         "  the same: peak RSS",
@@ -284,6 +310,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default="fixed,edit,pytest")
     parser.add_argument("--keep", type=Path, help="keep the generated KBs here for the next run")
+    parser.add_argument("--queries", type=int, default=1, help="golden queries per eval")
     args = parser.parse_args()
     groups = {g.strip() for g in args.only.split(",") if g.strip()}
     sizes = sorted(int(d) for d in args.docs.split(","))
@@ -292,7 +319,11 @@ def main() -> int:
         tmp = Path(name)
         kept = args.keep or tmp
         kept.mkdir(parents=True, exist_ok=True)
-        kbs = [(docs, *prepared_kb(kept, docs)) for docs in sizes] if groups - {"pytest"} else []
+        kbs = (
+            [(docs, *prepared_kb(kept, docs, args.queries)) for docs in sizes]
+            if groups - {"pytest"}
+            else []
+        )
         if "fixed" in groups and len(kbs) > 1:
             figure_fixed(report, kbs, args.repeat)
         if "edit" in groups and kbs:

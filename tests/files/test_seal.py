@@ -222,17 +222,17 @@ def test_carried_pieces_are_the_new_files_own(
         parts.append(rng.randbytes(fresh[-1]))
         new_fd = _file(folder / "new", b"".join(parts))
         read: list[int] = []
-        real = cache_pieces._Mapped.pieces
+        real = cache_pieces._Reader.pieces
 
         def counting(self: Any, start: int, end: int) -> Any:
             read.append(end - start)
             return real(self, start, end)
 
-        cache_pieces._Mapped.pieces = counting  # type: ignore[method-assign]
+        cache_pieces._Reader.pieces = counting  # type: ignore[method-assign]
         try:
             pieces = cache_pieces.carried_pieces(new_fd, old_pieces, copies)
         finally:
-            cache_pieces._Mapped.pieces = real  # type: ignore[method-assign]
+            cache_pieces._Reader.pieces = real  # type: ignore[method-assign]
         assert cache_pieces.crc_matches(new_fd, pieces)
         assert all(length >= _MIB // 4 for length, _ in pieces[:-1])
         assert all(length <= _MIB for length, _ in pieces)
@@ -267,9 +267,9 @@ def test_an_edit_reads_a_few_pieces_of_the_vector_cache(
     (cache,) = index_dir(kb).glob("vectors-*.faiss")
     assert cache.stat().st_size > 16 * piece  # 1,200 chunks of 256 floats
     read: list[int] = []
-    real = cache_pieces._Mapped.pieces
+    real = cache_pieces._Reader.pieces
     monkeypatch.setattr(
-        cache_pieces._Mapped,
+        cache_pieces._Reader,
         "pieces",
         lambda self, start, end: read.append(end - start) or real(self, start, end),
     )
