@@ -58,7 +58,10 @@ from pytest_groove.text.plain import normalise_newlines, split_lines, strip_boms
 #: into the previous section
 MERGE_THRESHOLD_BYTES = 50
 
-#: sections longer than this many UTF-8 bytes are cut into pieces of at most this size
+#: sections longer than this many UTF-8 bytes are cut into pieces of at most this size:
+#: a hundred times the largest section of the evaluation corpora (630 bytes), and about
+#: 30 windows of the default model; measured on a 10 MB line, search costs the same
+#: from 16 KiB to 64 KiB and grows above it (81 MiB peak at 1 MiB against 70 MiB)
 MAX_CHUNK_BYTES = 64 * 1024
 
 #: headings and titles are cut to this many characters (as a retriever's hit heading is)
