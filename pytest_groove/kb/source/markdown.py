@@ -24,9 +24,9 @@ of what an evaluation run measures:
   minified file, one 10 MB line) is cut into pieces of at most that size, each
   under the section's heading: at a paragraph break when the piece's second half
   has one, else at a line break, else at a space, else between two characters.
-  Every piece but the last ends past a quarter of the size limit, and so does
-  the last, so no piece is a few words long; the whitespace at a cut is
-  dropped, nothing else.  What one section costs to embed, index and show is
+  Every piece holds at least a quarter of the size limit (the whitespace
+  trimmed from it aside), so none is a few words long; the whitespace at a cut
+  is dropped, nothing else.  What one section costs to embed, index and show is
   then bounded whatever its length (a note still costs what its size does);
 * a heading or a ``# Title`` over 4,096 characters (:data:`MAX_HEADING_CHARS`)
   keeps its first 4,096, with a warning.
@@ -420,9 +420,10 @@ def split_text(text: str, limit: int = MAX_CHUNK_BYTES) -> list[str]:
 
     Each cut falls at the last paragraph break of the piece's second half, else its
     last line break, else its last space or tab, else between two characters.  A
-    cut leaves at least a quarter of ``limit`` after it, so no piece but one of
-    mere whitespace is under a quarter of the limit.  Only the whitespace at the
-    cuts is lost: the pieces hold every other character of ``text``, in order.
+    cut leaves at least a quarter of ``limit`` after it, so every piece holds a
+    quarter of the limit, but for the whitespace trimmed from it.  Only the
+    whitespace at the cuts is lost: the pieces hold every other character of
+    ``text``, in order.
     """
     data = text.encode("utf-8", "surrogatepass")
     pieces: list[str] = []
