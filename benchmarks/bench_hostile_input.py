@@ -5,9 +5,14 @@ Prints, on generated data and with nothing written outside a temporary folder:
 * the quote scan (``golden-queries-quoted``) over N chunks for Q golden queries;
 * ``.grooveignore`` matching of ``*a*a*...*c`` against a name of ``a`` characters;
 * compiling a long query (up to the cap) and refusing one over it (1 MiB);
-* loading a golden file whose one query is 1 MiB (refused at load, before any search).
+* loading a golden file whose one query is 1 MiB (refused at load, before any search);
+* one note of ``--long-mb`` MB on one line, and one with a title (frontmatter and
+  ``# Title``) that long, added to a copy of ``examples/kb``: ``groove index``,
+  ``groove search`` and ``groove eval`` each in a process of their own, their peak RSS
+  against the same commands on the copy without the note, and their CPU seconds.
 
     python benchmarks/bench_hostile_input.py [--chunks 10000] [--queries 100]
+        [--long-mb 10] [--model hash] [--only quote,ignore,query,note]
 
 Figures are wall-clock seconds on this machine; compare them with each other, not
 with another machine.
@@ -16,7 +21,11 @@ with another machine.
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -150,15 +159,75 @@ def long_queries(repeat: int) -> None:
         print(f"load a golden file with one ~1 MiB query (refused): {seconds:.3f} s")
 
 
+EXAMPLE_KB = Path(__file__).resolve().parent.parent / "examples" / "kb"
+
+
+def measured(*args: str) -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MiB) of one ``groove`` command in a process of its own."""
+    command = [sys.executable, "-m", "pytest_groove.cli", *args]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    stderr = child.stderr.read().decode("utf-8", "replace") if child.stderr else ""
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"groove {' '.join(args[:1])} failed: {stderr[-500:]}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def note_costs(kb: Path, model: str) -> dict[str, tuple[float, float]]:
+    """CPU seconds and peak MiB of index (from scratch), search and eval over ``kb``."""
+    common = ("--kb-path", str(kb), "--model", model)
+    return {
+        "index": measured("index", *common, "--force"),
+        "search": measured("search", *common, "recall latency corpus"),
+        "eval": measured("eval", *common),
+    }
+
+
+def long_notes(megabytes: float, model: str) -> None:
+    rng = random.Random(5)
+    size = int(megabytes * 1_000_000)
+    line = sentence(rng, size // 5 + 10)[:size]
+    opening = "An opening paragraph about this note, long enough to be a section."
+    notes = {
+        f"a {megabytes:g} MB line": f"# Dump\n\n## Log\n\n{opening}\n\n{line}\n",
+        f"a {megabytes:g} MB title": f"---\ntitle: {line}\n---\n# {line}\n\n## Log\n\n{opening}\n",
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder) / "base"
+        shutil.copytree(EXAMPLE_KB, base, ignore=shutil.ignore_patterns(".groove"))
+        without = note_costs(base, model)
+        for name, text in notes.items():
+            kb = Path(folder) / name.replace(" ", "-")
+            shutil.copytree(base, kb, ignore=shutil.ignore_patterns(".groove"))
+            (kb / "ops" / "dump.md").write_text(text, encoding="utf-8")
+            with_note = note_costs(kb, model)
+            for command, (cpu, peak) in with_note.items():
+                base_cpu, base_peak = without[command]
+                print(
+                    f"{name}, {model}: groove {command}: {cpu:.2f} s CPU "
+                    f"(without it {base_cpu:.2f} s), peak RSS {peak:.0f} MiB, "
+                    f"{peak - base_peak:+.0f} MiB over the KB without it"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--long-mb", type=float, default=10.0)
+    parser.add_argument("--model", default="hash")
+    parser.add_argument("--only", default="quote,ignore,query,note")
     args = parser.parse_args()
-    quote_scan(args.chunks, args.queries, args.repeat)
-    ignore_pattern(args.repeat)
-    long_queries(args.repeat)
+    only = set(args.only.split(","))
+    if "quote" in only:
+        quote_scan(args.chunks, args.queries, args.repeat)
+    if "ignore" in only:
+        ignore_pattern(args.repeat)
+    if "query" in only:
+        long_queries(args.repeat)
+    if "note" in only:
+        long_notes(args.long_mb, args.model)
 
 
 if __name__ == "__main__":

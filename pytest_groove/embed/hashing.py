@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -40,6 +40,9 @@ _POINT_MASK = (1 << 21) - 1
 _SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 #: texts embedded together (bounds the gram table to a few MiB)
 _SLICE = 512
+#: characters embedded together: the gram arrays of one pass take about 100 bytes a
+#: character, so a pass stays near 50 MiB however long one text is
+_SLICE_CHARS = 1 << 19
 
 
 @lru_cache(maxsize=1 << 16)
@@ -115,50 +118,82 @@ class HashEmbedder:
         return self._embed(texts)
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
-        if len(texts) <= _SLICE:
-            return self._embed_slice(texts)
-        # slices bound the gram table's memory; each row is independent of the others
-        return np.concatenate(
-            [self._embed_slice(texts[at : at + _SLICE]) for at in range(0, len(texts), _SLICE)]
-        )
+        # Passes of at most _SLICE pieces and _SLICE_CHARS characters bound the memory of
+        # the gram arrays (about 100 bytes a character) whatever the texts' lengths: a
+        # longer text is read in windows that overlap by two characters, so each of its
+        # grams is counted once.  float64 sums of +-1 are exact whatever the order, so a
+        # row does not depend on the batch or the windows it was embedded in.
+        counts = np.zeros((len(texts), self.dimension), dtype=np.float64)
+        for owners, pieces in _passes([normalise_text(text) for text in texts]):
+            rows, local = np.unique(np.asarray(owners, dtype=np.int64), return_inverse=True)
+            np.add.at(counts, rows, _gram_counts(pieces, local, len(rows), self.dimension))
+        return l2_normalise(counts)
 
-    def _embed_slice(self, texts: Sequence[str]) -> Matrix:
-        # Vectorised over the whole slice: the texts' code points are read in one
-        # array, each gram is looked up (three ASCII characters: in a table indexed
-        # by the gram itself) or packed into one integer and hashed once per slice,
-        # and the signed counts are summed by one bincount.
-        dim = self.dimension
-        padded = [normalise_text(text) for text in texts]
-        lengths = np.fromiter((len(p) for p in padded), dtype=np.int64, count=len(padded))
-        grams = np.maximum(lengths - (_GRAM - 1), 0)
-        total = int(grams.sum())
-        if not total:
-            return l2_normalise(np.zeros((len(texts), dim), dtype=np.float64))
-        # a code point fits in 21 bits, so int32 holds it and an ASCII gram's code
-        points = np.frombuffer(
-            "".join(padded).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
-        ).astype(np.int32)
-        rows = np.repeat(np.arange(len(texts), dtype=np.int64), grams)
-        # where each text starts in ``points``, minus where its grams start among all grams
-        shift = (np.cumsum(lengths) - lengths) - (np.cumsum(grams) - grams)
-        first = np.arange(total, dtype=np.int64) + np.repeat(shift, grams)
-        a, b, c = points[first], points[first + 1], points[first + 2]
-        # every gram is looked up as if it were ASCII (others read entry 0 and are
-        # replaced below: most text is ASCII, so this avoids masking the big arrays)
-        ascii_code = (a << 14) | (b << 7) | c
-        other = np.flatnonzero((a | b | c) >= 128)
-        ascii_code[other] = 0
-        bucket_of, sign_of = _ascii_table(ascii_code)
-        buckets = bucket_of[ascii_code].astype(np.int64)
-        signs = sign_of[ascii_code].astype(np.float64)
-        if len(other):
-            a, b, c = a[other].astype(np.int64), b[other].astype(np.int64), c[other]
-            buckets[other], signs[other] = _buckets_of((a << 42) | (b << 21) | c)
-        # float64 sums of +-1 are exact whatever the order, so the result does not
-        # depend on how the texts were batched.
-        counts = np.bincount(rows * dim + buckets, weights=signs, minlength=len(texts) * dim)
-        out = np.asarray(counts, dtype=np.float64)
-        return l2_normalise(out.reshape(len(texts), dim))
+
+def _windows(padded: str) -> list[str]:
+    """``padded`` in pieces of at most ``_SLICE_CHARS`` characters whose grams are its grams."""
+    if len(padded) <= _SLICE_CHARS:
+        return [padded]
+    step = _SLICE_CHARS - (_GRAM - 1)
+    return [padded[at : at + _SLICE_CHARS] for at in range(0, len(padded) - (_GRAM - 1), step)]
+
+
+def _passes(padded: Sequence[str]) -> Iterator[tuple[list[int], list[str]]]:
+    """``(owners, pieces)`` in passes of at most ``_SLICE`` pieces and ``_SLICE_CHARS``
+    characters (one piece at least); ``owners[i]`` is the row ``pieces[i]`` belongs to."""
+    owners: list[int] = []
+    pieces: list[str] = []
+    chars = 0
+    for row, text in enumerate(padded):
+        if len(text) < _GRAM:
+            continue  # no gram: the row stays zero
+        for piece in _windows(text):
+            if pieces and (len(pieces) >= _SLICE or chars + len(piece) > _SLICE_CHARS):
+                yield owners, pieces
+                owners, pieces, chars = [], [], 0
+            owners.append(row)
+            pieces.append(piece)
+            chars += len(piece)
+    if pieces:
+        yield owners, pieces
+
+
+def _gram_counts(
+    padded: Sequence[str], rows_of: npt.NDArray[np.int64], n_rows: int, dim: int
+) -> npt.NDArray[np.float64]:
+    """Signed bucket counts ``(n_rows, dim)`` of the grams of normalised ``padded`` texts,
+    text ``i`` counted in row ``rows_of[i]``.
+
+    Vectorised over the pass: the texts' code points are read in one array, each gram
+    is looked up (three ASCII characters: in a table indexed by the gram itself) or
+    packed into one integer and hashed once per pass, and the signed counts are
+    summed by one bincount.
+    """
+    lengths = np.fromiter((len(p) for p in padded), dtype=np.int64, count=len(padded))
+    grams = np.maximum(lengths - (_GRAM - 1), 0)
+    total = int(grams.sum())
+    # a code point fits in 21 bits, so int32 holds it and an ASCII gram's code
+    points = np.frombuffer(
+        "".join(padded).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+    ).astype(np.int32)
+    rows = np.repeat(rows_of, grams)
+    # where each text starts in ``points``, minus where its grams start among all grams
+    shift = (np.cumsum(lengths) - lengths) - (np.cumsum(grams) - grams)
+    first = np.arange(total, dtype=np.int64) + np.repeat(shift, grams)
+    a, b, c = points[first], points[first + 1], points[first + 2]
+    # every gram is looked up as if it were ASCII (others read entry 0 and are
+    # replaced below: most text is ASCII, so this avoids masking the big arrays)
+    ascii_code = (a << 14) | (b << 7) | c
+    other = np.flatnonzero((a | b | c) >= 128)
+    ascii_code[other] = 0
+    bucket_of, sign_of = _ascii_table(ascii_code)
+    buckets = bucket_of[ascii_code].astype(np.int64)
+    signs = sign_of[ascii_code].astype(np.float64)
+    if len(other):
+        a, b, c = a[other].astype(np.int64), b[other].astype(np.int64), c[other]
+        buckets[other], signs[other] = _buckets_of((a << 42) | (b << 21) | c)
+    counts = np.bincount(rows * dim + buckets, weights=signs, minlength=n_rows * dim)
+    return np.asarray(counts, dtype=np.float64).reshape(n_rows, dim)
 
 
 #: (bucket, sign) of every gram of three ASCII characters, indexed by the gram's

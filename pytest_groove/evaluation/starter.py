@@ -20,7 +20,12 @@ from pathlib import Path
 from pytest_groove.evaluation.history.accepted import BASELINE_FILE_NAME
 from pytest_groove.evaluation.history.format import BACKUP_MARK, HISTORY_FILE_NAME
 from pytest_groove.files.beneath import Skipped, open_root, read_beneath
-from pytest_groove.kb.source.markdown import MERGE_THRESHOLD_BYTES, merged_headings, parse_markdown
+from pytest_groove.kb.source.markdown import (
+    MERGE_THRESHOLD_BYTES,
+    Section,
+    merged_headings,
+    parse_markdown,
+)
 from pytest_groove.kb.source.walk import collect_files
 from pytest_groove.settings.config import EvalSettings, IndexSettings, SearchSettings, Settings
 
@@ -67,7 +72,7 @@ def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
                 )
                 text = data[:HEADING_SCAN_BYTES].decode("utf-8", "replace")
                 document = parse_markdown(text, settings.index.exclude_headings)
-                headings = tuple(s.heading for s in document.sections if s.heading)
+                headings = _listed_headings(document.sections)
                 merged = tuple(merged_headings(text, settings.index.exclude_headings).items())
             except (Skipped, ValueError):
                 # listed without headings; the indexer reports the problem
@@ -76,6 +81,18 @@ def outline(kb: Path, settings: Settings) -> tuple[list[DocumentOutline], int]:
     finally:
         os.close(root_fd)
     return listed, len(files)
+
+
+def _listed_headings(sections: Sequence[Section]) -> tuple[str, ...]:
+    """The sections' headings; the pieces of a section cut for its size share its
+    heading, which is listed once."""
+    listed: list[str] = []
+    previous: str | None = None
+    for section in sections:
+        if section.heading and section.heading != previous:
+            listed.append(section.heading)
+        previous = section.heading
+    return tuple(listed)
 
 
 def _quote(text: str) -> str:

@@ -261,3 +261,31 @@ def test_search_says_when_document_grouping_puts_scores_out_of_order(
     plain = groove("search", "--kb-path", kb, "--model", "hash", "canary release")
     assert plain.returncode == 0, plain.stderr
     assert "grouped by document" not in plain.stdout
+
+
+def test_a_note_with_a_long_line_and_a_long_heading_is_indexed_in_bounded_chunks(
+    tmp_path: Path, groove: Groove
+) -> None:
+    """A 600 KB line is ten chunks of at most 64 KiB under its heading, and a
+    5,000-character heading is cut at 4,096 with one warning naming the note:
+    before, the line was one chunk and the heading was kept whole, without a word."""
+    line = " ".join(f"w{n}" for n in range(120_000))[:600_000]
+    heading = "H" * 5_000
+    note = f"# Dump\n\n## {heading}\n\nThe note opens with one ordinary paragraph of text.\n\n"
+    (tmp_path / "dump.md").write_text(note + line + " needle\n", encoding="utf-8")
+    (tmp_path / "other.md").write_text("## Other\n\n" + "An ordinary note. " * 5, "utf-8")
+    done = groove("index", "--kb-path", str(tmp_path), "--model", "hash")
+    assert done.returncode == 0, done.stderr
+    warnings = [row for row in (done.stdout + done.stderr).splitlines() if "warning" in row]
+    assert warnings == [
+        "warning: dump.md: 1 heading over 4,096 characters cut to its first 4,096 "
+        "(shorten it in the note to index it whole)"
+    ]
+    assert "11 chunks embedded" in done.stdout
+    out = groove(
+        "search", "--kb-path", str(tmp_path), "--model", "hash", "--format", "json", "needle"
+    )
+    assert out.returncode == 0, out.stderr
+    top = json.loads(out.stdout)["results"][0]
+    assert top["path"] == "dump.md" and top["heading"] == "H" * 4_096
+    assert "needle" in top["content"] and len(top["content"].encode()) <= 3 * 64 * 1024

@@ -159,3 +159,16 @@ def test_init_adds_only_the_gitignore_lines_still_missing(tmp_path: Path, groove
     assert text.count(".groove/") == 1 and ".groove-eval-history.json.bak-*\n" in text
     again = groove.process("init", "--kb-path", kb)
     assert (kb / ".gitignore").read_text("utf-8") == text and "gitignore" not in again.stdout
+
+
+def test_init_lists_a_section_cut_for_its_size_once(kb: Path, groove: Groove) -> None:
+    """A 200 KB section is four chunks under one heading: the starter names it once."""
+    (kb / "ops" / "dump.md").write_text(
+        "## Dump\n\n"
+        + "word " * 40_000
+        + "\n\n## After\n\nSome ordinary text after the dump, long enough for a chunk.\n",
+        encoding="utf-8",
+    )
+    assert groove("init", "--kb-path", kb).returncode == 0
+    starter = (kb / ".groove-eval.yml").read_text(encoding="utf-8")
+    assert starter.count("#     - Dump\n") == 1 and "#     - After\n" in starter

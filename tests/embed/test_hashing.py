@@ -6,12 +6,15 @@ import hashlib
 import os
 import subprocess
 import sys
+import tracemalloc
+from unittest.mock import patch
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_groove.embed import hashing
 from pytest_groove.embed.base import Embedder
 from pytest_groove.embed.hashing import HASH_DIMENSION, HashEmbedder, normalise_text
 
@@ -144,3 +147,26 @@ def test_vectors_follow_the_recipe_gram_by_gram(texts: list[str]) -> None:
     vectors = HashEmbedder().embed_passages(texts)
     for text, vector in zip(texts, vectors, strict=True):
         np.testing.assert_allclose(vector, _recipe(text), rtol=0, atol=1e-6)
+
+
+@given(st.lists(_MIXED_TEXT, min_size=1, max_size=8), st.integers(min_value=3, max_value=40))
+def test_long_texts_read_in_windows_are_the_recipe(texts: list[str], window: int) -> None:
+    """A pass of few characters cuts texts into overlapping windows: every gram once."""
+    with patch.object(hashing, "_SLICE_CHARS", window):
+        vectors = HashEmbedder().embed_passages(texts)
+    for text, vector in zip(texts, vectors, strict=True):
+        np.testing.assert_allclose(vector, _recipe(text), rtol=0, atol=1e-6)
+
+
+def test_a_long_text_costs_one_pass_of_memory() -> None:
+    """The gram arrays of a pass take ~100 bytes a character: a 2.5-million-character
+    text took 250 MiB before it was read in windows of ``_SLICE_CHARS``."""
+    text = ("index chunk query vector " * 100_000)[:2_500_000]
+    tracemalloc.start()
+    try:
+        vector = HashEmbedder().embed_passages([text, "short"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    assert vector[0].tobytes() == HashEmbedder().embed_passages([text])[0].tobytes()

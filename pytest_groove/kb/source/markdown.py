@@ -19,7 +19,17 @@ of what an evaluation run measures:
   ``### Linux``) is not a chunk: it lives on in its subsections' ancestry;
 * a section under 50 UTF-8 bytes is appended to the previous kept section, its
   heading kept as a line of the text; a short *first* section takes in the
-  next one instead, so no chunk is a few words long.
+  next one instead, so no chunk is a few words long;
+* a section over 64 KiB of UTF-8 (:data:`MAX_CHUNK_BYTES`: a pasted log, a
+  minified file, one 10 MB line) is cut into pieces of at most that size, each
+  under the section's heading: at a paragraph break when the piece's second half
+  has one, else at a line break, else at a space, else between two characters.
+  Every piece holds at least a quarter of the size limit (the whitespace
+  trimmed from it aside), so none is a few words long; the whitespace at a cut
+  is dropped, nothing else.  What one section costs to embed, index and show is
+  then bounded whatever its length (a note still costs what its size does);
+* a heading or a ``# Title`` over 4,096 characters (:data:`MAX_HEADING_CHARS`)
+  keeps its first 4,096, with a warning.
 
 :data:`CHUNKER_VERSION` names these rules: an index records it and is rebuilt
 when it differs, and an evaluation run's fingerprint carries it, because chunk
@@ -31,7 +41,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -48,9 +58,19 @@ from pytest_groove.text.plain import normalise_newlines, split_lines, strip_boms
 #: into the previous section
 MERGE_THRESHOLD_BYTES = 50
 
+#: sections longer than this many UTF-8 bytes are cut into pieces of at most this size:
+#: a hundred times the largest section of the evaluation corpora (630 bytes), and about
+#: 30 windows of the default model; measured on a 10 MB line, search costs the same
+#: from 16 KiB to 64 KiB and grows above it (81 MiB peak at 1 MiB against 70 MiB)
+MAX_CHUNK_BYTES = 64 * 1024
+
+#: headings and titles are cut to this many characters (as a retriever's hit heading is)
+MAX_HEADING_CHARS = 4096
+
 #: version of the chunking rules (1 = the reference's: heading-only chunks, a
-#: leading ``# Title`` kept as text, short first sections standing alone)
-CHUNKER_VERSION = 2
+#: leading ``# Title`` kept as text, short first sections standing alone; 2 = this
+#: page's rules without the size limit; 3 = with it)
+CHUNKER_VERSION = 3
 
 #: the line that opens (and closes) YAML frontmatter
 FRONTMATTER_FENCE = "---"
@@ -198,7 +218,15 @@ def read_frontmatter(
 
 
 def heading_of(line: str) -> tuple[int, str] | None:
-    """``(level, text)`` when ``line`` is a ``##`` or ``###`` heading, else None."""
+    """``(level, text)`` when ``line`` is a ``##`` or ``###`` heading, else None;
+    the text is cut to :data:`MAX_HEADING_CHARS`."""
+    found = _full_heading(line)
+    if found is None:
+        return None
+    return found[0], trim(found[1][:MAX_HEADING_CHARS])
+
+
+def _full_heading(line: str) -> tuple[int, str] | None:
     stripped = trim(line)
     if stripped.startswith("### "):
         return 3, trim(stripped[4:])
@@ -207,12 +235,15 @@ def heading_of(line: str) -> tuple[int, str] | None:
     return None
 
 
-def split_sections(body: str, exclude_headings: Sequence[str] = ()) -> list[Section]:
+def split_sections(
+    body: str, exclude_headings: Sequence[str] = (), cut: list[str] | None = None
+) -> list[Section]:
     """Cut ``body`` at headings into raw (unmerged) sections.
 
     The preamble before the first heading is a section only when it has text; a
     heading always yields a section, even with an empty body.  Excluded headings
-    still take part in the ancestry of the headings below them.
+    still take part in the ancestry of the headings below them.  ``cut``
+    (optional) receives each heading cut to :data:`MAX_HEADING_CHARS`, as cut.
     """
     sections: list[Section] = []
     heading: tuple[int, str] | None = None
@@ -237,6 +268,8 @@ def split_sections(body: str, exclude_headings: Sequence[str] = ()) -> list[Sect
             flush()
         lines = []
         level, text = found
+        if cut is not None and len(line) > MAX_HEADING_CHARS and _is_cut(line):
+            cut.append(text)
         while stack and stack[-1][0] >= level:
             stack.pop()
         parents = tuple(t for _, t in stack)
@@ -246,6 +279,11 @@ def split_sections(body: str, exclude_headings: Sequence[str] = ()) -> list[Sect
     if not excluded:
         flush()
     return sections
+
+
+def _is_cut(line: str) -> bool:
+    found = _full_heading(line)
+    return found is not None and len(found[1]) > MAX_HEADING_CHARS
 
 
 def _marker(section: Section) -> str:
@@ -325,12 +363,90 @@ def parse_markdown(
     exclude_headings: Sequence[str] = (),
     on_warning: Callable[[str], None] | None = None,
 ) -> MarkdownDocument:
-    """Frontmatter plus merged sections of one decoded Markdown file."""
+    """Frontmatter plus merged sections of one decoded Markdown file.
+
+    A title or heading over :data:`MAX_HEADING_CHARS` is cut to it, one warning
+    through ``on_warning`` saying what was cut; a section over
+    :data:`MAX_CHUNK_BYTES` is cut into pieces (:func:`split_long_sections`).
+    """
     yaml_text, body = split_frontmatter(text)
     frontmatter = Frontmatter() if yaml_text is None else read_frontmatter(yaml_text, on_warning)
     h1_title, body = split_title(body)
-    sections = merge_short_sections(split_sections(body, exclude_headings))
-    return MarkdownDocument(frontmatter, tuple(sections), h1_title)
+    long_titles = [t for t in (frontmatter.title, h1_title) if t and len(t) > MAX_HEADING_CHARS]
+    if long_titles:
+        frontmatter = replace(frontmatter, title=_capped(frontmatter.title))
+        h1_title = _capped(h1_title)
+    cut: list[str] = []
+    sections = merge_short_sections(split_sections(body, exclude_headings, cut))
+    if on_warning is not None and (long_titles or cut):
+        on_warning(_cut_warning(len(long_titles), len(cut)))
+    return MarkdownDocument(frontmatter, tuple(split_long_sections(sections)), h1_title)
+
+
+def _capped(title: str | None) -> str | None:
+    return None if title is None else trim(title[:MAX_HEADING_CHARS])
+
+
+def _cut_warning(titles: int, headings: int) -> str:
+    """One line saying how many titles and headings were cut, and to what."""
+    what = [
+        f"{count} {noun}{'' if count == 1 else 's'}"
+        for count, noun in ((titles, "title"), (headings, "heading"))
+        if count
+    ]
+    return (
+        f"{' and '.join(what)} over {MAX_HEADING_CHARS:,} characters cut to "
+        f"{'its' if titles + headings == 1 else 'their'} first {MAX_HEADING_CHARS:,} "
+        f"(shorten {'it' if titles + headings == 1 else 'them'} in the note to index "
+        f"{'it' if titles + headings == 1 else 'them'} whole)"
+    )
+
+
+def split_long_sections(sections: Sequence[Section], limit: int = MAX_CHUNK_BYTES) -> list[Section]:
+    """``sections`` with each one over ``limit`` UTF-8 bytes cut into pieces
+    (:func:`split_text`), each under the section's own heading and ancestry."""
+    out: list[Section] = []
+    for section in sections:
+        content = section.content
+        if len(content) <= limit // 4 or len(content.encode("utf-8", "surrogatepass")) <= limit:
+            out.append(section)
+            continue
+        out.extend(replace(section, content=piece) for piece in split_text(content, limit))
+    return out
+
+
+def split_text(text: str, limit: int = MAX_CHUNK_BYTES) -> list[str]:
+    """``text`` in trimmed pieces of at most ``limit`` UTF-8 bytes (``limit`` >= 16).
+
+    Each cut falls at the last paragraph break of the piece's second half, else its
+    last line break, else its last space or tab, else between two characters.  A
+    cut leaves at least a quarter of ``limit`` after it, so every piece holds a
+    quarter of the limit, but for the whitespace trimmed from it.  Only the
+    whitespace at the cuts is lost: the pieces hold every other character of
+    ``text``, in order.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    pieces: list[str] = []
+    start = 0
+    while len(data) - start > limit:
+        stop = start + min(limit, len(data) - start - limit // 4)
+        end = _cut_at(data, stop - limit // 2, stop)
+        pieces.append(trim(data[start:end].decode("utf-8", "surrogatepass")))
+        start = end
+    pieces.append(trim(data[start:].decode("utf-8", "surrogatepass")))
+    return [piece for piece in pieces if piece]
+
+
+def _cut_at(data: bytes, floor: int, stop: int) -> int:
+    """Where a piece ending at or before ``stop`` (and after ``floor``) ends."""
+    for separator in (b"\n\n", b"\n", b" ", b"\t"):
+        at = data.rfind(separator, floor, stop)
+        if at >= 0:
+            return at + len(separator)
+    end = stop
+    while data[end] & 0xC0 == 0x80:  # a UTF-8 continuation byte: not a character start
+        end -= 1
+    return end
 
 
 def merged_headings(text: str, exclude_headings: Sequence[str] = ()) -> dict[str, str | None]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 
-from pytest_groove.kb.source.markdown import Section, parse_markdown
+from pytest_groove.kb.source.markdown import Section, parse_markdown, split_long_sections
 from pytest_groove.kb.source.records import Chunk, ParsedDocument
 from pytest_groove.kb.source.walk import file_extension
 from pytest_groove.settings.config import IndexSettings
@@ -115,7 +115,7 @@ def _parse_markdown_file(
 def _parse_text_file(rel_path: str, text: str) -> ParsedDocument:
     title = title_from_filename(rel_path)
     body = plain_text_body(text)
-    sections = [] if body is None else [Section(None, None, (), body)]
+    sections = [] if body is None else split_long_sections([Section(None, None, (), body)])
     return ParsedDocument(
         title=title,
         topic=path_category_topic(rel_path)[1],

@@ -137,7 +137,7 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "golden_hash": GOLDEN_HASH,
         "metric_version": 2,
         "fts_query_version": 3,
-        "chunker_version": 2,
+        "chunker_version": 3,
         # the default search groups its fused list by document, in note order
         "document_first": True,
         "note_order": True,
@@ -208,7 +208,7 @@ def test_old_fingerprint_without_versions_reads_as_version_1() -> None:
 
 def test_old_fingerprint_without_optional_objects_equals_one_without_grouping() -> None:
     fp = Fingerprint.from_json(
-        legacy(metric_version=2, fts_query_version=3, chunker_version=2, reranker=None)
+        legacy(metric_version=2, fts_query_version=3, chunker_version=3, reranker=None)
     )
     assert fp.mmr is None and fp.parent_retriever is None
     assert fp.fusion is None and fp.context is None and fp.retriever is None

@@ -9,12 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.kb.source.markdown import (
+    MAX_CHUNK_BYTES,
+    MAX_HEADING_CHARS,
     Frontmatter,
+    Section,
     heading_of,
     merge_short_sections,
+    parse_markdown,
     read_frontmatter,
     split_frontmatter,
+    split_long_sections,
     split_sections,
+    split_text,
     split_title,
 )
 from pytest_groove.kb.source.parse import (
@@ -177,11 +183,106 @@ def test_empty_file_has_no_chunks() -> None:
     assert md("   \n\n").chunks == ()
 
 
-def test_no_size_limit_on_a_section() -> None:
-    body = "word " * 10_000
+def test_a_section_up_to_the_size_limit_is_one_chunk() -> None:
+    body = "word " * (MAX_CHUNK_BYTES // 5)
     doc = md(f"## Huge\n{body}")
     assert len(doc.chunks) == 1
     assert doc.chunks[0].content == trim(body)
+
+
+# --------------------------------------------------------------------------- size limits
+
+_SPLIT_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab \n\t\u00e9\u65e5\U0001f600")), min_size=0, max_size=600
+)
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SPLIT_TEXT, st.integers(min_value=16, max_value=200))
+def test_split_text_bounds_every_piece_and_keeps_every_character(text: str, limit: int) -> None:
+    pieces = split_text(text, limit)
+    assert all(len(piece.encode("utf-8")) <= limit for piece in pieces)
+    assert all(piece == trim(piece) and piece for piece in pieces)
+    # only whitespace at the cuts is lost, and the order is kept
+    assert _squeezed("".join(pieces)) == _squeezed(text)
+    if len(text.encode("utf-8")) <= limit:
+        assert pieces == ([trim(text)] if trim(text) else [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab\u00e9\u65e5\U0001f600")), max_size=600),
+    st.integers(min_value=16, max_value=200),
+)
+def test_no_piece_of_a_split_is_a_few_characters_long(text: str, limit: int) -> None:
+    """Without whitespace to trim, every piece holds a quarter of the limit (a cut between
+    two characters moves back at most three bytes), and the pieces are the text."""
+    pieces = split_text(text, limit)
+    assert "".join(pieces) == text
+    if len(pieces) > 1:
+        assert all(len(piece.encode("utf-8")) >= limit // 4 - 3 for piece in pieces)
+
+
+@given(st.integers(min_value=2, max_value=40))
+def test_split_text_cuts_at_a_paragraph_then_a_line_then_a_space(words: int) -> None:
+    paragraph = " ".join(["word"] * words)
+    text = "\n\n".join([paragraph] * 6)
+    limit = 2 * len(paragraph) + 4
+    assert split_text(text, limit) == ["\n\n".join([paragraph] * 2)] * 3
+    lines = text.replace("\n\n", "\n")
+    assert split_text(lines, limit) == ["\n".join([paragraph] * 2)] * 3
+    assert " ".join(split_text(paragraph, 16)) == paragraph
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("xy \u00e9\u65e5")), min_size=1, max_size=400),
+    st.integers(min_value=16, max_value=64),
+)
+def test_a_long_line_in_a_note_becomes_pieces_under_its_heading(line: str, limit: int) -> None:
+    """A line (or paragraph, or section) over the limit is several chunks, none over it,
+    all under the section's heading: before, a 10 MB line was one 10 MB chunk."""
+    sections = [Section("Log", 2, ("Ops",), f"{LONG}\n\n{line}")]
+    pieces = split_long_sections(sections, limit)
+    assert all(len(p.content.encode("utf-8")) <= limit for p in pieces)
+    assert {(p.heading, p.level, p.ancestry) for p in pieces} == {("Log", 2, ("Ops",))}
+    assert _squeezed("".join(p.content for p in pieces)) == _squeezed(sections[0].content)
+
+
+def test_a_note_with_a_line_over_the_limit_is_chunks_within_it() -> None:
+    line = "x" * (3 * MAX_CHUNK_BYTES)
+    doc = md(f"# Log\n\n## Dump\n\n{LONG}\n\n{line}\n\n## After\n\n{LONG}")
+    assert [c.heading for c in doc.chunks] == ["Dump"] * 4 + ["After"]
+    assert all(len(c.content.encode("utf-8")) <= MAX_CHUNK_BYTES for c in doc.chunks)
+    assert "".join(c.content for c in doc.chunks[:4]) == f"{LONG}\n\n{line}"
+    assert [c.index for c in doc.chunks] == [0, 1, 2, 3, 4]
+    text = parse_document("log.txt", line.encode(), IndexSettings())
+    assert [len(c.content) for c in text.chunks] == [
+        MAX_CHUNK_BYTES,
+        MAX_CHUNK_BYTES,
+        MAX_CHUNK_BYTES,
+    ]
+
+
+def test_titles_and_headings_over_the_cap_are_cut_with_one_warning() -> None:
+    long = "T" * (MAX_HEADING_CHARS + 10)
+    warnings: list[str] = []
+    text = f"---\ntitle: {long}\n---\n# {long}\n\n## {long}\n\n{LONG}\n\n### {long}\n\n{LONG}"
+    doc = parse_markdown(text, on_warning=warnings.append)
+    assert doc.frontmatter.title == doc.h1_title == "T" * MAX_HEADING_CHARS
+    assert [s.heading for s in doc.sections] == ["T" * MAX_HEADING_CHARS] * 2
+    assert warnings == [
+        "2 titles and 2 headings over 4,096 characters cut to their first 4,096 "
+        "(shorten them in the note to index them whole)"
+    ]
+    assert heading_of(f"## {long}") == (2, "T" * MAX_HEADING_CHARS)
+    warnings.clear()
+    parse_markdown(f"## {'T' * MAX_HEADING_CHARS}\n\n{LONG}", on_warning=warnings.append)
+    assert warnings == []
 
 
 # --------------------------------------------------------------------------- breadcrumbs
