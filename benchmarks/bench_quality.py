@@ -1,6 +1,7 @@
 """Retrieval quality of every pipeline configuration on the bilingual corpora.
 
     python benchmarks/bench_quality.py [--model e5-small] [--cache DIR] [--only NAME ...]
+        [--corpus NAME ...] [--misses]
 
 For each corpus (tests/corpora/kb-eval, kb-bilingual, kb-paraphrase, examples/kb) and
 each configuration below, prints the single-answer group's recall@1 and MRR, the
@@ -8,7 +9,9 @@ multi-answer group's
 recall@5 and nDCG@5, the share of cross-language queries (ids starting ``x-``)
 answered in the top 3, and the low-confidence flag's precision and recall
 (a query is "wrong" when its rank-1 hit is not an expected document; precision =
-wrong among flagged, recall = flagged among wrong).
+wrong among flagged, recall = flagged among wrong).  ``--misses`` also lists every
+single-answer query whose first hit is wrong, by kind: cross-language, section-level
+(the right note, another part of it) or paraphrase.
 
 Indexes are built once per (corpus, index-affecting settings) under ``--cache``
 (default: a temporary directory), and every embedding is kept there too, keyed by
@@ -70,6 +73,10 @@ class Configuration:
 
 
 def _with(**changes: object) -> Callable[[SearchSettings], SearchSettings]:
+    """These settings changed, and the full-text list voting in full as it did before
+    the coverage vote existed (unless ``changes`` say otherwise)."""
+    changes = {"fts_coverage_vote": False, **changes}
+
     def apply(search: SearchSettings) -> SearchSettings:
         return dataclasses.replace(search, **changes)  # type: ignore[arg-type]
 
@@ -94,7 +101,8 @@ CONFIGURATIONS = (
     Configuration("vector leg alone, centred", leg="vector"),
     Configuration("+ centring + script gate", search=_with(document_first=False)),
     Configuration("+ centring + script gate + document-first", search=_NO_NOTES),
-    Configuration("+ note order = default"),
+    Configuration("+ note order", search=_with()),
+    Configuration("+ full-text coverage vote = default"),
     Configuration("document-first, no gate", search=_with(fts_script_gate=False, note_order=False)),
     Configuration(
         "document-first with full-text v4", search=_with(fts_query_version=4, note_order=False)
@@ -190,6 +198,36 @@ def ranked(
     return hits, False
 
 
+def miss_kind(query: GoldenQuery, hits: list[SearchHit]) -> str:
+    """Why a single-answer query's first hit is wrong: ``cross-language`` (an ``x-`` id),
+    ``section-level`` (the right note, another part of it) or ``paraphrase``."""
+    if query.id.startswith("x-"):
+        return "cross-language"
+    want = query.expected[0]
+    if want.heading is not None and hits and hits[0].path == want.path:
+        return "section-level"
+    return "paraphrase"
+
+
+def print_misses(engine: Engine, queries: tuple[GoldenQuery, ...], config: Configuration) -> None:
+    """One line per single-answer query whose first hit is wrong, and a count per kind."""
+    search = config.search(engine.settings.search)
+    kinds: dict[str, int] = {}
+    for q in queries:
+        if len(q.expected) != 1:
+            continue
+        hits, _ = ranked(engine, q.query, config.leg, search)
+        metrics = query_metrics(q.expected, hits, (1,))
+        if metrics.recall_at_k[1] > 0:
+            continue
+        kind = miss_kind(q, hits)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        rank = f"{1 / metrics.reciprocal_rank:.0f}" if metrics.reciprocal_rank else f">{LIMIT}"
+        first = f"{hits[0].path}#{hits[0].heading}" if hits else "nothing"
+        print(f"    {kind:14} {q.id:28} rank {rank:>3}  first: {first}")
+    print("    misses: " + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"))
+
+
 def measure(engine: Engine, queries: tuple[GoldenQuery, ...], config: Configuration) -> Row:
     search = config.search(engine.settings.search)
     singles: list[QueryMetrics] = []
@@ -231,6 +269,9 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=None, help="keep indexes here")
     parser.add_argument("--only", nargs="*", default=None, help="configuration names")
     parser.add_argument("--corpus", nargs="*", default=list(CORPORA))
+    parser.add_argument(
+        "--misses", action="store_true", help="list each single-answer rank-1 miss and its kind"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -258,6 +299,9 @@ def main() -> int:
                 settings = Settings(index=index, search=config.search(SearchSettings()))
                 with open_engine(kb, settings, embedder=embedder, progress=False) as engine:
                     row = measure(engine, golden.queries, config)
+                    if args.misses:
+                        print(f"  {config.name}:")
+                        print_misses(engine, golden.queries, config)
                 hit, total = row.cross_top3
                 cross = f"{hit}/{total}" if total else "—"
                 print(

@@ -271,6 +271,12 @@ class Engine:
         with self._faults():
             return self._searcher.gate_fts(parsed, fts_ids, vector_ids, self.settings.search)
 
+    def fts_vote(self, parsed: ParsedQuery, fts_ids: Sequence[int]) -> float:
+        """The weight search gives the terms of ``fts_ids`` (an ungated ``fts_leg``
+        list) when it fuses them (:meth:`HybridSearcher.fts_vote`)."""
+        with self._faults():
+            return self._searcher.fts_vote(parsed, fts_ids, self.settings.search)
+
     def fts_legs(
         self,
         parsed: ParsedQuery,

@@ -131,6 +131,7 @@ _ENGINE_KEYS = (
     "vector_index",
     "document_first",
     "note_order",
+    "fts_coverage_vote",
     "metrics",
 )
 #: those a run of a retriever of your own records (its pipeline is its own)

@@ -251,6 +251,7 @@ def _search_lines(search: SearchSettings) -> list[str]:
         f"# fts_query_version = {search.fts_query_version}",
         f"# vector_centring = {_toml_bool(search.vector_centring)}",
         f"# fts_script_gate = {_toml_bool(search.fts_script_gate)}",
+        f"# fts_coverage_vote = {_toml_bool(search.fts_coverage_vote)}",
         f"# document_first = {_toml_bool(search.document_first)}",
         f"# note_order = {_toml_bool(search.note_order)}",
         "",

@@ -174,6 +174,7 @@ _SEARCH_SWITCHES = {
     "fts_query_version": _whole(3, 4),
     "vector_centring": read_bool,
     "fts_script_gate": read_bool,
+    "fts_coverage_vote": read_bool,
     "document_first": read_bool,
     "note_order": read_bool,
 }

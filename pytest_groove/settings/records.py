@@ -83,6 +83,9 @@ class SearchSettings:
     #: skip the full-text list when the vector leg's best chunk is written in
     #: another script than the query (the full-text leg cannot reach it)
     fts_script_gate: bool = True
+    #: weigh the full-text list's RRF vote by the share of the query's idf weight its
+    #: best hit holds, full at half (see search.pipeline.hybrid.HybridSearcher.fts_vote)
+    fts_coverage_vote: bool = True
     #: list each document's best chunk before any document's second chunk (see
     #: search.documents); applies to the fused list when no reranker or MMR runs
     document_first: bool = True

@@ -104,6 +104,8 @@ class CandidateSource(Protocol):
         self, parsed: ParsedQuery, fts_ids: list[int], vector_ids: Sequence[int]
     ) -> list[int]: ...
 
+    def fts_vote(self, parsed: ParsedQuery, fts_ids: Sequence[int]) -> float: ...
+
     def fts_match_count(self, match_expr: str, table: str = ...) -> int: ...
 
     def chunk_labels(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]: ...
@@ -161,6 +163,8 @@ class PreparedQuery:
     #: list as the script gate treats it next to that list
     note_vec_ids: list[int] = field(default_factory=list)
     note_fts_default: list[int] = field(default_factory=list)
+    #: the weight of the default full-text list's terms in both fusions (search's vote)
+    fts_vote_default: float = 1.0
 
 
 @dataclass
@@ -353,6 +357,7 @@ def _prepare_query(
         idf_clamped=chunk_total > 0 and 2 * total >= chunk_total,
     )
     entry = PreparedQuery(golden, pq, vec_ids, fts_ids, diag)
+    entry.fts_vote_default = source.fts_vote(pq, default_list)
     if with_notes:
         entry.note_vec_ids = source.note_vector_leg(vector, pool, pq)
         if pq.fts is not None:
@@ -445,6 +450,8 @@ class _FtsLists:
 
     plain: list[list[int]]
     note: list[list[int]]
+    #: the weight of each list's terms when fused (search's full-text vote)
+    votes: list[float]
 
 
 @dataclass(frozen=True)
@@ -492,20 +499,23 @@ def _fts_lists(
     t0 = time.perf_counter()
     lists: list[list[int]] = [[] for _ in triples]
     note_lists: list[list[int]] = [[] for _ in triples]
+    votes = [1.0 for _ in triples]
     if query.parsed.fts is not None:
         # every other triple's list from one pass over the matching rows
         others = [(w, weights) for w, weights in triples if w != DEFAULT_TRIPLE]
         fetched = source.fts_legs(query.parsed, [t for _, t in others], pre.pool_size)
         for (w, _), fts_list in zip(others, fetched, strict=True):
             lists[w] = source.gate_fts(query.parsed, fts_list, query.vec_ids)
+            votes[w] = source.fts_vote(query.parsed, fts_list)
             if pre.note_order:
                 # the same list, gated next to the note-carrying vector list
                 note_lists[w] = source.gate_fts(query.parsed, fts_list, query.note_vec_ids)
         lists[DEFAULT_TRIPLE] = query.fts_default
         note_lists[DEFAULT_TRIPLE] = query.note_fts_default
+        votes[DEFAULT_TRIPLE] = query.fts_vote_default
         timings.fts_calls += len(others)
     timings.fts += time.perf_counter() - t0
-    return _FtsLists(lists, note_lists)
+    return _FtsLists(lists, note_lists, votes)
 
 
 def _fuse_lists(
@@ -517,23 +527,33 @@ def _fuse_lists(
     tie = source.tie_order()
     fuser = RrfSweep(query.vec_ids, RRF_K_VALUES, None if pre.document_first else pre.limit, tie)
     distinct: dict[tuple[int, ...], list[FusedRanking]] = {}
-    per_triple = [_fused_once(fuser, fts_ids, distinct) for fts_ids in lists.plain]
+    per_triple = [
+        _fused_once(fuser, fts_ids, vote, distinct)
+        for fts_ids, vote in zip(lists.plain, lists.votes, strict=True)
+    ]
     note_per_triple: list[list[FusedRanking]] = []
     if pre.note_order:
         note_fuser = RrfSweep(query.note_vec_ids, RRF_K_VALUES, None, tie)
         note_distinct: dict[tuple[int, ...], list[FusedRanking]] = {}
-        note_per_triple = [_fused_once(note_fuser, ids, note_distinct) for ids in lists.note]
+        note_per_triple = [
+            _fused_once(note_fuser, ids, vote, note_distinct)
+            for ids, vote in zip(lists.note, lists.votes, strict=True)
+        ]
     pre.timings.fuse += time.perf_counter() - t0
     pre.timings.distinct_fts_lists += len(distinct)
     return _Fused(distinct, per_triple, note_per_triple)
 
 
 def _fused_once(
-    fuser: RrfSweep, fts_ids: list[int], fused: dict[tuple[int, ...], list[FusedRanking]]
+    fuser: RrfSweep,
+    fts_ids: list[int],
+    vote: float,
+    fused: dict[tuple[int, ...], list[FusedRanking]],
 ) -> list[FusedRanking]:
+    # a list's vote follows from its best hit, so equal lists have equal votes
     key = tuple(fts_ids)
     if key not in fused:
-        fused[key] = fuser.fuse(fts_ids)
+        fused[key] = fuser.fuse(fts_ids, vote)
     return fused[key]
 
 

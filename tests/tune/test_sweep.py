@@ -86,6 +86,9 @@ class FakeSource:
     ) -> list[int]:
         return fts_ids  # no script gate in this fake
 
+    def fts_vote(self, parsed: ParsedQuery, fts_ids: Sequence[int]) -> float:
+        return 1.0  # every list votes in full in this fake
+
     def fts_match_count(self, match_expr: str, table: str = "fts_chunks") -> int:
         for text, count in self.matches.items():
             if text in match_expr:

@@ -92,6 +92,12 @@ SAMPLE = [
     _q("ja", "本番に出した変更を前のバージョンへ戻したい", "ops/deploy-rollback.ja.md"),
     # two answers: where each document's second chunk goes decides recall@k
     _q("multi", "database snapshot replay", "ops/database-backup.md", "ops/database-restore.md"),
+    # its full-text list matches only common words: a partial vote in both fusions
+    _q(
+        "vote",
+        "what should happen after something goes wrong in production",
+        "ops/incident-postmortem.md",
+    ),
 ]
 
 
@@ -109,6 +115,18 @@ def test_sweep_equals_engine_search_for_every_condition(
     # the default run; the slow test below checks every cell of the golden set
     conditions = list(all_conditions())[::7]
     _assert_matches_search(engine, SAMPLE, table, conditions, 10, document_first, note_order)
+
+
+@pytest.mark.parametrize(
+    ("document_first", "note_order"), [(True, True), (True, False), (False, False)]
+)
+def test_sweep_weighs_the_full_text_vote_as_search_does(
+    engine: Engine, document_first: bool, note_order: bool
+) -> None:
+    pre, table = _sweep(engine, SAMPLE[-1:], 10, document_first, note_order)
+    assert 0.0 < pre.queries[0].fts_vote_default < 1.0
+    conditions = list(all_conditions())
+    _assert_matches_search(engine, SAMPLE[-1:], table, conditions, 10, document_first, note_order)
 
 
 def test_sweep_equals_engine_search_at_a_longer_limit(engine: Engine) -> None:

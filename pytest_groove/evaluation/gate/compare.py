@@ -209,8 +209,10 @@ def incompatibility(now: RunRecord, previous: RunRecord) -> str | None:
     return config_changed(differing_keys(now.fingerprint, previous.fingerprint))
 
 
-#: at most this many differing fingerprint keys are named in the reason
-_KEYS_NAMED = 4
+#: at most this many differing fingerprint keys are named in the reason: enough for a
+#: switch to a retriever of your own (``retriever``, ``model`` and the three keys the
+#: default pipeline records: ``document_first``, ``note_order``, ``fts_coverage_vote``)
+_KEYS_NAMED = 5
 
 
 def config_changed(keys: Sequence[str]) -> str:

@@ -120,6 +120,11 @@ class Fingerprint:
     #: True when the documents were ordered by note-carrying vectors (the default
     #: since it exists; see search.notes): recorded when on, like document_first
     note_order: bool | None = field(default=None, metadata=_OPT_BOOL)
+    #: True when the full-text list's RRF terms were weighed by how much of the
+    #: query its best hit holds (the default since it exists; see
+    #: search.pipeline.hybrid): recorded when on, so such runs never compare with
+    #: history fused with a full vote
+    fts_coverage_vote: bool | None = field(default=None, metadata=_OPT_BOOL)
     #: the optional metrics measured (metric table keys), None for the default three:
     #: a run with other metrics is not compared with one without them
     metrics: tuple[str, ...] | None = field(
@@ -182,6 +187,7 @@ class Fingerprint:
             vector_index=None if vector_index in (None, "flat") else vector_index,
             document_first=_document_first_key(search, reranker_id, retriever),
             note_order=_note_order_key(search, reranker_id, retriever),
+            fts_coverage_vote=True if retriever is None and search.fts_coverage_vote else None,
             metrics=tuple(metrics) or None,
             gain="grade" if graded else None,
         )
@@ -219,6 +225,7 @@ _PIPELINE_ONLY: dict[str, Any] = {
     "vector_index": None,
     "document_first": None,
     "note_order": None,
+    "fts_coverage_vote": None,
 }
 
 

@@ -57,6 +57,11 @@ def _check_k(rrf_k: float) -> None:
         raise ValueError(f"rrf_k must be a finite number >= 0 (got {rrf_k!r})")
 
 
+def _check_weight(weight: float) -> None:
+    if not (0.0 <= weight <= 1.0):
+        raise ValueError(f"fts_weight must be in [0, 1] (got {weight!r})")
+
+
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None (got {limit!r})")
@@ -71,8 +76,13 @@ def fuse_rrf(
     rrf_k: float = RRF_K_DEFAULT,
     limit: int | None = None,
     tie: TieOrder = IN_ID_ORDER,
+    fts_weight: float = 1.0,
 ) -> list[tuple[int, float]]:
     """Fuse two ranked id lists into ``[(chunk_id, score)]``, best first.
+
+    ``fts_weight`` (in [0, 1]) multiplies each term of the full-text list (its vote:
+    :meth:`~pytest_groove.search.pipeline.hybrid.HybridSearcher.fts_vote`); at 1 the
+    sums are the unweighted ones bit for bit.
 
     Order: score descending, then ``tie`` order (by default chunk id ascending; for an
     index whose ids left corpus order, the order a fresh build's ids would have).
@@ -81,12 +91,15 @@ def fuse_rrf(
     """
     _check_k(rrf_k)
     _check_limit(limit)
+    _check_weight(fts_weight)
     k = np.float32(rrf_k)
     totals: dict[int, np.float32] = {}
     # vector list first: the order of the two float32 additions is part of the result
-    for ranked in (vector_ids, fts_ids):
+    for ranked, weight in ((vector_ids, _ONE), (fts_ids, np.float32(fts_weight))):
         for position, chunk_id in enumerate(ranked):
             term = _ONE / ((k + np.float32(position)) + _ONE)
+            if weight != _ONE:
+                term = np.float32(term * weight)
             key = int(chunk_id)
             previous = totals.get(key)
             totals[key] = term if previous is None else np.float32(previous + term)
@@ -184,8 +197,10 @@ class RrfSweep:
             self._terms = rrf_terms(self.rrf_ks, max(length, 2 * self._terms.shape[1]))
         return self._terms[:, :length]
 
-    def fuse(self, fts_ids: Sequence[int]) -> list[FusedRanking]:
-        """Fused rankings for this FTS list, one per ``k`` in ``rrf_ks`` order."""
+    def fuse(self, fts_ids: Sequence[int], fts_weight: float = 1.0) -> list[FusedRanking]:
+        """Fused rankings for this FTS list (its terms times ``fts_weight``, as
+        :func:`fuse_rrf` weighs them), one per ``k`` in ``rrf_ks`` order."""
+        _check_weight(fts_weight)
         fts: IdArray = np.asarray(fts_ids, dtype=np.int64).reshape(-1)
         vector = self._vector
         # np.unique sorts ascending, so a stable sort on the score keeps
@@ -193,7 +208,10 @@ class RrfSweep:
         union = np.unique(np.concatenate([vector, fts]))
         scores: ScoreArray = np.zeros((len(self.rrf_ks), union.size), dtype=np.float32)
         _add_terms(scores, np.searchsorted(union, vector), self._terms_for(vector.size))
-        _add_terms(scores, np.searchsorted(union, fts), self._terms_for(fts.size))
+        fts_terms = self._terms_for(fts.size)
+        if np.float32(fts_weight) != _ONE:
+            fts_terms = fts_terms * np.float32(fts_weight)
+        _add_terms(scores, np.searchsorted(union, fts), fts_terms)
         if self.tie.by_id:
             order = np.argsort(-scores, axis=1, kind="stable")
         else:

@@ -1,6 +1,7 @@
 """The hybrid search every door runs: the CLI, ``groove eval`` and the pytest items.
 
-Order is fixed: vector leg + full-text leg → reciprocal rank fusion →
+Order is fixed: vector leg + full-text leg (its vote weighed by how much of the
+query its best hit holds) → reciprocal rank fusion →
 document-first ordering (on by default) → optional cross-encoder rerank →
 optional MMR → parent-retriever expansion → match spans.  Every other stage
 after fusion is off by default, in which case the output is the RRF list with
@@ -53,6 +54,22 @@ from pytest_groove.text.scripts import chunk_opening, script_group
 #: the script gate keeps a full-text list whose best hit has this share of the
 #: query's idf weight (half: most of what the query asks for was found verbatim)
 GATE_MIN_COVERAGE = 0.5
+
+
+def coverage_vote(coverage: float) -> float:
+    """The full-text list's vote in the fusion, from its best hit's ``coverage``.
+
+    The full-text leg matches the query's own words, so its list is evidence only as
+    far as those words are what the query asks for.  A question phrased in other
+    words than its answer still shares common words with many chunks (a note that
+    uses the topic's vocabulary, a neighbouring note), and the list those words rank
+    would count as much as the vector leg.  So its RRF terms are multiplied by the
+    share of the query's idf weight its best hit holds, over
+    :data:`GATE_MIN_COVERAGE`, capped at 1: a best hit holding half of what the query
+    asks for (the script gate's threshold) votes in full, one holding a fifth votes
+    at 0.4.  Search applies it while ``[search] fts_coverage_vote`` is on.
+    """
+    return min(1.0, max(0.0, coverage) / GATE_MIN_COVERAGE)
 
 
 @dataclass
@@ -258,6 +275,14 @@ class HybridSearcher:
             return False
         return self._coverage(parsed, fts_top) < GATE_MIN_COVERAGE
 
+    def fts_vote(
+        self, parsed: ParsedQuery, fts_ids: Sequence[int], settings: SearchSettings
+    ) -> float:
+        """The weight of ``fts_ids``' RRF terms: :func:`coverage_vote` of its best hit."""
+        if not settings.fts_coverage_vote or not fts_ids:
+            return 1.0
+        return coverage_vote(self._coverage(parsed, fts_ids[0]))
+
     def _coverage(self, parsed: ParsedQuery, chunk_id: int) -> float:
         """Share of the query's idf weight (bm25's idf) whose terms ``chunk_id`` contains."""
         stats = self.store.fts_term_stats(parsed.fts_table, leg_terms(parsed), chunk_id)
@@ -374,13 +399,14 @@ class HybridSearcher:
         vec_ids = self.vector_leg(query_vector, plan.per_leg_n, parsed, tie)
         fts_all = self.fts_leg(parsed, settings.fusion.weights, plan.per_leg_n, tie=tie)
         fts_ids = self.gate_fts(parsed, fts_all, vec_ids, settings)
+        vote = self.fts_vote(parsed, fts_all, settings)  # one list: one vote for both fusions
         fused_limit = None if by_document else plan.fused_limit
-        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit, tie)
+        fused = fuse_rrf(vec_ids, fts_ids, settings.fusion.rrf_k, fused_limit, tie, vote)
         note_fused: list[tuple[int, float]] = []
         if by_note:
             note_ids = self.note_vector_leg(query_vector, plan.per_leg_n, parsed, tie)
             note_fts = self.gate_fts(parsed, fts_all, note_ids, settings)
-            note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None, tie)
+            note_fused = fuse_rrf(note_ids, note_fts, settings.fusion.rrf_k, None, tie, vote)
         return fused, note_fused
 
     def _hits(

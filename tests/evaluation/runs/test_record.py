@@ -138,9 +138,11 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "metric_version": 2,
         "fts_query_version": 3,
         "chunker_version": 3,
-        # the default search groups its fused list by document, in note order
+        # the default search groups its fused list by document, in note order, and
+        # weighs the full-text list's vote by what its best hit found of the query
         "document_first": True,
         "note_order": True,
+        "fts_coverage_vote": True,
     }
     assert list(data) == [
         "model",
@@ -153,6 +155,7 @@ def test_fingerprint_json_always_has_versions_and_reranker() -> None:
         "chunker_version",
         "document_first",
         "note_order",
+        "fts_coverage_vote",
     ]
 
 
@@ -171,6 +174,26 @@ def test_note_order_is_recorded_only_when_search_ordered_notes() -> None:
     ordered = build()
     assert ordered != Fingerprint.from_json({**ordered.to_json(), "note_order": None})
     assert Fingerprint.from_json(ordered.to_json()) == ordered
+
+
+def test_fts_coverage_vote_is_recorded_when_the_builtin_pipeline_weighed_the_vote() -> None:
+    """Runs fused with the weighed full-text vote never compare with history fused
+    with a full one (the rankings moved), nor with a run that turned it off."""
+
+    def keys(search: SearchSettings, retriever: str | None = None) -> dict[str, Any]:
+        return Fingerprint.build("m", None, 10, (1,), "h", search, None, retriever).to_json()
+
+    assert keys(SearchSettings())["fts_coverage_vote"] is True
+    assert "fts_coverage_vote" not in keys(SearchSettings(fts_coverage_vote=False))
+    # a reranker or MMR still reorders a pool the weighed fusion chose
+    mmr = replace(SearchSettings(), mmr=replace(SearchSettings().mmr, enabled=True))
+    assert keys(mmr)["fts_coverage_vote"] is True
+    # a retriever of your own ran no fusion at all
+    assert "fts_coverage_vote" not in keys(SearchSettings(), "conftest.search")
+    weighed = build()
+    assert weighed != Fingerprint.from_json({**weighed.to_json(), "fts_coverage_vote": None})
+    assert weighed != build(SearchSettings(fts_coverage_vote=False))
+    assert Fingerprint.from_json(weighed.to_json()) == weighed
 
 
 def test_document_first_is_recorded_only_when_search_grouped_by_document() -> None:
@@ -213,8 +236,10 @@ def test_old_fingerprint_without_optional_objects_equals_one_without_grouping() 
     assert fp.mmr is None and fp.parent_retriever is None
     assert fp.fusion is None and fp.context is None and fp.retriever is None
     # history from before document-first ordering ranked like a run with it off
-    assert fp == build(SearchSettings(document_first=False))
-    assert fp == build(SearchSettings(document_first=False, note_order=False))
+    assert fp == build(SearchSettings(document_first=False, fts_coverage_vote=False))
+    assert fp == build(
+        SearchSettings(document_first=False, note_order=False, fts_coverage_vote=False)
+    )
     assert fp != build()
 
 

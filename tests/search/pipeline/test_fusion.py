@@ -171,6 +171,49 @@ def test_property_vectorised_sweep_is_bit_identical(
             )
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    vec=ids | unique_ids,
+    fts=ids | unique_ids,
+    rrf_ks=st.lists(ks, min_size=1, max_size=4),
+    weight=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_property_weighted_sweep_is_bit_identical(
+    vec: list[int], fts: list[int], rrf_ks: list[float], weight: float
+) -> None:
+    """Tune fuses a weighed full-text vote exactly as search does."""
+    rankings = RrfSweep(vec, rrf_ks).fuse(fts, weight)
+    for k, ranking in zip(rrf_ks, rankings, strict=True):
+        expected = fuse_rrf(vec, fts, k, None, fts_weight=weight)
+        assert ranking.pairs() == expected
+        assert (
+            ranking.scores.tobytes()
+            == np.asarray([s for _, s in expected], dtype=np.float32).tobytes()
+        )
+
+
+def test_full_text_weight_scales_its_terms_and_one_changes_nothing() -> None:
+    assert fuse_rrf([1, 2], [3, 2], fts_weight=1.0) == fuse_rrf([1, 2], [3, 2])
+    weighed = dict(fuse_rrf([1, 2], [3, 2], fts_weight=0.4))
+    assert weighed[3] == pytest.approx(0.4 / 61, rel=1e-6)
+    assert weighed[2] == pytest.approx(1 / 62 + 0.4 / 62, rel=1e-6)
+    # the vector leg's third, the full-text leg's first: first with a full vote, still
+    # first with a fifth of one (1/63 + 0.2/61 > 1/61), behind the vector leg's first
+    # with a hundredth
+    assert fuse_rrf([1, 2, 3], [3])[0][0] == 3
+    assert fuse_rrf([1, 2, 3], [3], fts_weight=0.2)[0][0] == 3
+    assert fuse_rrf([1, 2, 3], [3], fts_weight=0.01)[0][0] == 1
+    assert dict(fuse_rrf([1], [3], fts_weight=0.0))[3] == 0.0
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.5, float("nan")])
+def test_full_text_weight_outside_zero_to_one_is_refused(weight: float) -> None:
+    with pytest.raises(ValueError):
+        fuse_rrf([1], [2], fts_weight=weight)
+    with pytest.raises(ValueError):
+        RrfSweep([1], [60.0]).fuse([2], weight)
+
+
 def test_sweep_over_the_tune_grid_shape() -> None:
     rng = np.random.default_rng(7)
     vec = [int(x) for x in rng.permutation(5000)[:250]]

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_groove.engine.builtin import Engine, open_engine
 from pytest_groove.errors import GrooveError
+from pytest_groove.search.pipeline.hybrid import coverage_vote
 from pytest_groove.search.pipeline.rerank import register_reranker, unregister_reranker
 from pytest_groove.search.query.fts_query import parse_query
 from pytest_groove.settings.config import (
@@ -138,6 +139,32 @@ def test_fusion_weights_reach_the_fts_leg(engine: Engine) -> None:
         (h.path, h.heading) for h in engine.search("deploy rollback canary database", 10, weights)
     ]
     assert moved != default
+
+
+def test_full_text_vote_is_what_its_best_hit_holds_of_the_query(engine: Engine) -> None:
+    """A best hit holding half the query's idf weight or more votes in full; one that
+    matched only the question's common words votes in part, which moves the ranking."""
+    rare = parse_query("error 3007")
+    assert engine.fts_vote(rare, engine.fts_leg(rare, (2.0, 1.0, 1.0), 50)) == 1.0
+    question = "what should happen after something goes wrong in production"
+    common = parse_query(question)
+    vote = engine.fts_vote(common, engine.fts_leg(common, (2.0, 1.0, 1.0), 50))
+    assert 0.0 < vote < 1.0
+    assert engine.fts_vote(common, []) == 1.0  # no list, nothing to weigh
+    full = SearchSettings(fts_coverage_vote=False)
+    weighed = [(h.path, h.heading) for h in engine.search(question, 10)]
+    assert weighed != [(h.path, h.heading) for h in engine.search(question, 10, full)]
+
+
+def test_coverage_vote_is_full_from_half_the_query() -> None:
+    assert [coverage_vote(c) for c in (0.0, 0.2, 0.5, 0.9, 1.0)] == [0.0, 0.4, 1.0, 1.0, 1.0]
+
+
+def test_full_text_vote_is_full_when_switched_off(kb_eval_copy: Path) -> None:
+    off = replace(SETTINGS, search=SearchSettings(fts_coverage_vote=False))
+    with open_engine(kb_eval_copy, off, progress=False) as eng:
+        common = parse_query("what should happen after something goes wrong in production")
+        assert eng.fts_vote(common, eng.fts_leg(common, (2.0, 1.0, 1.0), 50)) == 1.0
 
 
 def test_rrf_k_reaches_fusion(engine: Engine) -> None:
