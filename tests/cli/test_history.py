@@ -395,3 +395,35 @@ def test_editing_a_history_that_cannot_be_written_names_no_eval_flag(
     assert "Read-only file system" in done.stderr and "directory is writable" in done.stderr
     # `groove history` has no --no-history: the advice must not send anyone there
     assert "--no-history" not in done.stderr
+
+
+def test_a_run_whose_queries_do_not_read_back_is_listed_then_named(
+    tmp_path: Path, groove: Groove
+) -> None:
+    """A digest made again over queries this version cannot read: the listing reads no
+    queries and lists the run; `show` stops in one line; `verify` names the run."""
+    from pytest_groove.evaluation.history.codec import encode_run
+    from pytest_groove.evaluation.runs.trust import stamp
+
+    root = tmp_path / "forged"
+    root.mkdir()
+    good, bad = big_run(3, queries=2, hits=2), big_run(2, queries=2, hits=2)
+    obj = encode_run(bad)
+    del obj["digest"]
+    obj["queries"][1]["hits"][0][0] = 99  # no path of the run's table
+    forged = json.dumps(stamp(obj, False), ensure_ascii=False, separators=(",", ":"))
+    data = encode_history([good, bad]).decode().splitlines()
+    data[4] = forged
+    (root / HISTORY_FILE_NAME).write_text("\n".join(data) + "\n", encoding="utf-8")
+
+    listed = groove("history", "--kb-path", root)
+    assert listed.returncode == 0 and listed.stderr == ""
+    assert "2 run(s)" in listed.stdout
+    shown = groove("history", "show", "2026-04-24T05:34", "--kb-path", root)
+    assert shown.returncode == 1 and len(shown.stderr.splitlines()) == 1
+    assert "runs[1].queries[1].hits[0][0]" in shown.stderr
+    verified = groove("history", "verify", "--kb-path", root)
+    assert verified.returncode == 1
+    assert verified.stdout.startswith(
+        "2026-04-24T05:34:01Z: its digest matches, but its queries cannot be read ("
+    )
