@@ -45,8 +45,10 @@ def _full_run() -> RunRecord:
     odd = replace(
         first,
         expected=(ExpectedEntry("docs/x.md", "Heading", grade=2),),
-        top_k=tuple(replace(hit, rank=hit.rank + 1) for hit in first.top_k)
-        + (TopHit(rank=9, path='docs/ü "quoted".md', heading="§ 2\n\t", score=0.1),),
+        top_k=(
+            *(replace(hit, rank=hit.rank + 1) for hit in first.top_k),
+            TopHit(rank=9, path='docs/ü "quoted".md', heading="§ 2\n\t", score=0.1),
+        ),
     )
     return replace(
         base,
