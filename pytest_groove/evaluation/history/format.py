@@ -263,6 +263,15 @@ def read_history(data: bytes) -> ParsedHistory:
     writes is read a line at a time, each run whose digest vouches for its line
     without parsing its queries (:mod:`.vouch`); any other is parsed as a whole.
     """
+    if _LAST_READ and _LAST_READ[0][0] == data:
+        parsed = _LAST_READ[0][1]
+    else:
+        parsed = _read(data)
+        _LAST_READ[:] = [(data, parsed)]
+    return replace(parsed, runs=list(parsed.runs))  # a list of its own to each caller
+
+
+def _read(data: bytes) -> ParsedHistory:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -272,14 +281,9 @@ def read_history(data: bytes) -> ParsedHistory:
         if salvaged is None:
             raise RecordFormatError(why) from None
         return salvaged
-    if _LAST_READ and _LAST_READ[0][0] == data:
-        parsed = _LAST_READ[0][1]
-    else:
-        layout = laid_out(text)
-        read = None if layout is None else _read_laid_out(layout)
-        parsed = read if read is not None else _read_whole(text, data)
-        _LAST_READ[:] = [(data, parsed)]
-    return replace(parsed, runs=list(parsed.runs))  # a list of its own to each caller
+    layout = laid_out(text)
+    read = None if layout is None else _read_laid_out(layout)
+    return read if read is not None else _read_whole(text, data)
 
 
 def _read_laid_out(layout: LaidOut) -> ParsedHistory | None:
@@ -589,7 +593,11 @@ def _head(baseline: RunRecord | None) -> bytes:
 def _assemble(pieces: Sequence[bytes], baseline: RunRecord | None) -> bytes:
     if not pieces:
         return _head(baseline) + _EMPTY
-    return _head(baseline) + _OPEN + _SEPARATOR.join(pieces) + _CLOSE
+    parts = [_head(baseline) + _OPEN]
+    for piece in pieces:
+        parts += (piece, _SEPARATOR)
+    parts[-1] = _CLOSE
+    return b"".join(parts)  # one copy of the runs' bytes, however many
 
 
 def _assembled_size(piece_sizes: Sequence[int], baseline: RunRecord | None) -> int:

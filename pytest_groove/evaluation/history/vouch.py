@@ -102,6 +102,8 @@ class Memo:
         self.parsed: dict[str, tuple[Any, str]] = {}
         #: (key, a member's text) -> the record read from it
         self.decoded: dict[tuple[str, str], Any] = {}
+        #: each key's text in the run read last
+        self.last: dict[str, str] = {}
 
     def member_reader(self, head: Head, path: str) -> MemberReader:
         """How the codec reads ``head``'s members (each text decoded once a read)."""
@@ -132,6 +134,12 @@ def _member(line: str, key: str, pos: int, memo: Memo) -> tuple[Any, str, int] |
     if key == "queries":
         queries = _queries(line, pos)
         return None if queries is None else (None, *queries)
+    last = memo.last.get(key)
+    if last is not None and line.startswith(last, pos) and line.startswith(",", pos + len(last)):
+        # the previous run's value, whole (a JSON value is no prefix of another one
+        # followed by a comma): not parsed again
+        value, canonical = memo.parsed[last]
+        return value, canonical, pos + len(last)
     try:
         value, end = _DECODER.raw_decode(line, pos)
     except (ValueError, RecursionError):  # JSONDecodeError, an overlong integer
@@ -143,6 +151,7 @@ def _member(line: str, key: str, pos: int, memo: Memo) -> tuple[Any, str, int] |
         if canonical != text and _AS_WRITTEN(value) != text:
             return None  # spaces, escapes or a key written twice: not as written
         known = memo.parsed[text] = (value, canonical)
+    memo.last[key] = text
     return known[0], known[1], end
 
 
@@ -215,10 +224,10 @@ def laid_out(text: str) -> LaidOut | None:
     if not text.startswith(_OPEN, pos) or not text.endswith(_CLOSE):
         return None
     body = text[pos + len(_OPEN) : len(text) - len(_CLOSE)]
-    lines = body.split("\n")
-    if not all(line.endswith(",") for line in lines[:-1]):
+    lines = body.split(",\n")  # a run's text holds no line break (JSON escapes it)
+    if any("\n" in line for line in lines):
         return None
-    return LaidOut(markers, [line[:-1] for line in lines[:-1]] + lines[-1:])
+    return LaidOut(markers, lines)
 
 
 class UnreadableRun(GrooveError):
