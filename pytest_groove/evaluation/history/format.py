@@ -325,7 +325,7 @@ def _vouched_run(line: str, where: str, memo: Memo) -> RunRecord | None:
         run = decode_later(
             head.values,
             where,
-            reader(line, where, label, decode_run),
+            reader(line, where, label),
             memo.member_reader(head, where),
         )
     except RecordFormatError:

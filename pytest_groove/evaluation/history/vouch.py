@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_groove.errors import GrooveError, clip
-from pytest_groove.evaluation.history.codec import MemberReader
+from pytest_groove.evaluation.history.codec import MemberReader, decode_run
 from pytest_groove.evaluation.runs.record import QueryResult
 from pytest_groove.evaluation.runs.trust import DIGEST_KEY
 from pytest_groove.shapes import where
@@ -201,6 +201,7 @@ class LaidOut:
     lines: list[str]
 
 
+#: the layout :func:`~.format.encode_history` writes (format 2: the only one it writes)
 _HEAD = '{\n  "format": 2,\n'
 _BASELINE_LINE = re.compile(r'  "baseline": ("[^"\\\n]*"),\n')
 _OPEN = '  "runs": [\n'
@@ -243,16 +244,13 @@ class UnreadableRun(GrooveError):
         )
 
 
-def reader(
-    line: str, where: str, label: str, decode: Callable[[Any, str], Any]
-) -> Callable[[], Any]:
-    """What reads a vouched run's queries at their first use: ``decode`` (the codec's)
-    of the ``line`` of the run stored as ``label``; :class:`UnreadableRun` when that
-    fails."""
+def reader(line: str, where: str, label: str) -> Callable[[], tuple[QueryResult, ...]]:
+    """What reads a vouched run's queries at their first use: the codec's reading of the
+    ``line`` of the run stored as ``label``; :class:`UnreadableRun` when that fails."""
 
     def read() -> tuple[QueryResult, ...]:
         try:
-            return tuple(decode(json.loads(line), where).per_query)
+            return tuple(decode_run(json.loads(line), where).per_query)
         except (ValueError, RecursionError) as exc:  # RecordFormatError is a ValueError
             raise UnreadableRun(clip(label), str(exc)) from None
 
