@@ -38,6 +38,7 @@ from pytest_groove.evaluation.history.file import (
     run_label,
 )
 from pytest_groove.evaluation.history.save import delete_run
+from pytest_groove.evaluation.history.vouch import UnreadableRun
 from pytest_groove.evaluation.reports.json_report import build_json_report, dumps_json_report
 from pytest_groove.evaluation.reports.text_report import render_text
 from pytest_groove.evaluation.runs.record import RunRecord, aggregate_to_json, display_timestamp
@@ -315,13 +316,22 @@ def _delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _unreadable(run: RunRecord) -> str | None:
+    """Why a run's queries cannot be read (a run is listed before they are read)."""
+    try:
+        len(run.per_query)
+    except UnreadableRun as exc:
+        return f"its digest matches, but its queries cannot be read ({exc.reason})"
+    return None
+
+
 def _verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = history_path(_kb(args))
     damage: list[str] = []
     runs = load_history(path, warnings=damage)
     for warning in damage:
         err.write(f"{PROG}: warning: {warning}\n")
-    problems = [(run, untrusted(run)) for run in runs]
+    problems = [(run, untrusted(run) or _unreadable(run)) for run in runs]
     bad = [(run, why) for run, why in problems if why is not None]
     for run, why in bad:
         out.write(f"{run_label(run)}: {why}\n")

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import copy_example_kb
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME, encode_history, load_history
-from tests.helpers.cli_invoke import Groove
+from tests.helpers.cli_invoke import Groove, single_error
 from tests.helpers.eval_factories import big_run, fingerprint, run
 
 
@@ -395,3 +395,75 @@ def test_editing_a_history_that_cannot_be_written_names_no_eval_flag(
     assert "Read-only file system" in done.stderr and "directory is writable" in done.stderr
     # `groove history` has no --no-history: the advice must not send anyone there
     assert "--no-history" not in done.stderr
+
+
+def test_a_run_whose_queries_do_not_read_back_is_listed_then_named(
+    tmp_path: Path, groove: Groove
+) -> None:
+    """A digest made again over queries this version cannot read: the listing reads no
+    queries and lists the run; `show` stops in one line; `verify` names the run."""
+    from pytest_groove.evaluation.history.codec import encode_run
+    from pytest_groove.evaluation.runs.trust import stamp
+
+    root = tmp_path / "forged"
+    root.mkdir()
+    good, bad = big_run(3, queries=2, hits=2), big_run(2, queries=2, hits=2)
+    obj = encode_run(bad)
+    del obj["digest"]
+    obj["queries"][1]["hits"][0][0] = 99  # no path of the run's table
+    forged = json.dumps(stamp(obj, False), ensure_ascii=False, separators=(",", ":"))
+    data = encode_history([good, bad]).decode().splitlines()
+    data[4] = forged
+    (root / HISTORY_FILE_NAME).write_text("\n".join(data) + "\n", encoding="utf-8")
+
+    listed = groove("history", "--kb-path", root)
+    assert listed.returncode == 0 and listed.stderr == ""
+    assert "2 run(s)" in listed.stdout
+    shown = groove("history", "show", "2026-04-24T05:34", "--kb-path", root)
+    assert "runs[1].queries[1].hits[0][0]" in single_error(shown)
+    verified = groove("history", "verify", "--kb-path", root)
+    assert verified.returncode == 1
+    assert verified.stdout.startswith(
+        "2026-04-24T05:34:01Z: its digest matches, but its queries cannot be read ("
+    )
+
+
+def _unreadable(data: bytes, run: object) -> bytes:
+    """``data`` with ``run``'s line holding a hit that names no path of its table, under
+    a digest made again."""
+    from pytest_groove.evaluation.history.codec import encode_run
+    from pytest_groove.evaluation.runs.trust import stamp
+
+    obj = encode_run(run)  # type: ignore[arg-type]
+    honest = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    del obj["digest"]
+    next(q for q in obj["queries"] if q["hits"])["hits"][0][0] = 9999
+    forged = json.dumps(stamp(obj, False), ensure_ascii=False, separators=(",", ":"))
+    assert honest in data
+    return data.replace(honest, forged.encode(), 1)
+
+
+def test_eval_reads_the_queries_of_its_baseline_only(kb: Path, groove: Groove) -> None:
+    """An older run whose queries do not read back costs `groove eval` nothing: only the
+    baseline's queries are read; as the baseline, it stops the run in one line."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    assert groove("eval", "--kb-path", kb, "--model", "hash").returncode == 0
+    path = kb / HISTORY_FILE_NAME
+    (recorded,) = load_history(path)
+    day = timedelta(days=1)
+    older, oldest = (
+        replace(recorded, timestamp=recorded.timestamp - day),
+        replace(recorded, timestamp=recorded.timestamp - 2 * day),
+    )
+    path.write_bytes(_unreadable(encode_history([recorded, older]), older))
+    again = groove("eval", "--kb-path", kb, "--model", "hash")
+    assert again.returncode == 0 and "cannot be read" not in again.stderr, again.stderr
+    assert len(load_history(path)) == 3
+
+    data = _unreadable(encode_history([older, oldest]), older)
+    path.write_bytes(data)
+    stopped = groove("eval", "--kb-path", kb, "--model", "hash")
+    assert "matches its digest, but its queries cannot be read" in single_error(stopped)
+    assert path.read_bytes() == data  # nothing recorded

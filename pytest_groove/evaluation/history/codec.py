@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pytest_groove.evaluation.runs.gate_record import GateRecord
@@ -49,6 +49,7 @@ from pytest_groove.evaluation.runs.record import (
     metrics_to_json,
     parse_timestamp,
 )
+from pytest_groove.evaluation.runs.stored import LazyTuple
 from pytest_groove.evaluation.runs.trust import stamp, was_edited
 from pytest_groove.scoring.metrics import QueryMetrics
 from pytest_groove.scoring.records import ExpectedEntry
@@ -300,38 +301,90 @@ def is_compact(raw: Any) -> bool:
     return isinstance(raw, dict) and "queries" in raw and "per_query" not in raw
 
 
-def decode_run(raw: Any, path: str = "run") -> RunRecord:
-    """A run from its compact JSON object; :class:`RecordFormatError` when out of shape."""
-    obj = read_object(raw, path)
+#: a compact run's metric_k, paths and headings, and whether its scores are float32
+_Tables = tuple[list[int], list[str], list[str], bool]
+
+
+def _tables(obj: dict[str, Any], path: str) -> _Tables:
+    """The tables the queries of a compact run refer to."""
     scores = obj.get("scores")
     if scores not in (None, FLOAT32):
         raise shape_error(where(path, "scores"), f"expected {FLOAT32!r} or nothing")
-    metric_k_path = where(path, "metric_k")
-    metric_k = read_items(obj.get("metric_k", []), metric_k_path, read_int)
+    metric_k = read_items(obj.get("metric_k", []), where(path, "metric_k"), read_int)
     paths = read_items(require(obj, "paths", path), where(path, "paths"), read_str)
     headings = read_items(require(obj, "headings", path), where(path, "headings"), read_str)
+    return metric_k, paths, headings, scores == FLOAT32
+
+
+def _queries(obj: dict[str, Any], path: str, tables: _Tables) -> tuple[QueryResult, ...]:
+    metric_k, paths, headings, float32 = tables
     q_path = where(path, "queries")
-    corpus_raw = obj.get("corpus")
-    findings_raw = obj.get("findings")
-    findings_path = where(path, "findings")
-    gate_raw = obj.get("gate")
+    return tuple(
+        _query_in(item, where(q_path, i), paths, headings, metric_k, float32)
+        for i, item in enumerate(read_list(require(obj, "queries", path), q_path))
+    )
+
+
+#: reads one member of a run's object (its key, the reader for its value); a cache of
+#: members already read in other runs may answer instead
+MemberReader = Callable[[str, Callable[[Any, str], Any]], Any]
+
+
+def _findings_in(raw: Any, path: str) -> tuple[Finding, ...]:
+    return tuple(
+        Finding.from_json(item, where(path, i)) for i, item in enumerate(read_list(raw, path))
+    )
+
+
+def _record(
+    obj: dict[str, Any],
+    path: str,
+    per_query: Callable[[], Sequence[QueryResult]],
+    *,
+    edited: bool,
+    member: MemberReader | None = None,
+) -> RunRecord:
+    """The run of a compact object, its queries from ``per_query`` (read in the order
+    the keys are checked: an error names the first bad place)."""
+
+    def read(key: str, how: Callable[[Any, str], Any], *, required: bool = False) -> Any:
+        if required:
+            require(obj, key, path)
+        elif obj.get(key) is None:
+            return None
+        return how(obj[key], where(path, key)) if member is None else member(key, how)
+
     return RunRecord(
         timestamp=parse_timestamp(require(obj, "timestamp", path), where(path, "timestamp")),
-        fingerprint=Fingerprint.from_json(
-            require(obj, "fingerprint", path), where(path, "fingerprint")
-        ),
-        corpus=None if corpus_raw is None else corpus_from_json(corpus_raw, where(path, "corpus")),
-        per_query=tuple(
-            _query_in(item, where(q_path, i), paths, headings, metric_k, scores == FLOAT32)
-            for i, item in enumerate(read_list(require(obj, "queries", path), q_path))
-        ),
-        aggregate=aggregate_from_json(require(obj, "aggregate", path), where(path, "aggregate")),
-        findings=()
-        if findings_raw is None
-        else tuple(
-            Finding.from_json(item, where(findings_path, i))
-            for i, item in enumerate(read_list(findings_raw, findings_path))
-        ),
-        gate=None if gate_raw is None else GateRecord.from_json(gate_raw, where(path, "gate")),
-        edited=was_edited(obj),
+        fingerprint=read("fingerprint", Fingerprint.from_json, required=True),
+        corpus=read("corpus", corpus_from_json),
+        per_query=per_query(),
+        aggregate=read("aggregate", aggregate_from_json, required=True),
+        findings=read("findings", _findings_in) or (),
+        gate=read("gate", GateRecord.from_json),
+        edited=edited,
     )
+
+
+def decode_run(raw: Any, path: str = "run") -> RunRecord:
+    """A run from its compact JSON object; :class:`RecordFormatError` when out of shape."""
+    obj = read_object(raw, path)
+    tables = _tables(obj, path)  # checked first, as they always were
+    return _record(obj, path, lambda: _queries(obj, path, tables), edited=was_edited(obj))
+
+
+def decode_later(
+    head: dict[str, Any],
+    path: str,
+    per_query: Callable[[], Sequence[QueryResult]],
+    member: MemberReader | None = None,
+) -> RunRecord:
+    """A run whose digest vouched for its text, from its members other than the tables
+    and queries (``head``); ``per_query`` reads those at the first use
+    (:class:`~pytest_groove.evaluation.runs.stored.LazyTuple`).  Raises
+    :class:`RecordFormatError` as :func:`decode_run` does for the members read now."""
+    scores = head.get("scores")
+    if scores not in (None, FLOAT32):
+        raise shape_error(where(path, "scores"), f"expected {FLOAT32!r} or nothing")
+    read_items(head.get("metric_k", []), where(path, "metric_k"), read_int)
+    return _record(head, path, lambda: LazyTuple(per_query), edited=False, member=member)

@@ -27,7 +27,11 @@ freezes nothing (with a warning).  The frozen run is *pinned*: it is kept even w
 it falls out of the newest ``history_size`` runs, in which case it is written last
 (it is the oldest).
 
-Reading (:func:`load_history`) goes through the guarded reader.  A file that cannot
+Reading (:func:`load_history`) goes through the guarded reader.  A file in the layout
+above is read a line at a time (:mod:`~pytest_groove.evaluation.history.vouch`): a run
+whose digest matches its text is read without its queries, which are read when first
+asked for (the listing never asks, the gate only for its baseline's), and the next
+save writes its line back as it was read.  A file that cannot
 be read, or is refused (symlink, hard link, not a regular file, over the cap),
 stops the run with an error and is never overwritten: treating it as empty would
 replace every baseline with one run and let the gate pass without comparing

@@ -13,13 +13,13 @@ import json
 import re
 import warnings as _warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_groove.errors import GrooveError, clip, flag
-from pytest_groove.evaluation.history.codec import decode_run, encode_run, is_compact
+from pytest_groove.evaluation.history.codec import decode_later, decode_run, encode_run, is_compact
 from pytest_groove.evaluation.history.json_keys import (
     every_copy,
     holds_repeated,
@@ -32,6 +32,7 @@ from pytest_groove.evaluation.history.unknown_keys import (
     file_unknown_keys,
     run_unknown_keys,
 )
+from pytest_groove.evaluation.history.vouch import LaidOut, Memo, laid_out, reader, vouched_head
 from pytest_groove.evaluation.runs.record import (
     RecordFormatError,
     RunRecord,
@@ -157,6 +158,7 @@ def _check_format(value: Any) -> None:
 
 #: a ``\uD800``-``\uDFFF`` escape: the only way JSON text can carry a surrogate
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+_SURROGATE_TEXT = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
 def _without_lone_surrogates(value: Any) -> tuple[Any, bool]:
@@ -193,14 +195,83 @@ def _decode_run(raw: Any, where: str) -> RunRecord:
     return RunRecord.from_json(raw, where)
 
 
+@dataclass
+class _Decoded:
+    """The runs read so far, and what reading them found (file order)."""
+
+    runs: list[RunRecord] = field(default_factory=list)
+    #: why each skipped run was skipped
+    skipped: list[str] = field(default_factory=list)
+    #: where runs were repaired (lone surrogates)
+    repaired: list[str] = field(default_factory=list)
+    #: where keys are written twice
+    duplicated: list[str] = field(default_factory=list)
+    #: keys this version does not know, in runs a save encodes again
+    unknown: list[str] = field(default_factory=list)
+
+    def add(
+        self,
+        where: str,
+        raw: Any,
+        *,
+        may_hold_surrogates: bool,
+        may_repeat: bool,
+        text: str | None = None,
+    ) -> None:
+        """Read the stored run ``raw``; ``text`` is its line, kept for the next save
+        when its digest vouches for it (then its unknown keys are kept, not named)."""
+        original = raw
+        repeated = may_repeat and holds_repeated(raw)
+        if repeated:
+            self.duplicated.append(where)
+        changed = False
+        try:
+            if may_hold_surrogates:
+                raw, changed = _without_lone_surrogates(raw)
+            run = _decode_run(raw, where)
+        except RecordFormatError as exc:
+            self.skipped.append(str(exc))
+            run = None
+        except RecursionError:
+            self.skipped.append(f"{where}: JSON nested too deeply")
+            run = None
+        if changed and run is not None:
+            self.repaired.append(where)
+        keep = text is not None and run is not None and not (repeated or changed or run.edited)
+        if keep and is_compact(raw):
+            assert text is not None and run is not None
+            self.runs.append(run.keeping_text(text))
+            return
+        if run is not None:
+            self.runs.append(run)
+        self.unknown.extend(run_unknown_keys(original, where, compact=is_compact(original)))
+
+
+#: the bytes this process read last and what they read as: a save reads the file again
+#: under its lock, and unless another process wrote it meanwhile it finds the bytes the
+#: run read when it began, which are not read twice
+_LAST_READ: list[tuple[bytes, ParsedHistory]] = []
+
+
 def read_history(data: bytes) -> ParsedHistory:
     """Decode a history file's bytes (format 1 or 2) run by run.
 
     Raises :class:`RecordFormatError` when the bytes are not a history at all (not
     UTF-8 JSON, no ``runs`` list); a run that does not parse is skipped and named
     in :attr:`ParsedHistory.skipped`, one holding lone surrogates is repaired and
-    named in :attr:`ParsedHistory.repaired`.
+    named in :attr:`ParsedHistory.repaired`.  A file in the layout this version
+    writes is read a line at a time, each run whose digest vouches for its line
+    without parsing its queries (:mod:`.vouch`); any other is parsed as a whole.
     """
+    if _LAST_READ and _LAST_READ[0][0] == data:
+        parsed = _LAST_READ[0][1]
+    else:
+        parsed = _read(data)
+        _LAST_READ[:] = [(data, parsed)]
+    return replace(parsed, runs=list(parsed.runs))  # a list of its own to each caller
+
+
+def _read(data: bytes) -> ParsedHistory:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -210,6 +281,60 @@ def read_history(data: bytes) -> ParsedHistory:
         if salvaged is None:
             raise RecordFormatError(why) from None
         return salvaged
+    layout = laid_out(text)
+    read = None if layout is None else _read_laid_out(layout)
+    return read if read is not None else _read_whole(text, data)
+
+
+def _read_laid_out(layout: LaidOut) -> ParsedHistory | None:
+    """The runs of a file in the writer's layout; None when a line is no JSON (the
+    whole file is then read as :func:`_read_whole` reads it, and salvaged)."""
+    decoded = _Decoded()
+    memo = Memo()
+    pending: list[tuple[str, Any, str, bool]] = []
+    for i, line in enumerate(layout.lines):
+        where = f"runs[{i}]"
+        run = _vouched_run(line, where, memo)
+        if run is not None:
+            decoded.runs.append(run)
+            continue
+        try:
+            raw, repeats = parse_json(line)
+        except (ValueError, RecursionError):
+            return None
+        pending.append((where, raw, line, repeats))
+    for where, raw, line, repeats in pending:
+        decoded.add(
+            where,
+            raw,
+            may_hold_surrogates=_SURROGATE_TEXT.search(line) is not None,
+            may_repeat=repeats,
+            text=line,
+        )
+    return _parsed(decoded, len(layout.lines), layout.markers)
+
+
+def _vouched_run(line: str, where: str, memo: Memo) -> RunRecord | None:
+    """The run of a line its digest vouches for (:mod:`.vouch`), its queries read at
+    their first use; None when the line must be read the long way."""
+    head = vouched_head(line, memo)
+    if head is None:
+        return None
+    try:
+        label = str(head.values.get("timestamp", where))
+        run = decode_later(
+            head.values,
+            where,
+            reader(line, where, label),
+            memo.member_reader(head, where),
+        )
+    except RecordFormatError:
+        return None  # out of shape all the same: the long way names where
+    return run.keeping_text(line)
+
+
+def _read_whole(text: str, data: bytes) -> ParsedHistory:
+    """The runs of a history read as one JSON document (or, not JSON, line by line)."""
     try:
         doc, repeats = parse_json(text)
     except RecursionError:
@@ -222,55 +347,30 @@ def read_history(data: bytes) -> ParsedHistory:
     if not isinstance(doc, dict):
         raise RecordFormatError("top level: expected an object with a 'runs' list")
     _check_format(doc.get("format"))
-    duplicated: list[str] = []
-    raw_runs = [(f"runs[{i}]", raw) for i, raw in enumerate(runs_of_every_copy(doc, duplicated))]
-    runs, skipped, repaired = _decode_runs(
-        raw_runs, _SURROGATE_ESCAPE.search(data) is not None, duplicated if repeats else None
-    )
+    decoded = _Decoded()
+    raw_runs = runs_of_every_copy(doc, decoded.duplicated)
+    may_hold_surrogates = _SURROGATE_ESCAPE.search(data) is not None
+    for i, raw in enumerate(raw_runs):
+        decoded.add(f"runs[{i}]", raw, may_hold_surrogates=may_hold_surrogates, may_repeat=repeats)
+    decoded.unknown[:0] = file_unknown_keys(doc)
     # every copy: a merge that kept both sides' `baseline` lines holds two markers,
     # and the last one alone would freeze whichever side happened to come last
     markers = [marker for marker in every_copy(doc, "baseline") if isinstance(marker, str)]
-    unknown = [*file_unknown_keys(doc)]
-    for where, raw in raw_runs:
-        unknown.extend(run_unknown_keys(raw, where, compact=is_compact(raw)))
+    return _parsed(decoded, len(raw_runs), markers)
+
+
+def _parsed(decoded: _Decoded, stored: int, markers: Sequence[str]) -> ParsedHistory:
     return _frozen(
         ParsedHistory(
-            runs=_in_time_order(runs),
-            stored=len(raw_runs),
-            skipped=tuple(skipped),
-            repaired=tuple(repaired),
-            duplicated=tuple(duplicated),
-            unknown_keys=tuple(unknown),
+            runs=_in_time_order(decoded.runs),
+            stored=stored,
+            skipped=tuple(decoded.skipped),
+            repaired=tuple(decoded.repaired),
+            duplicated=tuple(decoded.duplicated),
+            unknown_keys=tuple(decoded.unknown),
         ),
         markers,
     )
-
-
-def _decode_runs(
-    raw_runs: Sequence[tuple[str, Any]], may_hold_surrogates: bool, duplicated: list[str] | None
-) -> tuple[list[RunRecord], list[str], list[str]]:
-    """(runs, why each skipped run was skipped, where runs were repaired), file order.
-
-    ``duplicated`` (given when some object repeats a key) collects the runs that do.
-    """
-    runs: list[RunRecord] = []
-    skipped: list[str] = []
-    repaired: list[str] = []
-    for where, raw in raw_runs:
-        if duplicated is not None and holds_repeated(raw):
-            duplicated.append(where)
-        try:
-            changed = False
-            if may_hold_surrogates:
-                raw, changed = _without_lone_surrogates(raw)
-            runs.append(_decode_run(raw, where))
-            if changed:
-                repaired.append(where)
-        except RecordFormatError as exc:
-            skipped.append(str(exc))
-        except RecursionError:
-            skipped.append(f"{where}: JSON nested too deeply")
-    return runs, skipped, repaired
 
 
 def _frozen(parsed: ParsedHistory, markers: Sequence[str]) -> ParsedHistory:
@@ -313,11 +413,15 @@ def _in_time_order(runs: list[RunRecord]) -> list[RunRecord]:
     for run in ordered:
         if distinct and distinct[-1].timestamp == run.timestamp:
             same_instant = [r for r in distinct if r.timestamp == run.timestamp]
-            encoded = _encode_run(run)
-            if any(_encode_run(r) == encoded for r in same_instant):
+            if any(_same_run(r, run) for r in same_instant):
                 continue
         distinct.append(run)
     return distinct
+
+
+def _same_run(one: RunRecord, other: RunRecord) -> bool:
+    """Two runs of one instant written the same way (as stored, or as encoded now)."""
+    return _run_bytes(one) == _run_bytes(other) or _encode_run(one) == _encode_run(other)
 
 
 def _salvage(text: str, why: str) -> ParsedHistory | None:
@@ -331,12 +435,13 @@ def _salvage(text: str, why: str) -> ParsedHistory | None:
         _check_format(found)
     if not scan.raw_runs:
         return None
-    runs, bad, repaired = _decode_runs(
-        scan.raw_runs,
-        _SURROGATE_ESCAPE.search(text.encode("utf-8", "surrogateescape")) is not None,
-        None,
+    decoded = _Decoded()
+    may_hold_surrogates = (
+        _SURROGATE_ESCAPE.search(text.encode("utf-8", "surrogateescape")) is not None
     )
-    if not runs:
+    for where, raw in scan.raw_runs:
+        decoded.add(where, raw, may_hold_surrogates=may_hold_surrogates, may_repeat=False)
+    if not decoded.runs:
         return None
     reason = why
     if scan.conflict_lines:
@@ -345,10 +450,10 @@ def _salvage(text: str, why: str) -> ParsedHistory | None:
         )
     return _frozen(
         ParsedHistory(
-            runs=_in_time_order(runs),
+            runs=_in_time_order(decoded.runs),
             stored=len(scan.raw_runs) + len(scan.broken),
-            skipped=(*scan.broken, *bad),
-            repaired=tuple(repaired),
+            skipped=(*scan.broken, *decoded.skipped),
+            repaired=tuple(decoded.repaired),
             salvaged=reason,
         ),
         scan.baselines,
@@ -455,6 +560,13 @@ def load_history(
 # --------------------------------------------------------------------------- writing
 
 
+def _run_bytes(run: RunRecord) -> bytes:
+    """A run's line: as read when it is a stored run nothing changed (its digest, and
+    any key this version does not know, kept byte for byte), else :func:`_encode_run`."""
+    text = run.stored_text()
+    return _encode_run(run) if text is None else text.encode("utf-8")
+
+
 def _encode_run(run: RunRecord) -> bytes:
     """One run on one line (compact form, no spaces: the file is meant to be committed)."""
     text = json.dumps(encode_run(run), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
@@ -481,7 +593,11 @@ def _head(baseline: RunRecord | None) -> bytes:
 def _assemble(pieces: Sequence[bytes], baseline: RunRecord | None) -> bytes:
     if not pieces:
         return _head(baseline) + _EMPTY
-    return _head(baseline) + _OPEN + _SEPARATOR.join(pieces) + _CLOSE
+    parts = [_head(baseline) + _OPEN]
+    for piece in pieces:
+        parts += (piece, _SEPARATOR)
+    parts[-1] = _CLOSE
+    return b"".join(parts)  # one copy of the runs' bytes, however many
 
 
 def _assembled_size(piece_sizes: Sequence[int], baseline: RunRecord | None) -> int:
@@ -499,7 +615,7 @@ def _assembled_size(piece_sizes: Sequence[int], baseline: RunRecord | None) -> i
 
 def encode_history(runs: Sequence[RunRecord]) -> bytes:
     """The file bytes for these runs (newest first; a frozen run sets ``baseline``)."""
-    return _assemble([_encode_run(r) for r in runs], next((r for r in runs if r.frozen), None))
+    return _assemble([_run_bytes(r) for r in runs], next((r for r in runs if r.frozen), None))
 
 
 def _too_big(size: int, cap: int) -> GrooveError:
@@ -539,7 +655,7 @@ def bound_history(
     next comparison most likely needs is the last to be dropped; the frozen run is
     dropped only when it no longer fits even beside the newest run alone.
     """
-    pieces = [_encode_run(r) for r in ordered]
+    pieces = [_run_bytes(r) for r in ordered]
     sizes = [len(p) for p in pieces]
     wanted = min(max(history_size, 0), len(ordered))
     pin = next((i for i, r in enumerate(ordered) if r.frozen), None)

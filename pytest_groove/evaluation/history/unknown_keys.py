@@ -1,13 +1,14 @@
 """The keys of a history file this version does not know.
 
 A newer pytest-groove may add a key to the file or to a run, and a tool may annotate
-a run; this version reads runs into its own records and writes them back from those,
-so such a key would be gone after the next save.  :func:`unknown_keys` names them
-where a newer version or a tool would put one (the top level, a run, its corpus,
-its gate, and each query of a compact run; a fingerprint keeps the keys it does not
-know, and they set its runs apart); the history then
-counts as damaged, so the save that drops them first copies the file aside and the
-warning names them, once.
+a run.  A run whose digest matches its text (a newer version's) is written back as it
+was read, its keys with it (:mod:`.vouch`); any other run is read into this version's
+records and written back from those, so such a key would be gone after the next save.
+:func:`run_unknown_keys` and :func:`file_unknown_keys` name them where a newer version
+or a tool would put one (the top level, a run, its corpus, its gate, and each query of
+a compact run; a fingerprint keeps the keys it does not know, and they set its runs
+apart); the history then counts as damaged, so the save that drops them first copies
+the file aside and the warning names them, once.
 
 PYTEST_DONT_REWRITE
 """

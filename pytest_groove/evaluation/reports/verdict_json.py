@@ -6,6 +6,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pytest_groove.evaluation.gate.verdict import QueryVerdict, RunVerdicts
@@ -71,7 +72,7 @@ def _with_name(obj: dict[str, Any], verdict: QueryVerdict) -> dict[str, Any]:
     return out
 
 
-def per_query_json(results: tuple[QueryResult, ...], verdicts: RunVerdicts) -> list[Any]:
+def per_query_json(results: Sequence[QueryResult], verdicts: RunVerdicts) -> list[Any]:
     """Each query's run-record object followed by its verdict keys."""
     return [
         _with_name({**result.to_json(), **verdict_json(verdict)}, verdict)

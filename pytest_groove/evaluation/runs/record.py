@@ -44,6 +44,7 @@ from typing import Any, ClassVar, Self
 
 from pytest_groove.evaluation.runs.fingerprint import FINGERPRINT_KEYS, Fingerprint
 from pytest_groove.evaluation.runs.gate_record import GateRecord
+from pytest_groove.evaluation.runs.stored import StoredText
 from pytest_groove.evaluation.runs.timestamps import (
     display_timestamp,
     format_timestamp,
@@ -385,7 +386,9 @@ class RunRecord(_JsonRecord):
     corpus: CorpusSnapshot | None = field(
         metadata=json_key(optional(corpus_from_json), write=corpus_to_json, omit_none=True)
     )
-    per_query: tuple[QueryResult, ...] = field(
+    #: a tuple, or for a run read from the history a :class:`~.stored.LazyTuple`
+    #: that reads the queries at their first use
+    per_query: Sequence[QueryResult] = field(
         metadata=json_key(_read_per_query, write=write_all, required=True)
     )
     aggregate: AggregateMetrics = field(
@@ -406,8 +409,34 @@ class RunRecord(_JsonRecord):
     frozen: bool = field(default=False, compare=False)
     #: its stored digest did not match its content (see history_trust.py)
     edited: bool = field(default=False, compare=False)
+    #: the history's text of this run, when its digest vouched for it (:mod:`.stored`)
+    stored: StoredText | None = field(default=None, compare=False, repr=False)
 
     json_path: ClassVar[str] = "run"
+
+    def _content(self) -> tuple[object, ...]:
+        """What the stored text of a run holds (the frozen mark lives elsewhere)."""
+        return (
+            self.timestamp,
+            self.fingerprint,
+            self.corpus,
+            self.per_query,
+            self.aggregate,
+            self.findings,
+            self.gate,
+            self.edited,
+        )
+
+    def keeping_text(self, text: str) -> RunRecord:
+        """This run, remembering ``text`` as the stored JSON it was read from."""
+        return replace(self, stored=StoredText(text, self._content()))
+
+    def stored_text(self) -> str | None:
+        """The stored JSON this run was read from, while the run is still what was
+        read (None for a new run, or one made from a stored run by changing a field)."""
+        if self.stored is None or not self.stored.describes(self._content()):
+            return None
+        return self.stored.text
 
 
 def build_run(
