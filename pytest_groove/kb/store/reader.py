@@ -18,6 +18,9 @@ from pytest_groove.kb.source.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store.schema import StoreConnection
 from pytest_groove.text.scripts import OPENING_CHARS, chunk_opening
 
+#: keys looked up per statement (well below SQLite's limit on bound values)
+_KEYS_PER_QUERY = 500
+
 
 @dataclass(frozen=True)
 class ChunkRow:
@@ -77,6 +80,24 @@ class StoreReader(StoreConnection):
                 "WHERE d.note_embedding IS NULL ORDER BY d.id"
             )
         ]
+
+    def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored vector (its bytes) of each of ``keys`` that a chunk, a note vector
+        or a retired vector carries (:mod:`pytest_groove.kb.reuse`); others are left out."""
+        found: dict[bytes, bytes] = {}
+        wanted = list(dict.fromkeys(keys))
+        for start in range(0, len(wanted), _KEYS_PER_QUERY):
+            batch = wanted[start : start + _KEYS_PER_QUERY]
+            marks = ",".join("?" * len(batch))
+            for sql in (
+                f"SELECT key, vector FROM retired_vectors WHERE key IN ({marks})",
+                f"SELECT embed_key, embedding FROM chunks WHERE embed_key IN ({marks})",
+                "SELECT note_key, note_embedding FROM documents WHERE note_embedding "
+                f"IS NOT NULL AND note_key IN ({marks})",
+            ):
+                for key, blob in self.conn.execute(sql, batch):
+                    found.setdefault(bytes(key), bytes(blob))
+        return found
 
     def counts(self) -> tuple[int, int]:
         return (
