@@ -361,8 +361,8 @@ class StoreWriter(StoreConnection):
         self.conn.execute(
             "INSERT OR IGNORE INTO retired_vectors(key, vector) SELECT note_key, "
             "note_embedding FROM documents WHERE note_key IS NOT NULL "
-            "AND note_embedding IS NOT NULL AND (? IS NULL OR id = ?)",
-            (doc_id, doc_id),
+            f"AND note_embedding IS NOT NULL {'' if doc_id is None else 'AND id = ?'}",
+            () if doc_id is None else (doc_id,),
         )
 
     def clear_retired(self) -> None:
