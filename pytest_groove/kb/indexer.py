@@ -19,7 +19,8 @@ import functools
 import hashlib
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,7 @@ from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import ScannedFile, WriteGroup
 from pytest_groove.kb.notes import note_text_of
 from pytest_groove.kb.progress import IndexProgress, ProgressTo
-from pytest_groove.kb.reuse import KeyedEmbedder
+from pytest_groove.kb.reuse import KeyedEmbedder, Lookup
 from pytest_groove.kb.source.parse import ParseFailure, parse_document
 from pytest_groove.kb.source.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
 from pytest_groove.kb.source.read_files import read_collected
@@ -315,9 +316,7 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
     stored = build.store.document_hashes()
     renamed_to = set() if force else _apply_renames(build.store, scan, stored, build.report)
     shown.phase("indexing notes", len(scan.files), counted="chunks embedded")
-    # vectors are looked up by what they embed on a second connection (kb/reuse.py)
-    lookup = Store.open(build.store.path.parent, create=False)
-    try:
+    with _vector_lookup(build.store) as lookup:
         group = WriteGroup(
             build.store,
             build.embedder,
@@ -328,7 +327,7 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
             shown,
             group_chunks=EMBED_GROUP_CHUNKS,
             queue_chunks=WRITE_QUEUE_CHUNKS,
-            lookup=lookup.vectors_by_key,
+            lookup=lookup,
         )
         try:
             for item in scan.files:
@@ -339,8 +338,6 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
             group.finish()
         finally:
             group.shutdown()
-    finally:
-        lookup.close()
     _prune(build.store, scan, stored, build.report)
     if build.wants.note_vectors and not build.store.keeps_note_vectors:
         _embed_missing_notes(build.store, build.embedder, build.report, shown)
@@ -348,6 +345,28 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
     build.store.clear_retired()
     shown.phase("writing the search caches")
     _refresh_derived(build.store, scan, build.wants)
+
+
+@contextmanager
+def _vector_lookup(store: Store) -> Iterator[Lookup | None]:
+    """Where the files' texts are looked up by key before they are embedded
+    (:mod:`~pytest_groove.kb.reuse`): a second connection to the index, as the writer
+    thread holds the first; none while the index holds no vector (a new index).
+
+    While every chunk is written anew, the chunk key index is dropped and made again
+    once the files are written (:data:`~pytest_groove.kb.store.schema.CHUNK_KEY_INDEX`).
+    """
+    if not store.counts()[1]:
+        store.drop_key_index()
+    if store.counts()[0] == 0 and not store.has_retired_vectors:
+        yield None
+    else:
+        reader = Store.open(store.path.parent, create=False)
+        try:
+            yield reader.vectors_by_key
+        finally:
+            reader.close()
+    store.keep_key_index()
 
 
 def _start_build(build: _Build, force: bool) -> bool:

@@ -87,12 +87,14 @@ class KeyedEmbedder:
             if key not in found and key not in missing:
                 missing[key] = len(todo)
                 todo.append(text)
-        matrix = np.empty((len(texts), self.embedder.dimension), dtype=np.float32)
         fresh = None
         if todo:
             if on_embed is not None:
                 on_embed(len(todo))
             fresh = self.embedder.embed_passages(todo)
+            if len(todo) == len(texts):  # nothing found, no text twice: as embedded
+                return KeyedVectors(fresh, keys, [True] * len(texts))
+        matrix = np.empty((len(texts), self.embedder.dimension), dtype=np.float32)
         embedded: list[bool] = []
         counted: set[bytes] = set()
         for row, key in enumerate(keys):

@@ -84,18 +84,21 @@ class StoreReader(StoreConnection):
     def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """The stored vector (its bytes) of each of ``keys`` that a chunk, a note vector
         or a retired vector carries (:mod:`pytest_groove.kb.reuse`); others are left out."""
+        tables = [
+            ("key, vector FROM retired_vectors", "key"),
+            ("note_key, note_embedding FROM documents", "note_embedding IS NOT NULL AND note_key"),
+        ]
+        if self.has_key_index:  # without it (a build writing every chunk) this would scan
+            tables.append(("embed_key, embedding FROM chunks", "embed_key"))
         found: dict[bytes, bytes] = {}
         wanted = list(dict.fromkeys(keys))
         for start in range(0, len(wanted), _KEYS_PER_QUERY):
             batch = wanted[start : start + _KEYS_PER_QUERY]
             marks = ",".join("?" * len(batch))
-            for sql in (
-                f"SELECT key, vector FROM retired_vectors WHERE key IN ({marks})",
-                f"SELECT embed_key, embedding FROM chunks WHERE embed_key IN ({marks})",
-                "SELECT note_key, note_embedding FROM documents WHERE note_embedding "
-                f"IS NOT NULL AND note_key IN ({marks})",
-            ):
-                for key, blob in self.conn.execute(sql, batch):
+            for columns, where in tables:
+                for key, blob in self.conn.execute(
+                    f"SELECT {columns} WHERE {where} IN ({marks})", batch
+                ):
                     found.setdefault(bytes(key), bytes(blob))
         return found
 

@@ -141,11 +141,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5(
 );
 """
 
+#: the index that finds a chunk by its key.  Keys are digests, so each new chunk lands
+#: on a random page of it: an indexer that writes every chunk (a new index, a rebuild)
+#: drops it and makes it again at the end, in one sorted pass (``StoreWriter.keep_key_index``)
+CHUNK_KEY_INDEX = "idx_chunks_embed_key"
+CREATE_CHUNK_KEY_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS {CHUNK_KEY_INDEX} ON chunks(embed_key) WHERE embed_key IS NOT NULL"
+)
 #: what finds a vector by its key (:mod:`pytest_groove.kb.reuse`): the key columns'
 #: indexes, and the vectors a run's rewrites and wipes removed, kept until it ends
-_EMBED_KEY_TABLES = """
-CREATE INDEX IF NOT EXISTS idx_chunks_embed_key ON chunks(embed_key)
-    WHERE embed_key IS NOT NULL;
+_EMBED_KEY_TABLES = f"""
+{CREATE_CHUNK_KEY_INDEX};
 CREATE INDEX IF NOT EXISTS idx_documents_note_key ON documents(note_key)
     WHERE note_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS retired_vectors (
@@ -555,6 +561,17 @@ class StoreConnection:
     def keeps_term_table(self) -> bool:
         """Whether ``fts_terms`` holds every chunk (a version-4 index, with no key, did)."""
         return self.get_meta(TERM_TABLE_META) != "off"
+
+    @property
+    def has_key_index(self) -> bool:
+        """Whether chunks are found by their key now (:data:`CHUNK_KEY_INDEX`)."""
+        sql = "SELECT 1 FROM sqlite_master WHERE type='index' AND name=?"
+        return self.conn.execute(sql, (CHUNK_KEY_INDEX,)).fetchone() is not None
+
+    @property
+    def has_retired_vectors(self) -> bool:
+        """Whether ``retired_vectors`` holds any (a rebuild's wipe, or a killed run's)."""
+        return self.conn.execute("SELECT 1 FROM retired_vectors LIMIT 1").fetchone() is not None
 
     @property
     def keeps_note_vectors(self) -> bool:

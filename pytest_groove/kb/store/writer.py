@@ -20,6 +20,8 @@ import numpy.typing as npt
 from pytest_groove.kb.source.corpus_digest import document_digest
 from pytest_groove.kb.source.records import ParsedDocument
 from pytest_groove.kb.store.schema import (
+    CHUNK_KEY_INDEX,
+    CREATE_CHUNK_KEY_INDEX,
     FTS_TABLES,
     NOTE_VECTORS_META,
     TERM_TABLE_META,
@@ -365,9 +367,21 @@ class StoreWriter(StoreConnection):
             () if doc_id is None else (doc_id,),
         )
 
+    def drop_key_index(self) -> None:
+        """Drop the chunk key index while every chunk is written anew (see
+        :data:`~.schema.CHUNK_KEY_INDEX`); look-ups then find chunks by key no more."""
+        with self.transaction():
+            self.conn.execute(f"DROP INDEX IF EXISTS {CHUNK_KEY_INDEX}")
+
+    def keep_key_index(self) -> None:
+        """Make the chunk key index if it is missing (one sorted pass over the keys)."""
+        if not self.has_key_index:
+            with self.transaction():
+                self.conn.execute(CREATE_CHUNK_KEY_INDEX)
+
     def clear_retired(self) -> None:
         """Forget the retired vectors (the run that may look them up is over)."""
-        if self.conn.execute("SELECT 1 FROM retired_vectors LIMIT 1").fetchone() is None:
+        if not self.has_retired_vectors:
             return
         with self.transaction():
             self.conn.execute("DELETE FROM retired_vectors")
