@@ -498,7 +498,7 @@ def _embed_missing_notes(
         for i in range(len(group)):
             report.notes_embedded += vectors.embedded[i]
             report.notes_reused += not vectors.embedded[i]
-            shown.step(report.notes_embedded + report.notes_reused)
+            shown.step(report.notes_embedded)
     if not missing:
         store.set_note_vectors([], complete=True)
 
