@@ -261,3 +261,18 @@ def test_search_says_when_document_grouping_puts_scores_out_of_order(
     plain = groove("search", "--kb-path", kb, "--model", "hash", "canary release")
     assert plain.returncode == 0, plain.stderr
     assert "grouped by document" not in plain.stdout
+
+
+def test_index_says_how_many_chunks_it_embedded_and_how_many_it_found(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = make_kb(tmp_path / "kb", 4, sections=5)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    note = kb / "folder1" / "note-0001.md"
+    note.write_text(note.read_text(encoding="utf-8") + "One more line.\n", encoding="utf-8")
+    edited = groove("index", "--kb-path", kb, "--model", "hash")
+    assert edited.returncode == 0, edited.stderr
+    # the last section is new text; the other four are found by what they embed
+    assert "1 changed" in edited.stdout and "1 chunks embedded, 4 reused" in edited.stdout
+    forced = groove("index", "--kb-path", kb, "--model", "hash", "--force")
+    assert "0 chunks embedded, 20 reused" in forced.stdout
