@@ -11,13 +11,13 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from pytest_groove.embed.base import Embedder, Matrix
+from pytest_groove.embed.base import Embedder
 from pytest_groove.kb.notes import note_text
 from pytest_groove.kb.progress import IndexProgress
+from pytest_groove.kb.reuse import KeyedEmbedder, KeyedVectors, Lookup
 from pytest_groove.kb.source.quality import quality_score, token_count
 from pytest_groove.kb.source.records import ParsedDocument
 from pytest_groove.kb.store.database import DocumentWrite, Store, term_fields
@@ -25,7 +25,12 @@ from pytest_groove.kb.store.database import DocumentWrite, Store, term_fields
 
 @dataclass
 class IndexReport:
-    """What one indexer run did: files by outcome, chunks and notes embedded, warnings."""
+    """What one indexer run did: files by outcome, chunks and notes embedded, warnings.
+
+    ``chunks_embedded`` / ``notes_embedded`` count the texts given to the embedder;
+    ``chunks_reused`` / ``notes_reused`` the vectors written without it, found by what
+    they embed (:mod:`pytest_groove.kb.reuse`).
+    """
 
     added: int = 0
     changed: int = 0
@@ -34,8 +39,11 @@ class IndexReport:
     unchanged: int = 0
     skipped: int = 0
     chunks_embedded: int = 0
-    #: note vectors embedded (one per new or re-chunked document, or new title)
+    chunks_reused: int = 0
+    #: note vectors embedded (one per new or re-chunked document, or new title, whose
+    #: text has no vector in the index yet)
     notes_embedded: int = 0
+    notes_reused: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -43,7 +51,8 @@ class IndexReport:
         return (
             f"indexed: {self.added} added, {self.changed} changed, {self.renamed} renamed, "
             f"{self.removed} removed, {self.unchanged} unchanged, {self.skipped} skipped; "
-            f"{self.chunks_embedded} chunks embedded in {self.seconds:.2f}s"
+            f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused "
+            f"in {self.seconds:.2f}s"
         )
 
 
@@ -92,12 +101,15 @@ class WriteGroup:
         *,
         group_chunks: int,
         queue_chunks: int,
+        lookup: Lookup | None = None,
     ) -> None:
         self.store = store
         #: chunks embedded per embedder call; the most embedded chunks kept waiting
         self._group_chunks = group_chunks
         self._queue_chunks = queue_chunks
         self.embedder = embedder
+        #: texts whose vectors ``lookup`` finds in the index are not embedded again
+        self._keyed = KeyedEmbedder(embedder, lookup)
         #: documents get their note vectors as they are written (else a changed
         #: document's stored one is dropped)
         self.embeds_notes = embeds_notes
@@ -151,56 +163,56 @@ class WriteGroup:
             if not p.meta_only
             for c in p.doc.chunks
         ]
-        # one call embeds the chunks and the note vectors that changed
+        # one call embeds the chunks and the note vectors that changed (those the
+        # index holds a vector for are found, not embedded)
         notes = [note_text(p.doc) for p in self._pending if p.new_note and self.embeds_notes]
         embedded = None
         if texts or notes:
-            self._bar.doing(f"embedding {len(texts) + len(notes):,} more")
-            embedded = self.embedder.embed_passages([*texts, *notes])
+            embedded = self._keyed.passages(
+                [*texts, *notes], on_embed=lambda n: self._bar.doing(f"embedding {n:,} more")
+            )
             self._bar.doing("")
-        vectors = embedded[: len(texts)] if embedded is not None and texts else None
-        fresh_notes = iter([] if embedded is None else embedded[len(texts) :])
-        self._queue_pending(vectors, fresh_notes)
+        self._queue_pending(embedded, len(texts))
         self._pending, self._chunks = [], 0
         writer_busy = self._in_flight is not None and not self._in_flight.done()
         if not writer_busy or self._queued.chunks >= self._queue_chunks:
             self._submit()
 
-    def _queue_pending(
-        self,
-        vectors: Matrix | None,
-        fresh_notes: Iterator[Matrix],
-    ) -> None:
-        """Queue each pending document's write: its slice of the chunk ``vectors`` (None:
-        no chunk was embedded) and, when it embeds one, its next note vector."""
-        offset = 0
+    def _queue_pending(self, embedded: KeyedVectors | None, chunk_rows: int) -> None:
+        """Queue each pending document's write: its slice of the first ``chunk_rows``
+        rows of ``embedded`` (the chunks' vectors) and, when it embeds one, its next
+        note vector (the rows after them)."""
+        offset, note_row = 0, chunk_rows
         for pending in self._pending:
-            item, doc, known, meta_only = (
-                pending.item,
-                pending.doc,
-                pending.known,
-                pending.meta_only,
-            )
+            item, doc, meta_only = pending.item, pending.doc, pending.meta_only
             embeds_note = pending.new_note and self.embeds_notes
-            note_vector = next(fresh_notes) if embeds_note else None
-            drop_note = pending.new_note and not self.embeds_notes
-            self._queued.docs.append((doc, known, meta_only, embeds_note))
+            counted = _Counted(pending.known)
             write = DocumentWrite(
                 item.path,
                 item.digest,
                 len(item.data),
                 doc,
-                note_vector=note_vector,
-                drop_note=drop_note,
+                drop_note=pending.new_note and not self.embeds_notes,
             )
-            if meta_only or vectors is None:
+            if embeds_note and embedded is not None:
+                write = replace(
+                    write, note_vector=embedded.matrix[note_row], note_key=embedded.keys[note_row]
+                )
+                counted.notes_embedded = int(embedded.embedded[note_row])
+                counted.notes_reused = 1 - counted.notes_embedded
+                note_row += 1
+            self._queued.docs.append(counted)
+            if meta_only or embedded is None or not chunk_rows:
                 self._queued.writes.append(write)  # the document row only
                 continue
             count = len(doc.chunks)
+            counted.chunks_embedded = sum(embedded.embedded[offset : offset + count])
+            counted.chunks_reused = count - counted.chunks_embedded
             self._queued.writes.append(
                 replace(
                     write,
-                    vectors=vectors[offset : offset + count],
+                    vectors=embedded.matrix[offset : offset + count],
+                    embed_keys=embedded.keys[offset : offset + count],
                     token_counts=[token_count(c.content) for c in doc.chunks],
                     quality_scores=[quality_score(c.content) for c in doc.chunks],
                     term_texts=[
@@ -244,11 +256,12 @@ class WriteGroup:
         self.wait()
 
     def _count(self, batch: _Batch) -> None:
-        for doc, known, meta_only, new_note in batch.docs:
-            if not meta_only:
-                self.report.chunks_embedded += len(doc.chunks)
-            self.report.notes_embedded += new_note
-            if known:
+        for counted in batch.docs:
+            self.report.chunks_embedded += counted.chunks_embedded
+            self.report.chunks_reused += counted.chunks_reused
+            self.report.notes_embedded += counted.notes_embedded
+            self.report.notes_reused += counted.notes_reused
+            if counted.known:
                 self.report.changed += 1
             else:
                 self.report.added += 1
@@ -276,12 +289,23 @@ class _Pending:
 
 
 @dataclass
+class _Counted:
+    """What one written document adds to the report once its transaction commits."""
+
+    known: bool
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    notes_embedded: int = 0
+    notes_reused: int = 0
+
+
+@dataclass
 class _Batch:
     """Embedded documents written in one transaction, and what to count once it commits."""
 
     writes: list[DocumentWrite] = field(default_factory=list)
-    #: (document, known before, frontmatter-only, note vector embedded)
-    docs: list[tuple[ParsedDocument, bool, bool, bool]] = field(default_factory=list)
+    #: each document's counts
+    docs: list[_Counted] = field(default_factory=list)
     chunks: int = 0
     #: files decided without a write while these documents waited (counted after them)
     idle_steps: int = 0

@@ -19,7 +19,8 @@ import functools
 import hashlib
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import ScannedFile, WriteGroup
 from pytest_groove.kb.notes import note_text_of
 from pytest_groove.kb.progress import IndexProgress, ProgressTo
+from pytest_groove.kb.reuse import KeyedEmbedder, Lookup
 from pytest_groove.kb.source.parse import ParseFailure, parse_document
 from pytest_groove.kb.source.read_files import FILE_SIZE_CAP as FILE_SIZE_CAP
 from pytest_groove.kb.source.read_files import read_collected
@@ -314,30 +316,57 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
     stored = build.store.document_hashes()
     renamed_to = set() if force else _apply_renames(build.store, scan, stored, build.report)
     shown.phase("indexing notes", len(scan.files), counted="chunks embedded")
-    group = WriteGroup(
-        build.store,
-        build.embedder,
-        contextual,
-        embeds_context,
-        embeds_notes,
-        build.report,
-        shown,
-        group_chunks=EMBED_GROUP_CHUNKS,
-        queue_chunks=WRITE_QUEUE_CHUNKS,
-    )
-    try:
-        for item in scan.files:
-            # with the breadcrumb embedded, a renamed file may get a new one (from its name)
-            forced = force or (embeds_context and item.path in renamed_to)
-            _index_file(item, stored, forced, item.path in renamed_to, build.settings, scan, group)
-        group.finish()
-    finally:
-        group.shutdown()
+    with _vector_lookup(build.store) as lookup:
+        group = WriteGroup(
+            build.store,
+            build.embedder,
+            contextual,
+            embeds_context,
+            embeds_notes,
+            build.report,
+            shown,
+            group_chunks=EMBED_GROUP_CHUNKS,
+            queue_chunks=WRITE_QUEUE_CHUNKS,
+            lookup=lookup,
+        )
+        try:
+            for item in scan.files:
+                # with the breadcrumb embedded, a renamed file may get a new one (from its name)
+                forced = force or (embeds_context and item.path in renamed_to)
+                renamed = item.path in renamed_to
+                _index_file(item, stored, forced, renamed, build.settings, scan, group)
+            group.finish()
+        finally:
+            group.shutdown()
     _prune(build.store, scan, stored, build.report)
     if build.wants.note_vectors and not build.store.keeps_note_vectors:
         _embed_missing_notes(build.store, build.embedder, build.report, shown)
+    # what this run's rewrites removed is found no more: the index keeps what it holds
+    build.store.clear_retired()
     shown.phase("writing the search caches")
     _refresh_derived(build.store, scan, build.wants)
+
+
+@contextmanager
+def _vector_lookup(store: Store) -> Iterator[Lookup | None]:
+    """Where the files' texts are looked up by key before they are embedded
+    (:mod:`~pytest_groove.kb.reuse`): a second connection to the index, as the writer
+    thread holds the first; none while the index holds no vector (a new index).
+
+    While every chunk is written anew, the chunk key index is dropped and made again
+    once the files are written (:data:`~pytest_groove.kb.store.schema.CHUNK_KEY_INDEX`).
+    """
+    if not store.counts()[1]:
+        store.drop_key_index()
+    if store.counts()[0] == 0 and not store.has_retired_vectors:
+        yield None
+    else:
+        reader = Store.open(store.path.parent, create=False)
+        try:
+            yield reader.vectors_by_key
+        finally:
+            reader.close()
+    store.keep_key_index()
 
 
 def _start_build(build: _Build, force: bool) -> bool:
@@ -353,7 +382,16 @@ def _start_build(build: _Build, force: bool) -> bool:
     else:  # a damaged cache is removed (one warning each) and made again
         report.warnings.extend(check_caches(store.path.parent))
     if force:
-        store.wipe(term_table=build.wants.term_table, note_vectors=build.wants.note_vectors)
+        # the vectors go to retired_vectors unless another model asked for the rebuild
+        same_model = (store.get_meta("embedding_model"), store.get_meta("embedding_dim")) == (
+            embedder.name,
+            str(embedder.dimension),
+        )
+        store.wipe(
+            term_table=build.wants.term_table,
+            note_vectors=build.wants.note_vectors,
+            retire=same_model,
+        )
     record_build(store, embedder, settings)
     if build.wants.term_table:
         # before any write, so every chunk written from here on is fed to it too
@@ -446,17 +484,20 @@ def _embed_missing_notes(
     missing = store.notes_to_embed()
     if missing:
         shown.phase("embedding note vectors", len(missing), unit="note", counted="notes embedded")
+    keyed = KeyedEmbedder(embedder, store.vectors_by_key)  # no writer thread runs now
     for start in range(0, len(missing), EMBED_GROUP_CHUNKS):
         group = missing[start : start + EMBED_GROUP_CHUNKS]
-        vectors = embedder.embed_passages(
-            [note_text_of(title, opening) for _, title, opening in group]
-        )
+        vectors = keyed.passages([note_text_of(title, opening) for _, title, opening in group])
         store.set_note_vectors(
-            [(doc_id, vectors[i]) for i, (doc_id, _, _) in enumerate(group)],
+            [
+                (doc_id, vectors.matrix[i], vectors.keys[i])
+                for i, (doc_id, _, _) in enumerate(group)
+            ],
             complete=start + len(group) == len(missing),
         )
-        for _ in group:
-            report.notes_embedded += 1
+        for i in range(len(group)):
+            report.notes_embedded += vectors.embedded[i]
+            report.notes_reused += not vectors.embedded[i]
             shown.step(report.notes_embedded)
     if not missing:
         store.set_note_vectors([], complete=True)

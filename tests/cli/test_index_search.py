@@ -289,3 +289,16 @@ def test_a_note_with_a_long_line_and_a_long_heading_is_indexed_in_bounded_chunks
     top = json.loads(out.stdout)["results"][0]
     assert top["path"] == "dump.md" and top["heading"] == "H" * 4_096
     assert "needle" in top["content"] and len(top["content"].encode()) <= 3 * 64 * 1024
+def test_index_says_how_many_chunks_it_embedded_and_how_many_it_found(
+    tmp_path: Path, groove: Groove
+) -> None:
+    kb = make_kb(tmp_path / "kb", 4, sections=5)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    note = kb / "folder1" / "note-0001.md"
+    note.write_text(note.read_text(encoding="utf-8") + "One more line.\n", encoding="utf-8")
+    edited = groove("index", "--kb-path", kb, "--model", "hash")
+    assert edited.returncode == 0, edited.stderr
+    # the last section is new text; the other four are found by what they embed
+    assert "1 changed" in edited.stdout and "1 chunks embedded, 4 reused" in edited.stdout
+    forced = groove("index", "--kb-path", kb, "--model", "hash", "--force")
+    assert "0 chunks embedded, 20 reused" in forced.stdout

@@ -40,7 +40,7 @@ def test_second_run_over_unchanged_kb_embeds_nothing(kb_eval_copy: Path) -> None
     assert (second.added, second.changed, second.removed) == (0, 0, 0)
 
 
-def test_editing_one_file_re_embeds_only_its_chunks(kb_eval_copy: Path) -> None:
+def test_adding_a_section_embeds_only_that_section(kb_eval_copy: Path) -> None:
     embedder = RecordingEmbedder()
     run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
     target = kb_eval_copy / "ref" / "rate-limiting.md"
@@ -57,8 +57,12 @@ def test_editing_one_file_re_embeds_only_its_chunks(kb_eval_copy: Path) -> None:
         n_chunks = len(store.stored_chunks("ref/rate-limiting.md"))
     finally:
         store.close()
-    assert len(embedder.passages) - before == n_chunks + 1  # and its note vector
-    assert report.notes_embedded == 1
+    # the note's other sections and its note vector (same title and opening) are found
+    assert embedder.passages[before:] == [
+        "A new section about bursts that is long enough to stay a chunk of its own."
+    ]
+    assert (report.chunks_embedded, report.chunks_reused) == (1, n_chunks - 1)
+    assert (report.notes_embedded, report.notes_reused) == (0, 1)
 
 
 def test_frontmatter_only_edit_updates_row_without_embedding(tmp_path: Path) -> None:
@@ -117,8 +121,11 @@ def test_force_rebuilds_everything(tmp_path: Path) -> None:
     write(kb, "a.md", "## A\n\n" + "alpha words " * 10)
     embedder = RecordingEmbedder()
     run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    before = len(embedder.passages)
     report = run_indexer(kb, SETTINGS, embedder=embedder, force=True, progress=False)
-    assert report.added == 1 and report.chunks_embedded == 1
+    # rebuilt from the KB, with the vectors of the texts it embedded before
+    assert report.added == 1 and (report.chunks_embedded, report.chunks_reused) == (0, 1)
+    assert len(embedder.passages) == before
 
 
 def test_groove_dir_is_never_indexed(tmp_path: Path) -> None:

@@ -94,7 +94,9 @@ def test_a_rename_re_embeds_when_the_name_is_the_title(tmp_path: Path) -> None:
     (kb / "alpha.md").rename(kb / "beta.md")
     report = run_indexer(kb, EMBEDDED, embedder=embedder, progress=False)
     assert report.renamed == 1
-    assert embedder.passages[-2].startswith("beta > Setup\n\n")
+    # the chunk with its new breadcrumb; the note vector's text is the same: found
+    assert embedder.passages[-1].startswith("beta > Setup\n\n")
+    assert (report.chunks_embedded, report.notes_embedded, report.notes_reused) == (1, 0, 1)
 
 
 def test_switching_to_embedded_needs_force(tmp_path: Path) -> None:

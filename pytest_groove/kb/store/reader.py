@@ -18,6 +18,9 @@ from pytest_groove.kb.source.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store.schema import StoreConnection
 from pytest_groove.text.scripts import OPENING_CHARS, chunk_opening
 
+#: keys looked up per statement (well below SQLite's limit on bound values)
+_KEYS_PER_QUERY = 500
+
 
 @dataclass(frozen=True)
 class ChunkRow:
@@ -77,6 +80,27 @@ class StoreReader(StoreConnection):
                 "WHERE d.note_embedding IS NULL ORDER BY d.id"
             )
         ]
+
+    def vectors_by_key(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored vector (its bytes) of each of ``keys`` that a chunk, a note vector
+        or a retired vector carries (:mod:`pytest_groove.kb.reuse`); others are left out."""
+        tables = [
+            ("key, vector FROM retired_vectors", "key"),
+            ("note_key, note_embedding FROM documents", "note_embedding IS NOT NULL AND note_key"),
+        ]
+        if self.has_key_index:  # without it (a build writing every chunk) this would scan
+            tables.append(("embed_key, embedding FROM chunks", "embed_key"))
+        found: dict[bytes, bytes] = {}
+        wanted = list(dict.fromkeys(keys))
+        for start in range(0, len(wanted), _KEYS_PER_QUERY):
+            batch = wanted[start : start + _KEYS_PER_QUERY]
+            marks = ",".join("?" * len(batch))
+            for columns, where in tables:
+                for key, blob in self.conn.execute(
+                    f"SELECT {columns} WHERE {where} IN ({marks})", batch
+                ):
+                    found.setdefault(bytes(key), bytes(blob))
+        return found
 
     def counts(self) -> tuple[int, int]:
         return (

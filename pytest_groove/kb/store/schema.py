@@ -40,14 +40,21 @@ from pytest_groove.kb.store.tie_order import TieOrder
 #: (2: the ``fts_terms`` table; 3: the full-text tables' ``hashsize``; 4: each
 #: document's note vector, ``documents.note_embedding``; 5: ``fts_terms`` filled only
 #: while the index keeps it, see :data:`TERM_TABLE_META`; 6: each document's digest of
-#: its chunks, ``documents.chunk_digest``, see :mod:`pytest_groove.kb.source.corpus_digest`)
-SCHEMA_VERSION = 6
+#: its chunks, ``documents.chunk_digest``, see :mod:`pytest_groove.kb.source.corpus_digest`;
+#: 7: the key of what each vector embeds, ``chunks.embed_key`` and ``documents.note_key``,
+#: and the ``retired_vectors`` table, see :mod:`pytest_groove.kb.reuse`)
+SCHEMA_VERSION = 7
 #: a version-4 index is a version-5 index that keeps its word table: it is upgraded in
 #: place (two meta rows) rather than rebuilt, which would re-embed every chunk
 _TERM_TABLE_ALWAYS_SCHEMA = 4
 #: a version-5 index is a version-6 index without the document digests: they are
 #: added in place from the stored chunks (one read of the chunk text, no embedding)
 _NO_DOCUMENT_DIGEST_SCHEMA = 5
+#: a version-6 index is a version-7 index whose vectors carry no key: the columns are
+#: added in place (empty: those vectors are found again once their notes are rewritten)
+_NO_EMBED_KEY_SCHEMA = 6
+#: the versions upgraded in place to :data:`SCHEMA_VERSION`
+_UPGRADED_SCHEMAS = (_TERM_TABLE_ALWAYS_SCHEMA, _NO_DOCUMENT_DIGEST_SCHEMA, _NO_EMBED_KEY_SCHEMA)
 #: ``index_meta`` key: "kept" while ``fts_terms`` holds every chunk, "off" while it
 #: holds none.  Only the version-4 full-text compiler reads that table, and feeding it
 #: is about a fifth of what indexing costs SQLite, so an index fills it the first time
@@ -102,7 +109,9 @@ CREATE TABLE IF NOT EXISTS documents (
     -- the embedding of the note's title and opening section (kb.notes.note_text)
     note_embedding BLOB,
     -- kb.corpus_digest.document_digest of its chunks, written with them
-    chunk_digest TEXT
+    chunk_digest TEXT,
+    -- kb.reuse.embed_key of the text note_embedding embeds (NULL: not known)
+    note_key BLOB
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -114,7 +123,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     token_count INTEGER,
     quality_score REAL NOT NULL DEFAULT 1.0,
     context_text TEXT,
-    embedding BLOB NOT NULL
+    embedding BLOB NOT NULL,
+    -- kb.reuse.embed_key of the text embedding embeds (NULL: not known)
+    embed_key BLOB
 );
 CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
 CREATE INDEX IF NOT EXISTS idx_documents_digest ON documents(path, chunk_digest);
@@ -128,6 +139,24 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5(
     content='', contentless_delete=1,
     tokenize='porter unicode61 remove_diacritics 2'
 );
+"""
+
+#: the index that finds a chunk by its key.  Keys are digests, so each new chunk lands
+#: on a random page of it: an indexer that writes every chunk (a new index, a rebuild)
+#: drops it and makes it again at the end, in one sorted pass (``StoreWriter.keep_key_index``)
+CHUNK_KEY_INDEX = "idx_chunks_embed_key"
+CREATE_CHUNK_KEY_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS {CHUNK_KEY_INDEX} ON chunks(embed_key) WHERE embed_key IS NOT NULL"
+)
+#: what finds a vector by its key (:mod:`pytest_groove.kb.reuse`): the key columns'
+#: indexes, and the vectors a run's rewrites and wipes removed, kept until it ends
+_EMBED_KEY_TABLES = f"""
+{CREATE_CHUNK_KEY_INDEX};
+CREATE INDEX IF NOT EXISTS idx_documents_note_key ON documents(note_key)
+    WHERE note_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS retired_vectors (
+    key BLOB PRIMARY KEY, vector BLOB NOT NULL
+) WITHOUT ROWID;
 """
 
 #: FTS5 settings stored with both full-text tables; they change how fast rows go in,
@@ -168,6 +197,16 @@ def add_document_digests(conn: apsw.Connection) -> None:
         conn.execute("ALTER TABLE documents ADD COLUMN chunk_digest TEXT")
     fill_document_digests(conn)
     conn.execute(_DOCUMENT_DIGEST_INDEX)
+
+
+def add_embed_keys(conn: apsw.Connection) -> None:
+    """Add the key columns and the retired vectors of schema 7 to an older index (inside
+    the caller's transaction); the vectors stored before carry no key."""
+    for table, column in (("chunks", "embed_key"), ("documents", "note_key")):
+        columns = {str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} BLOB")
+    conn.execute(_EMBED_KEY_TABLES)
 
 
 def fill_document_digests(conn: apsw.Connection, document_ids: list[int] | None = None) -> None:
@@ -319,6 +358,7 @@ class StoreConnection:
         if version is None:
             with self.transaction():
                 self.conn.execute(_SCHEMA)
+                self.conn.execute(_EMBED_KEY_TABLES)
                 self.conn.execute(_FTS_SETTINGS)
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
                 self.set_meta("chunker_version", str(CHUNKER_VERSION))
@@ -328,14 +368,13 @@ class StoreConnection:
                 # names this database's vector caches: a re-created database restarts
                 # its generation count and must never pick up an old cache file
                 self.set_meta("index_id", uuid.uuid4().hex)
-        elif self._chunker_version() == CHUNKER_VERSION and version in (
-            _TERM_TABLE_ALWAYS_SCHEMA,
-            _NO_DOCUMENT_DIGEST_SCHEMA,
-        ):
+        elif self._chunker_version() == CHUNKER_VERSION and version in _UPGRADED_SCHEMAS:
             with self.transaction():
                 if version == _TERM_TABLE_ALWAYS_SCHEMA:
                     self.set_meta(TERM_TABLE_META, "kept")
-                add_document_digests(self.conn)
+                if version != _NO_EMBED_KEY_SCHEMA:
+                    add_document_digests(self.conn)
+                add_embed_keys(self.conn)
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             self.forget_own_writes()  # an upgrade's writes are not listed one by one
         elif (version, chunker := self._chunker_version()) != (SCHEMA_VERSION, CHUNKER_VERSION):
@@ -374,11 +413,7 @@ class StoreConnection:
         if version is None:
             conn.close()
             raise _holds_no_index(db_path)
-        if chunker != CHUNKER_VERSION or version not in (
-            SCHEMA_VERSION,
-            _TERM_TABLE_ALWAYS_SCHEMA,
-            _NO_DOCUMENT_DIGEST_SCHEMA,
-        ):
+        if chunker != CHUNKER_VERSION or version not in (SCHEMA_VERSION, *_UPGRADED_SCHEMAS):
             conn.close()
             raise GrooveError(
                 f"index at {clip_path(db_path)} was built by another pytest-groove version (schema "
@@ -526,6 +561,17 @@ class StoreConnection:
     def keeps_term_table(self) -> bool:
         """Whether ``fts_terms`` holds every chunk (a version-4 index, with no key, did)."""
         return self.get_meta(TERM_TABLE_META) != "off"
+
+    @property
+    def has_key_index(self) -> bool:
+        """Whether chunks are found by their key now (:data:`CHUNK_KEY_INDEX`)."""
+        sql = "SELECT 1 FROM sqlite_master WHERE type='index' AND name=?"
+        return self.conn.execute(sql, (CHUNK_KEY_INDEX,)).fetchone() is not None
+
+    @property
+    def has_retired_vectors(self) -> bool:
+        """Whether ``retired_vectors`` holds any (a rebuild's wipe, or a killed run's)."""
+        return self.conn.execute("SELECT 1 FROM retired_vectors LIMIT 1").fetchone() is not None
 
     @property
     def keeps_note_vectors(self) -> bool:

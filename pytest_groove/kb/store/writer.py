@@ -20,6 +20,8 @@ import numpy.typing as npt
 from pytest_groove.kb.source.corpus_digest import document_digest
 from pytest_groove.kb.source.records import ParsedDocument
 from pytest_groove.kb.store.schema import (
+    CHUNK_KEY_INDEX,
+    CREATE_CHUNK_KEY_INDEX,
     FTS_TABLES,
     NOTE_VECTORS_META,
     TERM_TABLE_META,
@@ -52,6 +54,10 @@ class DocumentWrite:
     term_texts: Sequence[tuple[str | None, str | None, str | None]] = ()
     note_vector: npt.NDArray[np.float32] | None = None
     drop_note: bool = False
+    #: each chunk's key of the text its vector embeds (:mod:`pytest_groove.kb.reuse`);
+    #: empty: not known (the chunks carry none), and likewise ``note_key``
+    embed_keys: Sequence[bytes] = ()
+    note_key: bytes | None = None
 
 
 def term_fields(
@@ -119,26 +125,34 @@ class StoreWriter(StoreConnection):
             self.set_meta(TERM_TABLE_META, "kept")
 
     def set_note_vectors(
-        self, vectors: Sequence[tuple[int, npt.NDArray[np.float32]]], *, complete: bool
+        self,
+        vectors: Sequence[tuple[int, npt.NDArray[np.float32], bytes | None]],
+        *,
+        complete: bool,
     ) -> None:
-        """Store documents' note vectors in one transaction; ``complete``: every
-        document now has one, and the indexer keeps embedding them from here on."""
+        """Store documents' note vectors (with their keys) in one transaction;
+        ``complete``: every document now has one, and the indexer keeps embedding them
+        from here on."""
         with self.transaction():
-            for doc_id, vector in vectors:
-                self._set_note_vector(doc_id, vector)
+            for doc_id, vector, key in vectors:
+                self._set_note_vector(doc_id, vector, key)
             if complete:
                 self.set_meta(NOTE_VECTORS_META, "kept")
             if vectors:
                 self._bump_generation()
 
-    def wipe(self, *, term_table: bool, note_vectors: bool) -> None:
+    def wipe(self, *, term_table: bool, note_vectors: bool, retire: bool = False) -> None:
         """Delete every document, chunk and FTS row (``--force``).
 
         The empty index goes on feeding the word table and embedding note vectors
         only if ``term_table`` / ``note_vectors``: a rebuild keeps what its
-        configuration reads, nothing more.
+        configuration reads, nothing more.  ``retire``: the vectors that carry a key
+        are kept in ``retired_vectors`` for the rebuild to find (same model).
         """
         with self.transaction():
+            if retire:
+                self._retire_chunks("", ())
+                self._retire_notes(None)
             # the FTS5 command drops a whole full-text index at once instead of
             # deleting its entries row by row
             for table in FTS_TABLES:
@@ -224,10 +238,11 @@ class StoreWriter(StoreConnection):
             doc_id = self._upsert_document(write)
             if write.vectors is None:
                 continue
+            keys: Sequence[bytes | None] = write.embed_keys or [None] * len(write.doc.chunks)
             self.conn.executemany(
                 "INSERT INTO chunks(document_id, chunk_index, heading, level, content, "
-                "token_count, quality_score, context_text, embedding) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "token_count, quality_score, context_text, embedding, embed_key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         doc_id,
@@ -239,12 +254,14 @@ class StoreWriter(StoreConnection):
                         quality,
                         chunk.context if store_context else None,
                         np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+                        key,
                     )
-                    for chunk, vector, tokens, quality in zip(
+                    for chunk, vector, tokens, quality, key in zip(
                         write.doc.chunks,
                         write.vectors,
                         write.token_counts,
                         write.quality_scores,
+                        keys,
                         strict=True,
                     )
                 ],
@@ -299,11 +316,15 @@ class StoreWriter(StoreConnection):
             )
             doc_id = self.conn.last_insert_rowid()
             if write.note_vector is not None:
-                self._set_note_vector(doc_id, write.note_vector)
+                self._set_note_vector(doc_id, write.note_vector, write.note_key)
             return doc_id
         doc_id = int(row[0])
+        # what the document's rows embedded stays findable until the run ends
         if write.vectors is not None:
+            self._retire_chunks("WHERE document_id=?", (doc_id,))
             self._delete_document_rows(doc_id)
+        if write.note_vector is not None or write.drop_note:
+            self._retire_notes(doc_id)
         self.conn.execute(
             "UPDATE documents SET title=:title, topic=:topic, category=:category, "
             "depth=:depth, tags=:tags, date=:date, content_hash=:hash, "
@@ -311,18 +332,59 @@ class StoreWriter(StoreConnection):
             {**meta, "id": doc_id},
         )
         if write.note_vector is not None:
-            self._set_note_vector(doc_id, write.note_vector)
+            self._set_note_vector(doc_id, write.note_vector, write.note_key)
         elif write.drop_note:
             self.notes_written.add(doc_id)
-            self.conn.execute("UPDATE documents SET note_embedding = NULL WHERE id=?", (doc_id,))
+            self.conn.execute(
+                "UPDATE documents SET note_embedding = NULL, note_key = NULL WHERE id=?", (doc_id,)
+            )
         return doc_id
 
-    def _set_note_vector(self, doc_id: int, vector: npt.NDArray[np.float32]) -> None:
+    def _set_note_vector(
+        self, doc_id: int, vector: npt.NDArray[np.float32], key: bytes | None = None
+    ) -> None:
         self.notes_written.add(doc_id)
         self.conn.execute(
-            "UPDATE documents SET note_embedding=? WHERE id=?",
-            (np.ascontiguousarray(vector, dtype=np.float32).tobytes(), doc_id),
+            "UPDATE documents SET note_embedding=?, note_key=? WHERE id=?",
+            (np.ascontiguousarray(vector, dtype=np.float32).tobytes(), key, doc_id),
         )
+
+    def _retire_chunks(self, where: str, params: tuple[Any, ...]) -> None:
+        """Keep the keyed vectors of the chunks ``where`` selects (all: empty) in
+        ``retired_vectors``, for the rest of the run to find (:mod:`pytest_groove.kb.reuse`)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO retired_vectors(key, vector) SELECT embed_key, embedding "
+            f"FROM chunks {where or 'WHERE 1'} AND embed_key IS NOT NULL",
+            params,
+        )
+
+    def _retire_notes(self, doc_id: int | None) -> None:
+        """Likewise the keyed note vector of document ``doc_id`` (None: of every one)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO retired_vectors(key, vector) SELECT note_key, "
+            "note_embedding FROM documents WHERE note_key IS NOT NULL "
+            f"AND note_embedding IS NOT NULL {'' if doc_id is None else 'AND id = ?'}",
+            () if doc_id is None else (doc_id,),
+        )
+
+    def drop_key_index(self) -> None:
+        """Drop the chunk key index while every chunk is written anew (see
+        :data:`~.schema.CHUNK_KEY_INDEX`); look-ups then find chunks by key no more."""
+        with self.transaction():
+            self.conn.execute(f"DROP INDEX IF EXISTS {CHUNK_KEY_INDEX}")
+
+    def keep_key_index(self) -> None:
+        """Make the chunk key index if it is missing (one sorted pass over the keys)."""
+        if not self.has_key_index:
+            with self.transaction():
+                self.conn.execute(CREATE_CHUNK_KEY_INDEX)
+
+    def clear_retired(self) -> None:
+        """Forget the retired vectors (the run that may look them up is over)."""
+        if not self.has_retired_vectors:
+            return
+        with self.transaction():
+            self.conn.execute("DELETE FROM retired_vectors")
 
     def rename_documents(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Move documents whose bytes did not change (rename detection)."""
