@@ -39,9 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_groove.evaluation.history import format as history_format
-from pytest_groove.evaluation.history.format import encode_history, load_history
-from tests.helpers.eval_factories import big_run
+from pytest_groove.evaluation.history import format as history_format  # noqa: E402 - after the checkout is on sys.path
+from pytest_groove.evaluation.history.format import encode_history, load_history  # noqa: E402 - after the checkout is on sys.path
+from tests.helpers.eval_factories import big_run  # noqa: E402 - after the checkout is on sys.path
 
 #: the children run this checkout's code, whatever is installed, compiled once (as an
 #: installed package is: the first of the three runs of each command compiles it)
