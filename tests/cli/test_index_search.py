@@ -289,6 +289,8 @@ def test_a_note_with_a_long_line_and_a_long_heading_is_indexed_in_bounded_chunks
     top = json.loads(out.stdout)["results"][0]
     assert top["path"] == "dump.md" and top["heading"] == "H" * 4_096
     assert "needle" in top["content"] and len(top["content"].encode()) <= 3 * 64 * 1024
+
+
 def test_index_says_how_many_chunks_it_embedded_and_how_many_it_found(
     tmp_path: Path, groove: Groove
 ) -> None:
