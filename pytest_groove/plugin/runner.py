@@ -63,7 +63,7 @@ from pytest_groove.plugin.collection import (
 from pytest_groove.plugin.items import GrooveQueryItem
 from pytest_groove.plugin.options import PluginOptions
 from pytest_groove.plugin.retriever import plugin_retriever
-from pytest_groove.scoring.records import GoldenQuery
+from pytest_groove.scoring.records import GoldenQuery, GoldenSet
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
@@ -118,10 +118,13 @@ def usage_error(exc: GrooveError, plan: EvalPlan | None = None) -> pytest.UsageE
     return pytest.UsageError(usage_message(exc, plan))
 
 
-def activate(config: pytest.Config, options: PluginOptions) -> ProcessRunner:
-    """Create the runner, route the golden file into collection, register markers."""
+def activate(
+    config: pytest.Config, options: PluginOptions, golden: GoldenSet | None = None
+) -> ProcessRunner:
+    """Create the runner, route the golden file into collection, register markers
+    (``golden``: the set the xdist controller parsed and handed this worker)."""
     try:
-        runner = ProcessRunner(config, options)
+        runner = ProcessRunner(config, options, golden)
     except GrooveError as exc:
         raise usage_error(exc) from None
     config.stash[RUNNER_KEY] = runner
@@ -259,7 +262,9 @@ def write_uncaptured(config: pytest.Config, text: str) -> None:
 class ProcessRunner:
     """Per-process state of an active plugin; also a pytest plugin object."""
 
-    def __init__(self, config: pytest.Config, options: PluginOptions) -> None:
+    def __init__(
+        self, config: pytest.Config, options: PluginOptions, golden: GoldenSet | None = None
+    ) -> None:
         self.config = config
         self.options = options
         #: the markers registered before this plugin's (first) ``pytest_configure``: the
@@ -280,6 +285,7 @@ class ProcessRunner:
             prog=PROG,
             check_model=not embedder_hook,
             retriever_hook=retriever_hook,
+            golden=golden,
         )
         if options.run.retriever is None and not retriever_hook:
             check_config_names(self.plan.settings, model=not embedder_hook)
