@@ -259,6 +259,28 @@ def write_uncaptured(config: pytest.Config, text: str) -> None:
         write_line(config, f"{PROG}: {text}")
 
 
+def _plan(config: pytest.Config, options: PluginOptions, golden: GoldenSet | None) -> EvalPlan:
+    """The process's plan (``golden``: the set an xdist worker was handed, else None)."""
+    kb = resolve_path(options.kb, "knowledge base", "--groove-kb / groove_kb")
+    if not kb.is_dir():
+        raise GrooveError(f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)")
+    # a hook's embedder or retriever stands in for the names (the hook is asked
+    # only when the evaluation begins), so those are checked only without one
+    embedder_hook = bool(config.hook.pytest_groove_embedder.get_hookimpls())
+    retriever_hook = bool(config.hook.pytest_groove_retriever.get_hookimpls())
+    plan = plan_evaluation(
+        kb,
+        options.run,
+        prog=PROG,
+        check_model=not embedder_hook,
+        retriever_hook=retriever_hook,
+        golden=golden,
+    )
+    if options.run.retriever is None and not retriever_hook:
+        check_config_names(plan.settings, model=not embedder_hook)
+    return plan
+
+
 class ProcessRunner:
     """Per-process state of an active plugin; also a pytest plugin object."""
 
@@ -270,25 +292,8 @@ class ProcessRunner:
         #: the markers registered before this plugin's (first) ``pytest_configure``: the
         #: ini file's own; plugins and conftest files register theirs later
         self.markers_before = marker_names(config.getini("markers"))
-        kb = resolve_path(options.kb, "knowledge base", "--groove-kb / groove_kb")
-        if not kb.is_dir():
-            raise GrooveError(
-                f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)"
-            )
-        # a hook's embedder or retriever stands in for the names (the hook is asked
-        # only when the evaluation begins), so those are checked only without one
-        embedder_hook = bool(config.hook.pytest_groove_embedder.get_hookimpls())
+        self.plan: EvalPlan = _plan(config, options, golden)
         retriever_hook = bool(config.hook.pytest_groove_retriever.get_hookimpls())
-        self.plan: EvalPlan = plan_evaluation(
-            kb,
-            options.run,
-            prog=PROG,
-            check_model=not embedder_hook,
-            retriever_hook=retriever_hook,
-            golden=golden,
-        )
-        if options.run.retriever is None and not retriever_hook:
-            check_config_names(self.plan.settings, model=not embedder_hook)
         self.golden_path = resolve_path(
             Path(self.plan.golden.path), "golden file", "--groove-golden", require_utf8=False
         )
