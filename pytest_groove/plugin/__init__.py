@@ -106,13 +106,19 @@ def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     records = workerinput is None
     guard = None
+    golden = None
     if records:
         # before pytest's terminal reporter takes sys.stdout (this hook runs first)
         from pytest_groove.plugin.output import guard_stdout
 
         guard = guard_stdout(closed=_STDOUT_WAS_CLOSED)
+    else:
+        # an xdist worker: the golden set the controller parsed, not the file again
+        from pytest_groove.plugin.xdist import handed_golden
+
+        golden = handed_golden(workerinput)
     try:
-        runner = activate(config, options)
+        runner = activate(config, options, golden)
     except BaseException:
         if guard is not None:
             guard.restore()

@@ -63,7 +63,7 @@ from pytest_groove.plugin.collection import (
 from pytest_groove.plugin.items import GrooveQueryItem
 from pytest_groove.plugin.options import PluginOptions
 from pytest_groove.plugin.retriever import plugin_retriever
-from pytest_groove.scoring.records import GoldenQuery
+from pytest_groove.scoring.records import GoldenQuery, GoldenSet
 
 if TYPE_CHECKING:
     from pytest_groove.embed.base import Embedder
@@ -118,10 +118,13 @@ def usage_error(exc: GrooveError, plan: EvalPlan | None = None) -> pytest.UsageE
     return pytest.UsageError(usage_message(exc, plan))
 
 
-def activate(config: pytest.Config, options: PluginOptions) -> ProcessRunner:
-    """Create the runner, route the golden file into collection, register markers."""
+def activate(
+    config: pytest.Config, options: PluginOptions, golden: GoldenSet | None = None
+) -> ProcessRunner:
+    """Create the runner, route the golden file into collection, register markers
+    (``golden``: the set the xdist controller parsed and handed this worker)."""
     try:
-        runner = ProcessRunner(config, options)
+        runner = ProcessRunner(config, options, golden)
     except GrooveError as exc:
         raise usage_error(exc) from None
     config.stash[RUNNER_KEY] = runner
@@ -256,33 +259,41 @@ def write_uncaptured(config: pytest.Config, text: str) -> None:
         write_line(config, f"{PROG}: {text}")
 
 
+def _plan(config: pytest.Config, options: PluginOptions, golden: GoldenSet | None) -> EvalPlan:
+    """The process's plan (``golden``: the set an xdist worker was handed, else None)."""
+    kb = resolve_path(options.kb, "knowledge base", "--groove-kb / groove_kb")
+    if not kb.is_dir():
+        raise GrooveError(f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)")
+    # a hook's embedder or retriever stands in for the names (the hook is asked
+    # only when the evaluation begins), so those are checked only without one
+    embedder_hook = bool(config.hook.pytest_groove_embedder.get_hookimpls())
+    retriever_hook = bool(config.hook.pytest_groove_retriever.get_hookimpls())
+    plan = plan_evaluation(
+        kb,
+        options.run,
+        prog=PROG,
+        check_model=not embedder_hook,
+        retriever_hook=retriever_hook,
+        golden=golden,
+    )
+    if options.run.retriever is None and not retriever_hook:
+        check_config_names(plan.settings, model=not embedder_hook)
+    return plan
+
+
 class ProcessRunner:
     """Per-process state of an active plugin; also a pytest plugin object."""
 
-    def __init__(self, config: pytest.Config, options: PluginOptions) -> None:
+    def __init__(
+        self, config: pytest.Config, options: PluginOptions, golden: GoldenSet | None = None
+    ) -> None:
         self.config = config
         self.options = options
         #: the markers registered before this plugin's (first) ``pytest_configure``: the
         #: ini file's own; plugins and conftest files register theirs later
         self.markers_before = marker_names(config.getini("markers"))
-        kb = resolve_path(options.kb, "knowledge base", "--groove-kb / groove_kb")
-        if not kb.is_dir():
-            raise GrooveError(
-                f"knowledge base {kb} is not a directory (check --groove-kb / groove_kb)"
-            )
-        # a hook's embedder or retriever stands in for the names (the hook is asked
-        # only when the evaluation begins), so those are checked only without one
-        embedder_hook = bool(config.hook.pytest_groove_embedder.get_hookimpls())
+        self.plan: EvalPlan = _plan(config, options, golden)
         retriever_hook = bool(config.hook.pytest_groove_retriever.get_hookimpls())
-        self.plan: EvalPlan = plan_evaluation(
-            kb,
-            options.run,
-            prog=PROG,
-            check_model=not embedder_hook,
-            retriever_hook=retriever_hook,
-        )
-        if options.run.retriever is None and not retriever_hook:
-            check_config_names(self.plan.settings, model=not embedder_hook)
         self.golden_path = resolve_path(
             Path(self.plan.golden.path), "golden file", "--groove-golden", require_utf8=False
         )

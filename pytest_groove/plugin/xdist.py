@@ -3,7 +3,10 @@
 The controller begins the evaluation just before the workers start (the index is
 brought up to date once, under the indexer's lock, so the workers never race to build
 it) and hands each worker what it needs to judge its items like a single process
-would: the run fingerprint and each golden query's baseline result.  A ``module:attr``
+would: the run fingerprint and each golden query's baseline result -- and, to every
+worker whatever it will run, the golden set the controller parsed (one JSON string: a
+worker decodes it in C rather than parsing the YAML again, and judges exactly the
+queries the controller's fingerprint was built from).  A ``module:attr``
 retriever without a ``--groove-retriever-name`` is the exception: its name is learnt
 only by importing it, which the controller -- that searches nothing -- never does; each
 worker begins over the retriever it built and reports its name, and the controller
@@ -18,6 +21,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -29,10 +33,62 @@ from pytest_groove.evaluation.runs.record import Fingerprint, QueryResult, Recor
 from pytest_groove.evaluation.searched import EvaluatedSearcher
 from pytest_groove.plugin.collection import golden_may_run
 from pytest_groove.plugin.runner import ProcessRunner
+from pytest_groove.scoring.records import ExpectedEntry, GoldenQuery, GoldenSet
 
 XDIST_HANDOFF_NAME = "groove-xdist-handoff"
 #: workerinput key: what the controller hands the workers
 WORKER_INPUT = "groove"
+#: workerinput key: the golden set the controller parsed (:func:`golden_payload`)
+WORKER_GOLDEN = "groove_golden"
+
+
+def golden_payload(golden: GoldenSet) -> str:
+    """The golden set as one JSON string (execnet ships one string far faster than
+    thousands of nested values; :func:`handed_golden` reads it back)."""
+    queries = [
+        [
+            q.id,
+            q.query,
+            [_entry_row(e) for e in q.expected],
+            list(q.tags),
+            q.line,
+            q.explicit_id,
+            [_entry_row(e) for e in q.not_expected],
+            q.within,
+        ]
+        for q in golden.queries
+    ]
+    return json.dumps([golden.path, golden.hash, queries])
+
+
+def _entry_row(entry: ExpectedEntry) -> list[Any]:
+    return [entry.path, entry.heading, entry.line, entry.grade]
+
+
+def handed_golden(workerinput: Any) -> GoldenSet | None:
+    """The golden set the controller handed this worker; None when it handed none (or
+    something this version cannot read): the worker then parses the file itself."""
+    raw = workerinput.get(WORKER_GOLDEN) if isinstance(workerinput, dict) else None
+    if not isinstance(raw, str):
+        return None
+    try:
+        path, digest, rows = json.loads(raw)
+        queries = tuple(
+            GoldenQuery(
+                id=qid,
+                query=text,
+                expected=tuple(ExpectedEntry(*e) for e in expected),
+                tags=tuple(tags),
+                line=line,
+                explicit_id=explicit,
+                not_expected=tuple(ExpectedEntry(*e) for e in not_expected),
+                within=within,
+            )
+            for qid, text, expected, tags, line, explicit, not_expected, within in rows
+        )
+    except (ValueError, TypeError):
+        return None
+    return GoldenSet(path=path, hash=digest, queries=queries)
 
 
 def handoff_payload(evaluation: Evaluation) -> dict[str, Any]:
@@ -128,6 +184,7 @@ class XdistHandOff:
 
     def __init__(self, runner: ProcessRunner) -> None:
         self.runner = runner
+        self._golden: str | None = None
 
     @property
     def needed(self) -> bool:
@@ -149,8 +206,11 @@ class XdistHandOff:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """Hand each worker the fingerprint and each query's baseline (or, when the
-        workers begin themselves, just that)."""
+        """Hand each worker the golden set, and the fingerprint and each query's
+        baseline (or, when the workers begin themselves, just that)."""
+        if self._golden is None:
+            self._golden = golden_payload(self.runner.plan.golden)
+        node.workerinput[WORKER_GOLDEN] = self._golden
         if not self.needed:
             return
         if self.runner.begins_in_workers:
