@@ -289,6 +289,8 @@ def test_a_note_with_a_long_line_and_a_long_heading_is_indexed_in_bounded_chunks
     top = json.loads(out.stdout)["results"][0]
     assert top["path"] == "dump.md" and top["heading"] == "H" * 4_096
     assert "needle" in top["content"] and len(top["content"].encode()) <= 3 * 64 * 1024
+
+
 def test_index_says_how_many_chunks_it_embedded_and_how_many_it_found(
     tmp_path: Path, groove: Groove
 ) -> None:
@@ -302,3 +304,34 @@ def test_index_says_how_many_chunks_it_embedded_and_how_many_it_found(
     assert "1 changed" in edited.stdout and "1 chunks embedded, 4 reused" in edited.stdout
     forced = groove("index", "--kb-path", kb, "--model", "hash", "--force")
     assert "0 chunks embedded, 20 reused" in forced.stdout
+
+
+#: imports the command line module, runs ``groove <argv> --help`` in-process and prints
+#: whether the evaluation's command module was loaded
+_LOADS_EVAL = """
+import sys
+from pytest_groove.cli.commands import run_command_line
+try:
+    run_command_line(sys.argv[1:])
+except SystemExit:
+    pass
+print("pytest_groove.cli.evaluate" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_index_and_search_leave_the_other_commands_unimported() -> None:
+    # `groove index` runs on every CI job: the evaluation stack is no part of its start-up
+    def loads_eval(*argv: str) -> bool:
+        done = subprocess.run(
+            [sys.executable, "-c", _LOADS_EVAL, *argv, "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stderr.strip().splitlines()[-1] == "True"
+
+    assert not loads_eval("index")
+    assert not loads_eval("search")
+    assert loads_eval("eval")
+    # a command line that does not start with the command still sees every command
+    assert loads_eval("-h")
