@@ -67,16 +67,17 @@ def _refuse_an_empty_kb(kb: Path, settings: Settings) -> None:
     """A KB without one indexable file is almost always the wrong ``--kb-path``: say so
     instead of "0 chunks embedded", and leave no ``.groove/`` folder behind.
 
-    An index that already exists is still brought up to date (its notes were deleted).
+    An index that already exists is still brought up to date (its notes were deleted),
+    so the KB is walked only when there is none: a re-index walks it once, not twice.
     """
     from pytest_groove.kb.indexer import GROOVE_DIR_NAME
     from pytest_groove.kb.source.walk import collect_files
 
-    collected = collect_files(kb, settings.index)
-    if collected.files or collected.unlisted:
-        return
     index = settings.index.index_dir or kb / GROOVE_DIR_NAME
     if index.exists():
+        return
+    collected = collect_files(kb, settings.index)
+    if collected.files or collected.unlisted:
         return
     kinds = ", ".join(f".{p}" for p in sorted(settings.index.parsers)) or ".md"
     raise GrooveError(

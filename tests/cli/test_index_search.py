@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli_invoke import Groove
 from tests.helpers.kb_files import INVOICES_NOTES, write_invoices_kb, write_notes
 from tests.kb.test_index_group import make_kb
@@ -148,6 +150,21 @@ def test_indexing_a_folder_without_markdown_says_so_and_creates_nothing(
     assert "check --kb-path" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (empty / ".groove").exists()
+
+
+def test_a_re_index_walks_the_kb_once(
+    kb_eval_copy: Path, groove: Groove, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the empty-KB check walks the KB only when there is no index yet: the indexer's
+    # own walk is the re-index's only one
+    from pytest_groove.kb.source import walk
+
+    kb = str(kb_eval_copy)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    walks: list[Path] = []
+    monkeypatch.setattr(walk, "collect_files", lambda kb, *a: walks.append(kb))
+    again = groove("index", "--kb-path", kb, "--model", "hash")
+    assert (again.returncode, walks) == (0, []), again.stderr
 
 
 def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(
