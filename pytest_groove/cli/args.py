@@ -26,7 +26,7 @@ from pytest_groove.search.retrievers.run_options import (
     ENGINE_PIPELINE_OPTIONS,
     RETRIEVER_DETAILS,
 )
-from pytest_groove.settings.config import Settings
+from pytest_groove.settings.config import Settings, settings_for
 from pytest_groove.settings.options import (
     LIST_KINDS,
     OPTIONS_BY_NAME,
@@ -212,8 +212,6 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def load_cli_settings(args: argparse.Namespace) -> Settings:
     """Settings from ``--config``/``<kb>/groove.toml`` with CLI overrides applied."""
-    from pytest_groove.evaluation.plan import settings_for
-
     run = run_options(args)
     # a path the OS would refuse is one line before anything looks at it
     check_os_path(args.kb_path, "knowledge base", "--kb-path")

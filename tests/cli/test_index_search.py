@@ -323,8 +323,8 @@ def test_index_says_how_many_chunks_it_embedded_and_how_many_it_found(
     assert "0 chunks embedded, 20 reused" in forced.stdout
 
 
-#: imports the command line module, runs ``groove <argv> --help`` in-process and prints
-#: whether the evaluation's command module was loaded
+#: runs ``groove <argv>`` in-process and prints whether any module of the evaluation
+#: (its command modules or its library) was loaded
 _LOADS_EVAL = """
 import sys
 from pytest_groove.cli.commands import run_command_line
@@ -332,23 +332,29 @@ try:
     run_command_line(sys.argv[1:])
 except SystemExit:
     pass
-print("pytest_groove.cli.evaluate" in sys.modules, file=sys.stderr)
+loaded = [name for name in sys.modules if name.startswith(("pytest_groove.evaluation",
+          "pytest_groove.cli.evaluate"))]
+print(bool(loaded), file=sys.stderr)
 """
 
 
-def test_index_and_search_leave_the_other_commands_unimported() -> None:
+def test_index_and_search_leave_the_evaluation_unimported(tmp_path: Path) -> None:
     # `groove index` runs on every CI job: the evaluation stack is no part of its start-up
     def loads_eval(*argv: str) -> bool:
         done = subprocess.run(
-            [sys.executable, "-c", _LOADS_EVAL, *argv, "--help"],
+            [sys.executable, "-c", _LOADS_EVAL, *argv],
             capture_output=True,
             text=True,
             check=True,
         )
         return done.stderr.strip().splitlines()[-1] == "True"
 
-    assert not loads_eval("index")
-    assert not loads_eval("search")
-    assert loads_eval("eval")
+    kb = tmp_path / "kb"
+    write_notes(kb, {"a.md": "# A\n\nSome words about deploys.\n"})
+    assert not loads_eval("index", "--kb-path", str(kb), "--model", "hash")
+    assert (kb / ".groove").is_dir()
+    assert not loads_eval("index", "--help")
+    assert not loads_eval("search", "--help")
+    assert loads_eval("eval", "--help")
     # a command line that does not start with the command still sees every command
     assert loads_eval("-h")
