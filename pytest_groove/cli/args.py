@@ -26,13 +26,14 @@ from pytest_groove.search.retrievers.run_options import (
     ENGINE_PIPELINE_OPTIONS,
     RETRIEVER_DETAILS,
 )
-from pytest_groove.settings.config import Settings, settings_for
+from pytest_groove.settings.config import Settings
 from pytest_groove.settings.options import (
     LIST_KINDS,
     OPTIONS_BY_NAME,
     Option,
     RunOptions,
     read_run_options,
+    settings_for,
 )
 
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are

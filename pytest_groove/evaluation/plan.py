@@ -53,9 +53,8 @@ from pytest_groove.settings.config import (
     Settings,
     check_k_values,
     normalise_k_values,
-    settings_for,
 )
-from pytest_groove.settings.options import RunOptions, contradiction
+from pytest_groove.settings.options import RunOptions, contradiction, settings_for
 
 #: the note printed (after a ``prog: `` prefix) when the limit is lowered to the cap
 LIMIT_CAP_NOTE = "note: limit {requested} exceeds the retrieval cap; using {cap}"

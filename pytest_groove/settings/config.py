@@ -28,7 +28,6 @@ from pytest_groove.files.paths import check_os_path
 from pytest_groove.files.regular import read_regular_file
 from pytest_groove.files.resource_limits import raise_if_limit
 from pytest_groove.scoring.metric_names import read_metric_names
-from pytest_groove.settings.options import RunOptions
 from pytest_groove.settings.records import (
     CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
@@ -545,27 +544,6 @@ def with_overrides(
     if overrides is not None:
         search = apply_search_overrides(search, overrides)
     return replace(settings, index=index, search=search)
-
-
-def settings_for(kb: Path, options: RunOptions) -> Settings:
-    """``groove.toml`` (or ``--config``) with the options that override it applied.
-
-    Here, not beside the evaluation's plan that uses it: ``groove index`` reads its
-    settings through it too, and imports nothing of the evaluation.
-    """
-    return with_overrides(
-        load_settings(kb, options.config),
-        model=options.model,
-        index_dir=options.index_dir,
-        vector_index=options.vector_index,
-        overrides=SearchOverrides(
-            reranker=options.reranker,
-            mmr=options.mmr,
-            mmr_lambda=options.mmr_lambda,
-            mmr_same_doc_penalty=options.mmr_same_doc_penalty,
-            parent_retriever=options.parent_retriever,
-        ),
-    )
 
 
 def parse_bool_flag(name: str, text: str) -> bool:

@@ -176,13 +176,3 @@ def test_vector_index_kind(tmp_path: Path) -> None:
     write_config(tmp_path, 'vector_index = "ivf"\n')
     with pytest.raises(GrooveError, match=r"groove\.toml: vector_index must be one of flat, hnsw"):
         load_settings(tmp_path)
-
-
-def test_settings_for_applies_the_run_options_over_groove_toml(tmp_path: Path) -> None:
-    from pytest_groove.settings.config import settings_for
-    from pytest_groove.settings.options import RunOptions
-
-    (tmp_path / "groove.toml").write_text('model = "e5-small"\n', encoding="utf-8")
-    assert settings_for(tmp_path, RunOptions()).index.model == "e5-small"
-    chosen = settings_for(tmp_path, RunOptions(model="hash", mmr=True))
-    assert (chosen.index.model, chosen.search.mmr.enabled) == ("hash", True)
