@@ -33,6 +33,7 @@ from pytest_groove.settings.options import (
     Option,
     RunOptions,
     read_run_options,
+    settings_for,
 )
 
 #: the flags every subcommand takes besides ``--kb-path``: where the KB, config and index are
@@ -212,8 +213,6 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def load_cli_settings(args: argparse.Namespace) -> Settings:
     """Settings from ``--config``/``<kb>/groove.toml`` with CLI overrides applied."""
-    from pytest_groove.evaluation.plan import settings_for
-
     run = run_options(args)
     # a path the OS would refuse is one line before anything looks at it
     check_os_path(args.kb_path, "knowledge base", "--kb-path")

@@ -20,7 +20,7 @@ from pytest_groove.engine.index_command import missing_index
 from pytest_groove.errors import GENERIC_INDEX_COMMAND, GrooveError, IndexMissing, clip_path, flag
 from pytest_groove.files.beneath import index_folder_beneath
 from pytest_groove.files.paths import check_os_path, resolve_path
-from pytest_groove.kb.derived.corpus_cache import IndexedHeadings, cached_corpus_snapshot
+from pytest_groove.kb.derived.corpus_cache import IndexedHeadings
 from pytest_groove.kb.derived.note_index import note_index_for
 from pytest_groove.kb.derived.quote_scan import kept_quote_scan
 from pytest_groove.kb.derived.vectors import VectorIndex
@@ -196,10 +196,10 @@ class Engine:
             snapshot.__exit__(None, None, None)
 
     def corpus_snapshot(self) -> CorpusSnapshot:
-        """The index's corpus snapshot, kept beside it per index state
-        (:mod:`~pytest_groove.kb.derived.corpus_cache`): only a changed index reads every chunk."""
-        with self._faults():
-            return cached_corpus_snapshot(self.store)
+        """The index's corpus snapshot, kept in it per index state by the indexer
+        (:mod:`~pytest_groove.kb.store.kept_snapshot`): one value read, not every document."""
+        with self._faults(), self.store.read_snapshot():
+            return self.store.kept_corpus_snapshot()
 
     def document_digests(self) -> dict[str, str]:
         """Each indexed path and the SHA-256 hex of its file (the indexer's hash)."""

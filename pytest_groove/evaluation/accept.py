@@ -16,10 +16,9 @@ from pathlib import Path
 from pytest_groove.evaluation.gate.baseline import find_run
 from pytest_groove.evaluation.history.accepted import baseline_path, save_baseline
 from pytest_groove.evaluation.history.file import history_path, load_history
-from pytest_groove.evaluation.plan import settings_for
 from pytest_groove.evaluation.runs.record import RunRecord
 from pytest_groove.evaluation.runs.trust import refuse_untrusted
-from pytest_groove.settings.options import RunOptions
+from pytest_groove.settings.options import RunOptions, settings_for
 
 
 @dataclass(frozen=True)

@@ -50,14 +50,11 @@ from pytest_groove.search.retrievers.run_options import (
 )
 from pytest_groove.settings.config import (
     SEARCH_LIMIT_MAX,
-    SearchOverrides,
     Settings,
     check_k_values,
-    load_settings,
     normalise_k_values,
-    with_overrides,
 )
-from pytest_groove.settings.options import RunOptions, contradiction
+from pytest_groove.settings.options import RunOptions, contradiction, settings_for
 
 #: the note printed (after a ``prog: `` prefix) when the limit is lowered to the cap
 LIMIT_CAP_NOTE = "note: limit {requested} exceeds the retrieval cap; using {cap}"
@@ -304,23 +301,6 @@ def _search_notes(options: RunOptions, settings: Settings, unused: list[str]) ->
 def _golden_notes(golden: GoldenSet) -> list[str]:
     """Queries sharing an id are named apart in the reports: say so, and how to name them."""
     return [f"warning: {warning}" for warning in shared_id_warnings(golden)]
-
-
-def settings_for(kb: Path, options: RunOptions) -> Settings:
-    """``groove.toml`` (or ``--config``) with the options that override it applied."""
-    return with_overrides(
-        load_settings(kb, options.config),
-        model=options.model,
-        index_dir=options.index_dir,
-        vector_index=options.vector_index,
-        overrides=SearchOverrides(
-            reranker=options.reranker,
-            mmr=options.mmr,
-            mmr_lambda=options.mmr_lambda,
-            mmr_same_doc_penalty=options.mmr_same_doc_penalty,
-            parent_retriever=options.parent_retriever,
-        ),
-    )
 
 
 def _load_named_golden(kb: Path, options: RunOptions, settings: Settings) -> GoldenSet:

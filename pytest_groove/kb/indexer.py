@@ -400,7 +400,8 @@ def _start_build(build: _Build, force: bool) -> bool:
 
 
 def _refresh_derived(store: Store, scan: _Scan, wants: _Wants) -> None:
-    """After the files: the wanted caches and word postings for the state left, its tie order."""
+    """After the files: the wanted caches and word postings for the state left, its tie
+    order and corpus snapshot."""
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
         # nor the writer's page cache (the caches read few pages), nor the heap they leave
@@ -411,9 +412,14 @@ def _refresh_derived(store: Store, scan: _Scan, wants: _Wants) -> None:
             _refresh_vector_caches(store, wants.vector_caches)
             if not wants.term_table:  # the trigram table answers this configuration
                 refresh_word_index(store)
-    if not store.keeps_tie_order():  # once, after every write: read by each search
+    # once, after every write: read by each search and each eval
+    ties, corpus = store.keeps_tie_order(), store.keeps_corpus_snapshot()
+    if not (ties and corpus):
         with store.transaction():
-            store.keep_tie_order()
+            if not ties:
+                store.keep_tie_order()
+            if not corpus:
+                store.keep_corpus_snapshot()
     if wants.vector_caches is not None:
         # what updating them read and left: the search maps them again
         store.conn.execute("PRAGMA shrink_memory")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_groove.errors import clip_repr
+from pytest_groove.settings.records import Settings
 
 #: how a value is written and checked
 Kind = Literal[
@@ -628,3 +629,26 @@ _PARSERS: dict[Kind, Callable[[str, str], Any]] = {
     "metrics": _parse_metrics,
     "retriever": _parse_retriever,
 }
+
+
+def settings_for(kb: Path, options: RunOptions) -> Settings:
+    """``groove.toml`` (or ``--config``) with the options that override it applied.
+
+    Here, not beside the evaluation's plan that uses it: ``groove index`` reads its
+    settings through it too, and imports nothing of the evaluation.
+    """
+    from pytest_groove.settings.config import SearchOverrides, load_settings, with_overrides
+
+    return with_overrides(
+        load_settings(kb, options.config),
+        model=options.model,
+        index_dir=options.index_dir,
+        vector_index=options.vector_index,
+        overrides=SearchOverrides(
+            reranker=options.reranker,
+            mmr=options.mmr,
+            mmr_lambda=options.mmr_lambda,
+            mmr_same_doc_penalty=options.mmr_same_doc_penalty,
+            parent_retriever=options.parent_retriever,
+        ),
+    )

@@ -75,6 +75,8 @@ def script_group(text: str) -> str:
     least a fifth of its non-space characters are kana or kanji, so an English
     identifier or two in a Japanese sentence does not change its group.
     """
+    if text.isascii():  # no kana or kanji: most openings of most notes
+        return "other"
     # counted by the regular-expression engine, not a Python loop: this runs on the
     # opening of every chunk whenever the vector index is built
     total = len(text) - len(_SPACE.findall(text))

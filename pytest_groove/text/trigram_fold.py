@@ -34,6 +34,7 @@ __all__ = [
     "count_in",
     "count_overlapping",
     "fold_phrase",
+    "fold_words",
 ]
 
 #: the trigram tokenizer's arguments in ``fts_chunks``'s ``tokenize=`` (store_schema)
@@ -87,6 +88,37 @@ class WordFoldTable(dict[int, str | None]):
 FOLD_EXACT = FoldTable()
 #: the fold, separators as spaces: the text cut into words (ASCII costs 128 probes)
 FOLD = WordFoldTable()
+
+
+#: :data:`FOLD` on ASCII as a bytes table (NUL, which FTS5 skips, is deleted by
+#: :func:`fold_words`); the bytes of UTF-8 sequences map to themselves
+_ASCII_WORDS = bytes(ord(FOLD[code] or "\0") for code in range(128)) + bytes(range(128, 256))
+
+
+def fold_words(text: str) -> str:
+    """``text.translate(FOLD)``, about twice as fast on text that mixes ASCII with other
+    characters (a Japanese line in an English note).
+
+    ``str.translate`` looks up each character of such a text in the table, one call at
+    a time; here the ASCII ones are folded as bytes and each distinct other character
+    that folds to something else is replaced throughout.  Every character folds on its
+    own, so the order does not matter -- as long as what a character folds to folds to
+    itself, which is checked (otherwise the table's own pass).
+    """
+    if text.isascii():  # str.translate's own fast path
+        return text.translate(FOLD)
+    try:
+        folded = text.encode("utf-8").translate(_ASCII_WORDS, b"\0").decode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return text.translate(FOLD)
+    for char in {char for char in set(folded) if char > "\x7f"}:
+        into = FOLD[ord(char)] or ""
+        if into == char:
+            continue
+        if into and FOLD[ord(into)] != into:
+            return text.translate(FOLD)
+        folded = folded.replace(char, into)
+    return folded
 
 
 def count_overlapping(text: str, phrase: str) -> int:

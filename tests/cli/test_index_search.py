@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli_invoke import Groove
 from tests.helpers.kb_files import INVOICES_NOTES, write_invoices_kb, write_notes
 from tests.kb.test_index_group import make_kb
@@ -148,6 +150,21 @@ def test_indexing_a_folder_without_markdown_says_so_and_creates_nothing(
     assert "check --kb-path" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (empty / ".groove").exists()
+
+
+def test_a_re_index_walks_the_kb_once(
+    kb_eval_copy: Path, groove: Groove, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the empty-KB check walks the KB only when there is no index yet: the indexer's
+    # own walk is the re-index's only one
+    from pytest_groove.kb.source import walk
+
+    kb = str(kb_eval_copy)
+    assert groove("index", "--kb-path", kb, "--model", "hash").returncode == 0
+    walks: list[Path] = []
+    monkeypatch.setattr(walk, "collect_files", lambda kb, *a: walks.append(kb))
+    again = groove("index", "--kb-path", kb, "--model", "hash")
+    assert (again.returncode, walks) == (0, []), again.stderr
 
 
 def test_an_existing_index_of_a_now_empty_kb_is_still_brought_up_to_date(
@@ -304,3 +321,40 @@ def test_index_says_how_many_chunks_it_embedded_and_how_many_it_found(
     assert "1 changed" in edited.stdout and "1 chunks embedded, 4 reused" in edited.stdout
     forced = groove("index", "--kb-path", kb, "--model", "hash", "--force")
     assert "0 chunks embedded, 20 reused" in forced.stdout
+
+
+#: runs ``groove <argv>`` in-process and prints whether any module of the evaluation
+#: (its command modules or its library) was loaded
+_LOADS_EVAL = """
+import sys
+from pytest_groove.cli.commands import run_command_line
+try:
+    run_command_line(sys.argv[1:])
+except SystemExit:
+    pass
+loaded = [name for name in sys.modules if name.startswith(("pytest_groove.evaluation",
+          "pytest_groove.cli.evaluate"))]
+print(bool(loaded), file=sys.stderr)
+"""
+
+
+def test_index_and_search_leave_the_evaluation_unimported(tmp_path: Path) -> None:
+    # `groove index` runs on every CI job: the evaluation stack is no part of its start-up
+    def loads_eval(*argv: str) -> bool:
+        done = subprocess.run(
+            [sys.executable, "-c", _LOADS_EVAL, *argv],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stderr.strip().splitlines()[-1] == "True"
+
+    kb = tmp_path / "kb"
+    write_notes(kb, {"a.md": "# A\n\nSome words about deploys.\n"})
+    assert not loads_eval("index", "--kb-path", str(kb), "--model", "hash")
+    assert (kb / ".groove").is_dir()
+    assert not loads_eval("index", "--help")
+    assert not loads_eval("search", "--help")
+    assert loads_eval("eval", "--help")
+    # a command line that does not start with the command still sees every command
+    assert loads_eval("-h")

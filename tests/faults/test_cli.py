@@ -473,7 +473,7 @@ def test_ctrl_c_while_the_command_starts_is_interrupted_not_a_traceback(
     import pytest_groove.cli.commands as commands
     from tests.helpers.cli_invoke import invoke
 
-    def interrupted() -> None:
+    def interrupted(command: str | None = None) -> None:
         raise KeyboardInterrupt
 
     # the signal lands while the parser is built, before the command's own boundary

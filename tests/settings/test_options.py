@@ -13,7 +13,7 @@ from pytest_groove.cli.args import run_options
 from pytest_groove.cli.commands import build_parser
 from pytest_groove.errors import flag, spell_flags
 from pytest_groove.plugin import options as plugin_options
-from pytest_groove.settings.options import OPTIONS, OPTIONS_BY_NAME, RunOptions
+from pytest_groove.settings.options import OPTIONS, OPTIONS_BY_NAME, RunOptions, settings_for
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -109,3 +109,10 @@ def test_an_unset_ini_key_reads_as_not_given(answer: Any, name: str) -> None:
     """pytest 7.4 answers ``[]`` for an unset key declared with ``default=None``."""
     config = cast(pytest.Config, _IniOnlyConfig(answer))
     assert plugin_options._ini_value(config, OPTIONS_BY_NAME[name]) is None
+
+
+def test_settings_for_applies_the_run_options_over_groove_toml(tmp_path: Path) -> None:
+    (tmp_path / "groove.toml").write_text('model = "e5-small"\n', encoding="utf-8")
+    assert settings_for(tmp_path, RunOptions()).index.model == "e5-small"
+    chosen = settings_for(tmp_path, RunOptions(model="hash", mmr=True))
+    assert (chosen.index.model, chosen.search.mmr.enabled) == ("hash", True)

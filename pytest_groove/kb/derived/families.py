@@ -32,7 +32,6 @@ REGISTERED: tuple[str, ...] = (
     "pytest_groove.kb.derived.vector_cache",
     "pytest_groove.kb.derived.word_index",
     "pytest_groove.kb.derived.phrase_scores",
-    "pytest_groove.kb.derived.corpus_cache",
     "pytest_groove.kb.derived.quote_cache",
 )
 

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_groove.files.seal import open_cache_file, vouches, write_sealed
-from pytest_groove.text.trigram_fold import FOLD, MIN_FOLDED_CHARS, count_overlapping
+from pytest_groove.text.trigram_fold import MIN_FOLDED_CHARS, count_overlapping, fold_words
 
 __all__ = [
     "COLUMNS",
@@ -230,7 +230,7 @@ def build_segment(rows: Iterable[tuple[int, str | None, str | None, str | None]]
         for column, text in enumerate(columns):
             if not text:
                 continue
-            folded = text.translate(FOLD)
+            folded = fold_words(text)
             tokens += max(0, len(folded) - 2)
             held = Counter(folded.split())
             ids_seen.extend(map(lookup, held))

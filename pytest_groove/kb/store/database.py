@@ -16,7 +16,7 @@ document's rows still change together, because a transaction is all or nothing.
 
 The store is built in parts: :mod:`.store_schema` (the layout, opening, transactions,
 metadata), :mod:`.store_writer`, :mod:`.store_reader`, :mod:`.store_ties` (the kept tie
-order) and :mod:`.store_fulltext`;
+order), :mod:`.kept_snapshot` (the kept corpus snapshot) and :mod:`.store_fulltext`;
 :class:`Store` joins them, and every name stays importable from here.
 
 PYTEST_DONT_REWRITE
@@ -25,6 +25,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 from pytest_groove.kb.store.fulltext import StoreFullText
+from pytest_groove.kb.store.kept_snapshot import StoreCorpusSnapshot
 from pytest_groove.kb.store.reader import ChunkRow, StoredChunk, StoreReader
 from pytest_groove.kb.store.schema import (
     _TERM_TABLE_ALWAYS_SCHEMA,
@@ -60,5 +61,5 @@ __all__ = [
 ]
 
 
-class Store(StoreWriter, StoreReader, StoreTieOrder, StoreFullText):
+class Store(StoreWriter, StoreCorpusSnapshot, StoreReader, StoreTieOrder, StoreFullText):
     """An open index database: :meth:`open` it, then write, read and search it."""

@@ -16,7 +16,10 @@ import pytest
 from pytest_groove.files.seal import seal_path, write_sealed
 from pytest_groove.kb.derived import cache_check
 from pytest_groove.kb.derived.cache_check import check_caches
-from pytest_groove.kb.derived.corpus_cache import CACHE_NAME
+from pytest_groove.kb.derived.quote_cache import CACHE_PREFIX
+
+#: one derived file's name (a quote scan's)
+CACHE_NAME = f"{CACHE_PREFIX}0123456789abcdef.json"
 
 
 def _sealed(folder: Path, data: bytes) -> Path:

@@ -1,4 +1,4 @@
-"""The corpus snapshot is kept beside the index per index state."""
+"""The headings map the golden check reads: every path, a document's headings when asked."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 from pytest_groove.engine.builtin import open_engine, run_indexer
-from pytest_groove.kb.derived.corpus_cache import CACHE_NAME
-from pytest_groove.kb.source.records import CorpusSnapshot
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, Settings
 
@@ -19,52 +17,6 @@ def write_kb(kb: Path) -> None:
     kb.mkdir()
     for d in range(4):
         (kb / f"n{d}.md").write_text(f"# N{d}\n\n## A\n\nretry budget {d}\n\n## B\n\nlease {d}\n")
-
-
-def snapshot(kb: Path) -> CorpusSnapshot:
-    with open_engine(kb, SETTINGS, reindex=False) as engine, engine.read_snapshot():
-        return engine.corpus_snapshot()
-
-
-def test_an_unchanged_index_answers_from_the_kept_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kb = tmp_path / "kb"
-    write_kb(kb)
-    run_indexer(kb, SETTINGS)
-    first = snapshot(kb)
-    assert list(kb.joinpath(".groove").rglob(CACHE_NAME))
-
-    def no_read(self: Store) -> CorpusSnapshot:
-        raise AssertionError("every chunk was read again")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Store, "corpus_snapshot", no_read)
-        assert snapshot(kb) == first
-
-
-def test_a_changed_index_computes_it_again(tmp_path: Path) -> None:
-    kb = tmp_path / "kb"
-    write_kb(kb)
-    run_indexer(kb, SETTINGS)
-    first = snapshot(kb)
-    with (kb / "n2.md").open("a") as handle:
-        handle.write("\nmore\n")
-    run_indexer(kb, SETTINGS)
-    second = snapshot(kb)
-    assert second != first and second.chunks == first.chunks
-    with open_engine(kb, SETTINGS, reindex=False) as engine:
-        assert second == engine.store.corpus_snapshot()
-
-
-def test_a_damaged_file_is_computed_again(tmp_path: Path) -> None:
-    kb = tmp_path / "kb"
-    write_kb(kb)
-    run_indexer(kb, SETTINGS)
-    first = snapshot(kb)
-    for kept in kb.joinpath(".groove").rglob(CACHE_NAME):
-        kept.write_text("{not json")
-    assert snapshot(kb) == first
 
 
 def every_heading(store: Store) -> dict[str, set[str | None]]:

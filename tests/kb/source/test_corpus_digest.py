@@ -21,6 +21,7 @@ from pytest_groove.kb.source.corpus_digest import DIGEST_VERSION, chunk_digest
 from pytest_groove.kb.source.disk_view import read_kb_view
 from pytest_groove.kb.source.records import CorpusSnapshot
 from pytest_groove.kb.store.database import DB_FILE_NAME, SCHEMA_VERSION, Store
+from pytest_groove.kb.store.kept_snapshot import CORPUS_SNAPSHOT_META
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.settings.config import IndexSettings, Settings
 from tests.helpers.eval_factories import begun
@@ -146,11 +147,12 @@ def test_a_schema_5_index_is_upgraded_in_place_and_read_as_it_is(tmp_path: Path)
 def test_a_kept_snapshot_of_the_older_format_is_not_reused(tmp_path: Path) -> None:
     kb = make_kb(tmp_path)
     now = snapshot(kb)
-    (kept,) = kb.joinpath(".groove").rglob("corpus-snapshot.json")
-    record = json.loads(kept.read_bytes())
-    # what the older file said for this very index state: a version-1 digest, no version
-    old = {key: value for key, value in record.items() if key != "digest_version"}
-    kept.write_text(json.dumps({**old, "format": 1, "digest": "e" * 64}))
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        record = json.loads(engine.store.get_meta(CORPUS_SNAPSHOT_META) or "{}")
+        # what an older digest said for this very index state: version 1, no version
+        old = {key: value for key, value in record.items() if key != "digest_version"}
+        with engine.store.transaction():
+            engine.store.set_meta(CORPUS_SNAPSHOT_META, json.dumps({**old, "digest": "e" * 64}))
     assert snapshot(kb) == now
 
 
