@@ -27,8 +27,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_groove import TYPE_CHECKING
 from pytest_groove.errors import clip_repr
-from pytest_groove.settings.records import Settings
+
+if TYPE_CHECKING:
+    from pytest_groove.settings.records import Settings
 
 #: how a value is written and checked
 Kind = Literal[
