@@ -25,9 +25,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_groove import TYPE_CHECKING
 from pytest_groove.errors import clip_repr
 
 if TYPE_CHECKING:

@@ -20,6 +20,9 @@ import os, signal, pytest
 
 MOMENT = {moment!r}
 
+# as in a terminal: a run started in the background of a shell inherits SIGINT ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 def _interrupt():
     os.kill(os.getpid(), signal.SIGINT)
 
