@@ -39,7 +39,7 @@ from pytest_groove.files.seal import (
     seal_path,
     verdict_of,
 )
-from pytest_groove.kb.derived.families import derived_families, family_of
+from pytest_groove.kb.derived.families import RETIRED_FILES, derived_families, family_of
 from pytest_groove.kb.derived.family import Check
 from pytest_groove.kb.store.database import DB_FILE_NAME
 
@@ -123,6 +123,7 @@ def _settled_verdict(path: Path) -> Verdict | None:
 def check_caches(folder: Path) -> list[str]:
     """Check every sealed derived file of ``folder``; remove each damaged one with its
     family and return one warning for each.  Call holding the index lock."""
+    _remove_retired(folder)
     names = _names(folder)
     warnings: list[str] = []
     for name in sorted(names):
@@ -149,8 +150,15 @@ def check_caches(folder: Path) -> list[str]:
     return warnings
 
 
+def _remove_retired(folder: Path) -> None:
+    """Remove what an earlier version kept here and nothing reads any more."""
+    for name in RETIRED_FILES:
+        remove_with_seal(folder / name)
+
+
 def remove_caches(folder: Path) -> None:
     """Remove every derived file of ``folder`` and its seal, unread (``--force``)."""
+    _remove_retired(folder)
     for name in _names(folder):
         with contextlib.suppress(OSError):
             (folder / name).unlink()

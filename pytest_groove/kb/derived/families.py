@@ -25,7 +25,7 @@ import importlib
 
 from pytest_groove.kb.derived.family import DerivedFamily
 
-__all__ = ["REGISTERED", "derived_families", "family_of"]
+__all__ = ["REGISTERED", "RETIRED_FILES", "derived_families", "family_of"]
 
 #: the modules declaring the index folder's derived files (``DERIVED_FILES``)
 REGISTERED: tuple[str, ...] = (
@@ -34,6 +34,10 @@ REGISTERED: tuple[str, ...] = (
     "pytest_groove.kb.derived.phrase_scores",
     "pytest_groove.kb.derived.quote_cache",
 )
+
+#: files an earlier version kept beside ``index.db`` that nothing reads any more (the
+#: corpus snapshot now lives in ``index.db``): the indexer removes them, seals included
+RETIRED_FILES: tuple[str, ...] = ("corpus-snapshot.json",)
 
 
 @functools.cache

@@ -15,7 +15,8 @@ import pytest
 
 from pytest_groove.files.seal import seal_path, write_sealed
 from pytest_groove.kb.derived import cache_check
-from pytest_groove.kb.derived.cache_check import check_caches
+from pytest_groove.kb.derived.cache_check import check_caches, remove_caches
+from pytest_groove.kb.derived.families import RETIRED_FILES
 from pytest_groove.kb.derived.quote_cache import CACHE_PREFIX
 
 #: one derived file's name (a quote scan's)
@@ -62,3 +63,19 @@ def test_a_file_its_seal_does_not_vouch_for_and_nobody_replaces_is_damage(
     (warning,) = check_caches(tmp_path)
     assert "is damaged" in warning and CACHE_NAME in warning
     assert not path.exists() and not seal_path(path).exists()
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_a_file_an_earlier_version_kept_is_removed_with_its_seal(
+    tmp_path: Path, forced: bool
+) -> None:
+    for name in RETIRED_FILES:
+        write_sealed(tmp_path / name, lambda handle: handle.write(b"{}"))
+    kept = _sealed(tmp_path, b"a quote scan")
+    if forced:
+        remove_caches(tmp_path)
+    else:
+        assert check_caches(tmp_path) == []  # no warning: nothing was damaged
+    for name in RETIRED_FILES:
+        assert not (tmp_path / name).exists() and not seal_path(tmp_path / name).exists()
+    assert kept.exists() is not forced
