@@ -20,7 +20,6 @@ from pytest_groove.engine.index_command import missing_index
 from pytest_groove.errors import GENERIC_INDEX_COMMAND, GrooveError, IndexMissing, clip_path, flag
 from pytest_groove.files.beneath import index_folder_beneath
 from pytest_groove.files.paths import check_os_path, resolve_path
-from pytest_groove.kb.derived.corpus_cache import IndexedHeadings
 from pytest_groove.kb.derived.note_index import note_index_for
 from pytest_groove.kb.derived.quote_scan import kept_quote_scan
 from pytest_groove.kb.derived.vectors import VectorIndex
@@ -29,6 +28,7 @@ from pytest_groove.kb.progress import ProgressTo
 from pytest_groove.kb.source.records import ChunkText, CorpusSnapshot
 from pytest_groove.kb.store.database import Store
 from pytest_groove.kb.store.faults import index_dir_faults, index_faults
+from pytest_groove.kb.store.indexed_headings import IndexedHeadings
 from pytest_groove.kb.store.tie_order import TieOrder
 from pytest_groove.search.hits import SearchHit
 from pytest_groove.search.pipeline.hybrid import HybridSearcher, SearchResponse
