@@ -3,37 +3,24 @@
 The corpus asks a third of its single-answer questions in the other language than
 the note that answers them (ids starting ``x-``); without language centring and the
 script gate none of those reaches the top 3. The floors leave room for two queries
-of drift below what docs/retrieval-pipeline.md reports (MRR 0.893, 11 of 15
+of drift below what docs/retrieval-pipeline.md reports (MRR 0.917, 13 of 15
 cross-language queries in the top 3).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
 from tests.helpers.cli_invoke import Groove
-
-ROOT = REPO_ROOT
-CORPUS = ROOT / "tests" / "corpora" / "kb-bilingual"
-GOLDEN = ROOT / "tests" / "corpora" / "kb-bilingual-golden.yml"
+from tests.helpers.corpus_eval import eval_corpus, single_and_multi
 
 
 @pytest.mark.slow
 def test_default_pipeline_answers_across_languages(tmp_path: Path, groove: Groove) -> None:
-    kb = tmp_path / "kb"
-    shutil.copytree(CORPUS, kb)
-    out = groove.process(
-        "eval", "--kb-path", kb, "--golden", GOLDEN, "--format", "json", "--no-history",
-        "--k", "1,3,5,10", timeout=900,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)["per_query"]
-    single = [r for r in rows if len(r["expected"]) == 1]
+    report = eval_corpus(groove, tmp_path, "kb-bilingual", k="1,3,5,10", timeout=900)
+    single, _ = single_and_multi(report)
     cross = [r for r in single if r["id"].startswith("x-")]
     assert len(single) == 45 and len(cross) == 15
     mrr = sum(r["metrics"]["reciprocal_rank"] for r in single) / len(single)

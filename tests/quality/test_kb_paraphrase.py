@@ -11,33 +11,19 @@ nDCG@5 0.639); with the full-text list voting in full the figures are 0.530 and
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
 from tests.helpers.cli_invoke import Groove
-
-CORPUS = REPO_ROOT / "tests" / "corpora" / "kb-paraphrase"
-GOLDEN = REPO_ROOT / "tests" / "corpora" / "kb-paraphrase-golden.yml"
+from tests.helpers.corpus_eval import eval_corpus, single_and_multi
 
 
 @pytest.mark.slow
 def test_default_pipeline_on_questions_in_other_words(tmp_path: Path, groove: Groove) -> None:
-    kb = tmp_path / "kb"
-    shutil.copytree(CORPUS, kb)
-    out = groove.process(
-        "eval", "--kb-path", kb, "--golden", GOLDEN, "--format", "json", "--no-history",
-        "--k", "1,5,10", timeout=1200,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
+    report = eval_corpus(groove, tmp_path, "kb-paraphrase", k="1,5,10", timeout=1200)
     assert report["fingerprint"]["fts_coverage_vote"] is True
-    rows = report["per_query"]
-    single = [r for r in rows if len(r["expected"]) == 1]
-    multi = [r for r in rows if len(r["expected"]) > 1]
+    single, multi = single_and_multi(report)
     assert len(single) == 55 and len(multi) == 8
     mrr = sum(r["metrics"]["reciprocal_rank"] for r in single) / len(single)
     ndcg5 = sum(r["metrics"]["ndcg_at_k"]["5"] for r in multi) / len(multi)
