@@ -125,8 +125,10 @@ class HashEmbedder:
         # row does not depend on the batch or the windows it was embedded in.
         counts = np.zeros((len(texts), self.dimension), dtype=np.float64)
         for owners, pieces in _passes([normalise_text(text) for text in texts]):
-            rows, local = np.unique(np.asarray(owners, dtype=np.int64), return_inverse=True)
-            np.add.at(counts, rows, _gram_counts(pieces, local, len(rows), self.dimension))
+            # owners ascend, so a pass fills the rows from its first owner to its last
+            first, last = owners[0], owners[-1] + 1
+            local = np.asarray(owners, dtype=np.int64) - first
+            counts[first:last] += _gram_counts(pieces, local, last - first, self.dimension)
         return l2_normalise(counts)
 
 
