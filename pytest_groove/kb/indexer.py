@@ -40,7 +40,7 @@ from pytest_groove.kb.build_record import (
     resolve_context_mode,
 )
 from pytest_groove.kb.derived.cache_check import check_caches, remove_caches
-from pytest_groove.kb.derived.note_index import note_index_for, rows_path
+from pytest_groove.kb.derived.note_index import keeps_note_rows, note_index_for
 from pytest_groove.kb.derived.vector_cache import cache_path
 from pytest_groove.kb.derived.vectors import VectorIndex
 from pytest_groove.kb.derived.word_index import refresh_word_index
@@ -439,8 +439,8 @@ def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
     """Write the caches for the index's state now, so the next search only reads them.
 
     An older generation's flat cache is updated rather than rebuilt.  A flat
-    note-carrying index is the chunk index's rows file (:mod:`~.note_index`), made
-    from the chunk index; another kind's is its own index, made after the chunk
+    note-carrying index is the chunk index's rows, kept in index.db (:mod:`~.note_index`),
+    made from the chunk index; another kind's is its own index, made after the chunk
     index is dropped, so the two are never held at once.
     """
     directory, centre, kind = store.path.parent, caches.centre, caches.kind
@@ -452,10 +452,10 @@ def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
     if not caches.notes:
         return
     if kind == DEFAULT_VECTOR_INDEX:
-        if not is_vouched(rows_path(store, directory, centre=centre)):
+        if not keeps_note_rows(store, centre=centre):  # kept in index.db, not a file
             # the cache just written, mapped: an update reads only its new rows' pages
             plain = VectorIndex.load_for(store, directory, centre=centre, kind=kind)
-            note_index_for(store, directory, plain, centre=centre, kind=kind)
+            note_index_for(store, directory, plain, centre=centre, kind=kind, keep=True)
         return
     if not is_vouched(cache_path(store, directory, centre=centre, kind=kind, notes=True)):
         VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)

@@ -1,8 +1,8 @@
 """Damaged derived files of the index folder: found, rebuilt from index.db, never used.
 
-Every file beside ``index.db`` (vector caches, their means and states, the note rows,
-the word postings and their manifests, the phrase scores, the
-quote scans, and the seals of them all) is damaged in place -- emptied, cut to half,
+Every file beside ``index.db`` (vector caches, their means and states, the word
+postings and their manifests, the phrase scores, the quote scans, and the seals of
+them all) is damaged in place -- emptied, cut to half,
 a block zeroed, bytes flipped -- and the real ``groove`` command (in-process) or
 ``pytest --groove-kb`` must give the metrics of the undamaged index, exit as it did,
 print no traceback, and name the damaged file in one warning line.  Hash embedder.
@@ -84,33 +84,6 @@ def test_groove_index_repairs_a_damaged_vector_cache(
     assert measured(report) == before
 
 
-@pytest.mark.parametrize("how", ["empty", "half", "flipped"])
-@pytest.mark.parametrize(
-    "command",
-    [
-        ("eval", "--no-history"),
-        ("search", "rollback"),
-        ("index",),
-        ("index", "--force"),
-    ],
-    ids=" ".join,
-)
-def test_a_damaged_note_rows_file_is_never_a_traceback(
-    example: tuple[Path, dict[str, Any]], how: str, command: tuple[str, ...]
-) -> None:
-    kb, before = example
-    (rows,) = index_dir(kb).glob("notevectors-*.rows.npz")
-    assert damage(rows, how, seed=5)
-    run = invoke(command[0], "--kb-path", kb, *HASH, *command[1:])
-    assert run.returncode == 0, run.stderr
-    assert "Traceback" not in run.stderr and "Error" not in run.stderr, run.stderr
-    if command[0] in ("eval", "index") and "--force" not in command:
-        assert_one_warning_naming(run, rows)
-    again, report = eval_json(kb, "--no-history")
-    assert again.returncode == 0 and warnings_of(again) == [], again.stderr
-    assert measured(report) == before
-
-
 def test_index_force_reads_no_old_cache(
     example: tuple[Path, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,7 +149,7 @@ def test_each_derived_file_damaged_gives_the_undamaged_metrics(
 ) -> None:
     kb, before = example
     names = {p.name.split("-")[0].split(".")[0] for p in derived_files(index_dir(kb))}
-    assert {"vectors", "notevectors", "phrases", "words", "quote"} <= names
+    assert {"vectors", "phrases", "words", "quote"} <= names
     assert any(p.name.endswith(".state.npz") for p in derived_files(index_dir(kb)))
     assert check_each_file(kb, before, [how]) >= 10
 
@@ -261,14 +234,12 @@ test_much_generated_damage_never_moves_the_gate = pytest.mark.slow(_generated_da
 @pytest.mark.parametrize(
     ("target", "how", "dist"),
     [
-        ("notevectors-*.rows.npz", "empty", ()),
-        ("notevectors-*.rows.npz", "zeroed", ()),
         ("vectors-*.faiss", "empty", ()),
         ("vectors-*.faiss", "zeroed", ()),
         # workers starting take seconds: slow
-        pytest.param("notevectors-*.rows.npz", "half", ("-n", "2"), marks=pytest.mark.slow),
+        pytest.param("vectors-*.faiss", "half", ("-n", "2"), marks=pytest.mark.slow),
     ],
-    ids=["rows-empty", "rows-zeroed", "vectors-empty", "vectors-zeroed", "rows-half-xdist"],
+    ids=["vectors-empty", "vectors-zeroed", "vectors-half-xdist"],
 )
 def test_under_pytest_a_damaged_cache_is_rebuilt_and_the_session_passes(
     pytester: pytest.Pytester, target: str, how: str, dist: tuple[str, ...]

@@ -25,6 +25,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import time
 from pathlib import Path
@@ -152,8 +153,13 @@ def check_caches(folder: Path) -> list[str]:
 
 def _remove_retired(folder: Path) -> None:
     """Remove what an earlier version kept here and nothing reads any more."""
-    for name in RETIRED_FILES:
-        remove_with_seal(folder / name)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in RETIRED_FILES):
+            remove_with_seal(folder / name)
 
 
 def remove_caches(folder: Path) -> None:

@@ -36,8 +36,9 @@ REGISTERED: tuple[str, ...] = (
 )
 
 #: files an earlier version kept beside ``index.db`` that nothing reads any more (the
-#: corpus snapshot now lives in ``index.db``): the indexer removes them, seals included
-RETIRED_FILES: tuple[str, ...] = ("corpus-snapshot.json",)
+#: corpus snapshot and the note rows now live in ``index.db``), as ``fnmatch`` patterns:
+#: the indexer removes them, seals included
+RETIRED_FILES: tuple[str, ...] = ("corpus-snapshot.json", "notevectors-*.rows.npz")
 
 
 @functools.cache

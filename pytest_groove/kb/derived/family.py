@@ -41,7 +41,7 @@ class Check(enum.Enum):
     #: its seal decides; a damaged file is removed (with its seal) alone
     SEAL = "seal"
     #: its seal decides; a damaged file is removed with every file sharing its stem,
-    #: which were made with it (a vector cache, its means and state, its note rows)
+    #: which were made with it (a vector cache, its means and state)
     SEAL_WITH_STEM = "seal, with its stem"
 
 

@@ -14,51 +14,54 @@ vectors as stored, ``n`` the document's note vector as the rows add it (centred 
 the chunk means of its note's script group, normalised; zero for a document without
 one) and ``b`` the reciprocal of the norm of the sum.  So the flat note-carrying index
 is kept as :class:`NoteRows` -- each row's document, ``a`` and ``b``, and one note
-vector per document -- in ``notevectors-...-<mode>.rows.npz`` beside the chunk cache
-(a few bytes per chunk and one vector per document), and a search scores every row
-from one pass over the chunk index.  That score differs from the row's own inner
-product only by rounding, so the rows near the n-th score are scored again on the
-rows themselves (:meth:`NoteCarryingIndex.rows` rebuilds them bit for bit as a full
-build makes them), and ranked by that score, ties by lower chunk id, as
-:meth:`VectorIndex.search` ranks a faiss index's answer.
+vector per document (a few bytes per chunk and one vector per document) -- and a
+search scores every row from one pass over the chunk index.  That score differs from
+the row's own inner product only by rounding, so the rows near the n-th score are
+scored again on the rows themselves (:meth:`NoteCarryingIndex.rows` rebuilds them bit
+for bit as a full build makes them), and ranked by that score, ties by lower chunk id,
+as :meth:`VectorIndex.search` ranks a faiss index's answer.
 
-After an edit the rows file is updated like the flat cache: the kept rows keep their
-numbers, the new chunks' rows and the rows of documents whose note vector changed get
-new ones.  An HNSW index cannot be answered this way (its graph is over the rows
-themselves), so it keeps its own note-carrying index.
+The rows are kept in ``index.db`` itself, in the ``note_rows`` table: one row per
+centring mode, each array a BLOB, with the write generation they answer for.  The
+indexer keeps them (:func:`note_index_for` with ``keep``) in its read snapshot of the
+state they describe, so they are committed atomically and checked as the database
+is: no file, seal or format of their own.  A reader whose state has no kept rows (an
+index an older version or another configuration wrote) makes them in memory.
+
+After an edit the kept rows are updated: the kept rows keep their numbers, the new
+chunks' rows and the rows of documents whose note vector changed get new ones.  An
+HNSW index cannot be answered this way (its graph is over the rows themselves), so
+it keeps its own note-carrying index.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
+import apsw
 import faiss
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.files.resource_limits import ResourceLimit
-from pytest_groove.files.seal import SEAL_SUFFIX, open_vouched, seal_path, write_sealed
-from pytest_groove.kb.derived.vector_cache import (
-    NOTES_CACHE_PREFIX,
-    KeptCopy,
-    cache_path,
-    centred,
-    older_generation,
-)
+from pytest_groove.kb.derived.vector_cache import centred
 from pytest_groove.kb.derived.vectors import Means, VectorIndex, graded_scores, one_faiss_thread
 from pytest_groove.kb.store.database import Store
 from pytest_groove.kb.store.tie_order import IN_ID_ORDER, TieOrder
 from pytest_groove.settings.config import DEFAULT_VECTOR_INDEX
 from pytest_groove.text.scripts import script_group
 
-__all__ = ["ROWS_SUFFIX", "NoteCarryingIndex", "NoteRows", "note_index_for", "rows_path"]
+__all__ = [
+    "NoteCarryingIndex",
+    "NoteRows",
+    "keeps_note_rows",
+    "kept_note_rows",
+    "note_index_for",
+]
 
-ROWS_SUFFIX = ".rows.npz"
 #: rows whose numbers are worked out at once (bounds the temporary matrix)
 _BLOCK_ROWS = 8192
 #: how far below the n-th score a row is still scored again on its own vector: far
@@ -66,19 +69,15 @@ _BLOCK_ROWS = 8192
 #: step scores are compared in (``vectors.SCORE_GRID``, ~1.5e-5)
 _RESCORE_MARGIN = 1e-4
 _ARRAYS = ("ids", "docs", "scale", "inv_norm", "note_docs", "notes")
-
-
-def rows_path(store: Store, directory: Path, *, centre: bool, generation: int = -1) -> Path:
-    """The rows file of the store's flat note-carrying index at ``generation``."""
-    cache = cache_path(
-        store,
-        directory,
-        centre=centre,
-        kind=DEFAULT_VECTOR_INDEX,
-        notes=True,
-        generation=generation,
-    )
-    return cache.with_suffix(ROWS_SUFFIX)
+#: each array's type as kept (little-endian, whatever the machine)
+_DTYPES: dict[str, np.dtype[Any]] = {
+    "ids": np.dtype("<i8"),
+    "docs": np.dtype("<i8"),
+    "scale": np.dtype("<f4"),
+    "inv_norm": np.dtype("<f4"),
+    "note_docs": np.dtype("<i8"),
+    "notes": np.dtype("<f4"),
+}
 
 
 @dataclass(frozen=True)
@@ -103,39 +102,29 @@ class NoteRows:
         """Each row's index into :attr:`notes`, ``len(notes)`` for a row without one."""
         return _codes(self.docs, self.note_docs)
 
-    def write(self, handle: BinaryIO) -> None:
-        arrays = {name: getattr(self, name) for name in _ARRAYS}
-        np.savez(handle, centred=np.asarray(self.centred), **arrays)
+    def arrays(self) -> tuple[npt.NDArray[Any], ...]:
+        """The arrays, in :data:`_ARRAYS` order."""
+        return tuple(getattr(self, name) for name in _ARRAYS)
 
     @classmethod
-    def read(cls, path: Path, dim: int) -> NoteRows | None:
-        """The rows file at ``path``; None when absent, not vouched for by its seal
-        (:mod:`~pytest_groove.files.seal`), unreadable in any way or not of this
-        shape: the caller builds the rows again."""
-        try:
-            handle = open_vouched(path)  # checked, never followed
-            if handle is None:
-                return None
-            with handle, np.load(handle, allow_pickle=False) as saved:
-                rows = cls(
-                    ids=np.asarray(saved["ids"], dtype=np.int64),
-                    docs=np.asarray(saved["docs"], dtype=np.int64),
-                    scale=np.asarray(saved["scale"], dtype=np.float32),
-                    inv_norm=np.asarray(saved["inv_norm"], dtype=np.float32),
-                    note_docs=np.asarray(saved["note_docs"], dtype=np.int64),
-                    notes=np.asarray(saved["notes"], dtype=np.float32),
-                    centred=bool(saved["centred"]),
-                )
-            size = len(rows.ids)
-            if not (len(rows.docs) == len(rows.scale) == len(rows.inv_norm) == size) or (
-                rows.notes.shape != (len(rows.note_docs), dim)
-            ):
-                return None
-        except ResourceLimit:
-            raise  # out of open files or memory: no damage
-        except Exception:  # an empty, cut-short or garbled file (EOFError, BadZipFile, ...)
+    def of_blobs(cls, blobs: tuple[bytes, ...], centred: bool, dim: int) -> NoteRows | None:
+        """The rows from their kept BLOBs (:data:`_ARRAYS` order), None when they do not
+        add up to rows of this dimension (another version's, another model's)."""
+        if any(
+            len(blob) % _DTYPES[name].itemsize for name, blob in zip(_ARRAYS, blobs, strict=True)
+        ):
             return None
-        return rows
+        ids, docs, scale, inv_norm, note_docs, notes = (
+            np.frombuffer(blob, dtype=_DTYPES[name])
+            for name, blob in zip(_ARRAYS, blobs, strict=True)
+        )
+        size = len(ids)
+        if not (len(docs) == len(scale) == len(inv_norm) == size) or (
+            len(notes) != len(note_docs) * dim
+        ):
+            return None
+        notes = notes.reshape(len(note_docs), dim)
+        return cls(ids, docs, scale, inv_norm, note_docs, notes, centred)
 
 
 def _codes(docs: npt.NDArray[np.int64], note_docs: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
@@ -399,60 +388,120 @@ def _inner_products(
     return out
 
 
-#: the rows file this process wrote last: the search right after the indexer's
-#: refresh takes the rows from here, not from the file again
-_WRITTEN: KeptCopy[NoteRows] = KeptCopy()
+#: the table the rows are kept in, in ``index.db``: one row per centring mode.  Made by
+#: the first indexer that keeps rows (an index without it has none kept: they are made)
+_TABLE = "note_rows"
+_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {_TABLE} (mode TEXT PRIMARY KEY, generation INTEGER NOT NULL, "
+    f"centred INTEGER NOT NULL, {', '.join(f'{name} BLOB NOT NULL' for name in _ARRAYS)})"
+)
 
 
-def _read_rows(path: Path, dim: int) -> NoteRows | None:
-    """The rows file at ``path``: the rows this process wrote there while the file is
-    still that one, else read."""
-    rows = _WRITTEN.get(path)
-    if rows is not None and rows.notes.shape[1:] == (dim,):
-        return rows
-    return NoteRows.read(path, dim)
+def _mode(centre: bool) -> str:
+    return "centred" if centre else "raw"
 
 
-def _write(path: Path, rows: NoteRows) -> None:
-    """Write the rows file (an optimisation: a failure costs a rebuild next time) and drop
-    every other note-carrying cache of this folder."""
-    _WRITTEN.forget()
+def kept_note_rows(store: Store, *, centre: bool, dim: int) -> tuple[int, NoteRows] | None:
+    """(generation, rows) kept in ``index.db`` for this centring mode, None when none are
+    (or they are not rows of this dimension)."""
+    if not _has_table(store):
+        return None
+    row = store.conn.execute(
+        f"SELECT generation, centred, {', '.join(_ARRAYS)} FROM {_TABLE} WHERE mode=?",
+        (_mode(centre),),
+    ).fetchone()
+    if row is None:
+        return None
+    rows = NoteRows.of_blobs(tuple(row[2:]), bool(row[1]), dim)
+    return None if rows is None else (int(row[0]), rows)
+
+
+def _has_table(store: Store) -> bool:
+    sql = "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?"
+    return store.conn.execute(sql, (_TABLE,)).fetchone() is not None
+
+
+def keeps_note_rows(store: Store, *, centre: bool) -> bool:
+    """Whether ``index.db`` keeps the note rows of its current state for this mode."""
+    if not _has_table(store):
+        return False
+    sql = f"SELECT generation FROM {_TABLE} WHERE mode=?"
+    row = store.conn.execute(sql, (_mode(centre),)).fetchone()
+    return row is not None and int(row[0]) == store.generation
+
+
+def _keep(store: Store, centre: bool, rows: NoteRows) -> None:
+    """Keep ``rows`` as the current state's, in the open read snapshot (the indexer's,
+    holding the index lock: the first write makes it a write transaction, committed
+    when the snapshot ends).  An optimisation: when SQLite refuses (busy, read-only),
+    the next indexer makes them again."""
+    arrays = [
+        np.ascontiguousarray(array, dtype=_DTYPES[name])
+        for name, array in zip(_ARRAYS, rows.arrays(), strict=True)
+    ]
     try:
-        write_sealed(path, rows.write)
-    except OSError:
+        store.conn.execute(_CREATE)
+        store.conn.execute(
+            f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?{', ?' * len(_ARRAYS)})",
+            (_mode(centre), store.generation, int(rows.centred), *arrays),
+        )
+    except (apsw.BusyError, apsw.ReadOnlyError, apsw.LockedError):
         return
-    _WRITTEN.keep(path, rows)
-    kept = {path, seal_path(path)}
-    for old in path.parent.glob(f"{NOTES_CACHE_PREFIX}*"):
-        if old not in kept and old.name.endswith((".faiss", ".npz", SEAL_SUFFIX)):
-            with contextlib.suppress(OSError):
-                old.unlink()
 
 
-def note_index_for(
-    store: Store, directory: Path, plain: VectorIndex, *, centre: bool, kind: str
-) -> VectorIndex:
-    """The note-carrying index over ``plain`` (the store's chunk index), from the kept
-    rows file where it is current; call inside ``store.read_snapshot()``."""
-    if kind != DEFAULT_VECTOR_INDEX:
-        return VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)
-    path = rows_path(store, directory, centre=centre)
-    rows = _read_rows(path, plain.dimension)
+#: the rows this process kept or read last, with the (database, index id, generation,
+#: mode) they answer for: the search right after the indexer's refresh takes them
+#: from here, not from ``index.db`` again
+_LAST: tuple[tuple[str, str, int, bool], NoteRows] | None = None
+
+
+def _current(
+    store: Store, plain: VectorIndex, centre: bool
+) -> tuple[NoteRows | None, tuple[int, NoteRows] | None]:
+    """(the current state's rows if kept, the kept rows of an older state to update)."""
+    global _LAST
+    key = (str(store.path), store.index_id, store.generation, centre)
+    rows = _LAST[1] if _LAST is not None and _LAST[0] == key else None
+    older = None
+    if rows is None:
+        kept = kept_note_rows(store, centre=centre, dim=plain.dimension)
+        if kept is not None and kept[0] == store.generation:
+            rows = kept[1]
+        elif kept is not None and kept[0] < store.generation:
+            older = kept
     if (
         rows is not None
         and rows.centred == bool(plain.means)
         and np.array_equal(rows.ids, _chunk_matrix(plain)[0])
     ):
-        return NoteCarryingIndex(plain, rows)
-    rows = None
-    older = older_generation(path, store.generation)
-    if older is not None:
-        generation, older_path = older
-        kept = NoteRows.read(older_path, plain.dimension)
-        if kept is not None:
-            written = store.notes_written_since(generation)
-            rows = updated_rows(store, plain, kept, written)
+        _LAST = (key, rows)
+        return rows, None
+    return None, older
+
+
+def note_index_for(
+    store: Store,
+    directory: Path,
+    plain: VectorIndex,
+    *,
+    centre: bool,
+    kind: str,
+    keep: bool = False,
+) -> VectorIndex:
+    """The note-carrying index over ``plain`` (the store's chunk index), from the rows
+    ``index.db`` keeps where they are current; call inside ``store.read_snapshot()``.
+    ``keep``: rows made here are kept in ``index.db`` (the indexer, holding the lock)."""
+    global _LAST
+    if kind != DEFAULT_VECTOR_INDEX:
+        return VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)
+    rows, older = _current(store, plain, centre)
     if rows is None:
-        rows = build_rows(store, plain)
-    _write(path, rows)
+        if older is not None:
+            generation, kept = older
+            rows = updated_rows(store, plain, kept, store.notes_written_since(generation))
+        if rows is None:
+            rows = build_rows(store, plain)
+        _LAST = ((str(store.path), store.index_id, store.generation, centre), rows)
+    if keep and not keeps_note_rows(store, centre=centre):
+        _keep(store, centre, rows)
     return NoteCarryingIndex(plain, rows)

@@ -10,7 +10,8 @@ one without reading it into memory: its header says where the rows and ids lie
 (:class:`FlatLayout`, checked against the file's size), the kept rows are copied by
 the kernel file to file, and the new rows and the ids follow (:class:`Update`); a
 file of any other layout is built in full.  (The flat note-carrying index is not a
-faiss index of its own: :mod:`pytest_groove.kb.derived.note_index` keeps and updates it.)
+faiss index of its own: :mod:`pytest_groove.kb.derived.note_index` keeps its rows in
+``index.db`` and updates them.)
 
 The result is the file a full build would write, byte for byte, rows in the same order:
 chunk ids are AUTOINCREMENT (never reused, every new one above every old one) and a
@@ -116,13 +117,11 @@ def _cache_family(description: str, prefix: str) -> DerivedFamily:
     )
 
 
-#: the files named here (:func:`cache_path`, :func:`state_path`; the note rows of
-#: :mod:`.note_index`), in the table of derived files (:mod:`.families`)
+#: the files named here (:func:`cache_path`, :func:`state_path`), in the table of
+#: derived files (:mod:`.families`)
 DERIVED_FILES = (
     _cache_family("vector caches: a faiss index, its means and update state", CACHE_PREFIX),
-    _cache_family(
-        "note-carrying vector caches: note rows, or an index of another kind", NOTES_CACHE_PREFIX
-    ),
+    _cache_family("note-carrying vector caches of a kind other than flat", NOTES_CACHE_PREFIX),
 )
 
 
@@ -437,7 +436,7 @@ def updated(store: Store, cache: Path, dim: int, *, centre: bool, notes: bool) -
     in full.  Call inside ``store.read_snapshot()``; close the update when done.
     """
     if notes:
-        # a flat note-carrying index is the chunk index's rows file (kb/derived/note_index.py),
+        # a flat note-carrying index is the chunk index's rows (kb/derived/note_index.py),
         # updated there; one built in full here (VectorIndex.load_for) stays so
         return None
     found = older_generation(cache, store.generation)

@@ -69,13 +69,15 @@ def test_a_file_its_seal_does_not_vouch_for_and_nobody_replaces_is_damage(
 def test_a_file_an_earlier_version_kept_is_removed_with_its_seal(
     tmp_path: Path, forced: bool
 ) -> None:
-    for name in RETIRED_FILES:
-        write_sealed(tmp_path / name, lambda handle: handle.write(b"{}"))
+    # a name for each pattern, as the earlier version spelled it
+    retired = [tmp_path / name.replace("*", "0123abcd-gen7-raw") for name in RETIRED_FILES]
+    for path in retired:
+        write_sealed(path, lambda handle: handle.write(b"{}"))
     kept = _sealed(tmp_path, b"a quote scan")
     if forced:
         remove_caches(tmp_path)
     else:
         assert check_caches(tmp_path) == []  # no warning: nothing was damaged
-    for name in RETIRED_FILES:
-        assert not (tmp_path / name).exists() and not seal_path(tmp_path / name).exists()
+    for path in retired:
+        assert not path.exists() and not seal_path(path).exists()
     assert kept.exists() is not forced

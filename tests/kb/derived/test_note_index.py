@@ -14,7 +14,12 @@ import yaml
 from conftest import REPO_ROOT
 from pytest_groove.engine.builtin import Engine, open_engine
 from pytest_groove.kb.derived import note_index
-from pytest_groove.kb.derived.note_index import NoteCarryingIndex, NoteRows
+from pytest_groove.kb.derived.note_index import (
+    NoteCarryingIndex,
+    NoteRows,
+    keeps_note_rows,
+    kept_note_rows,
+)
 from pytest_groove.kb.derived.vectors import NoteVectors, VectorIndex
 from pytest_groove.settings.config import IndexSettings, SearchSettings, Settings
 from pytest_groove.text.scripts import script_group
@@ -68,30 +73,78 @@ def test_the_same_results_as_a_second_index(tmp_path: Path, corpus: str, centrin
                 assert derived.search(derived.prepare_query(query, text), n) == want, text
 
 
-def test_the_engine_maps_one_vector_index(tmp_path: Path) -> None:
+def test_the_engine_maps_one_vector_index_and_the_rows_live_in_index_db(tmp_path: Path) -> None:
     kb = tmp_path / "kb-eval"
     shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
     with open_engine(kb, SETTINGS) as engine:
-        directory = engine.store.path.parent
+        store = engine.store
+        directory = store.path.parent
         assert engine.note_vectors is not None and engine.note_vectors.size > 0
+        with store.read_snapshot():
+            kept = kept_note_rows(store, centre=True, dim=engine.vectors.dimension)
+            assert kept is not None and kept[0] == store.generation
+            assert keeps_note_rows(store, centre=True)
+            assert not keeps_note_rows(store, centre=False)  # only the mode searched
     assert len(list(directory.glob("*.faiss"))) == 1
-    (rows,) = directory.glob("notevectors-*.rows.npz")
-    chunk_cache = next(directory.glob("vectors-*.faiss"))
-    # a few numbers per chunk and one vector per document, not a vector per chunk
-    assert rows.stat().st_size < chunk_cache.stat().st_size
+    assert not list(directory.glob("notevectors-*"))  # no file of their own
 
 
-def test_a_damaged_rows_file_is_built_again(tmp_path: Path) -> None:
+def no_build(*_: object) -> NoteRows:
+    raise AssertionError("the rows were built, not read from index.db")
+
+
+def test_a_search_reads_the_rows_the_indexer_kept(tmp_path: Path) -> None:
     kb = tmp_path / "kb-eval"
     shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
     with open_engine(kb, SETTINGS) as engine:
-        assert engine.note_vectors is not None
         want = engine.search("rollback a release", 5)
-    (rows,) = kb.joinpath(".groove").rglob("notevectors-*.rows.npz")
-    rows.write_bytes(b"not an npz file")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(note_index, "_LAST", None)  # nothing this process made
+        patch.setattr(note_index, "build_rows", no_build)
+        patch.setattr(note_index, "updated_rows", no_build)
+        with open_engine(kb, SETTINGS, reindex=False) as engine:
+            assert engine.search("rollback a release", 5) == want
+
+
+def test_an_index_without_kept_rows_is_searched_alike_and_the_indexer_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """An index an earlier version wrote has no ``note_rows`` table: a search makes the
+    rows in memory (and writes nothing), the next indexer keeps them."""
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
+    with open_engine(kb, SETTINGS) as engine:
+        want = engine.search("rollback a release", 5)
+        engine.store.conn.execute("DROP TABLE note_rows")
+    note_index._LAST = None
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         assert engine.search("rollback a release", 5) == want
-    assert rows.read_bytes() != b"not an npz file"
+        with engine.store.read_snapshot():
+            assert not keeps_note_rows(engine.store, centre=True)
+    note_index._LAST = None
+    with open_engine(kb, SETTINGS) as engine:
+        assert engine.search("rollback a release", 5) == want
+        with engine.store.read_snapshot():
+            assert keeps_note_rows(engine.store, centre=True)
+
+
+def test_rows_that_do_not_add_up_are_not_rows() -> None:
+    rows = NoteRows(
+        ids=np.arange(3, dtype=np.int64),
+        docs=np.asarray([1, 1, 2], dtype=np.int64),
+        scale=np.ones(3, np.float32),
+        inv_norm=np.ones(3, np.float32),
+        note_docs=np.asarray([1], dtype=np.int64),
+        notes=np.ones((1, 4), np.float32),
+        centred=False,
+    )
+    blobs = tuple(array.tobytes() for array in rows.arrays())
+    back = NoteRows.of_blobs(blobs, False, 4)
+    assert back is not None
+    assert all(np.array_equal(a, b) for a, b in zip(back.arrays(), rows.arrays(), strict=True))
+    assert NoteRows.of_blobs(blobs, False, 8) is None  # another model's dimension
+    assert NoteRows.of_blobs((blobs[0][:-8], *blobs[1:]), False, 4) is None  # one id short
+    assert NoteRows.of_blobs((blobs[0][:-1], *blobs[1:]), False, 4) is None  # not whole ids
 
 
 def test_an_update_gives_the_numbers_a_full_build_gives(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.kb.derived import note_index
-from pytest_groove.kb.derived.note_index import NoteCarryingIndex, NoteRows, rows_path
+from pytest_groove.kb.derived.note_index import NoteCarryingIndex, kept_note_rows
 from pytest_groove.kb.derived.vector_cache import cache_path
 from pytest_groove.kb.derived.vectors import VectorIndex
 from pytest_groove.kb.store.database import Store
@@ -45,13 +45,13 @@ def state(kb: Path, settings: Settings, *, notes: bool) -> tuple[bytes, bytes]:
         with store.read_snapshot():
             centre = settings.search.vector_centring
             if notes:
-                # the flat note-carrying index is the chunk index and its rows file
-                kept = rows_path(store, store.path.parent, centre=centre)
-                assert kept.is_file(), "the indexer wrote no rows file for the index's state"
+                # the flat note-carrying index is the chunk index and its rows in index.db
                 plain = VectorIndex.load_for(store, store.path.parent, centre=centre)
-                rows = NoteRows.read(kept, plain.dimension)
-                assert rows is not None
-                derived = NoteCarryingIndex(plain, rows)
+                kept = kept_note_rows(store, centre=centre, dim=plain.dimension)
+                assert kept is not None and kept[0] == store.generation, (
+                    "the indexer kept no rows for the index's state"
+                )
+                derived = NoteCarryingIndex(plain, kept[1])
                 got = derived._ids, derived.rows().tobytes()
             cached = cache_path(store, store.path.parent, centre=centre, kind="flat", notes=False)
             assert cached.is_file(), "the indexer wrote no cache for the index's state"
@@ -196,9 +196,9 @@ def test_note_rows_read_only_the_note_vectors_written_since(
     store = Store.open(index_dir_for(kb, settings, "hash"), create=False)
     try:
         with store.read_snapshot():
-            rows = NoteRows.read(rows_path(store, store.path.parent, centre=True), 256)
-            assert rows is not None  # every note vector kept, the deleted note's gone
-            assert rows.note_docs.tolist() == store.note_matrix()[0].tolist()
+            kept = kept_note_rows(store, centre=True, dim=256)
+            assert kept is not None  # every note vector kept, the deleted note's gone
+            assert kept[1].note_docs.tolist() == store.note_matrix()[0].tolist()
     finally:
         store.close()
 
