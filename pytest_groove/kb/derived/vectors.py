@@ -35,7 +35,7 @@ single-language one.
 chunk vector plus its document's note vector (:mod:`pytest_groove.kb.notes`), both
 centred as above, re-normalised -- so a chunk is found by what it says *and* what
 its note is about.  Search orders notes by them (:mod:`pytest_groove.search.pipeline.notes`).
-A flat one is answered from the chunk index and a small rows file
+A flat one is answered from the chunk index and a few numbers per row kept in ``index.db``
 (:mod:`pytest_groove.kb.derived.note_index`: one copy of the vectors); an HNSW one is its
 own index, cached beside the chunk index under its own prefix.
 
