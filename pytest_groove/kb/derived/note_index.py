@@ -106,25 +106,15 @@ class NoteRows:
         """The arrays, in :data:`_ARRAYS` order."""
         return tuple(getattr(self, name) for name in _ARRAYS)
 
-    @classmethod
-    def of_blobs(cls, blobs: tuple[bytes, ...], centred: bool, dim: int) -> NoteRows | None:
-        """The rows from their kept BLOBs (:data:`_ARRAYS` order), None when they do not
-        add up to rows of this dimension (another version's, another model's)."""
-        if any(
-            len(blob) % _DTYPES[name].itemsize for name, blob in zip(_ARRAYS, blobs, strict=True)
-        ):
-            return None
-        ids, docs, scale, inv_norm, note_docs, notes = (
-            np.frombuffer(blob, dtype=_DTYPES[name])
-            for name, blob in zip(_ARRAYS, blobs, strict=True)
-        )
-        size = len(ids)
-        if not (len(docs) == len(scale) == len(inv_norm) == size) or (
-            len(notes) != len(note_docs) * dim
-        ):
-            return None
-        notes = notes.reshape(len(note_docs), dim)
-        return cls(ids, docs, scale, inv_norm, note_docs, notes, centred)
+
+def _counts(sizes: list[int], dim: int) -> list[int] | None:
+    """Each kept array's length from its BLOB's size in bytes (:data:`_ARRAYS` order),
+    None when they do not add up to rows of this dimension (another model's)."""
+    if any(size % _DTYPES[name].itemsize for name, size in zip(_ARRAYS, sizes, strict=True)):
+        return None
+    counts = [size // _DTYPES[name].itemsize for name, size in zip(_ARRAYS, sizes, strict=True)]
+    ids, docs, scale, inv_norm, note_docs, notes = counts
+    return counts if docs == scale == inv_norm == ids and notes == note_docs * dim else None
 
 
 def _codes(docs: npt.NDArray[np.int64], note_docs: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
@@ -403,17 +393,28 @@ def _mode(centre: bool) -> str:
 
 def kept_note_rows(store: Store, *, centre: bool, dim: int) -> tuple[int, NoteRows] | None:
     """(generation, rows) kept in ``index.db`` for this centring mode, None when none are
-    (or they are not rows of this dimension)."""
+    (or they are not rows of this dimension).  Each BLOB is read straight into its
+    array (no copy of it in between)."""
     if not _has_table(store):
         return None
+    sizes = ", ".join(f"length({name})" for name in _ARRAYS)
     row = store.conn.execute(
-        f"SELECT generation, centred, {', '.join(_ARRAYS)} FROM {_TABLE} WHERE mode=?",
+        f"SELECT rowid, generation, centred, {sizes} FROM {_TABLE} WHERE mode=?",
         (_mode(centre),),
     ).fetchone()
-    if row is None:
+    counts = None if row is None else _counts([int(size) for size in row[3:]], dim)
+    if row is None or counts is None:
         return None
-    rows = NoteRows.of_blobs(tuple(row[2:]), bool(row[1]), dim)
-    return None if rows is None else (int(row[0]), rows)
+    arrays = []
+    for name, count in zip(_ARRAYS, counts, strict=True):
+        array = np.empty(count, dtype=_DTYPES[name])
+        if count:
+            with store.conn.blob_open("main", _TABLE, name, int(row[0]), False) as blob:
+                blob.read_into(array.data.cast("B"))
+        arrays.append(array)
+    ids, docs, scale, inv_norm, note_docs, notes = arrays
+    notes = notes.reshape(len(note_docs), dim)
+    return int(row[1]), NoteRows(ids, docs, scale, inv_norm, note_docs, notes, bool(row[2]))
 
 
 def _has_table(store: Store) -> bool:

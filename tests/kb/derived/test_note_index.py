@@ -128,23 +128,30 @@ def test_an_index_without_kept_rows_is_searched_alike_and_the_indexer_keeps_them
             assert keeps_note_rows(engine.store, centre=True)
 
 
-def test_rows_that_do_not_add_up_are_not_rows() -> None:
-    rows = NoteRows(
-        ids=np.arange(3, dtype=np.int64),
-        docs=np.asarray([1, 1, 2], dtype=np.int64),
-        scale=np.ones(3, np.float32),
-        inv_norm=np.ones(3, np.float32),
-        note_docs=np.asarray([1], dtype=np.int64),
-        notes=np.ones((1, 4), np.float32),
-        centred=False,
-    )
-    blobs = tuple(array.tobytes() for array in rows.arrays())
-    back = NoteRows.of_blobs(blobs, False, 4)
-    assert back is not None
-    assert all(np.array_equal(a, b) for a, b in zip(back.arrays(), rows.arrays(), strict=True))
-    assert NoteRows.of_blobs(blobs, False, 8) is None  # another model's dimension
-    assert NoteRows.of_blobs((blobs[0][:-8], *blobs[1:]), False, 4) is None  # one id short
-    assert NoteRows.of_blobs((blobs[0][:-1], *blobs[1:]), False, 4) is None  # not whole ids
+@pytest.mark.parametrize(
+    "change",
+    [
+        "UPDATE note_rows SET ids = substr(ids, 1, length(ids) - 8)",  # one id short
+        "UPDATE note_rows SET scale = substr(scale, 1, length(scale) - 1)",  # not whole
+        "UPDATE note_rows SET notes = substr(notes, 1, length(notes) - 4)",  # another shape
+    ],
+)
+def test_kept_rows_that_do_not_add_up_are_made_again(tmp_path: Path, change: str) -> None:
+    kb = tmp_path / "kb-eval"
+    shutil.copytree(CORPORA / "kb-eval", kb, ignore=shutil.ignore_patterns(".groove*"))
+    with open_engine(kb, SETTINGS) as engine:
+        want = engine.search("rollback a release", 5)
+        store, dim = engine.store, engine.vectors.dimension
+        with store.read_snapshot():
+            kept = kept_note_rows(store, centre=True, dim=dim)
+            assert kept is not None
+            assert kept_note_rows(store, centre=True, dim=dim * 2) is None  # another model's
+        store.conn.execute(change)
+        with store.read_snapshot():
+            assert kept_note_rows(store, centre=True, dim=dim) is None
+    note_index._LAST = None
+    with open_engine(kb, SETTINGS, reindex=False) as engine:
+        assert engine.search("rollback a release", 5) == want
 
 
 def test_an_update_gives_the_numbers_a_full_build_gives(tmp_path: Path) -> None:
