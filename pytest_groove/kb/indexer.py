@@ -43,7 +43,11 @@ from pytest_groove.kb.derived.cache_check import check_caches, remove_caches
 from pytest_groove.kb.derived.note_index import note_index_for, rows_path
 from pytest_groove.kb.derived.vector_cache import cache_path
 from pytest_groove.kb.derived.vectors import VectorIndex
-from pytest_groove.kb.derived.word_index import refresh_word_index
+from pytest_groove.kb.derived.word_index import (
+    WORD_POSTINGS_META,
+    KeptPostings,
+    refresh_word_index,
+)
 from pytest_groove.kb.heap import return_freed_memory
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import ScannedFile, WriteGroup
@@ -402,6 +406,7 @@ def _start_build(build: _Build, force: bool) -> bool:
 def _refresh_derived(store: Store, scan: _Scan, wants: _Wants) -> None:
     """After the files: the wanted caches and word postings for the state left, its tie
     order and corpus snapshot."""
+    words: KeptPostings | None = None
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
         # nor the writer's page cache (the caches read few pages), nor the heap they leave
@@ -411,15 +416,19 @@ def _refresh_derived(store: Store, scan: _Scan, wants: _Wants) -> None:
         with store.read_snapshot():  # one state for both (they read its chunk ids once)
             _refresh_vector_caches(store, wants.vector_caches)
             if not wants.term_table:  # the trigram table answers this configuration
-                refresh_word_index(store)
+                words = refresh_word_index(store)
     # once, after every write: read by each search and each eval
     ties, corpus = store.keeps_tie_order(), store.keeps_corpus_snapshot()
-    if not (ties and corpus):
+    if not (ties and corpus and words is None):
         with store.transaction():
             if not ties:
                 store.keep_tie_order()
             if not corpus:
                 store.keep_corpus_snapshot()
+            if words is not None:
+                store.set_meta(WORD_POSTINGS_META, words.manifest)
+    if words is not None:
+        words.remove_others()
     if wants.vector_caches is not None:
         # what updating them read and left: the search maps them again
         store.conn.execute("PRAGMA shrink_memory")

@@ -1,7 +1,7 @@
 """Damaged derived files of the index folder: found, rebuilt from index.db, never used.
 
 Every file beside ``index.db`` (vector caches, their means and states, the note rows,
-the word postings and their manifests, the phrase scores, the
+the word-posting segments, the phrase scores, the
 quote scans, and the seals of them all) is damaged in place -- emptied, cut to half,
 a block zeroed, bytes flipped -- and the real ``groove`` command (in-process) or
 ``pytest --groove-kb`` must give the metrics of the undamaged index, exit as it did,

@@ -15,11 +15,13 @@ FTS5's bit for bit (``tests/kb/derived/test_word_index.py`` checks that against 
 The postings belong to one index state.  The indexer brings them up to date after
 every write (:func:`refresh_word_index`): the rows of new chunks are added as a
 small segment, removed chunks are listed as dead, and segments are merged once they
-pile up -- no pass over the whole corpus for a one-file change.  A state's manifest
-(``words-<index id>-gen<generation>.json``) names its segment files; a search
-process reads the manifest of the state it sees, checks it against FTS5's own row
-count and token total, and falls back to SQLite's ``bm25()`` when anything is
-missing, stale or damaged.
+pile up -- no pass over the whole corpus for a one-file change.  The segments are
+files beside the index (``words-<index id>-<name>.seg``, memory-mapped by a search);
+the manifest that names them, with the dead rows and the state they answer for, is
+a row of ``index_meta``, written in the indexer's transaction after the segments
+(:class:`KeptPostings`).  So a search process reads the manifest of the very state
+its read snapshot sees, checks it against FTS5's own row count and token total, and
+falls back to SQLite's ``bm25()`` when a segment is missing, stale or damaged.
 
 PYTEST_DONT_REWRITE
 """
@@ -38,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.files.seal import SEAL_SUFFIX, open_vouched, remove_with_seal, write_sealed
+from pytest_groove.files.seal import SEAL_SUFFIX, remove_with_seal
 from pytest_groove.kb.derived.family import DerivedFamily, Retention
 from pytest_groove.kb.derived.word_postings import (
     COLUMNS,
@@ -60,22 +62,25 @@ from pytest_groove.text.trigram_fold import (
     fold_phrase,
 )
 
-__all__ = ["DERIVED_FILES", "MANIFEST_PREFIX", "PhraseTerms", "WordIndex", "refresh_word_index"]
+__all__ = [
+    "DERIVED_FILES",
+    "MANIFEST_PREFIX",
+    "WORD_POSTINGS_META",
+    "KeptPostings",
+    "PhraseTerms",
+    "WordIndex",
+    "refresh_word_index",
+]
 
+#: what the segment files' names start with
 MANIFEST_PREFIX = "words-"
-#: a manifest lists segment names and dead chunk ids; anything longer is not one
-_MANIFEST_CAP = 64 * 1024 * 1024
-_FORMAT = 1
-#: the files named here (:func:`_manifest_path`, :func:`_write_new`), in the table of
-#: derived files (:mod:`.families`)
+#: the ``index_meta`` key of the manifest naming the current state's segments
+WORD_POSTINGS_META = "word_postings"
+#: the manifest's layout (2: a row of ``index_meta``, the state's generation and
+#: database id inside it; 1 was a sealed JSON file per state)
+_FORMAT = 2
+#: the segment files (:func:`_write_new`), in the table of derived files (:mod:`.families`)
 DERIVED_FILES = (
-    DerivedFamily(
-        "word-posting manifests",
-        prefix=MANIFEST_PREFIX,
-        suffixes=(".json",),
-        retention=Retention.CURRENT_STATE,
-        format=_FORMAT,
-    ),
     DerivedFamily(
         "word-posting segments",
         prefix=MANIFEST_PREFIX,
@@ -170,8 +175,8 @@ class WordIndex:
         if opened is not None and opened[0] == key:
             return opened[1]  # one state's postings never change: read them once
         folder = store.path.parent
-        manifest = _read_manifest(_manifest_path(folder, store.index_id, store.generation))
-        if manifest is None or manifest["state"] != [highest, count]:
+        manifest = _decode_manifest(store.get_meta(WORD_POSTINGS_META))
+        if manifest is None or not _answers_for(manifest, store, [highest, count]):
             return None
         try:
             segments = [read_segment(folder / name) for name in manifest["segments"]]
@@ -317,23 +322,16 @@ ColumnTexts = tuple[str | None, str | None, str | None]
 _NO_TEXT: ColumnTexts = (None, None, None)
 
 
-# ---------------------------------------------------------------------- files
+# ------------------------------------------------------------------- manifest
 
 
-def _manifest_path(folder: Path, index_id: str, generation: int) -> Path:
-    return folder / f"{MANIFEST_PREFIX}{index_id}-gen{generation}.json"
-
-
-def _read_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest at ``path``; None when absent, not vouched for by its seal
-    (:mod:`~pytest_groove.files.seal`) or not one."""
+def _decode_manifest(kept: str | None) -> dict[str, Any] | None:
+    """The kept manifest; None when there is none or it is not this version's."""
+    if kept is None:
+        return None
     try:
-        handle = open_vouched(path)  # never through a link, a pipe or a folder
-        if handle is None:
-            return None
-        with handle:
-            manifest = json.loads(handle.read(_MANIFEST_CAP).decode("utf-8"))
-    except Exception:  # damaged in any way: the postings are built again
+        manifest = json.loads(kept)
+    except ValueError:
         return None
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
         return None
@@ -342,6 +340,15 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
     if not isinstance(manifest.get("segments"), list) or not isinstance(manifest.get("dead"), list):
         return None
     return manifest
+
+
+def _answers_for(manifest: dict[str, Any], store: Store, state: list[int]) -> bool:
+    """Whether ``manifest`` is the one of the store's current state."""
+    return (
+        manifest.get("index_id") == store.index_id
+        and manifest.get("generation") == store.generation
+        and manifest.get("state") == state
+    )
 
 
 def _fts5_totals(store: Store) -> tuple[int, int]:
@@ -374,24 +381,46 @@ def _varints(data: bytes) -> list[int]:
     return values
 
 
-def refresh_word_index(store: Store) -> None:
-    """Bring the postings beside the index to the store's current state (the indexer
-    calls this after its writes, under the index lock, inside one read snapshot).
+@dataclass(frozen=True)
+class KeptPostings:
+    """The postings of a new index state: its segment files are written; the indexer
+    keeps :attr:`manifest` under :data:`WORD_POSTINGS_META` in its transaction, then
+    calls :meth:`remove_others`."""
 
-    An optimisation only: a folder that cannot be written keeps nothing, and searches
-    ask SQLite instead.
+    folder: Path
+    manifest: str
+    segments: frozenset[str]
+
+    def remove_others(self) -> None:
+        """Drop the segment files the kept manifest does not name (older states', other
+        index ids'), the manifest files of earlier versions, and scratch files a killed
+        build left."""
+        for path in [
+            *self.folder.glob(f"{MANIFEST_PREFIX}*"),
+            *self.folder.glob(f".{MANIFEST_PREFIX}*"),
+        ]:
+            if path.name.removesuffix(SEAL_SUFFIX) not in self.segments:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+
+def refresh_word_index(store: Store) -> KeptPostings | None:
+    """The postings of the store's current state (the indexer calls this after its
+    writes, under the index lock, inside one read snapshot): None when the kept ones
+    are current.
+
+    An optimisation only: a folder that cannot be written keeps nothing new, and
+    searches ask SQLite instead.
     """
     folder = store.path.parent
-    generation = store.generation
     index_id = store.index_id
-    current = _manifest_path(folder, index_id, generation)
     ids = store.chunk_ids()
     highest = int(ids[-1]) if len(ids) else 0
     state = [highest, len(ids)]
-    existing = _read_manifest(current)
-    if existing is not None and existing["state"] == state and _readable(folder, existing):
-        return
-    segments, names, dead = _previous(folder, index_id, generation)
+    kept = _decode_manifest(store.get_meta(WORD_POSTINGS_META))
+    if kept is not None and _answers_for(kept, store, state) and _readable(folder, kept):
+        return None
+    segments, names, dead = _previous(folder, kept if _older_of(kept, store) else None)
     covered = _covered(segments, dead)
     new_ids = np.setdiff1d(ids, covered, assume_unique=True)
     dead = np.union1d(dead, np.setdiff1d(covered, ids, assume_unique=True))
@@ -405,18 +434,29 @@ def refresh_word_index(store: Store) -> None:
         names = [name for _, name in entries if name is not None]
         built = [segment for segment, name in entries if name is None]
         written = [_write_new(folder, index_id, segment) for segment in built]
-        manifest = {
-            "format": _FORMAT,
-            "tokenizer": list(TRIGRAM_ARGS),
-            "state": state,
-            "segments": names + written,
-            "dead": [int(d) for d in dead],
-        }
-        data = json.dumps(manifest).encode("utf-8")
-        write_sealed(current, lambda handle: handle.write(data))
     except OSError:
-        return
-    _remove_others(folder, current, {*names, *written})
+        return None
+    manifest = {
+        "format": _FORMAT,
+        "tokenizer": list(TRIGRAM_ARGS),
+        "index_id": index_id,
+        "generation": store.generation,
+        "state": state,
+        "segments": names + written,
+        "dead": [int(d) for d in dead],
+    }
+    return KeptPostings(folder, json.dumps(manifest), frozenset(names + written))
+
+
+def _older_of(manifest: dict[str, Any] | None, store: Store) -> bool:
+    """Whether ``manifest`` is an earlier state of this database (its segments can be
+    carried over)."""
+    return (
+        manifest is not None
+        and manifest.get("index_id") == store.index_id
+        and isinstance(manifest.get("generation"), int)
+        and manifest["generation"] <= store.generation
+    )
 
 
 def _readable(folder: Path, manifest: dict[str, Any]) -> bool:
@@ -429,26 +469,16 @@ def _readable(folder: Path, manifest: dict[str, Any]) -> bool:
 
 
 def _previous(
-    folder: Path, index_id: str, generation: int
+    folder: Path, manifest: dict[str, Any] | None
 ) -> tuple[list[Segment], list[str], npt.NDArray[np.int64]]:
-    """The newest older state's segments (their file names) and dead rows, if any."""
-    prefix = f"{MANIFEST_PREFIX}{index_id}-gen"
-    older: list[tuple[int, Path]] = []
-    for path in folder.glob(f"{prefix}*.json"):
-        number = path.name[len(prefix) : -len(".json")]
-        if number.isdigit() and int(number) <= generation:
-            older.append((int(number), path))
-    for _, path in sorted(older, reverse=True):
-        manifest = _read_manifest(path)
-        if manifest is None:
-            continue
+    """The kept older state's segments (their file names) and dead rows, if any."""
+    if manifest is not None:
         try:
             names = [str(n) for n in manifest["segments"]]
             segments = [read_segment(folder / n) for n in names]
-            dead = np.asarray(manifest["dead"], dtype=np.int64)
-        except Exception:  # missing or damaged in any way: an older one, or built afresh
-            continue
-        return segments, names, dead
+            return segments, names, np.asarray(manifest["dead"], dtype=np.int64)
+        except Exception:  # missing or damaged in any way: built afresh
+            pass
     return [], [], np.zeros(0, dtype=np.int64)
 
 
@@ -533,15 +563,3 @@ def _write_new(folder: Path, index_id: str, segment: Segment) -> str:
     name = f"{MANIFEST_PREFIX}{index_id}-{uuid.uuid4().hex[:12]}.seg"
     write_segment(segment, folder / name)  # sealed, through a temporary file
     return name
-
-
-def _remove_others(folder: Path, keep_manifest: Path, keep: set[str]) -> None:
-    """Drop older manifests and segment files no longer named (other index ids too),
-    and scratch files a killed build left."""
-    kept = {keep_manifest.name, *keep}
-    kept |= {name + SEAL_SUFFIX for name in kept}
-    for path in [*folder.glob(f"{MANIFEST_PREFIX}*"), *folder.glob(f".{MANIFEST_PREFIX}*")]:
-        if path.name in kept:
-            continue
-        with contextlib.suppress(OSError):
-            path.unlink()

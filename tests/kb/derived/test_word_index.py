@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 from conftest import KB_EVAL, LOCAL_STATE
 from pytest_groove.engine.builtin import open_engine, run_indexer
 from pytest_groove.kb.derived.phrase_scores import PhraseScores
-from pytest_groove.kb.derived.word_index import MANIFEST_PREFIX, WordIndex, _fts5_totals, _varints
+from pytest_groove.kb.derived.word_index import (
+    MANIFEST_PREFIX,
+    WORD_POSTINGS_META,
+    WordIndex,
+    _fts5_totals,
+    _varints,
+)
 from pytest_groove.kb.derived.word_postings import build_segment, merge_segments, read_segment
 from pytest_groove.kb.derived.word_postings import write_segment as write_segment_file
 from pytest_groove.kb.store.schema import _SCHEMA as SCHEMA
@@ -219,8 +225,16 @@ def _assert_ranked_as_fts5(kb: Path) -> int:
 
 
 def _manifest(kb: Path) -> dict[str, object]:
-    (path,) = (kb / ".groove" / "hash").glob(f"{MANIFEST_PREFIX}*-gen*.json")
-    manifest: dict[str, object] = json.loads(path.read_text())
+    """The manifest the indexer kept in ``index_meta``."""
+    db = kb / ".groove" / "hash" / "index.db"
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        (value,) = conn.execute(
+            "SELECT value FROM index_meta WHERE key = ?", (WORD_POSTINGS_META,)
+        ).fetchone()
+    finally:
+        conn.close()
+    manifest: dict[str, object] = json.loads(value)
     return manifest
 
 
@@ -248,6 +262,42 @@ def test_the_engine_ranks_as_fts5_across_edits_and_deletions(kb_eval_indexed: Pa
     folder = kb / ".groove" / "hash"
     named = set(_manifest(kb)["segments"])  # type: ignore[arg-type]
     assert {p.name for p in folder.glob("*.seg")} == named
+
+
+def test_the_manifest_is_a_row_of_the_index_and_old_manifest_files_go(
+    kb_eval_indexed: Path,
+) -> None:
+    kb = kb_eval_indexed
+    folder = kb / ".groove" / "hash"
+    manifest = _manifest(kb)
+    assert not list(folder.glob("*.json"))
+    # what an earlier version kept: a sealed JSON manifest per state
+    old = folder / f"{MANIFEST_PREFIX}{manifest['index_id']}-gen1.json"
+    old.write_text('{"format": 1}')
+    (folder / (old.name + ".seal")).write_bytes(b"seal")
+    with sorted(kb.rglob("*.md"))[0].open("a", encoding="utf-8") as handle:
+        handle.write("\n\nA line that makes a new state.\n")
+    run_indexer(kb, SETTINGS, progress=False)
+    assert not list(folder.glob("*.json")) and not list(folder.glob("*.json.seal"))
+    newer = _manifest(kb)
+    assert newer["generation"] > manifest["generation"]  # type: ignore[operator]
+    assert {p.name for p in folder.glob("*.seg")} == set(newer["segments"])  # type: ignore[arg-type]
+    _assert_ranked_as_fts5(kb)
+
+
+def test_a_manifest_of_another_state_is_never_read(kb_eval_indexed: Path) -> None:
+    kb = kb_eval_indexed
+    db = kb / ".groove" / "hash" / "index.db"
+    manifest = _manifest(kb)
+    for key, value in (("generation", int(manifest["generation"]) + 1), ("index_id", "other")):  # type: ignore[call-overload]
+        conn = apsw.Connection(str(db))
+        changed = json.dumps({**manifest, key: value})
+        conn.execute("UPDATE index_meta SET value = ? WHERE key = ?", (changed, WORD_POSTINGS_META))
+        conn.close()
+        assert _assert_ranked_as_fts5_without_words(kb)
+    # the next indexer run keeps a manifest of its own state again
+    run_indexer(kb, SETTINGS, progress=False)
+    assert _assert_ranked_as_fts5(kb) > 200
 
 
 def test_damaged_or_missing_postings_fall_back_to_sqlite(kb_eval_indexed: Path) -> None:
