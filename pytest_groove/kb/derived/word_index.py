@@ -31,7 +31,7 @@ import json
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from pytest_groove.kb.derived.word_postings import (
     COLUMNS,
     SEGMENT_FORMAT,
     Segment,
+    SegmentBuilder,
     build_segment,
     merge_segments,
     read_segment,
@@ -60,7 +61,14 @@ from pytest_groove.text.trigram_fold import (
     fold_phrase,
 )
 
-__all__ = ["DERIVED_FILES", "MANIFEST_PREFIX", "PhraseTerms", "WordIndex", "refresh_word_index"]
+__all__ = [
+    "DERIVED_FILES",
+    "MANIFEST_PREFIX",
+    "PhraseTerms",
+    "WordIndex",
+    "WrittenRows",
+    "refresh_word_index",
+]
 
 MANIFEST_PREFIX = "words-"
 #: a manifest lists segment names and dead chunk ids; anything longer is not one
@@ -374,11 +382,29 @@ def _varints(data: bytes) -> list[int]:
     return values
 
 
-def refresh_word_index(store: Store) -> None:
+@dataclass
+class WrittenRows:
+    """The chunks one indexer run writes, counted into postings as it writes them.
+
+    The ``i``-th row added is chunk ``after + 1 + i``: AUTOINCREMENT gives the run's
+    chunks the ids after the highest one ever given (``after``, read before the first
+    write), in the order they are written.  :func:`refresh_word_index` uses them when
+    the table's new ids are exactly those, and reads the table otherwise.
+    """
+
+    after: int
+    builder: SegmentBuilder = field(default_factory=SegmentBuilder)
+
+    def add(self, heading: str | None, context: str | None, content: str | None) -> None:
+        self.builder.add(heading, context, content)
+
+
+def refresh_word_index(store: Store, written: WrittenRows | None = None) -> None:
     """Bring the postings beside the index to the store's current state (the indexer
     calls this after its writes, under the index lock, inside one read snapshot).
 
-    An optimisation only: a folder that cannot be written keeps nothing, and searches
+    ``written``: the chunks this run wrote, already counted (not read back).  An
+    optimisation only: a folder that cannot be written keeps nothing, and searches
     ask SQLite instead.
     """
     folder = store.path.parent
@@ -398,25 +424,25 @@ def refresh_word_index(store: Store) -> None:
     entries: list[tuple[Segment, str | None]] = list(zip(segments, names, strict=True))
     try:
         if len(new_ids):
-            entries += _build(store, new_ids, folder)
+            entries += _build_new(store, new_ids, folder, written)
         if not entries:
             entries = [(build_segment([]), None)]
         entries, dead = _compact(entries, dead)
         names = [name for _, name in entries if name is not None]
         built = [segment for segment, name in entries if name is None]
-        written = [_write_new(folder, index_id, segment) for segment in built]
+        files = [_write_new(folder, index_id, segment) for segment in built]
         manifest = {
             "format": _FORMAT,
             "tokenizer": list(TRIGRAM_ARGS),
             "state": state,
-            "segments": names + written,
+            "segments": names + files,
             "dead": [int(d) for d in dead],
         }
         data = json.dumps(manifest).encode("utf-8")
         write_sealed(current, lambda handle: handle.write(data))
     except OSError:
         return
-    _remove_others(folder, current, {*names, *written})
+    _remove_others(folder, current, {*names, *files})
 
 
 def _readable(folder: Path, manifest: dict[str, Any]) -> bool:
@@ -462,6 +488,23 @@ def _covered(segments: list[Segment], dead: npt.NDArray[np.int64]) -> npt.NDArra
         rows = np.sort(rows)
         rows = rows[np.concatenate([[True], rows[1:] != rows[:-1]])]
     return np.setdiff1d(rows, dead, assume_unique=True)
+
+
+def _build_new(
+    store: Store, ids: npt.NDArray[np.int64], folder: Path, written: WrittenRows | None
+) -> list[tuple[Segment, str | None]]:
+    """The segments of the chunks ``ids`` (ascending): those this run wrote from
+    ``written``, when they are exactly the ids above ``written.after``; the others
+    (and all of them otherwise) read from the table."""
+    if written is None or not written.builder.rows:
+        return _build(store, ids, folder)
+    fresh = ids[ids > written.after]
+    expected = np.arange(written.after + 1, written.after + 1 + written.builder.rows)
+    if not np.array_equal(fresh, expected):
+        return _build(store, ids, folder)
+    older = ids[ids <= written.after]
+    built = _build(store, older, folder) if len(older) else []
+    return [*built, (written.builder.segment(fresh), None)]
 
 
 def _build(
