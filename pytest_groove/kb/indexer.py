@@ -317,7 +317,9 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
     renamed_to = set() if force else _apply_renames(build.store, scan, stored, build.report)
     shown.phase("indexing notes", len(scan.files), counted="chunks embedded")
     # the word postings of what is written are counted as it is written
-    written = WrittenRows(build.store.chunk_sequence()) if build.wants.word_index else None
+    written = None
+    if build.wants.word_index:
+        written = WrittenRows(build.store.chunk_sequence(), build.store.path.parent)
     with _vector_lookup(build.store) as lookup:
         group = WriteGroup(
             build.store,

@@ -389,14 +389,56 @@ class WrittenRows:
     The ``i``-th row added is chunk ``after + 1 + i``: AUTOINCREMENT gives the run's
     chunks the ids after the highest one ever given (``after``, read before the first
     write), in the order they are written.  :func:`refresh_word_index` uses them when
-    the table's new ids are exactly those, and reads the table otherwise.
+    the table's new ids are exactly those, and reads the table otherwise.  Every
+    ``_BUILD_ROWS`` rows become a segment kept in a scratch file in ``folder`` and
+    mapped, as a build from the table does, so only one batch's counts are held.
     """
 
     after: int
+    folder: Path | None = None
     builder: SegmentBuilder = field(default_factory=SegmentBuilder)
+    #: the full batches' segments, and their scratch files (None: held in memory)
+    batches: list[tuple[Segment, Path | None]] = field(default_factory=list)
+    batched_rows: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.batched_rows + self.builder.rows
 
     def add(self, heading: str | None, context: str | None, content: str | None) -> None:
         self.builder.add(heading, context, content)
+        if self.builder.rows >= _BUILD_ROWS:
+            self._close_batch()
+
+    def _close_batch(self) -> None:
+        first = self.after + 1 + self.batched_rows
+        segment = self.builder.segment(np.arange(first, first + self.builder.rows, dtype=np.int64))
+        self.batched_rows += self.builder.rows
+        self.builder = SegmentBuilder()
+        path = None
+        if self.folder is not None:
+            path = self.folder / f".{MANIFEST_PREFIX}batch-{uuid.uuid4().hex[:12]}.seg"
+            try:
+                write_segment(segment, path)
+                segment = read_segment(path)
+            except (OSError, ValueError):
+                remove_with_seal(path)
+                path = None  # held in memory instead
+        self.batches.append((segment, path))
+
+    def segment(self) -> Segment:
+        """Every row added, as one segment."""
+        if self.builder.rows or not self.batches:
+            self._close_batch()
+        if len(self.batches) == 1:
+            return self.batches[0][0]
+        return merge_segments([s for s, _ in self.batches], np.zeros(0, dtype=np.int64))
+
+    def discard(self) -> None:
+        """Remove the scratch files (what was mapped from them stays readable)."""
+        for _, path in self.batches:
+            if path is not None:
+                remove_with_seal(path)
 
 
 def refresh_word_index(store: Store, written: WrittenRows | None = None) -> None:
@@ -416,6 +458,8 @@ def refresh_word_index(store: Store, written: WrittenRows | None = None) -> None
     state = [highest, len(ids)]
     existing = _read_manifest(current)
     if existing is not None and existing["state"] == state and _readable(folder, existing):
+        if written is not None:
+            written.discard()
         return
     segments, names, dead = _previous(folder, index_id, generation)
     covered = _covered(segments, dead)
@@ -442,6 +486,9 @@ def refresh_word_index(store: Store, written: WrittenRows | None = None) -> None
         write_sealed(current, lambda handle: handle.write(data))
     except OSError:
         return
+    finally:
+        if written is not None:
+            written.discard()
     _remove_others(folder, current, {*names, *files})
 
 
@@ -496,15 +543,15 @@ def _build_new(
     """The segments of the chunks ``ids`` (ascending): those this run wrote from
     ``written``, when they are exactly the ids above ``written.after``; the others
     (and all of them otherwise) read from the table."""
-    if written is None or not written.builder.rows:
+    if written is None or not written.rows:
         return _build(store, ids, folder)
     fresh = ids[ids > written.after]
-    expected = np.arange(written.after + 1, written.after + 1 + written.builder.rows)
+    expected = np.arange(written.after + 1, written.after + 1 + written.rows)
     if not np.array_equal(fresh, expected):
         return _build(store, ids, folder)
     older = ids[ids <= written.after]
     built = _build(store, older, folder) if len(older) else []
-    return [*built, (written.builder.segment(fresh), None)]
+    return [*built, (written.segment(), None)]
 
 
 def _build(

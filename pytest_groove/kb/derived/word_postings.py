@@ -287,29 +287,47 @@ class SegmentBuilder:
         )
         words = [w for w, ok in zip(every, long_enough.tolist(), strict=True) if ok]
         vocabulary, numbered = Vocabulary.of(words)
-        final = np.full(len(every), -1, dtype=np.int64)
+        final = np.full(len(every), -1, dtype=np.int32)
         final[long_enough] = numbered
-        none = np.zeros(0, dtype=np.int32)
-        parts = self._counted or [(none, none, none)]
-        word = final[np.concatenate([p[0] for p in parts])]
-        kept = word >= 0
-        word = word[kept]
-        # grouped by word; within a word in row order (stable: the parts come in it)
-        by_word = np.argsort(word, kind="stable")
-        columns = np.concatenate([p[1] for p in parts])[kept][by_word].astype(np.int64)
-        counts = np.concatenate([p[2] for p in parts])[kept][by_word]
         ids = np.asarray(row_ids, dtype=np.int64)
+        ends, keys, counts = self._postings(final, len(words), ids)
         return Segment(
             ascii_words=vocabulary.ascii_words,
             other_words=vocabulary.other_words,
             ascii_starts=vocabulary.ascii_starts,
             other_starts=vocabulary.other_starts,
-            word_ends=np.cumsum(np.bincount(word, minlength=len(words))).astype(np.int64),
-            keys=_narrow(ids[columns // COLUMNS] * COLUMNS + columns % COLUMNS),
-            counts=_narrow(counts),
+            word_ends=ends,
+            keys=keys,
+            counts=counts,
             rows=ids,
             row_tokens=np.asarray(self._row_tokens, dtype=np.int64),
         )
+
+    def _postings(
+        self, final: npt.NDArray[np.int32], words: int, ids: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[Any]]:
+        """``word_ends``, ``keys`` and ``counts`` of the counted postings, their words
+        numbered by ``final`` (-1: left out).  Held as int32 where it fits and each
+        temporary dropped once used: a batch of 25,000 rows peaks at a few bytes more
+        than its postings' arrays, not at several int64 copies of them."""
+        none = np.zeros(0, dtype=np.int32)
+        parts, self._counted = self._counted or [(none, none, none)], []
+        word = final[np.concatenate([p[0] for p in parts])]
+        # grouped by word; within a word in row order (stable: the parts come in it);
+        # the words left out (-1) sort first and are cut off
+        by_word = np.argsort(word, kind="stable")
+        by_word = by_word[int(np.count_nonzero(word < 0)) :]
+        word = word[by_word]
+        ends = np.searchsorted(word, np.arange(words, dtype=np.int32), side="right")
+        del word
+        columns = np.concatenate([p[1] for p in parts])[by_word]
+        counts = np.concatenate([p[2] for p in parts])[by_word]
+        del parts, by_word
+        wide = len(ids) and int(ids[-1]) * COLUMNS + COLUMNS > 2**31 - 1
+        keys = ids.astype(np.int64 if wide else np.int32)[columns // COLUMNS]
+        keys *= COLUMNS
+        keys += columns % COLUMNS
+        return ends.astype(np.int64), _narrow(keys), _narrow(counts)
 
 
 def build_segment(rows: Iterable[tuple[int, str | None, str | None, str | None]]) -> Segment:

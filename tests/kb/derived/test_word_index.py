@@ -417,3 +417,25 @@ def test_rows_counted_under_other_ids_are_read_from_the_table(kb_eval_indexed: P
     with engine, engine.store.read_snapshot():
         refresh_word_index(engine.store, written)
     assert _postings_by_word(kb) == _postings_of_the_table(kb)
+
+
+def test_rows_counted_in_batches_are_kept_in_scratch_files_and_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
+    monkeypatch.setattr(word_index, "_BUILD_ROWS", 7)
+    batches: list[int] = []
+    original = WrittenRows._close_batch
+
+    def counted(self: WrittenRows) -> None:
+        original(self)
+        batches.append(self.batched_rows)
+        assert self.batches[-1][1] is not None  # a scratch file, mapped
+
+    monkeypatch.setattr(WrittenRows, "_close_batch", counted)
+    monkeypatch.setattr(word_index, "_build", lambda *_: pytest.fail("read back"))
+    run_indexer(kb, SETTINGS, progress=False)
+    assert len(batches) > 3
+    assert _postings_by_word(kb) == _postings_of_the_table(kb)
+    assert not list((kb / ".groove" / "hash").glob(f".{MANIFEST_PREFIX}*"))
