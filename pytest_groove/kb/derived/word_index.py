@@ -33,7 +33,7 @@ import json
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from pytest_groove.kb.derived.word_postings import (
     COLUMNS,
     SEGMENT_FORMAT,
     Segment,
+    SegmentBuilder,
     build_segment,
     merge_segments,
     read_segment,
@@ -69,6 +70,7 @@ __all__ = [
     "KeptPostings",
     "PhraseTerms",
     "WordIndex",
+    "WrittenRows",
     "refresh_word_index",
 ]
 
@@ -381,6 +383,65 @@ def _varints(data: bytes) -> list[int]:
     return values
 
 
+@dataclass
+class WrittenRows:
+    """The chunks one indexer run writes, counted into postings as it writes them.
+
+    The ``i``-th row added is chunk ``after + 1 + i``: AUTOINCREMENT gives the run's
+    chunks the ids after the highest one ever given (``after``, read before the first
+    write), in the order they are written.  :func:`refresh_word_index` uses them when
+    the table's new ids are exactly those, and reads the table otherwise.  Every
+    ``_BUILD_ROWS`` rows become a segment kept in a scratch file in ``folder`` and
+    mapped, as a build from the table does, so only one batch's counts are held.
+    """
+
+    after: int
+    folder: Path | None = None
+    builder: SegmentBuilder = field(default_factory=SegmentBuilder)
+    #: the full batches' segments, and their scratch files (None: held in memory)
+    batches: list[tuple[Segment, Path | None]] = field(default_factory=list)
+    batched_rows: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.batched_rows + self.builder.rows
+
+    def add(self, heading: str | None, context: str | None, content: str | None) -> None:
+        self.builder.add(heading, context, content)
+        if self.builder.rows >= _BUILD_ROWS:
+            self._close_batch()
+
+    def _close_batch(self) -> None:
+        first = self.after + 1 + self.batched_rows
+        segment = self.builder.segment(np.arange(first, first + self.builder.rows, dtype=np.int64))
+        self.batched_rows += self.builder.rows
+        self.builder = SegmentBuilder()
+        path = None
+        if self.folder is not None:
+            path = self.folder / f".{MANIFEST_PREFIX}batch-{uuid.uuid4().hex[:12]}.seg"
+            try:
+                write_segment(segment, path)
+                segment = read_segment(path)
+            except (OSError, ValueError):
+                remove_with_seal(path)
+                path = None  # held in memory instead
+        self.batches.append((segment, path))
+
+    def segment(self) -> Segment:
+        """Every row added, as one segment."""
+        if self.builder.rows or not self.batches:
+            self._close_batch()
+        if len(self.batches) == 1:
+            return self.batches[0][0]
+        return merge_segments([s for s, _ in self.batches], np.zeros(0, dtype=np.int64))
+
+    def discard(self) -> None:
+        """Remove the scratch files (what was mapped from them stays readable)."""
+        for _, path in self.batches:
+            if path is not None:
+                remove_with_seal(path)
+
+
 @dataclass(frozen=True)
 class KeptPostings:
     """The postings of a new index state: its segment files are written; the indexer
@@ -404,12 +465,13 @@ class KeptPostings:
                     path.unlink()
 
 
-def refresh_word_index(store: Store) -> KeptPostings | None:
+def refresh_word_index(store: Store, written: WrittenRows | None = None) -> KeptPostings | None:
     """The postings of the store's current state (the indexer calls this after its
     writes, under the index lock, inside one read snapshot): None when the kept ones
     are current.
 
-    An optimisation only: a folder that cannot be written keeps nothing new, and
+    ``written``: the chunks this run wrote, already counted (not read back).  An
+    optimisation only: a folder that cannot be written keeps nothing new, and
     searches ask SQLite instead.
     """
     folder = store.path.parent
@@ -419,6 +481,8 @@ def refresh_word_index(store: Store) -> KeptPostings | None:
     state = [highest, len(ids)]
     kept = _decode_manifest(store.get_meta(WORD_POSTINGS_META))
     if kept is not None and _answers_for(kept, store, state) and _readable(folder, kept):
+        if written is not None:
+            written.discard()
         return None
     segments, names, dead = _previous(folder, kept if _older_of(kept, store) else None)
     covered = _covered(segments, dead)
@@ -427,25 +491,28 @@ def refresh_word_index(store: Store) -> KeptPostings | None:
     entries: list[tuple[Segment, str | None]] = list(zip(segments, names, strict=True))
     try:
         if len(new_ids):
-            entries += _build(store, new_ids, folder)
+            entries += _build_new(store, new_ids, folder, written)
         if not entries:
             entries = [(build_segment([]), None)]
         entries, dead = _compact(entries, dead)
         names = [name for _, name in entries if name is not None]
         built = [segment for segment, name in entries if name is None]
-        written = [_write_new(folder, index_id, segment) for segment in built]
+        files = [_write_new(folder, index_id, segment) for segment in built]
     except OSError:
         return None
+    finally:
+        if written is not None:
+            written.discard()
     manifest = {
         "format": _FORMAT,
         "tokenizer": list(TRIGRAM_ARGS),
         "index_id": index_id,
         "generation": store.generation,
         "state": state,
-        "segments": names + written,
+        "segments": names + files,
         "dead": [int(d) for d in dead],
     }
-    return KeptPostings(folder, json.dumps(manifest), frozenset(names + written))
+    return KeptPostings(folder, json.dumps(manifest), frozenset(names + files))
 
 
 def _older_of(manifest: dict[str, Any] | None, store: Store) -> bool:
@@ -492,6 +559,23 @@ def _covered(segments: list[Segment], dead: npt.NDArray[np.int64]) -> npt.NDArra
         rows = np.sort(rows)
         rows = rows[np.concatenate([[True], rows[1:] != rows[:-1]])]
     return np.setdiff1d(rows, dead, assume_unique=True)
+
+
+def _build_new(
+    store: Store, ids: npt.NDArray[np.int64], folder: Path, written: WrittenRows | None
+) -> list[tuple[Segment, str | None]]:
+    """The segments of the chunks ``ids`` (ascending): those this run wrote from
+    ``written``, when they are exactly the ids above ``written.after``; the others
+    (and all of them otherwise) read from the table."""
+    if written is None or not written.rows:
+        return _build(store, ids, folder)
+    fresh = ids[ids > written.after]
+    expected = np.arange(written.after + 1, written.after + 1 + written.rows)
+    if not np.array_equal(fresh, expected):
+        return _build(store, ids, folder)
+    older = ids[ids <= written.after]
+    built = _build(store, older, folder) if len(older) else []
+    return [*built, (written.segment(), None)]
 
 
 def _build(

@@ -578,6 +578,11 @@ class StoreConnection:
         """Whether every document has its note vector and the indexer embeds new ones."""
         return self.get_meta(NOTE_VECTORS_META) != "off"
 
+    def chunk_sequence(self) -> int:
+        """The highest chunk id ever given: AUTOINCREMENT gives the chunks written next
+        the ids after it, in the order they are written."""
+        return self._scalar("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name='chunks'")
+
     def _scalar(self, sql: str, params: tuple[Any, ...] = ()) -> int:
         row = self.conn.execute(sql, params).fetchone()
         return 0 if row is None else int(row[0])
