@@ -113,13 +113,12 @@ def cached_scan(
                 _write(store, "UPDATE {table} SET used = {next_used} WHERE key = ?", (key,))
             return _as_indices(kept.quoted, needles)
         quoted, signatures = _rescan(store, key, kept, needles, scan)
-    paths = list(signatures)
     row = (
         key,
         generation,
         json.dumps(quoted, ensure_ascii=False, separators=(",", ":")),
-        json.dumps(paths, ensure_ascii=False, separators=(",", ":")),
-        "".join(signatures[doc_path] for doc_path in paths),
+        json.dumps(list(signatures), ensure_ascii=False, separators=(",", ":")),
+        "".join(signature for _doc_id, signature in signatures.values()),
     )
     _write(
         store,
@@ -132,9 +131,9 @@ def cached_scan(
 
 def _rescan(
     store: Store, key: str, kept: _Kept | None, needles: Sequence[str], scan: Scan
-) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
-    """(the quotes of every document, every document's signature): the kept quotes of
-    the documents whose signature is the kept one, ``scan`` over the others."""
+) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[int, str]]]:
+    """(the quotes of every document, :func:`_signatures`): the kept quotes of the
+    documents whose signature is the kept one, ``scan`` over the others."""
     signatures = _signatures(store)
     old = {} if kept is None else _kept_signatures(store, key)
     quoted: dict[str, tuple[str, ...]] = {}
@@ -150,7 +149,7 @@ def _rescan(
         texts = tuple(sorted({needles[i] for i in found.get(doc_path, ())}))
         if texts:
             quoted[doc_path] = texts
-    return quoted, {doc_path: signature for doc_path, (_, signature) in signatures.items()}
+    return quoted, signatures
 
 
 def _as_indices(quoted: dict[str, tuple[str, ...]], needles: Sequence[str]) -> dict[str, set[int]]:
