@@ -18,11 +18,12 @@ of a no-op eval's cost.  So the answer is kept, per document, in a row of the in
 A row is keyed by a hash of the scan's version and its needles, so each golden set
 keeps its own; the :data:`KEEP_SCANS` most recently used stay (``used`` counts up
 across the table's writes).  The eval process writes it, not the indexer, so it holds
-no index lock: once the scan is done, a connection of its own (the caller's stays in
-the snapshot that answered the searches) writes the row in one short transaction,
-waiting for another writer -- the indexer's group, another worker's scan -- at most
-:data:`WRITE_WAIT_MS`.  SQLite commits the row whole or not at all, and checks it as
-it checks the database: no temporary file, seal or format check of its own.  An index
+no index lock: once the read snapshot that answered the searches has ended, a
+connection of its own writes the row in one short transaction, waiting for another
+writer -- the indexer's group, another worker's scan -- at most :data:`WRITE_WAIT_MS`,
+and checkpoints it, so that the database stays the one the indexer left checked.
+SQLite commits the row whole or not at all, and checks it as it checks the database:
+no temporary file, seal or format check of its own.  An index
 without the table (one no scan was kept in yet: the first write makes it) has kept
 nothing; a folder that cannot be written, a database locked past the wait or a write
 that fails only means the next run scans in full.
@@ -36,6 +37,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -43,6 +45,7 @@ import apsw
 from pytest_groove.errors import GrooveError
 from pytest_groove.files.resource_limits import ResourceLimit
 from pytest_groove.kb.source.records import ChunkText
+from pytest_groove.kb.store.damage import needs_check, record_checked
 from pytest_groove.kb.store.database import Store
 
 __all__ = ["KEEP_SCANS", "QUOTE_SCANS_TABLE", "WRITE_WAIT_MS", "cached_scan", "scan_key"]
@@ -217,15 +220,27 @@ def _kept_signatures(store: Store, key: str) -> dict[str, str]:
 
 
 def _write(store: Store, statement: str, values: tuple[object, ...]) -> None:
+    """Run ``statement`` on the table, once the read snapshot in progress has ended."""
+    db_path = store.path
+    store.after_snapshot(lambda: _write_now(db_path, statement, values))
+
+
+def _write_now(db_path: Path, statement: str, values: tuple[object, ...]) -> None:
     """Run ``statement`` on the table in a write transaction of a connection of its own,
     and drop the rows past the :data:`KEEP_SCANS` most recently used; nothing when the
-    index cannot be written now (read-only, locked past :data:`WRITE_WAIT_MS`, failing)."""
+    index cannot be written now (read-only, locked past :data:`WRITE_WAIT_MS`, failing).
+
+    A database the indexer left checked (:mod:`~pytest_groove.kb.store.damage`) stays
+    so: the write is checkpointed into it at once and its identity sealed again, as
+    only SQLite wrote to it since.  Where the checkpoint cannot copy every page (another
+    process reads an older state), the next indexer checks the database once."""
     sql = statement.format(
         table=QUOTE_SCANS_TABLE,
         next_used=f"(SELECT coalesce(max(used), 0) + 1 FROM {QUOTE_SCANS_TABLE})",
     )
+    checked = not needs_check(db_path)
     try:
-        writer = Store.open(store.path.parent, create=False)
+        writer = Store.open(db_path.parent, create=False)
     except ResourceLimit:
         raise  # out of open files or memory: the run cannot go on either
     except (GrooveError, apsw.Error, OSError):
@@ -246,7 +261,12 @@ def _write(store: Store, statement: str, values: tuple[object, ...]) -> None:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if checked:
+            outcome = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            checked = outcome is not None and outcome[0] == 0 and outcome[1] == outcome[2]
     except apsw.Error:
         return  # an optimisation only: the next run scans in full
     finally:
         writer.close()
+    if checked:
+        record_checked(db_path)

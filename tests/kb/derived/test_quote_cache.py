@@ -28,6 +28,7 @@ from pytest_groove.evaluation.runs.record import Finding, QueryResult
 from pytest_groove.files.seal import write_sealed
 from pytest_groove.kb.derived import quote_cache
 from pytest_groove.kb.indexer import default_index_dir
+from pytest_groove.kb.store.damage import needs_check
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, Settings
 from tests.helpers.eval_factories import query
@@ -210,6 +211,18 @@ def test_keeping_a_scan_is_no_write_to_the_index_state(kb: Path) -> None:
     with _store(kb) as store:
         assert (store.generation, store.index_id) == (generation, index_id)
     assert kept_generation == generation
+
+
+def test_keeping_a_scan_leaves_the_database_as_the_indexer_checked_it(kb: Path) -> None:
+    db_path = default_index_dir(kb, model_slug("hash")) / "index.db"
+    run_indexer(kb, SETTINGS, progress=False)
+    assert not needs_check(db_path)
+    _both(kb, RESULTS)  # the scan kept: a write by the eval
+    (kb / "plain3.md").write_text(_document("Now", f"{LONG_B} and {LONG_C}"), "utf-8")
+    _both(kb, RESULTS)  # the index written, the scan kept again
+    assert len(_kept(kb)) == 1
+    # the next indexer reads no page to check it (a write of its own, checkpointed)
+    assert not needs_check(db_path)
 
 
 def test_the_scan_files_of_an_earlier_version_are_removed_by_the_indexer(kb: Path) -> None:
