@@ -178,7 +178,9 @@ def test_each_derived_file_damaged_gives_the_undamaged_metrics(
     names = {p.name.split("-")[0].split(".")[0] for p in derived_files(index_dir(kb))}
     assert {"vectors", "notevectors", "phrases", "words"} <= names
     assert any(p.name.endswith(".state.npz") for p in derived_files(index_dir(kb)))
-    assert check_each_file(kb, before, [how]) >= 10
+    # the files and seals of the vector cache, its state, the note rows, the phrase
+    # scores and the word-posting segments (the quote scans are rows of index.db)
+    assert check_each_file(kb, before, [how]) >= 9
 
 
 def test_a_damaged_means_file_is_never_read_as_not_centred(tmp_path: Path) -> None:
