@@ -23,10 +23,10 @@ connection of its own writes the row in one short transaction, waiting for anoth
 writer -- the indexer's group, another worker's scan -- at most :data:`WRITE_WAIT_MS`,
 and checkpoints it, so that the database stays the one the indexer left checked.
 SQLite commits the row whole or not at all, and checks it as it checks the database:
-no temporary file, seal or format check of its own.  An index
-without the table (one no scan was kept in yet: the first write makes it) has kept
-nothing; a folder that cannot be written, a database locked past the wait or a write
-that fails only means the next run scans in full.
+no temporary file, seal or format check of its own.  An index without the table (no
+scan kept in it yet: the first write makes it) has kept nothing; a folder that cannot
+be written, a database locked past the wait or a write that fails only means the next
+run scans in full.
 
 PYTEST_DONT_REWRITE
 """
