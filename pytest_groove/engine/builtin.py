@@ -150,7 +150,7 @@ class Engine:
 
     def quoted_by_document(self, needles: Sequence[str]) -> dict[str, set[int]]:
         """Document path -> the normalised ``needles`` it quotes, from the scan kept
-        beside the index (the same answer as ``quoted_needles(needles,
+        in the index (the same answer as ``quoted_needles(needles,
         self.iter_chunk_texts())``).  Call inside :meth:`read_snapshot`, the snapshot
         that answered the searches."""
         with self._faults():

@@ -1,6 +1,6 @@
 """Everything kept beside ``index.db`` and rebuilt from it: faiss vector caches and
-the note index, word postings and phrase scores, quote scans, and the look at those
-files before the indexer trusts them.
+the note index, word postings and phrase scores, and the look at those files before
+the indexer trusts them; and the quote scans an eval keeps in ``index.db``.
 
 May import: ``kb.store``, ``kb.source`` and everything below ``kb``.
 

@@ -32,12 +32,12 @@ REGISTERED: tuple[str, ...] = (
     "pytest_groove.kb.derived.vector_cache",
     "pytest_groove.kb.derived.word_index",
     "pytest_groove.kb.derived.phrase_scores",
-    "pytest_groove.kb.derived.quote_cache",
 )
 
 #: files an earlier version kept beside ``index.db`` that nothing reads any more (the
-#: corpus snapshot now lives in ``index.db``): the indexer removes them, seals included
-RETIRED_FILES: tuple[str, ...] = ("corpus-snapshot.json",)
+#: corpus snapshot and the quote scans now live in ``index.db``), as shell patterns
+#: (:func:`fnmatch.fnmatchcase`): the indexer removes them, seals included
+RETIRED_FILES: tuple[str, ...] = ("corpus-snapshot.json", "quote-scan-*.json")
 
 
 @functools.cache
