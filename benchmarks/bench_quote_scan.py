@@ -11,9 +11,9 @@ a finding) and times, for ``--queries`` golden queries of ``bench_scale``'s mix:
 
 * **full scan**: ``scan_golden_quotes`` over ``Store.iter_chunk_texts`` (what every
   eval did, no-op runs included);
-* **kept scan, first run**: ``golden_quote_findings`` with no scan file yet (the full
-  scan plus writing the file);
-* **kept scan, no-op**: the same again, index unchanged (the file answers);
+* **kept scan, first run**: ``golden_quote_findings`` with no kept scan yet (the full
+  scan plus writing its row in ``index.db``);
+* **kept scan, no-op**: the same again, index unchanged (the row answers);
 * **kept scan, one file edited**: after editing one note and re-indexing (only that
   document is read again);
 * **corpus snapshot**: ``Store.corpus_snapshot`` for scale (the digest eval records
@@ -26,11 +26,14 @@ scan are compared with the full scan's and a difference is printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import apsw
 
 from pytest_groove.embed.registry import get_embedder
 from pytest_groove.engine.builtin import index_dir_for, run_indexer
@@ -76,8 +79,10 @@ def measure(kb: Path, count: int, seed: int) -> None:
     embedder = get_embedder("hash")
     run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     index_dir = index_dir_for(kb, SETTINGS, "hash")
-    for old in index_dir.glob(f"{quote_cache.CACHE_PREFIX}*"):
-        old.unlink()
+    store = Store.open(index_dir, create=False)
+    with contextlib.suppress(apsw.SQLError):  # no table: nothing kept yet
+        store.conn.execute(f"DELETE FROM {quote_cache.QUOTE_SCANS_TABLE}")
+    store.close()
 
     def with_store(action: Callable[[Store], object]) -> Callable[[], object]:
         def run() -> object:
@@ -115,8 +120,13 @@ def measure(kb: Path, count: int, seed: int) -> None:
     print(f"| kept scan, no-op | {noop * 1000:.2f} ms |")
     print(f"| kept scan, one file edited | {min(edits) * 1000:.1f} ms |")
     print(f"| corpus_snapshot, for scale | {snapshot * 1000:.1f} ms |")
-    size = sum(p.stat().st_size for p in index_dir.glob(f"{quote_cache.CACHE_PREFIX}*"))
-    print(f"| scan file size | {size / 1024:.0f} KiB |")
+    size = with_store(
+        lambda s: s.conn.execute(
+            "SELECT sum(length(quoted) + length(paths) + length(signatures)) "
+            f"FROM {quote_cache.QUOTE_SCANS_TABLE}"
+        ).fetchone()[0]
+    )()
+    print(f"| kept scan's row size | {int(size or 0) / 1024:.0f} KiB |")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -46,7 +46,7 @@ SNIPPET_CHARS = 160
 
 def _run_index(args: argparse.Namespace) -> int:
     from pytest_groove.embed.registry import get_embedder
-    from pytest_groove.engine.builtin import run_indexer
+    from pytest_groove.engine.indexing import run_indexer
 
     check_flag_names(run_options(args))  # an unknown --model is named first
     settings = load_cli_settings(args)

@@ -1,8 +1,8 @@
 """Seals on the index folder's derived files: damage is told from what a writer wrote.
 
 Everything in the index folder but ``index.db`` (the vector caches, their means and
-states, the word postings and their manifests, the phrase scores, the
-quote scans) is derived from ``index.db`` and read back by later
+states, the word-posting segments, the phrase scores) is derived
+from ``index.db`` and read back by later
 processes.  A file whose bytes are no longer what its writer wrote (a torn write after
 a crash, a disk error, a stray edit) must never be used: a damaged vector cache gave
 wrong metrics and a false regression without a word.  So each one is written through

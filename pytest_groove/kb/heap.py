@@ -13,7 +13,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from collections.abc import Callable
 
@@ -22,13 +21,12 @@ __all__ = ["return_freed_memory"]
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    # the symbols the process already has (the C library among them): no search for
+    # the library's file (``ctypes.util.find_library`` runs ``ldconfig``, 10 ms or more)
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
-        return None  # not glibc
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError):
+        return None  # not glibc, or no process-wide symbol table (Windows)
     return trim
 
 

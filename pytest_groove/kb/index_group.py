@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from pytest_groove.embed.base import Embedder
+from pytest_groove.kb.derived.word_index import WrittenRows
 from pytest_groove.kb.notes import note_text
 from pytest_groove.kb.progress import IndexProgress
 from pytest_groove.kb.reuse import KeyedEmbedder, KeyedVectors, Lookup
@@ -102,6 +103,7 @@ class WriteGroup:
         group_chunks: int,
         queue_chunks: int,
         lookup: Lookup | None = None,
+        written: WrittenRows | None = None,
     ) -> None:
         self.store = store
         #: chunks embedded per embedder call; the most embedded chunks kept waiting
@@ -121,6 +123,9 @@ class WriteGroup:
         self._bar = bar
         #: render each chunk's word-table text here, off the writer thread
         self._term_table = store.keeps_term_table
+        #: the written chunks' word postings, counted here while the writer thread
+        #: runs SQLite (not read back from the table afterwards)
+        self._written = written
         #: read and parsed, not embedded yet
         self._pending: list[_Pending] = []
         self._chunks = 0
@@ -172,17 +177,26 @@ class WriteGroup:
                 [*texts, *notes], on_embed=lambda n: self._bar.doing(f"embedding {n:,} more")
             )
             self._bar.doing("")
-        self._queue_pending(embedded, len(texts))
+        written = self._queue_pending(embedded, len(texts))
         self._pending, self._chunks = [], 0
         writer_busy = self._in_flight is not None and not self._in_flight.done()
         if not writer_busy or self._queued.chunks >= self._queue_chunks:
             self._submit()
+        if self._written is not None:
+            # in the order the writer gives them their ids
+            for doc in written:
+                for c in doc.chunks:
+                    self._written.add(c.heading, c.context if self.contextual else None, c.content)
 
-    def _queue_pending(self, embedded: KeyedVectors | None, chunk_rows: int) -> None:
+    def _queue_pending(
+        self, embedded: KeyedVectors | None, chunk_rows: int
+    ) -> list[ParsedDocument]:
         """Queue each pending document's write: its slice of the first ``chunk_rows``
         rows of ``embedded`` (the chunks' vectors) and, when it embeds one, its next
-        note vector (the rows after them)."""
+        note vector (the rows after them).  Returns the documents whose chunks are
+        written, in order."""
         offset, note_row = 0, chunk_rows
+        written: list[ParsedDocument] = []
         for pending in self._pending:
             item, doc, meta_only = pending.item, pending.doc, pending.meta_only
             embeds_note = pending.new_note and self.embeds_notes
@@ -225,6 +239,8 @@ class WriteGroup:
             )
             self._queued.chunks += count
             offset += count
+            written.append(doc)
+        return written
 
     def _submit(self) -> None:
         """Write everything queued in one transaction on the writer thread."""

@@ -43,7 +43,12 @@ from pytest_groove.kb.derived.cache_check import check_caches, remove_caches
 from pytest_groove.kb.derived.note_index import keeps_note_rows, note_index_for
 from pytest_groove.kb.derived.vector_cache import cache_path
 from pytest_groove.kb.derived.vectors import VectorIndex
-from pytest_groove.kb.derived.word_index import refresh_word_index
+from pytest_groove.kb.derived.word_index import (
+    WORD_POSTINGS_META,
+    KeptPostings,
+    WrittenRows,
+    refresh_word_index,
+)
 from pytest_groove.kb.heap import return_freed_memory
 from pytest_groove.kb.index_group import IndexReport as IndexReport
 from pytest_groove.kb.index_group import ScannedFile, WriteGroup
@@ -316,6 +321,10 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
     stored = build.store.document_hashes()
     renamed_to = set() if force else _apply_renames(build.store, scan, stored, build.report)
     shown.phase("indexing notes", len(scan.files), counted="chunks embedded")
+    # the word postings of what is written are counted as it is written
+    written = None
+    if build.wants.word_index:
+        written = WrittenRows(build.store.chunk_sequence(), build.store.path.parent)
     with _vector_lookup(build.store) as lookup:
         group = WriteGroup(
             build.store,
@@ -328,6 +337,7 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
             group_chunks=EMBED_GROUP_CHUNKS,
             queue_chunks=WRITE_QUEUE_CHUNKS,
             lookup=lookup,
+            written=written,
         )
         try:
             for item in scan.files:
@@ -344,7 +354,7 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
     # what this run's rewrites removed is found no more: the index keeps what it holds
     build.store.clear_retired()
     shown.phase("writing the search caches")
-    _refresh_derived(build.store, scan, build.wants)
+    _refresh_derived(build.store, scan, build.wants, written)
 
 
 @contextmanager
@@ -399,9 +409,13 @@ def _start_build(build: _Build, force: bool) -> bool:
     return force
 
 
-def _refresh_derived(store: Store, scan: _Scan, wants: _Wants) -> None:
-    """After the files: the wanted caches and word postings for the state left, its tie
-    order and corpus snapshot."""
+def _refresh_derived(
+    store: Store, scan: _Scan, wants: _Wants, written: WrittenRows | None = None
+) -> None:
+    """After the files: the wanted caches and word postings for the state left (those
+    of the chunks ``written`` counted as they were written), its tie order and corpus
+    snapshot."""
+    words: KeptPostings | None = None
     if wants.vector_caches is not None:
         scan.files.clear()  # every file's bytes: not held while the caches are made
         # nor the writer's page cache (the caches read few pages), nor the heap they leave
@@ -410,16 +424,20 @@ def _refresh_derived(store: Store, scan: _Scan, wants: _Wants) -> None:
         return_freed_memory()
         with store.read_snapshot():  # one state for both (they read its chunk ids once)
             _refresh_vector_caches(store, wants.vector_caches)
-            if not wants.term_table:  # the trigram table answers this configuration
-                refresh_word_index(store)
+            if wants.word_index:
+                words = refresh_word_index(store, written)
     # once, after every write: read by each search and each eval
     ties, corpus = store.keeps_tie_order(), store.keeps_corpus_snapshot()
-    if not (ties and corpus):
+    if not (ties and corpus and words is None):
         with store.transaction():
             if not ties:
                 store.keep_tie_order()
             if not corpus:
                 store.keep_corpus_snapshot()
+            if words is not None:
+                store.set_meta(WORD_POSTINGS_META, words.manifest)
+    if words is not None:
+        words.remove_others()
     if wants.vector_caches is not None:
         # what updating them read and left: the search maps them again
         store.conn.execute("PRAGMA shrink_memory")
@@ -471,6 +489,11 @@ class _Wants:
     note_vectors: bool = True
     #: the faiss caches to keep current (None: left to the first search)
     vector_caches: VectorCaches | None = None
+
+    @property
+    def word_index(self) -> bool:
+        """The word postings are kept: the trigram table answers this configuration."""
+        return self.vector_caches is not None and not self.term_table
 
     def kept_by(self, store: Store) -> bool:
         return (not self.term_table or store.keeps_term_table) and (

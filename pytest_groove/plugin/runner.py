@@ -143,8 +143,8 @@ def activate(
 
 def _check_index_exists(plan: EvalPlan, embedder_name: str) -> None:
     """``--groove-no-reindex``: the index must be there already."""
-    from pytest_groove.engine.builtin import index_dir_for
     from pytest_groove.engine.index_command import index_command
+    from pytest_groove.engine.indexing import index_dir_for
     from pytest_groove.kb.store.database import DB_FILE_NAME
 
     db = index_dir_for(plan.kb, plan.settings, embedder_name) / DB_FILE_NAME

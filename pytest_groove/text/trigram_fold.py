@@ -96,8 +96,7 @@ _ASCII_WORDS = bytes(ord(FOLD[code] or "\0") for code in range(128)) + bytes(ran
 
 
 def fold_words(text: str) -> str:
-    """``text.translate(FOLD)``, about twice as fast on text that mixes ASCII with other
-    characters (a Japanese line in an English note).
+    """``text.translate(FOLD)``, about twice as fast (ASCII text is folded as bytes too).
 
     ``str.translate`` looks up each character of such a text in the table, one call at
     a time; here the ASCII ones are folded as bytes and each distinct other character
@@ -105,8 +104,8 @@ def fold_words(text: str) -> str:
     own, so the order does not matter -- as long as what a character folds to folds to
     itself, which is checked (otherwise the table's own pass).
     """
-    if text.isascii():  # str.translate's own fast path
-        return text.translate(FOLD)
+    if text.isascii():  # a byte table: half the time of str.translate's dict look-ups
+        return text.encode("ascii").translate(_ASCII_WORDS, b"\0").decode("latin-1")
     try:
         folded = text.encode("utf-8").translate(_ASCII_WORDS, b"\0").decode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate

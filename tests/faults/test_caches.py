@@ -1,11 +1,11 @@
 """Damaged derived files of the index folder: found, rebuilt from index.db, never used.
 
-Every file beside ``index.db`` (vector caches, their means and states, the word
-postings and their manifests, the phrase scores, the quote scans, and the seals of
-them all) is damaged in place -- emptied, cut to half,
-a block zeroed, bytes flipped -- and the real ``groove`` command (in-process) or
-``pytest --groove-kb`` must give the metrics of the undamaged index, exit as it did,
-print no traceback, and name the damaged file in one warning line.  Hash embedder.
+Every file beside ``index.db`` (vector caches, their means and states, the
+word-posting segments, the phrase scores, and the seals of them all) is damaged in
+place -- emptied, cut to half, a block zeroed, bytes flipped -- and the real
+``groove`` command (in-process) or ``pytest --groove-kb`` must give the metrics of the
+undamaged index, exit as it did, print no traceback, and name the damaged file in one
+warning line.  Hash embedder.
 """
 
 from __future__ import annotations
@@ -149,9 +149,11 @@ def test_each_derived_file_damaged_gives_the_undamaged_metrics(
 ) -> None:
     kb, before = example
     names = {p.name.split("-")[0].split(".")[0] for p in derived_files(index_dir(kb))}
-    assert {"vectors", "phrases", "words", "quote"} <= names
+    assert {"vectors", "phrases", "words"} <= names
     assert any(p.name.endswith(".state.npz") for p in derived_files(index_dir(kb)))
-    assert check_each_file(kb, before, [how]) >= 10
+    # the files and seals of the vector cache, its state, the phrase scores and the
+    # word-posting segments (the quote scans and the note rows are rows of index.db)
+    assert check_each_file(kb, before, [how]) >= 7
 
 
 def test_a_damaged_means_file_is_never_read_as_not_centred(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from tests.helpers.cli_invoke import CliRun, invoke
 
 HASH = ("--model", "hash")
 #: what the names of the index folder's derived files (and their seals) begin with
-DERIVED = ("vectors", "notevectors", "phrases-", "words-", "quote-scan-")
+DERIVED = ("vectors", "notevectors", "phrases-", "words-")
 
 
 def index_dir(kb: Path) -> Path:

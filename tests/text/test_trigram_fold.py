@@ -29,3 +29,9 @@ def test_fold_words_on_the_shapes_a_note_has() -> None:
     for text in shapes:
         assert fold_words(text) == text.translate(FOLD), text
     assert fold_words("Déploy、Café") == "deploy cafe"
+
+
+def test_every_ascii_character_folds_as_the_table_folds_it() -> None:
+    every = "".join(chr(code) for code in range(128))
+    assert fold_words(every) == every.translate(FOLD)
+    assert fold_words(every * 3 + " tail") == (every * 3 + " tail").translate(FOLD)

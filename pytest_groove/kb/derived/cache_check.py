@@ -44,7 +44,7 @@ from pytest_groove.kb.derived.families import RETIRED_FILES, derived_families, f
 from pytest_groove.kb.derived.family import Check
 from pytest_groove.kb.store.database import DB_FILE_NAME
 
-__all__ = ["check_caches", "is_derived", "remove_caches"]
+__all__ = ["check_caches", "is_derived", "is_retired", "remove_caches"]
 
 
 def is_derived(name: str) -> bool:
@@ -151,15 +151,24 @@ def check_caches(folder: Path) -> list[str]:
     return warnings
 
 
+def is_retired(name: str) -> bool:
+    """Whether ``name`` in an index folder is a file an earlier version kept there and
+    nothing reads any more, or its seal (:data:`~.families.RETIRED_FILES`)."""
+    kept = name.removesuffix(SEAL_SUFFIX)
+    return any(fnmatch.fnmatchcase(kept, pattern) for pattern in RETIRED_FILES)
+
+
 def _remove_retired(folder: Path) -> None:
     """Remove what an earlier version kept here and nothing reads any more."""
     try:
-        names = os.listdir(folder)
-    except OSError:
+        with os.scandir(folder) as entries:
+            retired = [entry.name for entry in entries if is_retired(entry.name)]
+    except OSError as exc:
+        raise_if_limit(exc, folder)
         return
-    for name in names:
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in RETIRED_FILES):
-            remove_with_seal(folder / name)
+    for name in retired:
+        with contextlib.suppress(OSError):
+            (folder / name).unlink()
 
 
 def remove_caches(folder: Path) -> None:

@@ -32,13 +32,16 @@ REGISTERED: tuple[str, ...] = (
     "pytest_groove.kb.derived.vector_cache",
     "pytest_groove.kb.derived.word_index",
     "pytest_groove.kb.derived.phrase_scores",
-    "pytest_groove.kb.derived.quote_cache",
 )
 
 #: files an earlier version kept beside ``index.db`` that nothing reads any more (the
-#: corpus snapshot and the note rows now live in ``index.db``), as ``fnmatch`` patterns:
-#: the indexer removes them, seals included
-RETIRED_FILES: tuple[str, ...] = ("corpus-snapshot.json", "notevectors-*.rows.npz")
+#: corpus snapshot, the quote scans and the note rows now live in ``index.db``), as shell
+#: patterns (:func:`fnmatch.fnmatchcase`): the indexer removes them, seals included
+RETIRED_FILES: tuple[str, ...] = (
+    "corpus-snapshot.json",
+    "quote-scan-*.json",
+    "notevectors-*.rows.npz",
+)
 
 
 @functools.cache

@@ -27,7 +27,8 @@ class Retention(enum.Enum):
     #: those of the index state last written (database id and write generation in
     #: the name)
     CURRENT_STATE = "the current index state's"
-    #: those the current index state's manifest names (carried from state to state)
+    #: those the current index state's manifest names (carried from state to state;
+    #: the manifest itself is a row of ``index_meta``)
     NAMED_BY_MANIFEST = "named by the current manifest"
     #: the ``keep`` most recently used (one per golden set)
     NEWEST = "the newest"

@@ -1,67 +1,77 @@
-"""Per-document results of a text scan over the indexed chunks, kept beside the index.
+"""Per-document results of a text scan over the indexed chunks, kept in ``index.db``.
 
 The golden-quote scan (:mod:`pytest_groove.evaluation.runs.findings`) asks which of a set of
 needles each document quotes.  Its answer depends only on the needles and on each
 document's chunk fields, yet reading every field of a large corpus in Python is most
-of a no-op eval's cost.  So the answer is kept, per document, in a small JSON file in
-the index folder, and reused:
+of a no-op eval's cost.  So the answer is kept, per document, in a row of the index's
+``quote_scans`` table, and reused:
 
-- while the index is in the state it was scanned in (same database id and write
-  generation: any write to the chunks bumps the generation), the kept answer is
-  returned without reading a chunk;
+- while the index is in the state it was scanned in (the same database, so the same
+  index id, and the same write generation: any write to the chunks bumps it), the
+  kept answer is returned without reading a chunk;
 - after writes, only the documents whose chunks changed are read and scanned again:
   the index stores with each document a digest of its chunks' fields (the text the
   scan reads, :mod:`~pytest_groove.kb.source.corpus_digest`), so a document whose path and
   digest are unchanged holds exactly the text it held, and telling which changed
   reads one small row a document.
 
-The file is named by a hash of the scan's version and its needles, so each golden
-set keeps its own; it is written to a temporary name, renamed (a reader sees a
-whole file or none) and sealed (:mod:`~pytest_groove.files.seal`), and a file
-that cannot be written (read-only index folder), read or vouched for (damaged) only
-costs a full scan.
+A row is keyed by a hash of the scan's version and its needles, so each golden set
+keeps its own; the :data:`KEEP_SCANS` most recently used stay (``used`` counts up
+across the table's writes).  The eval process writes it, not the indexer, so it holds
+no index lock: once the read snapshot that answered the searches has ended, a
+connection of its own writes the row in one short transaction, waiting for another
+writer -- the indexer's group, another worker's scan -- at most :data:`WRITE_WAIT_MS`,
+and checkpoints it, so that the database stays the one the indexer left checked.
+SQLite commits the row whole or not at all, and checks it as it checks the database:
+no temporary file, seal or format check of its own.  An index without the table (no
+scan kept in it yet: the first write makes it) has kept nothing; a folder that cannot
+be written, a database locked past the wait or a write that fails only means the next
+run scans in full.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import apsw
+
+from pytest_groove.errors import GrooveError
 from pytest_groove.files.resource_limits import ResourceLimit
-from pytest_groove.files.seal import open_vouched, remove_with_seal, seal_path, write_sealed
-from pytest_groove.kb.derived.family import DerivedFamily, Retention
 from pytest_groove.kb.source.records import ChunkText
+from pytest_groove.kb.store.damage import needs_check, record_checked
 from pytest_groove.kb.store.database import Store
 
-__all__ = ["CACHE_PREFIX", "DERIVED_FILES", "KEEP_FILES", "cached_scan", "scan_key"]
+__all__ = ["KEEP_SCANS", "QUOTE_SCANS_TABLE", "WRITE_WAIT_MS", "cached_scan", "scan_key"]
 
-CACHE_PREFIX = "quote-scan-"
-#: scan files kept in one index folder (one per golden set, newest first)
-KEEP_FILES = 8
-#: the layout of the file itself (3: documents identified by their stored digest,
-#: every path in one list and every signature in one string, quotes listed sparsely)
-_FORMAT = 3
+#: kept scans (one per golden set, the most recently used)
+KEEP_SCANS = 8
+#: how long the row's write waits for another writer before it gives up
+WRITE_WAIT_MS = 1_000
+#: the table (a new layout takes a new name: an old table is then never read)
+QUOTE_SCANS_TABLE = "quote_scans"
+_CREATE_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {QUOTE_SCANS_TABLE} (
+    key TEXT PRIMARY KEY,
+    used INTEGER NOT NULL,
+    generation INTEGER NOT NULL,
+    -- JSON: path -> the sorted needle texts it quotes (a document quoting none is left out)
+    quoted TEXT NOT NULL,
+    -- JSON: every scanned document's path; its signature at the same place in signatures
+    paths TEXT NOT NULL,
+    signatures TEXT NOT NULL
+)
+"""
+#: the layout of a row's values, hashed into its key (3: the layout of the earlier files)
+_FORMAT = 4
 #: hex characters of a document's digest kept as its signature (64 bits)
 _SIGNATURE_CHARS = 16
-#: the scan files, in the table of derived files (:mod:`.families`)
-DERIVED_FILES = (
-    DerivedFamily(
-        "quote scans",
-        prefix=CACHE_PREFIX,
-        suffixes=(".json",),
-        retention=Retention.NEWEST,
-        keep=KEEP_FILES,
-        format=_FORMAT,
-    ),
-)
 
 #: needles -> the chunks to scan -> document path -> indices of the needles it quotes
 Scan = Callable[[Iterable[ChunkText]], dict[str, set[int]]]
@@ -78,27 +88,17 @@ def scan_key(version: str, needles: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class _Kept:
-    index_id: str
     generation: int
-    #: every scanned document, and its signature (:data:`_SIGNATURE_CHARS` hex
-    #: characters of its stored digest) at the same place in one string
-    paths: list[str]
-    signatures: str
     #: path -> the sorted needle texts it quotes (a document quoting none is left out)
     quoted: dict[str, tuple[str, ...]]
-
-    def signature_by_path(self) -> dict[str, str]:
-        width = _SIGNATURE_CHARS
-        return {
-            doc_path: self.signatures[at * width : (at + 1) * width]
-            for at, doc_path in enumerate(self.paths)
-        }
+    #: whether it is the most recently used row
+    newest: bool
 
 
 def cached_scan(
     store: Store, needles: Sequence[str], version: str, scan: Scan
 ) -> dict[str, set[int]]:
-    """``scan`` over every indexed chunk, answered from the kept file where it can be.
+    """``scan`` over every indexed chunk, answered from the kept row where it can be.
 
     ``needles`` are the texts ``scan`` looks for (its indices refer to this list) and
     ``version`` names the scan rule: a changed rule must change it.  The generation
@@ -107,25 +107,38 @@ def cached_scan(
     """
     if not needles:
         return {}
-    with store.read_snapshot():  # the caller's, else one of its own
-        return _cached_scan(store, needles, version, scan)
-
-
-def _cached_scan(
-    store: Store, needles: Sequence[str], version: str, scan: Scan
-) -> dict[str, set[int]]:
     key = scan_key(version, needles)
-    path = store.path.parent / f"{CACHE_PREFIX}{key[:32]}.json"
-    index_id, generation = store.index_id, store.generation
-    kept = _read(path, key, set(needles))
-    if kept is not None and (kept.index_id, kept.generation) == (index_id, generation):
-        with contextlib.suppress(OSError):
-            # in use: the last file another golden set's scan drops (its seal's time:
-            # touching the file itself would move the identity its seal records)
-            os.utime(seal_path(path), follow_symlinks=False)
-        return _as_indices(kept.quoted, needles)
+    with store.read_snapshot():  # the caller's, else one of its own
+        generation = store.generation
+        kept = _read(store, key)
+        if kept is not None and kept.generation == generation:
+            if not kept.newest:
+                _write(store, "UPDATE {table} SET used = {next_used} WHERE key = ?", (key,))
+            return _as_indices(kept.quoted, needles)
+        quoted, signatures = _rescan(store, key, kept, needles, scan)
+    row = (
+        key,
+        generation,
+        json.dumps(quoted, ensure_ascii=False, separators=(",", ":")),
+        json.dumps(list(signatures), ensure_ascii=False, separators=(",", ":")),
+        "".join(signature for _doc_id, signature in signatures.values()),
+    )
+    _write(
+        store,
+        "INSERT OR REPLACE INTO {table}(key, used, generation, quoted, paths, signatures) "
+        "VALUES (?1, {next_used}, ?2, ?3, ?4, ?5)",
+        row,
+    )
+    return _as_indices(quoted, needles)
+
+
+def _rescan(
+    store: Store, key: str, kept: _Kept | None, needles: Sequence[str], scan: Scan
+) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[int, str]]]:
+    """(the quotes of every document, :func:`_signatures`): the kept quotes of the
+    documents whose signature is the kept one, ``scan`` over the others."""
     signatures = _signatures(store)
-    old = {} if kept is None else kept.signature_by_path()
+    old = {} if kept is None else _kept_signatures(store, key)
     quoted: dict[str, tuple[str, ...]] = {}
     stale: dict[str, int] = {}
     for doc_path, (doc_id, signature) in signatures.items():
@@ -139,10 +152,7 @@ def _cached_scan(
         texts = tuple(sorted({needles[i] for i in found.get(doc_path, ())}))
         if texts:
             quoted[doc_path] = texts
-    paths = list(signatures)
-    joined = "".join(signatures[doc_path][1] for doc_path in paths)
-    _write(path, key, _Kept(index_id, generation, paths, joined, quoted))
-    return _as_indices(quoted, needles)
+    return quoted, signatures
 
 
 def _as_indices(quoted: dict[str, tuple[str, ...]], needles: Sequence[str]) -> dict[str, set[int]]:
@@ -177,67 +187,86 @@ def _chunks_of(store: Store, documents: dict[str, int], *, everything: bool) -> 
             yield ChunkText(doc_path, int(index), heading, context, str(content))
 
 
-def _read(path: Path, key: str, needles: set[str]) -> _Kept | None:
-    """The kept scan at ``path``; None when missing, of another key, or damaged in any
-    way (anything but lists of strings where they belong, a quote that is none of
-    ``needles``): then it is scanned again and rewritten."""
+def _read(store: Store, key: str) -> _Kept | None:
+    """The kept scan of ``key`` (its generation and quotes, not its signatures); None
+    when there is none, or no table yet."""
     try:
-        handle = open_vouched(path)  # only a file its seal vouches for
-        if handle is None:
-            return None
-        with handle:
-            data: Any = json.loads(handle.read().decode("utf-8"))
-        if data["format"] != _FORMAT or data["key"] != key:
-            return None
-        paths, signatures, quoted = data["paths"], data["signatures"], data["quoted"]
-        if not (
-            isinstance(paths, list)
-            and all(isinstance(doc_path, str) for doc_path in paths)
-            and isinstance(signatures, str)
-            and len(signatures) == _SIGNATURE_CHARS * len(paths)
-            and isinstance(quoted, dict)
-            and all(
-                isinstance(texts, list) and all(text in needles for text in texts)
-                for texts in quoted.values()
-            )
-        ):
-            return None
-        kept = {str(doc_path): tuple(texts) for doc_path, texts in quoted.items()}
-        return _Kept(str(data["index_id"]), int(data["generation"]), paths, signatures, kept)
-    except ResourceLimit:
-        raise  # out of open files or memory: no damage
-    except Exception:
-        return None  # missing or damaged in any way: scanned again and rewritten
+        row = store.conn.execute(
+            f"SELECT generation, quoted, used >= (SELECT max(used) FROM {QUOTE_SCANS_TABLE}) "
+            f"FROM {QUOTE_SCANS_TABLE} WHERE key = ?",
+            (key,),
+        ).fetchone()
+    except apsw.SQLError:
+        return None  # no scan kept in this index yet
+    if row is None:
+        return None
+    generation, quoted, newest = row
+    data: Any = json.loads(quoted)
+    return _Kept(int(generation), {path: tuple(texts) for path, texts in data.items()}, newest == 1)
 
 
-def _write(path: Path, key: str, kept: _Kept) -> None:
-    data = {
-        "format": _FORMAT,
-        "key": key,
-        "index_id": kept.index_id,
-        "generation": kept.generation,
-        "paths": kept.paths,
-        "signatures": kept.signatures,
-        "quoted": {doc_path: list(texts) for doc_path, texts in kept.quoted.items()},
+def _kept_signatures(store: Store, key: str) -> dict[str, str]:
+    """Each document of the kept scan of ``key`` and its signature then."""
+    row = store.conn.execute(
+        f"SELECT paths, signatures FROM {QUOTE_SCANS_TABLE} WHERE key = ?", (key,)
+    ).fetchone()
+    if row is None:
+        return {}
+    paths, signatures = json.loads(row[0]), str(row[1])
+    width = _SIGNATURE_CHARS
+    return {
+        doc_path: signatures[at * width : (at + 1) * width] for at, doc_path in enumerate(paths)
     }
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    try:
-        write_sealed(path, lambda handle: handle.write(text))
-    except OSError:
-        return  # an optimisation only: a read-only or full index folder scans every time
-    others = sorted(
-        (p for p in path.parent.glob(f"{CACHE_PREFIX}*.json") if p != path),
-        key=_mtime,
-        reverse=True,
+
+
+def _write(store: Store, statement: str, values: tuple[object, ...]) -> None:
+    """Run ``statement`` on the table, once the read snapshot in progress has ended."""
+    db_path = store.path
+    store.after_snapshot(lambda: _write_now(db_path, statement, values))
+
+
+def _write_now(db_path: Path, statement: str, values: tuple[object, ...]) -> None:
+    """Run ``statement`` on the table in a write transaction of a connection of its own,
+    and drop the rows past the :data:`KEEP_SCANS` most recently used; nothing when the
+    index cannot be written now (read-only, locked past :data:`WRITE_WAIT_MS`, failing).
+
+    A database the indexer left checked (:mod:`~pytest_groove.kb.store.damage`) stays
+    so: the write is checkpointed into it at once and its identity sealed again, as
+    only SQLite wrote to it since.  Where the checkpoint cannot copy every page (another
+    process reads an older state), the next indexer checks the database once."""
+    sql = statement.format(
+        table=QUOTE_SCANS_TABLE,
+        next_used=f"(SELECT coalesce(max(used), 0) + 1 FROM {QUOTE_SCANS_TABLE})",
     )
-    for old in others[KEEP_FILES - 1 :]:
-        remove_with_seal(old)
-
-
-def _mtime(path: Path) -> float:
-    """When the scan at ``path`` was last written or used (its seal's time)."""
-    times = []
-    for name in (path, seal_path(path)):
-        with contextlib.suppress(OSError):
-            times.append(name.lstat().st_mtime)
-    return max(times, default=0.0)
+    checked = not needs_check(db_path)
+    try:
+        writer = Store.open(db_path.parent, create=False)
+    except ResourceLimit:
+        raise  # out of open files or memory: the run cannot go on either
+    except (GrooveError, apsw.Error, OSError):
+        return
+    try:
+        conn = writer.conn
+        conn.set_busy_timeout(WRITE_WAIT_MS)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_CREATE_TABLE)
+            conn.execute(sql, values)
+            conn.execute(
+                f"DELETE FROM {QUOTE_SCANS_TABLE} WHERE key NOT IN "
+                f"(SELECT key FROM {QUOTE_SCANS_TABLE} ORDER BY used DESC LIMIT ?)",
+                (KEEP_SCANS,),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        if checked:
+            outcome = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            checked = outcome is not None and outcome[0] == 0 and outcome[1] == outcome[2]
+    except apsw.Error:
+        return  # an optimisation only: the next run scans in full
+    finally:
+        writer.close()
+    if checked:
+        record_checked(db_path)

@@ -6,7 +6,7 @@ runs -> one space, trimmed) and lowercased; every chunk's heading, breadcrumb
 search indexes; nothing is concatenated.  What the quotes mean for a golden set is
 the evaluation's (:mod:`pytest_groove.evaluation.runs.findings`); here the corpus
 only answers "document path -> the needles it quotes", from every chunk or from the
-scan kept beside the index (:mod:`.quote_cache`).
+scan kept in the index (:mod:`.quote_cache`).
 
 PYTEST_DONT_REWRITE
 """
@@ -67,7 +67,7 @@ def quoted_needles(needles: Sequence[str], chunks: Iterable[ChunkText]) -> dict[
 def kept_quote_scan(store: Store, needles: Sequence[str]) -> dict[str, set[int]]:
     """:func:`quoted_needles` over every chunk of ``store``, from its kept scan.
 
-    The same answer, but the per-document scan is kept beside the index: an
+    The same answer, but the per-document scan is kept in the index: an
     unchanged index is not read again, and after writes only the changed documents
     are.  Call inside ``store.read_snapshot()``, the snapshot that answered the
     searches.

@@ -298,7 +298,7 @@ class VectorIndex:
         ids, matrix = store.all_vectors()
         groups = None
         if centre:
-            openings = store.chunk_openings()
+            openings = store.chunk_openings(ascii_too=False)  # the others: "other"
             groups = [script_group(openings.get(int(cid), "")) for cid in ids]
         note_vectors = NoteVectors.of(store) if notes else None
         if note_vectors is not None:

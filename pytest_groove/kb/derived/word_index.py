@@ -15,11 +15,13 @@ FTS5's bit for bit (``tests/kb/derived/test_word_index.py`` checks that against 
 The postings belong to one index state.  The indexer brings them up to date after
 every write (:func:`refresh_word_index`): the rows of new chunks are added as a
 small segment, removed chunks are listed as dead, and segments are merged once they
-pile up -- no pass over the whole corpus for a one-file change.  A state's manifest
-(``words-<index id>-gen<generation>.json``) names its segment files; a search
-process reads the manifest of the state it sees, checks it against FTS5's own row
-count and token total, and falls back to SQLite's ``bm25()`` when anything is
-missing, stale or damaged.
+pile up -- no pass over the whole corpus for a one-file change.  The segments are
+files beside the index (``words-<index id>-<name>.seg``, memory-mapped by a search);
+the manifest that names them, with the dead rows and the state they answer for, is
+a row of ``index_meta``, written in the indexer's transaction after the segments
+(:class:`KeptPostings`).  So a search process reads the manifest of the very state
+its read snapshot sees, checks it against FTS5's own row count and token total, and
+falls back to SQLite's ``bm25()`` when a segment is missing, stale or damaged.
 
 PYTEST_DONT_REWRITE
 """
@@ -31,19 +33,20 @@ import json
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pytest_groove.files.seal import SEAL_SUFFIX, open_vouched, remove_with_seal, write_sealed
+from pytest_groove.files.seal import SEAL_SUFFIX, remove_with_seal
 from pytest_groove.kb.derived.family import DerivedFamily, Retention
 from pytest_groove.kb.derived.word_postings import (
     COLUMNS,
     SEGMENT_FORMAT,
     Segment,
+    SegmentBuilder,
     build_segment,
     merge_segments,
     read_segment,
@@ -60,22 +63,26 @@ from pytest_groove.text.trigram_fold import (
     fold_phrase,
 )
 
-__all__ = ["DERIVED_FILES", "MANIFEST_PREFIX", "PhraseTerms", "WordIndex", "refresh_word_index"]
+__all__ = [
+    "DERIVED_FILES",
+    "MANIFEST_PREFIX",
+    "WORD_POSTINGS_META",
+    "KeptPostings",
+    "PhraseTerms",
+    "WordIndex",
+    "WrittenRows",
+    "refresh_word_index",
+]
 
+#: what the segment files' names start with
 MANIFEST_PREFIX = "words-"
-#: a manifest lists segment names and dead chunk ids; anything longer is not one
-_MANIFEST_CAP = 64 * 1024 * 1024
-_FORMAT = 1
-#: the files named here (:func:`_manifest_path`, :func:`_write_new`), in the table of
-#: derived files (:mod:`.families`)
+#: the ``index_meta`` key of the manifest naming the current state's segments
+WORD_POSTINGS_META = "word_postings"
+#: the manifest's layout (2: a row of ``index_meta``, the state's generation and
+#: database id inside it; 1 was a sealed JSON file per state)
+_FORMAT = 2
+#: the segment files (:func:`_write_new`), in the table of derived files (:mod:`.families`)
 DERIVED_FILES = (
-    DerivedFamily(
-        "word-posting manifests",
-        prefix=MANIFEST_PREFIX,
-        suffixes=(".json",),
-        retention=Retention.CURRENT_STATE,
-        format=_FORMAT,
-    ),
     DerivedFamily(
         "word-posting segments",
         prefix=MANIFEST_PREFIX,
@@ -170,8 +177,8 @@ class WordIndex:
         if opened is not None and opened[0] == key:
             return opened[1]  # one state's postings never change: read them once
         folder = store.path.parent
-        manifest = _read_manifest(_manifest_path(folder, store.index_id, store.generation))
-        if manifest is None or manifest["state"] != [highest, count]:
+        manifest = _decode_manifest(store.get_meta(WORD_POSTINGS_META))
+        if manifest is None or not _answers_for(manifest, store, [highest, count]):
             return None
         try:
             segments = [read_segment(folder / name) for name in manifest["segments"]]
@@ -317,23 +324,16 @@ ColumnTexts = tuple[str | None, str | None, str | None]
 _NO_TEXT: ColumnTexts = (None, None, None)
 
 
-# ---------------------------------------------------------------------- files
+# ------------------------------------------------------------------- manifest
 
 
-def _manifest_path(folder: Path, index_id: str, generation: int) -> Path:
-    return folder / f"{MANIFEST_PREFIX}{index_id}-gen{generation}.json"
-
-
-def _read_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest at ``path``; None when absent, not vouched for by its seal
-    (:mod:`~pytest_groove.files.seal`) or not one."""
+def _decode_manifest(kept: str | None) -> dict[str, Any] | None:
+    """The kept manifest; None when there is none or it is not this version's."""
+    if kept is None:
+        return None
     try:
-        handle = open_vouched(path)  # never through a link, a pipe or a folder
-        if handle is None:
-            return None
-        with handle:
-            manifest = json.loads(handle.read(_MANIFEST_CAP).decode("utf-8"))
-    except Exception:  # damaged in any way: the postings are built again
+        manifest = json.loads(kept)
+    except ValueError:
         return None
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
         return None
@@ -342,6 +342,15 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
     if not isinstance(manifest.get("segments"), list) or not isinstance(manifest.get("dead"), list):
         return None
     return manifest
+
+
+def _answers_for(manifest: dict[str, Any], store: Store, state: list[int]) -> bool:
+    """Whether ``manifest`` is the one of the store's current state."""
+    return (
+        manifest.get("index_id") == store.index_id
+        and manifest.get("generation") == store.generation
+        and manifest.get("state") == state
+    )
 
 
 def _fts5_totals(store: Store) -> tuple[int, int]:
@@ -374,49 +383,147 @@ def _varints(data: bytes) -> list[int]:
     return values
 
 
-def refresh_word_index(store: Store) -> None:
-    """Bring the postings beside the index to the store's current state (the indexer
-    calls this after its writes, under the index lock, inside one read snapshot).
+@dataclass
+class WrittenRows:
+    """The chunks one indexer run writes, counted into postings as it writes them.
 
-    An optimisation only: a folder that cannot be written keeps nothing, and searches
-    ask SQLite instead.
+    The ``i``-th row added is chunk ``after + 1 + i``: AUTOINCREMENT gives the run's
+    chunks the ids after the highest one ever given (``after``, read before the first
+    write), in the order they are written.  :func:`refresh_word_index` uses them when
+    the table's new ids are exactly those, and reads the table otherwise.  Every
+    ``_BUILD_ROWS`` rows become a segment kept in a scratch file in ``folder`` and
+    mapped, as a build from the table does, so only one batch's counts are held.
+    """
+
+    after: int
+    folder: Path | None = None
+    builder: SegmentBuilder = field(default_factory=SegmentBuilder)
+    #: the full batches' segments, and their scratch files (None: held in memory)
+    batches: list[tuple[Segment, Path | None]] = field(default_factory=list)
+    batched_rows: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.batched_rows + self.builder.rows
+
+    def add(self, heading: str | None, context: str | None, content: str | None) -> None:
+        self.builder.add(heading, context, content)
+        if self.builder.rows >= _BUILD_ROWS:
+            self._close_batch()
+
+    def _close_batch(self) -> None:
+        first = self.after + 1 + self.batched_rows
+        segment = self.builder.segment(np.arange(first, first + self.builder.rows, dtype=np.int64))
+        self.batched_rows += self.builder.rows
+        self.builder = SegmentBuilder()
+        path = None
+        if self.folder is not None:
+            path = self.folder / f".{MANIFEST_PREFIX}batch-{uuid.uuid4().hex[:12]}.seg"
+            try:
+                write_segment(segment, path)
+                segment = read_segment(path)
+            except (OSError, ValueError):
+                remove_with_seal(path)
+                path = None  # held in memory instead
+        self.batches.append((segment, path))
+
+    def segment(self) -> Segment:
+        """Every row added, as one segment."""
+        if self.builder.rows or not self.batches:
+            self._close_batch()
+        if len(self.batches) == 1:
+            return self.batches[0][0]
+        return merge_segments([s for s, _ in self.batches], np.zeros(0, dtype=np.int64))
+
+    def discard(self) -> None:
+        """Remove the scratch files (what was mapped from them stays readable)."""
+        for _, path in self.batches:
+            if path is not None:
+                remove_with_seal(path)
+
+
+@dataclass(frozen=True)
+class KeptPostings:
+    """The postings of a new index state: its segment files are written; the indexer
+    keeps :attr:`manifest` under :data:`WORD_POSTINGS_META` in its transaction, then
+    calls :meth:`remove_others`."""
+
+    folder: Path
+    manifest: str
+    segments: frozenset[str]
+
+    def remove_others(self) -> None:
+        """Drop the segment files the kept manifest does not name (older states', other
+        index ids'), the manifest files of earlier versions, and scratch files a killed
+        build left."""
+        for path in [
+            *self.folder.glob(f"{MANIFEST_PREFIX}*"),
+            *self.folder.glob(f".{MANIFEST_PREFIX}*"),
+        ]:
+            if path.name.removesuffix(SEAL_SUFFIX) not in self.segments:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+
+def refresh_word_index(store: Store, written: WrittenRows | None = None) -> KeptPostings | None:
+    """The postings of the store's current state (the indexer calls this after its
+    writes, under the index lock, inside one read snapshot): None when the kept ones
+    are current.
+
+    ``written``: the chunks this run wrote, already counted (not read back).  An
+    optimisation only: a folder that cannot be written keeps nothing new, and
+    searches ask SQLite instead.
     """
     folder = store.path.parent
-    generation = store.generation
     index_id = store.index_id
-    current = _manifest_path(folder, index_id, generation)
     ids = store.chunk_ids()
     highest = int(ids[-1]) if len(ids) else 0
     state = [highest, len(ids)]
-    existing = _read_manifest(current)
-    if existing is not None and existing["state"] == state and _readable(folder, existing):
-        return
-    segments, names, dead = _previous(folder, index_id, generation)
+    kept = _decode_manifest(store.get_meta(WORD_POSTINGS_META))
+    if kept is not None and _answers_for(kept, store, state) and _readable(folder, kept):
+        if written is not None:
+            written.discard()
+        return None
+    segments, names, dead = _previous(folder, kept if _older_of(kept, store) else None)
     covered = _covered(segments, dead)
     new_ids = np.setdiff1d(ids, covered, assume_unique=True)
     dead = np.union1d(dead, np.setdiff1d(covered, ids, assume_unique=True))
     entries: list[tuple[Segment, str | None]] = list(zip(segments, names, strict=True))
     try:
         if len(new_ids):
-            entries += _build(store, new_ids, folder)
+            entries += _build_new(store, new_ids, folder, written)
         if not entries:
             entries = [(build_segment([]), None)]
         entries, dead = _compact(entries, dead)
         names = [name for _, name in entries if name is not None]
         built = [segment for segment, name in entries if name is None]
-        written = [_write_new(folder, index_id, segment) for segment in built]
-        manifest = {
-            "format": _FORMAT,
-            "tokenizer": list(TRIGRAM_ARGS),
-            "state": state,
-            "segments": names + written,
-            "dead": [int(d) for d in dead],
-        }
-        data = json.dumps(manifest).encode("utf-8")
-        write_sealed(current, lambda handle: handle.write(data))
+        files = [_write_new(folder, index_id, segment) for segment in built]
     except OSError:
-        return
-    _remove_others(folder, current, {*names, *written})
+        return None
+    finally:
+        if written is not None:
+            written.discard()
+    manifest = {
+        "format": _FORMAT,
+        "tokenizer": list(TRIGRAM_ARGS),
+        "index_id": index_id,
+        "generation": store.generation,
+        "state": state,
+        "segments": names + files,
+        "dead": [int(d) for d in dead],
+    }
+    return KeptPostings(folder, json.dumps(manifest), frozenset(names + files))
+
+
+def _older_of(manifest: dict[str, Any] | None, store: Store) -> bool:
+    """Whether ``manifest`` is an earlier state of this database (its segments can be
+    carried over)."""
+    return (
+        manifest is not None
+        and manifest.get("index_id") == store.index_id
+        and isinstance(manifest.get("generation"), int)
+        and manifest["generation"] <= store.generation
+    )
 
 
 def _readable(folder: Path, manifest: dict[str, Any]) -> bool:
@@ -429,26 +536,16 @@ def _readable(folder: Path, manifest: dict[str, Any]) -> bool:
 
 
 def _previous(
-    folder: Path, index_id: str, generation: int
+    folder: Path, manifest: dict[str, Any] | None
 ) -> tuple[list[Segment], list[str], npt.NDArray[np.int64]]:
-    """The newest older state's segments (their file names) and dead rows, if any."""
-    prefix = f"{MANIFEST_PREFIX}{index_id}-gen"
-    older: list[tuple[int, Path]] = []
-    for path in folder.glob(f"{prefix}*.json"):
-        number = path.name[len(prefix) : -len(".json")]
-        if number.isdigit() and int(number) <= generation:
-            older.append((int(number), path))
-    for _, path in sorted(older, reverse=True):
-        manifest = _read_manifest(path)
-        if manifest is None:
-            continue
+    """The kept older state's segments (their file names) and dead rows, if any."""
+    if manifest is not None:
         try:
             names = [str(n) for n in manifest["segments"]]
             segments = [read_segment(folder / n) for n in names]
-            dead = np.asarray(manifest["dead"], dtype=np.int64)
-        except Exception:  # missing or damaged in any way: an older one, or built afresh
-            continue
-        return segments, names, dead
+            return segments, names, np.asarray(manifest["dead"], dtype=np.int64)
+        except Exception:  # missing or damaged in any way: built afresh
+            pass
     return [], [], np.zeros(0, dtype=np.int64)
 
 
@@ -462,6 +559,23 @@ def _covered(segments: list[Segment], dead: npt.NDArray[np.int64]) -> npt.NDArra
         rows = np.sort(rows)
         rows = rows[np.concatenate([[True], rows[1:] != rows[:-1]])]
     return np.setdiff1d(rows, dead, assume_unique=True)
+
+
+def _build_new(
+    store: Store, ids: npt.NDArray[np.int64], folder: Path, written: WrittenRows | None
+) -> list[tuple[Segment, str | None]]:
+    """The segments of the chunks ``ids`` (ascending): those this run wrote from
+    ``written``, when they are exactly the ids above ``written.after``; the others
+    (and all of them otherwise) read from the table."""
+    if written is None or not written.rows:
+        return _build(store, ids, folder)
+    fresh = ids[ids > written.after]
+    expected = np.arange(written.after + 1, written.after + 1 + written.rows)
+    if not np.array_equal(fresh, expected):
+        return _build(store, ids, folder)
+    older = ids[ids <= written.after]
+    built = _build(store, older, folder) if len(older) else []
+    return [*built, (written.segment(), None)]
 
 
 def _build(
@@ -533,15 +647,3 @@ def _write_new(folder: Path, index_id: str, segment: Segment) -> str:
     name = f"{MANIFEST_PREFIX}{index_id}-{uuid.uuid4().hex[:12]}.seg"
     write_segment(segment, folder / name)  # sealed, through a temporary file
     return name
-
-
-def _remove_others(folder: Path, keep_manifest: Path, keep: set[str]) -> None:
-    """Drop older manifests and segment files no longer named (other index ids too),
-    and scratch files a killed build left."""
-    kept = {keep_manifest.name, *keep}
-    kept |= {name + SEAL_SUFFIX for name in kept}
-    for path in [*folder.glob(f"{MANIFEST_PREFIX}*"), *folder.glob(f".{MANIFEST_PREFIX}*")]:
-        if path.name in kept:
-            continue
-        with contextlib.suppress(OSError):
-            path.unlink()

@@ -24,7 +24,6 @@ import json
 import mmap
 import os
 import struct
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ __all__ = [
     "COLUMNS",
     "SEGMENT_FORMAT",
     "Segment",
+    "SegmentBuilder",
     "Vocabulary",
     "build_segment",
     "merge_segments",
@@ -212,77 +212,132 @@ class _Vocabulary(dict[str, int]):
         return number
 
 
-def build_segment(rows: Iterable[tuple[int, str | None, str | None, str | None]]) -> Segment:
-    """A segment over ``(chunk id, heading, context, content)`` rows, ids ascending."""
-    # per (row, column): its distinct words' ids and counts, gathered with C-level list
-    # operations only (each list item points at an object the vocabulary or the small
-    # int cache already holds); the short words are dropped afterwards, in numpy
-    vocabulary = _Vocabulary()
-    lookup = vocabulary.__getitem__
-    ids_seen: list[int] = []
-    counts: list[int] = []
-    keys: list[int] = []
-    spans: list[int] = []
-    row_ids: list[int] = []
-    row_tokens: list[int] = []
-    for row_id, *columns in rows:
-        tokens = 0
-        for column, text in enumerate(columns):
+#: words gathered before they are counted into postings (bounds the Python list)
+_COUNT_TOKENS = 1 << 18
+
+
+class SegmentBuilder:
+    """A segment's rows added one at a time, their chunk ids given at the end.
+
+    Each column's words are looked up in one vocabulary as the row comes (one C-level
+    ``map`` over the column's words); every ``_COUNT_TOKENS`` words, the gathered
+    ones are counted per (word, column) with one numpy sort.  The indexer adds each
+    chunk as it writes it, so the postings cost no pass over the table afterwards.
+    """
+
+    def __init__(self) -> None:
+        self._vocabulary = _Vocabulary()
+        self._lookup = self._vocabulary.__getitem__
+        #: words (vocabulary ids) not counted yet, column after column
+        self._words: list[int] = []
+        #: each such column's word count, and ``row number * COLUMNS + column``
+        self._spans: list[int] = []
+        self._columns: list[int] = []
+        #: counted postings: (vocabulary id, row number * COLUMNS + column, count)
+        self._counted: list[tuple[npt.NDArray[np.int32], ...]] = []
+        self._row_tokens: list[int] = []
+
+    @property
+    def rows(self) -> int:
+        return len(self._row_tokens)
+
+    def add(self, heading: str | None, context: str | None, content: str | None) -> None:
+        """The next row's (heading, context, content), as ``fts_chunks`` indexes them."""
+        number, tokens = len(self._row_tokens), 0
+        for column, text in enumerate((heading, context, content)):
             if not text:
                 continue
             folded = fold_words(text)
             tokens += max(0, len(folded) - 2)
-            held = Counter(folded.split())
-            ids_seen.extend(map(lookup, held))
-            counts.extend(held.values())
-            keys.append(row_id * COLUMNS + column)
-            spans.append(len(held))
-        row_ids.append(row_id)
-        row_tokens.append(tokens)
-    ids = np.asarray(ids_seen, dtype=np.int64)
-    del ids_seen
-    every = list(vocabulary)
-    long_enough = np.fromiter(
-        (len(w) >= MIN_FOLDED_CHARS for w in every), dtype=bool, count=len(every)
-    )
-    # keep the long words only, numbered afresh in order of first appearance
-    renumber = np.cumsum(long_enough) - 1
-    keep = long_enough[ids] if len(ids) else np.zeros(0, dtype=bool)
-    return _assemble(
-        [w for w, ok in zip(every, long_enough.tolist(), strict=True) if ok],
-        renumber[ids[keep]] if len(ids) else ids,
-        np.repeat(np.asarray(keys, dtype=np.int64), np.asarray(spans, dtype=np.int64))[keep],
-        np.asarray(counts, dtype=np.int64)[keep],
-        np.asarray(row_ids, dtype=np.int64),
-        np.asarray(row_tokens, dtype=np.int64),
-    )
+            before = len(self._words)
+            self._words.extend(map(self._lookup, folded.split()))
+            self._spans.append(len(self._words) - before)
+            self._columns.append(number * COLUMNS + column)
+        self._row_tokens.append(tokens)
+        if len(self._words) >= _COUNT_TOKENS:
+            self._count()
+
+    def _count(self) -> None:
+        """The gathered words as (word, column, count) postings, ordered by both."""
+        if self._words:
+            words = np.fromiter(self._words, dtype=np.int64, count=len(self._words))
+            columns = np.repeat(
+                np.asarray(self._columns, dtype=np.int64), np.asarray(self._spans, dtype=np.int64)
+            )
+            width = int(columns[-1]) + 1
+            pairs, counts = np.unique(words * width + columns, return_counts=True)
+            self._counted.append(
+                (
+                    (pairs // width).astype(np.int32),
+                    (pairs % width).astype(np.int32),
+                    counts.astype(np.int32),
+                )
+            )
+        self._words, self._spans, self._columns = [], [], []
+
+    def segment(self, row_ids: npt.NDArray[np.int64]) -> Segment:
+        """The segment of the rows added, the ``i``-th one being chunk ``row_ids[i]``
+        (ascending); the words under three characters are left out."""
+        if len(row_ids) != self.rows:
+            raise ValueError(f"{len(row_ids)} ids for {self.rows} rows")
+        self._count()
+        every = list(self._vocabulary)
+        long_enough = np.fromiter(
+            (len(w) >= MIN_FOLDED_CHARS for w in every), dtype=bool, count=len(every)
+        )
+        words = [w for w, ok in zip(every, long_enough.tolist(), strict=True) if ok]
+        vocabulary, numbered = Vocabulary.of(words)
+        final = np.full(len(every), -1, dtype=np.int32)
+        final[long_enough] = numbered
+        ids = np.asarray(row_ids, dtype=np.int64)
+        ends, keys, counts = self._postings(final, len(words), ids)
+        return Segment(
+            ascii_words=vocabulary.ascii_words,
+            other_words=vocabulary.other_words,
+            ascii_starts=vocabulary.ascii_starts,
+            other_starts=vocabulary.other_starts,
+            word_ends=ends,
+            keys=keys,
+            counts=counts,
+            rows=ids,
+            row_tokens=np.asarray(self._row_tokens, dtype=np.int64),
+        )
+
+    def _postings(
+        self, final: npt.NDArray[np.int32], words: int, ids: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[Any]]:
+        """``word_ends``, ``keys`` and ``counts`` of the counted postings, their words
+        numbered by ``final`` (-1: left out).  Held as int32 where it fits and each
+        temporary dropped once used: a batch of 25,000 rows peaks at a few bytes more
+        than its postings' arrays, not at several int64 copies of them."""
+        none = np.zeros(0, dtype=np.int32)
+        parts, self._counted = self._counted or [(none, none, none)], []
+        word = final[np.concatenate([p[0] for p in parts])]
+        # grouped by word; within a word in row order (stable: the parts come in it);
+        # the words left out (-1) sort first and are cut off
+        by_word = np.argsort(word, kind="stable")
+        by_word = by_word[int(np.count_nonzero(word < 0)) :]
+        word = word[by_word]
+        ends = np.searchsorted(word, np.arange(words, dtype=np.int32), side="right")
+        del word
+        columns = np.concatenate([p[1] for p in parts])[by_word]
+        counts = np.concatenate([p[2] for p in parts])[by_word]
+        del parts, by_word
+        wide = len(ids) and int(ids[-1]) * COLUMNS + COLUMNS > 2**31 - 1
+        keys = ids.astype(np.int64 if wide else np.int32)[columns // COLUMNS]
+        keys *= COLUMNS
+        keys += columns % COLUMNS
+        return ends.astype(np.int64), _narrow(keys), _narrow(counts)
 
 
-def _assemble(
-    words: list[str],
-    posting_words: npt.NDArray[np.int64],
-    keys: npt.NDArray[Any],
-    counts: npt.NDArray[Any],
-    row_ids: npt.NDArray[np.int64],
-    row_tokens: npt.NDArray[np.int64],
-) -> Segment:
-    """A segment from postings given as (word id, key, count), in any word order."""
-    vocabulary, renumber = Vocabulary.of(words)
-    renumbered = renumber[posting_words] if len(posting_words) else posting_words
-    # postings grouped by word (their order within a word does not matter: the counts
-    # are whole numbers, so they add up exactly in any order)
-    by_word = np.argsort(renumbered)
-    return Segment(
-        ascii_words=vocabulary.ascii_words,
-        other_words=vocabulary.other_words,
-        ascii_starts=vocabulary.ascii_starts,
-        other_starts=vocabulary.other_starts,
-        word_ends=np.cumsum(np.bincount(renumbered, minlength=len(words))).astype(np.int64),
-        keys=_narrow(keys[by_word]),
-        counts=_narrow(counts[by_word]),
-        rows=row_ids,
-        row_tokens=row_tokens,
-    )
+def build_segment(rows: Iterable[tuple[int, str | None, str | None, str | None]]) -> Segment:
+    """A segment over ``(chunk id, heading, context, content)`` rows, ids ascending."""
+    builder = SegmentBuilder()
+    ids: list[int] = []
+    for row_id, heading, context, content in rows:
+        ids.append(row_id)
+        builder.add(heading, context, content)
+    return builder.segment(np.asarray(ids, dtype=np.int64))
 
 
 def _joined(words: list[str]) -> str:

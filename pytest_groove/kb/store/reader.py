@@ -116,15 +116,15 @@ class StoreReader(StoreConnection):
     def all_vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Every chunk id with its stored embedding, in id order."""
         ids: list[int] = []
-        blobs: list[bytes] = []
+        data = bytearray()  # the rows' bytes end to end: one copy of them, not three
         for cid, blob in self.conn.execute("SELECT id, embedding FROM chunks ORDER BY id"):
-            ids.append(int(cid))
-            blobs.append(bytes(blob))
+            ids.append(cid)
+            data += blob
         dim = int(self.get_meta("embedding_dim") or "0")
         if not ids:
             return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
-        return np.asarray(ids, dtype=np.int64), matrix.copy()
+        matrix = np.frombuffer(data, dtype=np.float32).reshape(len(ids), -1)
+        return np.fromiter(ids, dtype=np.int64, count=len(ids)), matrix
 
     def note_vectors(self) -> dict[int, npt.NDArray[np.float32]]:
         """Every document's note vector, by document id (documents without one are left out)."""
@@ -201,8 +201,18 @@ class StoreReader(StoreConnection):
             memo["chunk_ids"] = ids.copy()
         return ids
 
-    def chunk_openings(self) -> dict[int, str]:
-        """:func:`~pytest_groove.text.scripts.chunk_opening` of every chunk, by id."""
+    def chunk_openings(self, *, ascii_too: bool = True) -> dict[int, str]:
+        """:func:`~pytest_groove.text.scripts.chunk_opening` of every chunk, by id; without
+        ``ascii_too``, only of those whose heading or opening is not all ASCII (an ASCII
+        opening is in the "other" script group: SQLite leaves those rows out, where a
+        character count differs from the byte count)."""
+        where = (
+            ""
+            if ascii_too
+            else " WHERE length(CAST(coalesce(heading, '') AS BLOB))"
+            " != length(coalesce(heading, ''))"
+            " OR length(CAST(substr(content, 1, ?1) AS BLOB)) != length(substr(content, 1, ?1))"
+        )
         # read as bytes: a damaged row must not stop the index from opening (the
         # search that reads it reports the corruption); only the script counts here
         return {
@@ -211,7 +221,8 @@ class StoreReader(StoreConnection):
                 bytes(content).decode("utf-8", "replace"),
             )
             for cid, heading, content in self.conn.execute(
-                "SELECT id, CAST(heading AS BLOB), CAST(substr(content, 1, ?) AS BLOB) FROM chunks",
+                "SELECT id, CAST(heading AS BLOB), CAST(substr(content, 1, ?1) AS BLOB) FROM chunks"
+                + where,
                 (OPENING_CHARS,),
             )
         }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -296,6 +296,8 @@ class StoreConnection:
         self._own_writes: tuple[int, int] | None = None
         self._writes_interleaved = False
         self.notes_written: set[int] = set()
+        #: what waits for the read snapshot in progress to end (:meth:`after_snapshot`)
+        self._after_snapshot: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ opening
 
@@ -509,14 +511,28 @@ class StoreConnection:
             # the block's error is the one to report: SQLite repeats a damaged page's
             # error when the transaction ends, and that must not replace it
             self.snapshot_memo = None
+            self._after_snapshot = []
             self._end_quietly()
             raise
         self.snapshot_memo = None
         try:
             self.conn.execute("COMMIT")
         except apsw.Error:
+            self._after_snapshot = []
             self._end_quietly()
             raise
+        pending, self._after_snapshot = self._after_snapshot, []
+        for action in pending:
+            action()
+
+    def after_snapshot(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once the read snapshot in progress has ended (at once outside
+        one): a write that must not run inside it, such as the kept quote scan's, whose
+        checkpoint the snapshot would hold back."""
+        if self.conn.getautocommit():
+            action()
+        else:
+            self._after_snapshot.append(action)
 
     def _end_quietly(self) -> None:
         """End the open read transaction, whatever SQLite says meanwhile."""
@@ -577,6 +593,11 @@ class StoreConnection:
     def keeps_note_vectors(self) -> bool:
         """Whether every document has its note vector and the indexer embeds new ones."""
         return self.get_meta(NOTE_VECTORS_META) != "off"
+
+    def chunk_sequence(self) -> int:
+        """The highest chunk id ever given: AUTOINCREMENT gives the chunks written next
+        the ids after it, in the order they are written."""
+        return self._scalar("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name='chunks'")
 
     def _scalar(self, sql: str, params: tuple[Any, ...] = ()) -> int:
         row = self.conn.execute(sql, params).fetchone()

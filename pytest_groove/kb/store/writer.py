@@ -209,9 +209,7 @@ class StoreWriter(StoreConnection):
         with self.transaction():
             term_table = self.keeps_term_table
             # AUTOINCREMENT: every chunk id written below is above this one
-            first_new = self._scalar(
-                "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name='chunks'"
-            )
+            first_new = self.chunk_sequence()
             # a new note vector changes what the vector caches hold, as new chunks do
             notes_written = any(
                 write.note_vector is not None or write.drop_note for write in writes

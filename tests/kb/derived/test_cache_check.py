@@ -16,11 +16,10 @@ import pytest
 from pytest_groove.files.seal import seal_path, write_sealed
 from pytest_groove.kb.derived import cache_check
 from pytest_groove.kb.derived.cache_check import check_caches, remove_caches
-from pytest_groove.kb.derived.families import RETIRED_FILES
-from pytest_groove.kb.derived.quote_cache import CACHE_PREFIX
+from pytest_groove.kb.derived.phrase_scores import CACHE_PREFIX
 
-#: one derived file's name (a quote scan's)
-CACHE_NAME = f"{CACHE_PREFIX}0123456789abcdef.json"
+#: one derived file's name (a phrase scores file's)
+CACHE_NAME = f"{CACHE_PREFIX}0123456789abcdef-1.npz"
 
 
 def _sealed(folder: Path, data: bytes) -> Path:
@@ -65,19 +64,33 @@ def test_a_file_its_seal_does_not_vouch_for_and_nobody_replaces_is_damage(
     assert not path.exists() and not seal_path(path).exists()
 
 
+#: what earlier versions kept beside index.db: the corpus snapshot, quote scans, note rows
+RETIRED = (
+    "corpus-snapshot.json",
+    "quote-scan-0123456789abcdef.json",
+    "notevectors-0123abcd-gen7-centred.rows.npz",
+    "quote-scan-ff.json",
+)
+
+
 @pytest.mark.parametrize("forced", [False, True])
 def test_a_file_an_earlier_version_kept_is_removed_with_its_seal(
     tmp_path: Path, forced: bool
 ) -> None:
-    # a name for each pattern, as the earlier version spelled it
-    retired = [tmp_path / name.replace("*", "0123abcd-gen7-raw") for name in RETIRED_FILES]
-    for path in retired:
-        write_sealed(path, lambda handle: handle.write(b"{}"))
-    kept = _sealed(tmp_path, b"a quote scan")
+    assert all(cache_check.is_retired(name) for name in RETIRED)
+    for name in RETIRED:
+        write_sealed(tmp_path / name, lambda handle: handle.write(b"{}"))
+    (tmp_path / RETIRED[-1]).unlink()  # a seal whose file is gone
+    kept = _sealed(tmp_path, b"phrase scores")
     if forced:
         remove_caches(tmp_path)
     else:
         assert check_caches(tmp_path) == []  # no warning: nothing was damaged
-    for path in retired:
-        assert not path.exists() and not seal_path(path).exists()
+    for name in RETIRED:
+        assert not (tmp_path / name).exists() and not seal_path(tmp_path / name).exists()
     assert kept.exists() is not forced
+
+
+def test_only_the_retired_names_are_retired() -> None:
+    for name in ("index.db", "quote-scan-1.json.2.tmp", "quote-scan-1.npz", "phrases-1.npz"):
+        assert not cache_check.is_retired(name), name

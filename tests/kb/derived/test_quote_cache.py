@@ -1,28 +1,34 @@
-"""The golden-quote scan kept beside the index: the same findings as a full scan, an
-unchanged index read once, and after edits only the changed documents read again."""
+"""The golden-quote scan kept in the index: the same findings as a full scan, an
+unchanged index read once, after edits only the changed documents read again, and a
+write that cannot be made only a full scan next time."""
 
 from __future__ import annotations
 
-import json
+import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_groove.embed.registry import model_slug
 from pytest_groove.engine.builtin import open_engine, run_indexer
+from pytest_groove.errors import IndexUnwritable
 from pytest_groove.evaluation.runs.findings import (
     golden_quote_findings,
     quote_findings,
     scan_golden_quotes,
 )
 from pytest_groove.evaluation.runs.record import Finding, QueryResult
+from pytest_groove.files.seal import write_sealed
 from pytest_groove.kb.derived import quote_cache
 from pytest_groove.kb.indexer import default_index_dir
+from pytest_groove.kb.store.damage import needs_check
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, Settings
 from tests.helpers.eval_factories import query
@@ -52,7 +58,13 @@ def _document(heading: str, body: str) -> str:
 @contextmanager
 def _store(kb: Path) -> Iterator[Store]:
     run_indexer(kb, SETTINGS, progress=False)
-    store = Store.open(default_index_dir(kb, model_slug("hash")), create=False)
+    with _store_unindexed(default_index_dir(kb, model_slug("hash"))) as store:
+        yield store
+
+
+@contextmanager
+def _store_unindexed(index_dir: Path) -> Iterator[Store]:
+    store = Store.open(index_dir, create=False)
     try:
         with store.read_snapshot():
             yield store
@@ -150,77 +162,143 @@ def test_after_an_edit_only_the_changed_documents_are_read(
     assert [f.path for f in kept] == ["leak.md", "plain3.md"]
 
 
+def _kept(kb: Path) -> list[tuple[str, int, int]]:
+    """(key, used, generation) of each kept scan, most recently used first."""
+    store = Store.open(default_index_dir(kb, model_slug("hash")), create=False)
+    try:
+        return [
+            (str(key), int(used), int(generation))
+            for key, used, generation in store.conn.execute(
+                f"SELECT key, used, generation FROM {quote_cache.QUOTE_SCANS_TABLE} "
+                "ORDER BY used DESC"
+            )
+        ]
+    except apsw.SQLError:
+        return []  # no table: nothing kept
+    finally:
+        store.close()
+
+
 def test_another_golden_set_keeps_its_own_scan_and_expected_edits_reuse_it(kb: Path) -> None:
     _both(kb, RESULTS)
-    # the same wordings with other labels: the same needles, the same file
+    # the same wordings with other labels: the same needles, the same row
     relabelled = [query(r.id, text=r.query, expected=("leak.md",)) for r in RESULTS]
     kept, full = _both(kb, relabelled)
     assert kept == full == []  # every quote is now a labelled answer
-    index_dir = default_index_dir(kb, model_slug("hash"))
-    assert len(list(index_dir.glob(f"{quote_cache.CACHE_PREFIX}*.json"))) == 1
+    assert len(_kept(kb)) == 1
     other = [*RESULTS, query("q-d", text="plain words here and there")]
     assert _both(kb, other)[0] == _both(kb, other)[1]
-    assert len(list(index_dir.glob(f"{quote_cache.CACHE_PREFIX}*.json"))) == 2
+    assert len(_kept(kb)) == 2
 
 
-def test_old_scan_files_are_dropped_past_the_limit(kb: Path) -> None:
-    for n in range(quote_cache.KEEP_FILES + 3):
-        results = [*RESULTS, query("extra", text=f"an extra golden query {n}")]
-        _both(kb, results)
+def test_the_most_recently_used_scans_are_kept(kb: Path) -> None:
+    _both(kb, RESULTS)
+    (first_key, _, _), *_ = _kept(kb)
+    for n in range(quote_cache.KEEP_SCANS + 3):
+        _both(kb, [*RESULTS, query("extra", text=f"an extra golden query {n}")])
+        _both(kb, RESULTS)  # used again: the newest once more, read not rescanned
+    rows = _kept(kb)
+    assert len(rows) == quote_cache.KEEP_SCANS
+    assert rows[0][0] == first_key
+    assert [used for _, used, _ in rows] == sorted({used for _, used, _ in rows}, reverse=True)
+
+
+def test_keeping_a_scan_is_no_write_to_the_index_state(kb: Path) -> None:
+    with _store(kb) as store:
+        generation, index_id = store.generation, store.index_id
+    _both(kb, RESULTS)
+    ((_, _, kept_generation),) = _kept(kb)
+    with _store(kb) as store:
+        assert (store.generation, store.index_id) == (generation, index_id)
+    assert kept_generation == generation
+
+
+def test_keeping_a_scan_leaves_the_database_as_the_indexer_checked_it(kb: Path) -> None:
+    db_path = default_index_dir(kb, model_slug("hash")) / "index.db"
+    run_indexer(kb, SETTINGS, progress=False)
+    assert not needs_check(db_path)
+    _both(kb, RESULTS)  # the scan kept: a write by the eval
+    (kb / "plain3.md").write_text(_document("Now", f"{LONG_B} and {LONG_C}"), "utf-8")
+    _both(kb, RESULTS)  # the index written, the scan kept again
+    assert len(_kept(kb)) == 1
+    # the next indexer reads no page to check it (a write of its own, checkpointed)
+    assert not needs_check(db_path)
+
+
+def test_the_scan_files_of_an_earlier_version_are_removed_by_the_indexer(kb: Path) -> None:
     index_dir = default_index_dir(kb, model_slug("hash"))
-    assert len(list(index_dir.glob(f"{quote_cache.CACHE_PREFIX}*.json"))) == quote_cache.KEEP_FILES
+    _both(kb, RESULTS)
+    old = index_dir / "quote-scan-0123456789abcdef0123456789abcdef.json"
+    write_sealed(old, lambda handle: handle.write(b'{"format": 3}'))
+    _both(kb, RESULTS)
+    assert list(index_dir.glob("quote-scan-*")) == []
 
 
-@pytest.mark.parametrize("damage", ["{not json", '{"format": 1}', "[]", ""])
-def test_a_damaged_scan_file_is_scanned_again_and_rewritten(kb: Path, damage: str) -> None:
-    first, _ = _both(kb, RESULTS)
-    index_dir = default_index_dir(kb, model_slug("hash"))
-    (cache,) = index_dir.glob(f"{quote_cache.CACHE_PREFIX}*.json")
-    cache.write_text(damage, encoding="utf-8")
-    assert _both(kb, RESULTS)[0] == first
-    assert cache.read_text(encoding="utf-8") != damage
-
-
-@pytest.mark.parametrize(
-    "field, value",
-    [
-        ("quoted", {"notes/a.md": "a string, not a list"}),
-        ("quoted", {"notes/a.md": ["no golden query says this"]}),
-        ("quoted", ["not", "a", "mapping"]),
-        ("paths", "one string"),
-        ("paths", [1, 2]),
-        ("signatures", ["not", "a", "string"]),
-    ],
-)
-def test_a_kept_scan_of_the_right_state_but_wrong_shape_is_scanned_again(
-    kb: Path, field: str, value: object
-) -> None:
-    first, _ = _both(kb, RESULTS)
-    index_dir = default_index_dir(kb, model_slug("hash"))
-    (cache,) = index_dir.glob(f"{quote_cache.CACHE_PREFIX}*.json")
-    data = json.loads(cache.read_text(encoding="utf-8"))
-    data[field] = value  # the index state it names is still the current one
-    cache.write_text(json.dumps(data), encoding="utf-8")
-    assert _both(kb, RESULTS)[0] == first
-
-
-def test_an_unwritable_index_folder_still_gives_the_findings(
+def test_a_locked_index_still_gives_the_findings_and_keeps_nothing(
     kb: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(*_args: object) -> None:
-        raise PermissionError("read-only")
+    monkeypatch.setattr(quote_cache, "WRITE_WAIT_MS", 50)
+    run_indexer(kb, SETTINGS, progress=False)
+    other = Store.open(default_index_dir(kb, model_slug("hash")), create=False)
+    other.conn.execute("BEGIN IMMEDIATE")  # another writer, for longer than the wait
+    try:
+        with _store(kb) as store:
+            kept = golden_quote_findings(RESULTS, store)
+            assert kept == scan_golden_quotes(RESULTS, store.iter_chunk_texts()) != []
+    finally:
+        other.conn.execute("ROLLBACK")
+        other.close()
+    assert _kept(kb) == []
+    assert _both(kb, RESULTS)[0] == kept  # kept by the next run
+    assert len(_kept(kb)) == 1
 
-    monkeypatch.setattr(quote_cache.os, "replace", refuse)
-    kept, full = _both(kb, RESULTS)
-    assert kept == full != []
-    index_dir = default_index_dir(kb, model_slug("hash"))
-    assert list(index_dir.glob(f"*{quote_cache.CACHE_PREFIX}*")) == []
+
+def test_a_write_waits_for_another_writer(kb: Path) -> None:
+    run_indexer(kb, SETTINGS, progress=False)
+    other = Store.open(default_index_dir(kb, model_slug("hash")), create=False)
+    other.conn.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(0.2, lambda: other.conn.execute("COMMIT"))
+    timer.start()
+    try:
+        with _store(kb) as store:
+            golden_quote_findings(RESULTS, store)
+    finally:
+        timer.join()
+        other.close()
+    assert len(_kept(kb)) == 1
 
 
-def test_no_long_query_means_no_scan_and_no_file(kb: Path) -> None:
+def test_a_read_only_index_folder_still_gives_the_findings(
+    kb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_indexer(kb, SETTINGS, progress=False)
+    # a folder this process cannot write: the store opens the database immutable
+    monkeypatch.setattr(os, "access", lambda *_args, **_kwargs: False)
+    with _store_unindexed(default_index_dir(kb, model_slug("hash"))) as store:
+        kept = golden_quote_findings(RESULTS, store)
+        assert kept == scan_golden_quotes(RESULTS, store.iter_chunk_texts()) != []
+    monkeypatch.undo()
+    assert _kept(kb) == []
+
+
+def test_an_index_that_cannot_be_opened_for_the_write_still_gives_the_findings(
+    kb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*_args: object, **_kwargs: object) -> Store:
+        raise IndexUnwritable("read-only")
+
+    run_indexer(kb, SETTINGS, progress=False)
+    with _store(kb) as store:
+        monkeypatch.setattr(quote_cache.Store, "open", refuse)
+        kept = golden_quote_findings(RESULTS, store)
+        assert kept == scan_golden_quotes(RESULTS, store.iter_chunk_texts()) != []
+    monkeypatch.undo()
+    assert _kept(kb) == []
+
+
+def test_no_long_query_means_no_scan_and_no_row(kb: Path) -> None:
     assert _both(kb, [query("short", text="rrf")]) == ([], [])
-    index_dir = default_index_dir(kb, model_slug("hash"))
-    assert list(index_dir.glob(f"{quote_cache.CACHE_PREFIX}*.json")) == []
+    assert _kept(kb) == []
 
 
 def test_the_engine_door_gives_the_full_scans_findings(kb: Path) -> None:
@@ -228,4 +306,4 @@ def test_the_engine_door_gives_the_full_scans_findings(kb: Path) -> None:
         kept = quote_findings(RESULTS, engine)
         assert kept == scan_golden_quotes(RESULTS, engine.iter_chunk_texts())
         assert [f.path for f in kept] == ["leak.md"]
-        assert quote_findings(RESULTS, engine) == kept  # from the kept file
+        assert quote_findings(RESULTS, engine) == kept  # from the kept row

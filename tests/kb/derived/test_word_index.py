@@ -16,8 +16,17 @@ from hypothesis import strategies as st
 
 from conftest import KB_EVAL, LOCAL_STATE
 from pytest_groove.engine.builtin import open_engine, run_indexer
+from pytest_groove.kb.derived import word_index
 from pytest_groove.kb.derived.phrase_scores import PhraseScores
-from pytest_groove.kb.derived.word_index import MANIFEST_PREFIX, WordIndex, _fts5_totals, _varints
+from pytest_groove.kb.derived.word_index import (
+    MANIFEST_PREFIX,
+    WORD_POSTINGS_META,
+    WordIndex,
+    WrittenRows,
+    _fts5_totals,
+    _varints,
+    refresh_word_index,
+)
 from pytest_groove.kb.derived.word_postings import build_segment, merge_segments, read_segment
 from pytest_groove.kb.derived.word_postings import write_segment as write_segment_file
 from pytest_groove.kb.store.schema import _SCHEMA as SCHEMA
@@ -219,8 +228,16 @@ def _assert_ranked_as_fts5(kb: Path) -> int:
 
 
 def _manifest(kb: Path) -> dict[str, object]:
-    (path,) = (kb / ".groove" / "hash").glob(f"{MANIFEST_PREFIX}*-gen*.json")
-    manifest: dict[str, object] = json.loads(path.read_text())
+    """The manifest the indexer kept in ``index_meta``."""
+    db = kb / ".groove" / "hash" / "index.db"
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        (value,) = conn.execute(
+            "SELECT value FROM index_meta WHERE key = ?", (WORD_POSTINGS_META,)
+        ).fetchone()
+    finally:
+        conn.close()
+    manifest: dict[str, object] = json.loads(value)
     return manifest
 
 
@@ -248,6 +265,42 @@ def test_the_engine_ranks_as_fts5_across_edits_and_deletions(kb_eval_indexed: Pa
     folder = kb / ".groove" / "hash"
     named = set(_manifest(kb)["segments"])  # type: ignore[arg-type]
     assert {p.name for p in folder.glob("*.seg")} == named
+
+
+def test_the_manifest_is_a_row_of_the_index_and_old_manifest_files_go(
+    kb_eval_indexed: Path,
+) -> None:
+    kb = kb_eval_indexed
+    folder = kb / ".groove" / "hash"
+    manifest = _manifest(kb)
+    assert not list(folder.glob("*.json"))
+    # what an earlier version kept: a sealed JSON manifest per state
+    old = folder / f"{MANIFEST_PREFIX}{manifest['index_id']}-gen1.json"
+    old.write_text('{"format": 1}')
+    (folder / (old.name + ".seal")).write_bytes(b"seal")
+    with sorted(kb.rglob("*.md"))[0].open("a", encoding="utf-8") as handle:
+        handle.write("\n\nA line that makes a new state.\n")
+    run_indexer(kb, SETTINGS, progress=False)
+    assert not list(folder.glob("*.json")) and not list(folder.glob("*.json.seal"))
+    newer = _manifest(kb)
+    assert newer["generation"] > manifest["generation"]  # type: ignore[operator]
+    assert {p.name for p in folder.glob("*.seg")} == set(newer["segments"])  # type: ignore[arg-type]
+    _assert_ranked_as_fts5(kb)
+
+
+def test_a_manifest_of_another_state_is_never_read(kb_eval_indexed: Path) -> None:
+    kb = kb_eval_indexed
+    db = kb / ".groove" / "hash" / "index.db"
+    manifest = _manifest(kb)
+    for key, value in (("generation", int(manifest["generation"]) + 1), ("index_id", "other")):  # type: ignore[call-overload]
+        conn = apsw.Connection(str(db))
+        changed = json.dumps({**manifest, key: value})
+        conn.execute("UPDATE index_meta SET value = ? WHERE key = ?", (changed, WORD_POSTINGS_META))
+        conn.close()
+        assert _assert_ranked_as_fts5_without_words(kb)
+    # the next indexer run keeps a manifest of its own state again
+    run_indexer(kb, SETTINGS, progress=False)
+    assert _assert_ranked_as_fts5(kb) > 200
 
 
 def test_damaged_or_missing_postings_fall_back_to_sqlite(kb_eval_indexed: Path) -> None:
@@ -324,3 +377,114 @@ def test_a_phrase_spanning_words_is_counted_in_the_text_as_fts5_counts_it() -> N
         rowids, terms = table.terms(_quoted(phrase), (2.0, 1.0, 1.0))
         assert rowids, phrase
         assert (counted.rowids.tolist(), counted.terms.tolist()) == (rowids, terms), phrase
+
+
+def _postings_by_word(kb: Path) -> tuple[dict[str, list[tuple[int, int]]], list[tuple[int, int]]]:
+    """Every live posting (key, count) by word, and every live row with its tokens."""
+    folder = kb / ".groove" / "hash"
+    manifest = _manifest(kb)
+    dead = set(manifest["dead"])  # type: ignore[call-overload]
+    by_word: dict[str, list[tuple[int, int]]] = {}
+    rows: list[tuple[int, int]] = []
+    for name in manifest["segments"]:  # type: ignore[attr-defined]
+        segment = read_segment(folder / name)
+        ends = segment.word_ends.tolist()
+        for number, word in enumerate(segment.vocabulary.words):
+            start = ends[number - 1] if number else 0
+            keys = segment.keys[start : ends[number]].tolist()
+            counts = segment.counts[start : ends[number]].tolist()
+            live = [(k, c) for k, c in zip(keys, counts, strict=True) if k // 3 not in dead]
+            by_word.setdefault(word, []).extend(live)
+        live_rows = zip(segment.rows.tolist(), segment.row_tokens.tolist(), strict=True)
+        rows.extend(row for row in live_rows if row[0] not in dead)
+    return {w: sorted(p) for w, p in by_word.items() if p}, sorted(rows)
+
+
+def _postings_of_the_table(
+    kb: Path,
+) -> tuple[dict[str, list[tuple[int, int]]], list[tuple[int, int]]]:
+    connection = apsw.Connection(str(kb / ".groove" / "hash" / "index.db"))
+    rows = [
+        (int(r[0]), r[1], r[2], r[3])
+        for r in connection.execute(
+            "SELECT id, heading, context_text, content FROM chunks ORDER BY id"
+        )
+    ]
+    segment = build_segment(rows)
+    ends = segment.word_ends.tolist()
+    by_word = {
+        word: sorted(
+            zip(
+                segment.keys[(ends[n - 1] if n else 0) : ends[n]].tolist(),
+                segment.counts[(ends[n - 1] if n else 0) : ends[n]].tolist(),
+                strict=True,
+            )
+        )
+        for n, word in enumerate(segment.vocabulary.words)
+    }
+    pairs = zip(segment.rows.tolist(), segment.row_tokens.tolist(), strict=True)
+    return {w: p for w, p in by_word.items() if p}, sorted(pairs)
+
+
+def test_the_indexer_counts_the_postings_of_what_it_writes_without_reading_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
+    read_back: list[int] = []
+    original = word_index._build
+
+    def spy(store: object, ids: np.ndarray, folder: Path) -> object:
+        read_back.append(len(ids))
+        return original(store, ids, folder)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(word_index, "_build", spy)
+    run_indexer(kb, SETTINGS, progress=False)
+    assert _postings_by_word(kb) == _postings_of_the_table(kb)
+    files = sorted(kb.rglob("*.md"))
+    with files[0].open("a", encoding="utf-8") as handle:
+        handle.write("\n\n## Quartzite\n\nA new section about the quartzite cache.\n")
+    files[1].unlink()
+    run_indexer(kb, SETTINGS, progress=False)
+    assert _postings_by_word(kb) == _postings_of_the_table(kb)
+    run_indexer(kb, SETTINGS, progress=False, force=True)
+    assert _postings_by_word(kb) == _postings_of_the_table(kb)
+    assert read_back == []
+
+
+def test_rows_counted_under_other_ids_are_read_from_the_table(kb_eval_indexed: Path) -> None:
+    kb = kb_eval_indexed
+    for path in (kb / ".groove" / "hash").glob(f"{MANIFEST_PREFIX}*"):
+        path.unlink()
+    written = WrittenRows(after=0)
+    written.add("A heading", None, "words that no chunk of the table holds: quartzite")
+    with open_engine(kb, SETTINGS, progress=False, reindex=False) as engine:
+        with engine.store.read_snapshot():
+            kept = refresh_word_index(engine.store, written)
+        assert kept is not None
+        with engine.store.transaction():  # as the indexer keeps it
+            engine.store.set_meta(WORD_POSTINGS_META, kept.manifest)
+        kept.remove_others()
+    assert _postings_by_word(kb) == _postings_of_the_table(kb)
+
+
+def test_rows_counted_in_batches_are_kept_in_scratch_files_and_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(KB_EVAL, kb, ignore=LOCAL_STATE)
+    monkeypatch.setattr(word_index, "_BUILD_ROWS", 7)
+    batches: list[int] = []
+    original = WrittenRows._close_batch
+
+    def counted(self: WrittenRows) -> None:
+        original(self)
+        batches.append(self.batched_rows)
+        assert self.batches[-1][1] is not None  # a scratch file, mapped
+
+    monkeypatch.setattr(WrittenRows, "_close_batch", counted)
+    monkeypatch.setattr(word_index, "_build", lambda *_: pytest.fail("read back"))
+    run_indexer(kb, SETTINGS, progress=False)
+    assert len(batches) > 3
+    assert _postings_by_word(kb) == _postings_of_the_table(kb)
+    assert not list((kb / ".groove" / "hash").glob(f".{MANIFEST_PREFIX}*"))

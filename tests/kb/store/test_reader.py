@@ -1,0 +1,39 @@
+"""Reading an index: the chunk openings the vector caches group by script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_groove.engine.builtin import run_indexer
+from pytest_groove.kb.store.database import Store
+from pytest_groove.settings.config import IndexSettings, Settings
+from pytest_groove.text.scripts import script_group
+
+SETTINGS = Settings(index=IndexSettings(model="hash"))
+
+
+def test_the_openings_left_out_as_ascii_are_all_in_the_other_group(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "en.md").write_text("# Deploy\n\n## Steps\n\nRoll back the cache.\n", encoding="utf-8")
+    (kb / "ja.md").write_text("# デプロイ\n\n## 手順\n\nキャッシュを戻す。\n", encoding="utf-8")
+    # past the opening's 400 characters the script does not count; in a heading it does
+    (kb / "mixed.md").write_text(
+        "# Notes\n\n## Plain heading\n\n"
+        + "a " * 250
+        + "デプロイ\n\n## Café\n\n"
+        + "Plain text about the menu and the opening hours. " * 4,
+        encoding="utf-8",
+    )
+    run_indexer(kb, SETTINGS, progress=False)
+    store = Store.open(kb / ".groove" / "hash", create=False)
+    try:
+        every = store.chunk_openings()
+        some = store.chunk_openings(ascii_too=False)
+    finally:
+        store.close()
+    assert set(some) < set(every)
+    assert all(some[cid] == every[cid] for cid in some)
+    assert all(not every[cid].isascii() for cid in some)
+    assert all(script_group(every[cid]) == "other" for cid in set(every) - set(some))
+    assert {script_group(text) for text in some.values()} == {"ja", "other"}
