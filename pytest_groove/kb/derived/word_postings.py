@@ -85,6 +85,29 @@ class Segment:
         if self.mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
             self.mapping.madvise(mmap.MADV_DONTNEED)
 
+    @classmethod
+    def over(
+        cls,
+        vocabulary: Vocabulary,
+        word_ends: npt.NDArray[np.int64],
+        keys: npt.NDArray[Any],
+        counts: npt.NDArray[Any],
+        rows: npt.NDArray[np.int64],
+        row_tokens: npt.NDArray[np.int64],
+    ) -> Segment:
+        """A segment held in memory, its words those of ``vocabulary``."""
+        return cls(
+            ascii_words=vocabulary.ascii_words,
+            other_words=vocabulary.other_words,
+            ascii_starts=vocabulary.ascii_starts,
+            other_starts=vocabulary.other_starts,
+            word_ends=word_ends,
+            keys=keys,
+            counts=counts,
+            rows=rows,
+            row_tokens=row_tokens,
+        )
+
     @property
     def vocabulary(self) -> Vocabulary:
         return Vocabulary(self.ascii_words, self.ascii_starts, self.other_words, self.other_starts)
@@ -291,17 +314,8 @@ class SegmentBuilder:
         final[long_enough] = numbered
         ids = np.asarray(row_ids, dtype=np.int64)
         ends, keys, counts = self._postings(final, len(words), ids)
-        return Segment(
-            ascii_words=vocabulary.ascii_words,
-            other_words=vocabulary.other_words,
-            ascii_starts=vocabulary.ascii_starts,
-            other_starts=vocabulary.other_starts,
-            word_ends=ends,
-            keys=keys,
-            counts=counts,
-            rows=ids,
-            row_tokens=np.asarray(self._row_tokens, dtype=np.int64),
-        )
+        row_tokens = np.asarray(self._row_tokens, dtype=np.int64)
+        return Segment.over(vocabulary, ends, keys, counts, ids, row_tokens)
 
     def _postings(
         self, final: npt.NDArray[np.int32], words: int, ids: npt.NDArray[np.int64]
@@ -365,16 +379,8 @@ def merge_segments(segments: list[Segment], dead: npt.NDArray[np.int64]) -> Segm
     ends = np.cumsum(totals).astype(np.int64)
     keys, counts, row_ids, row_tokens = _merged_postings(inputs, renumber, ends, totals, dead)
     row_order = np.argsort(row_ids, kind="stable")
-    return Segment(
-        ascii_words=vocabulary.ascii_words,
-        other_words=vocabulary.other_words,
-        ascii_starts=vocabulary.ascii_starts,
-        other_starts=vocabulary.other_starts,
-        word_ends=ends,
-        keys=_narrow(keys),
-        counts=_narrow(counts),
-        rows=row_ids[row_order],
-        row_tokens=row_tokens[row_order],
+    return Segment.over(
+        vocabulary, ends, _narrow(keys), _narrow(counts), row_ids[row_order], row_tokens[row_order]
     )
 
 
