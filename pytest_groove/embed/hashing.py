@@ -166,56 +166,69 @@ def _gram_counts(
     """Signed bucket counts ``(n_rows, dim)`` of the grams of normalised ``padded`` texts,
     text ``i`` counted in row ``rows_of[i]``.
 
-    Vectorised over the pass: the texts' code points are read in one array, each gram
-    is looked up (three ASCII characters: in a table indexed by the gram itself) or
-    packed into one integer and hashed once per pass, and the signed counts are
-    summed by one bincount.
+    Vectorised over the pass, and about 15 bytes a character: the joined texts' code
+    points are read in one array (a byte each when all are ASCII), the gram starting at
+    each position is three overlapping slices of it, each gram is looked up (three
+    ASCII characters: in a table indexed by the gram itself) or packed into one
+    integer and hashed once per pass, and one unweighted bincount counts each
+    (row, bucket, sign); a gram that would run into the next text counts in a bin
+    that is dropped.
     """
-    lengths = np.fromiter((len(p) for p in padded), dtype=np.int64, count=len(padded))
-    grams = np.maximum(lengths - (_GRAM - 1), 0)
-    total = int(grams.sum())
-    # a code point fits in 21 bits, so int32 holds it and an ASCII gram's code
-    points = np.frombuffer(
-        "".join(padded).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
-    ).astype(np.int32)
-    rows = np.repeat(rows_of, grams)
-    # where each text starts in ``points``, minus where its grams start among all grams
-    shift = (np.cumsum(lengths) - lengths) - (np.cumsum(grams) - grams)
-    first = np.arange(total, dtype=np.int64) + np.repeat(shift, grams)
-    a, b, c = points[first], points[first + 1], points[first + 2]
-    # every gram is looked up as if it were ASCII (others read entry 0 and are
-    # replaced below: most text is ASCII, so this avoids masking the big arrays)
-    ascii_code = (a << 14) | (b << 7) | c
-    other = np.flatnonzero((a | b | c) >= 128)
-    ascii_code[other] = 0
-    bucket_of, sign_of = _ascii_table(ascii_code)
-    buckets = bucket_of[ascii_code].astype(np.int64)
-    signs = sign_of[ascii_code].astype(np.float64)
+    joined = "".join(padded)
+    starts = len(joined) - (_GRAM - 1)  # positions a gram starts at
+    points = (
+        np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+        if joined.isascii()
+        else np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(
+            np.int32
+        )
+    )
+    a, b, c = points[:starts], points[1 : starts + 1], points[2:]
+    # every gram is read as if it were ASCII (others are replaced below: most text is
+    # ASCII, so this avoids masking the big arrays)
+    code = np.left_shift(a, 14, dtype=np.int32)
+    code |= np.left_shift(b, 7, dtype=np.int32)
+    code |= c
+    other = (
+        np.zeros(0, dtype=np.int64)
+        if points.dtype == np.uint8
+        else np.flatnonzero((a | b | c) >= 128)
+    )
+    code[other] = 0
+    lengths = np.fromiter(map(len, padded), dtype=np.int64, count=len(padded))
+    # bin = row * 2 * dim + bucket * 2 + (1 if the sign is negative)
+    row_bin = np.repeat(rows_of * (2 * dim), lengths)[:starts]
+    bins = row_bin + _ascii_bins(code)
     if len(other):
-        a, b, c = a[other].astype(np.int64), b[other].astype(np.int64), c[other]
-        buckets[other], signs[other] = _buckets_of((a << 42) | (b << 21) | c)
-    counts = np.bincount(rows * dim + buckets, weights=signs, minlength=n_rows * dim)
-    return np.asarray(counts, dtype=np.float64).reshape(n_rows, dim)
+        first, second = a[other].astype(np.int64), b[other].astype(np.int64)
+        buckets, signs = _buckets_of((first << 42) | (second << 21) | c[other])
+        bins[other] = row_bin[other] + 2 * buckets + (signs < 0)
+    # the two positions before each text's end start no gram of it
+    ends = np.cumsum(lengths)
+    dropped = n_rows * 2 * dim
+    bins[ends[:-1] - 2] = dropped
+    bins[ends[:-1] - 1] = dropped
+    counts = np.bincount(bins, minlength=dropped + 1)[:dropped].reshape(n_rows, dim, 2)
+    return (counts[:, :, 0] - counts[:, :, 1]).astype(np.float64)
 
 
-#: (bucket, sign) of every gram of three ASCII characters, indexed by the gram's
-#: characters as one 21-bit number; -1 = not hashed yet.  Filled as grams are seen
-#: (every entry is a pure function of its gram, so any thread may fill any entry).
-_ASCII_TABLE: list[tuple[npt.NDArray[np.int16], npt.NDArray[np.int8]]] = []
+#: (bucket * 2 + 1 if the sign is negative) of every gram of three ASCII characters,
+#: indexed by the gram's characters as one 21-bit number; -1 = not hashed yet.  Filled
+#: as grams are seen (every entry is a pure function of its gram, written in one
+#: store, so any thread may fill any entry).
+_ASCII_TABLE: list[npt.NDArray[np.int16]] = []
 
 
-def _ascii_table(
-    codes: npt.NDArray[np.int32],
-) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int8]]:
-    """The ASCII gram table, with every gram of ``codes`` (``(a << 14) | (b << 7) | c``) in it."""
+def _ascii_bins(codes: npt.NDArray[np.int32]) -> npt.NDArray[np.int16]:
+    """The table entry of every gram of ``codes`` (``(a << 14) | (b << 7) | c``)."""
     if not _ASCII_TABLE:
-        _ASCII_TABLE.append((np.full(1 << 21, -1, dtype=np.int16), np.zeros(1 << 21, np.int8)))
-    bucket_of, sign_of = _ASCII_TABLE[0]
-    missing = codes[bucket_of[codes] < 0]
-    for code in np.unique(missing).tolist():
+        _ASCII_TABLE.append(np.full(1 << 21, -1, dtype=np.int16))
+    table = _ASCII_TABLE[0]
+    found = table[codes]
+    if not len(found) or found.min() >= 0:
+        return found
+    for code in np.unique(codes[found < 0]).tolist():
         gram = chr(code >> 14) + chr((code >> 7) & 127) + chr(code & 127)
         bucket, sign = _bucket(gram)
-        # the sign first: a reader takes an entry whose bucket is set as complete
-        sign_of[code] = int(sign)
-        bucket_of[code] = bucket
-    return bucket_of, sign_of
+        table[code] = 2 * bucket + (sign < 0)
+    return table[codes]
