@@ -40,7 +40,7 @@ from pytest_groove.kb.store.schema import (
     StoreConnection,
 )
 from pytest_groove.kb.store.ties import StoreTieOrder
-from pytest_groove.kb.store.writer import DocumentWrite, StoreWriter, term_fields
+from pytest_groove.kb.store.writer import DocumentWrite, StoreWriter, chunk_digest_of, term_fields
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -57,6 +57,7 @@ __all__ = [
     "Store",
     "StoreConnection",
     "StoredChunk",
+    "chunk_digest_of",
     "term_fields",
 ]
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import apsw
 import numpy as np
 import numpy.typing as npt
 
@@ -58,6 +59,9 @@ class DocumentWrite:
     #: empty: not known (the chunks carry none), and likewise ``note_key``
     embed_keys: Sequence[bytes] = ()
     note_key: bytes | None = None
+    #: :func:`chunk_digest_of` the chunks (None: worked out here); the indexer works
+    #: it out on its own thread, like ``term_texts``
+    chunk_digest: str | None = None
 
 
 def term_fields(
@@ -73,11 +77,12 @@ def _sql_term_text(*args: Any) -> str | None:
     return None if value is None else term_text(value if isinstance(value, str) else str(value))
 
 
-def _document_digest_of(write: DocumentWrite, store_context: bool) -> str:
-    """The document digest of the chunks ``write`` stores, as they are stored."""
+def chunk_digest_of(doc: ParsedDocument, store_context: bool) -> str:
+    """The document digest of ``doc``'s chunks as a write stores them
+    (``documents.chunk_digest``)."""
     return document_digest(
         (chunk.index, chunk.heading, chunk.content, chunk.context if store_context else None)
-        for chunk in write.doc.chunks
+        for chunk in doc.chunks
     )
 
 
@@ -88,6 +93,71 @@ def _category_from_path(path: str) -> str | None:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+#: the chunk columns a write fills
+_INSERT_CHUNKS = (
+    "INSERT INTO chunks(document_id, chunk_index, heading, level, content, token_count, "
+    "quality_score, context_text, embedding, embed_key) VALUES"
+)
+#: a new document's columns: :data:`_DOCUMENT_FIELDS`, then its chunks' digest and note
+_INSERT_DOCUMENTS = (
+    "INSERT INTO documents(path, title, topic, category, depth, tags, date, content_hash, "
+    "size_bytes, last_indexed, chunk_digest, note_embedding, note_key) VALUES"
+)
+#: the keys of ``StoreWriter._doc_meta`` in :data:`_INSERT_DOCUMENTS`'s order
+_DOCUMENT_FIELDS = (
+    *("path", "title", "topic", "category", "depth"),
+    *("tags", "date", "hash", "size", "now"),
+)
+#: rows inserted by one statement (SQLite's limit on parameters may lower it)
+_ROWS_PER_INSERT = 500
+
+
+def _vector_bytes(vector: npt.NDArray[np.float32]) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def _runs_of_distinct_paths(writes: Sequence[DocumentWrite]) -> list[Sequence[DocumentWrite]]:
+    """``writes`` cut, in order, where a path comes again (a run inserts its new documents
+    together, so it must not hold one twice)."""
+    runs: list[Sequence[DocumentWrite]] = []
+    start, seen = 0, set[str]()
+    for at, write in enumerate(writes):
+        if write.path in seen:
+            runs.append(writes[start:at])
+            start, seen = at, set()
+        seen.add(write.path)
+    runs.append(writes[start:])
+    return runs
+
+
+def _chunk_rows(
+    doc_id: int, write: DocumentWrite, vectors: npt.NDArray[np.float32], store_context: bool
+) -> list[tuple[Any, ...]]:
+    """The values :data:`_INSERT_CHUNKS` inserts for each chunk of ``write``."""
+    chunks = write.doc.chunks
+    keys: Sequence[bytes | None] = write.embed_keys or [None] * len(chunks)
+    # one copy of the document's vectors, cut into rows (not a copy per row)
+    blob = _vector_bytes(vectors)
+    width = len(blob) // len(chunks) if chunks else 0
+    return [
+        (
+            doc_id,
+            chunk.index,
+            chunk.heading,
+            chunk.level,
+            chunk.content,
+            tokens,
+            quality,
+            chunk.context if store_context else None,
+            blob[at * width : (at + 1) * width],
+            key,
+        )
+        for at, (chunk, tokens, quality, key) in enumerate(
+            zip(chunks, write.token_counts, write.quality_scores, keys, strict=True)
+        )
+    ]
 
 
 def _check_per_chunk(writes: Sequence[DocumentWrite]) -> None:
@@ -229,48 +299,97 @@ class StoreWriter(StoreConnection):
                 self._bump_generation()
 
     def _write_rows(self, writes: Sequence[DocumentWrite], store_context: bool) -> bool:
-        """Each write's document row, and its chunks with their digest where it has
-        vectors; whether any chunk was written."""
-        chunks_written = False
+        """Each write's document row (with its chunks' digest where it has vectors) and
+        its chunks; whether any chunk was written."""
+        written = False
+        for run in _runs_of_distinct_paths(writes):
+            written = self._write_run(run, store_context) or written
+        return written
+
+    def _write_run(self, writes: Sequence[DocumentWrite], store_context: bool) -> bool:
+        """:meth:`_write_rows` of writes of distinct paths: the known documents updated one
+        by one, the new ones inserted together, then every chunk row."""
+        known = self._document_ids([write.path for write in writes])
+        new_rows: list[tuple[Any, ...]] = []
         for write in writes:
-            doc_id = self._upsert_document(write)
-            if write.vectors is None:
-                continue
-            keys: Sequence[bytes | None] = write.embed_keys or [None] * len(write.doc.chunks)
-            self.conn.executemany(
-                "INSERT INTO chunks(document_id, chunk_index, heading, level, content, "
-                "token_count, quality_score, context_text, embedding, embed_key) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        doc_id,
-                        chunk.index,
-                        chunk.heading,
-                        chunk.level,
-                        chunk.content,
-                        tokens,
-                        quality,
-                        chunk.context if store_context else None,
-                        np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
-                        key,
-                    )
-                    for chunk, vector, tokens, quality, key in zip(
-                        write.doc.chunks,
-                        write.vectors,
-                        write.token_counts,
-                        write.quality_scores,
-                        keys,
-                        strict=True,
-                    )
-                ],
+            digest = None
+            if write.vectors is not None:
+                digest = write.chunk_digest or chunk_digest_of(write.doc, store_context)
+            doc_id = known.get(write.path)
+            if doc_id is None:
+                new_rows.append(self._new_document_row(write, digest))
+            else:
+                self._update_document(doc_id, write, digest)
+        known.update(self._insert_documents(new_rows))
+        rows: list[tuple[Any, ...]] = []
+        for write in writes:
+            doc_id = known[write.path]
+            if write.note_vector is not None:
+                self.notes_written.add(doc_id)
+            if write.vectors is not None:
+                rows.extend(_chunk_rows(doc_id, write, write.vectors, store_context))
+        self._insert_rows(_INSERT_CHUNKS, rows)
+        return any(write.vectors is not None for write in writes)
+
+    def _document_ids(self, paths: Sequence[str]) -> dict[str, int]:
+        """The id of each of ``paths`` that has a document row (one statement per few
+        hundred paths: a step per row would give up the GIL per row, see _insert_rows)."""
+        found: dict[str, int] = {}
+        per = self._rows_per_statement(1)
+        for at in range(0, len(paths), per):
+            part = paths[at : at + per]
+            found.update(
+                self._pairs(
+                    "SELECT json_group_array(json_array(path, id)) FROM documents "
+                    f"WHERE path IN ({', '.join('?' * len(part))})",
+                    tuple(part),
+                )
             )
-            # the corpus digest is made from these, one row per document
+        return found
+
+    def _insert_documents(self, rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
+        """Insert new document rows (:meth:`_new_document_row`); their ids by path."""
+        if not rows:
+            return {}
+        # AUTOINCREMENT: every id given below is above every id there is now
+        before = self._scalar("SELECT coalesce(max(id), 0) FROM documents")
+        self._insert_rows(_INSERT_DOCUMENTS, rows)
+        return self._pairs(
+            "SELECT json_group_array(json_array(path, id)) FROM documents WHERE id > ?",
+            (before,),
+        )
+
+    def _pairs(self, sql: str, params: tuple[Any, ...]) -> dict[str, int]:
+        """The (path, id) pairs of a query's one JSON array, by path."""
+        row = self.conn.execute(sql, params).fetchone()
+        pairs = json.loads(row[0]) if row is not None else []
+        return {str(path): int(doc_id) for path, doc_id in pairs}
+
+    def _rows_per_statement(self, width: int) -> int:
+        """Rows of ``width`` values bound by one statement (within SQLite's limit)."""
+        places = self.conn.limit(apsw.SQLITE_LIMIT_VARIABLE_NUMBER)
+        return max(1, min(_ROWS_PER_INSERT, places // width))
+
+    def _insert_rows(self, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """``insert`` (``INSERT INTO table(columns) VALUES``) of ``rows``, in order, many
+        to a statement.
+
+        Not ``executemany``: it gives up the GIL around every row, and while the indexer's
+        own thread runs Python, getting it back costs up to the switch interval (5 ms)
+        each time -- about a tenth of a second per 10,000 rows, on the writer thread
+        that a full index waits for.
+        """
+        if not rows:
+            return
+        width = len(rows[0])
+        places = "(" + ", ".join("?" * width) + ")"
+        per = self._rows_per_statement(width)
+        for at in range(0, len(rows), per):
+            part = rows[at : at + per]
             self.conn.execute(
-                "UPDATE documents SET chunk_digest=? WHERE id=?",
-                (_document_digest_of(write, store_context), doc_id),
+                f"{insert} {', '.join([places] * len(part))}",
+                [value for row in part for value in row],
             )
-            chunks_written = True
-        return chunks_written
 
     def _feed_term_table(
         self, writes: Sequence[DocumentWrite], first_new: int, store_context: bool
@@ -296,27 +415,26 @@ class StoreWriter(StoreConnection):
                 "SELECT id FROM chunks WHERE id > ? ORDER BY id", (first_new,)
             )
         ]
-        self.conn.executemany(
-            "INSERT INTO fts_terms(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+        self._insert_rows(
+            "INSERT INTO fts_terms(rowid, heading, context, content) VALUES",
             [(cid, *texts) for cid, texts in zip(new_ids, rendered, strict=True)],
         )
 
-    def _upsert_document(self, write: DocumentWrite) -> int:
-        """Insert or update ``write``'s document row; a content change drops its chunks."""
+    def _new_document_row(self, write: DocumentWrite, chunk_digest: str | None) -> tuple[Any, ...]:
+        """The values :data:`_INSERT_DOCUMENTS` inserts for a new document."""
         meta = self._doc_meta(write.path, write.content_hash, write.size_bytes, write.doc)
-        row = self.conn.execute("SELECT id FROM documents WHERE path=?", (write.path,)).fetchone()
-        if row is None:
-            self.conn.execute(
-                "INSERT INTO documents(path, title, topic, category, depth, tags, date, "
-                "content_hash, size_bytes, last_indexed) VALUES (:path, :title, :topic, "
-                ":category, :depth, :tags, :date, :hash, :size, :now)",
-                meta,
-            )
-            doc_id = self.conn.last_insert_rowid()
-            if write.note_vector is not None:
-                self._set_note_vector(doc_id, write.note_vector, write.note_key)
-            return doc_id
-        doc_id = int(row[0])
+        note = write.note_vector
+        return (
+            *(meta[name] for name in _DOCUMENT_FIELDS),
+            chunk_digest,
+            None if note is None else _vector_bytes(note),
+            None if note is None else write.note_key,
+        )
+
+    def _update_document(self, doc_id: int, write: DocumentWrite, chunk_digest: str | None) -> None:
+        """Update a known document's row, setting ``chunk_digest`` unless it is None; a
+        content change drops its chunks."""
+        meta = self._doc_meta(write.path, write.content_hash, write.size_bytes, write.doc)
         # what the document's rows embedded stays findable until the run ends
         if write.vectors is not None:
             self._retire_chunks("WHERE document_id=?", (doc_id,))
@@ -326,8 +444,9 @@ class StoreWriter(StoreConnection):
         self.conn.execute(
             "UPDATE documents SET title=:title, topic=:topic, category=:category, "
             "depth=:depth, tags=:tags, date=:date, content_hash=:hash, "
-            "size_bytes=:size, last_indexed=:now WHERE id=:id",
-            {**meta, "id": doc_id},
+            "size_bytes=:size, last_indexed=:now, chunk_digest=coalesce(:digest, chunk_digest) "
+            "WHERE id=:id",
+            {**meta, "digest": chunk_digest, "id": doc_id},
         )
         if write.note_vector is not None:
             self._set_note_vector(doc_id, write.note_vector, write.note_key)
@@ -336,7 +455,6 @@ class StoreWriter(StoreConnection):
             self.conn.execute(
                 "UPDATE documents SET note_embedding = NULL, note_key = NULL WHERE id=?", (doc_id,)
             )
-        return doc_id
 
     def _set_note_vector(
         self, doc_id: int, vector: npt.NDArray[np.float32], key: bytes | None = None
@@ -344,7 +462,7 @@ class StoreWriter(StoreConnection):
         self.notes_written.add(doc_id)
         self.conn.execute(
             "UPDATE documents SET note_embedding=?, note_key=? WHERE id=?",
-            (np.ascontiguousarray(vector, dtype=np.float32).tobytes(), key, doc_id),
+            (_vector_bytes(vector), key, doc_id),
         )
 
     def _retire_chunks(self, where: str, params: tuple[Any, ...]) -> None:
