@@ -11,6 +11,9 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -21,7 +24,7 @@ from pytest_groove.kb.progress import IndexProgress
 from pytest_groove.kb.reuse import KeyedEmbedder, KeyedVectors, Lookup
 from pytest_groove.kb.source.quality import quality_score, token_count
 from pytest_groove.kb.source.records import ParsedDocument
-from pytest_groove.kb.store.database import DocumentWrite, Store, term_fields
+from pytest_groove.kb.store.database import DocumentWrite, Store, chunk_digest_of, term_fields
 
 
 @dataclass
@@ -132,6 +135,7 @@ class WriteGroup:
         #: embedded, waiting for the writer thread
         self._queued = _Batch()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-writer")
+        self._switch_interval = _shorter_switch_interval()
         #: the transaction being committed, with what to count once it is
         self._in_flight: Future[None] | None = None
         self._in_flight_batch = _Batch()
@@ -229,6 +233,7 @@ class WriteGroup:
                     embed_keys=embedded.keys[offset : offset + count],
                     token_counts=[token_count(c.content) for c in doc.chunks],
                     quality_scores=[quality_score(c.content) for c in doc.chunks],
+                    chunk_digest=chunk_digest_of(doc, self.contextual),
                     term_texts=[
                         term_fields(c.heading, c.context if self.contextual else None, c.content)
                         for c in doc.chunks
@@ -265,11 +270,41 @@ class WriteGroup:
         self._count(self._in_flight_batch)
         self._in_flight_batch = _Batch()
 
-    def finish(self) -> None:
-        """Embed and write whatever is left, and let it commit."""
+    def finish(self, while_committing: Callable[[], None] | None = None) -> None:
+        """Embed and write whatever is left, and let it commit.
+
+        The writer is the slower thread at the end, so the rest goes to it at once
+        (behind the transaction in flight, if any), and work that needs no more writes
+        is done while they commit: the word postings' segment (the refresh after the
+        writes takes it) and ``while_committing`` -- when no more chunks are being
+        written than are committed already.
+        """
         self.flush()
-        self._submit()
+        last, last_batch = None, self._queued
+        if self._queued.writes:
+            last = self._writer.submit(self._write_after, self._in_flight, self._queued.writes)
+            self._queued = _Batch()
+        elif self._in_flight is None:
+            self._submit()  # nothing to write: counts the files that needed none
+            return
+        if self._written is not None and self._written.rows:
+            with contextlib.suppress(OSError):
+                self._written.segment()
+        writing = self._in_flight_batch.chunks + last_batch.chunks
+        committed = self.report.chunks_embedded + self.report.chunks_reused
+        if while_committing is not None and 0 < writing <= committed:
+            while_committing()
         self.wait()
+        if last is not None:
+            self._in_flight, self._in_flight_batch = last, last_batch
+            self.wait()
+        self._submit()  # counts the files that needed no write after them
+
+    def _write_after(self, previous: Future[None] | None, writes: list[DocumentWrite]) -> None:
+        """Write ``writes`` in one transaction (on the writer thread), unless the
+        transaction before them failed (its error is the one reported)."""
+        if previous is None or previous.exception() is None:
+            self.store.write_documents(writes, store_context=self.contextual)
 
     def _count(self, batch: _Batch) -> None:
         for counted in batch.docs:
@@ -289,6 +324,23 @@ class WriteGroup:
         """Wait for the writer thread to finish (before the store is closed), never raising:
         on the error path the first error is the one to report."""
         self._writer.shutdown(wait=True)
+        if sys.getswitchinterval() == _WRITER_SWITCH_INTERVAL:
+            sys.setswitchinterval(self._switch_interval)
+
+
+#: how long a thread waiting for the GIL waits before asking for it (Python's default
+#: is 5 ms) while the writer thread runs: it gives the GIL up around every SQLite call
+#: and waits that long to get it back whenever this thread runs Python -- about a tenth
+#: of a second of a full 10,000-chunk index, on the writer thread the run waits for
+_WRITER_SWITCH_INTERVAL = 0.001
+
+
+def _shorter_switch_interval() -> float:
+    """Set :data:`_WRITER_SWITCH_INTERVAL` (unless it is shorter already); the interval before."""
+    before = sys.getswitchinterval()
+    if before > _WRITER_SWITCH_INTERVAL:
+        sys.setswitchinterval(_WRITER_SWITCH_INTERVAL)
+    return before
 
 
 @dataclass(frozen=True)

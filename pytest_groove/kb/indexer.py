@@ -32,6 +32,7 @@ from pytest_groove.errors import (
     clip_path,
 )
 from pytest_groove.files.beneath import index_folder_beneath
+from pytest_groove.files.resource_limits import ResourceLimit
 from pytest_groove.files.seal import is_vouched
 from pytest_groove.kb.build_record import (
     context_mode_for,
@@ -325,6 +326,9 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
     written = None
     if build.wants.word_index:
         written = WrittenRows(build.store.chunk_sequence(), build.store.path.parent)
+    ahead = None
+    if build.wants.vector_caches is not None and not build.store.counts()[1]:
+        ahead = functools.partial(_caches_ahead, build.store, build.wants.vector_caches)
     with _vector_lookup(build.store) as lookup:
         group = WriteGroup(
             build.store,
@@ -345,7 +349,7 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
                 forced = force or (embeds_context and item.path in renamed_to)
                 renamed = item.path in renamed_to
                 _index_file(item, stored, forced, renamed, build.settings, scan, group)
-            group.finish()
+            group.finish(while_committing=ahead)
         finally:
             group.shutdown()
     _prune(build.store, scan, stored, build.report)
@@ -477,6 +481,35 @@ def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
         return
     if not is_vouched(cache_path(store, directory, centre=centre, kind=kind, notes=True)):
         VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)
+
+
+def _caches_ahead(store: Store, caches: VectorCaches) -> None:
+    """The flat caches of the state committed so far, made while a new index's last
+    transaction commits: the refresh after it then only adds that transaction's rows
+    (:func:`~pytest_groove.kb.derived.vector_cache.updated`,
+    :func:`~pytest_groove.kb.derived.note_index.updated_rows`).  An optimisation: on
+    any failure the refresh makes them in full."""
+    if caches.kind != DEFAULT_VECTOR_INDEX:
+        return  # an HNSW graph is never updated
+    directory = store.path.parent
+    try:
+        # a second connection: the writer thread holds the first
+        reader = Store.open(directory, create=False)
+    except ResourceLimit:
+        raise
+    except Exception:
+        return
+    try:
+        with reader.read_snapshot():
+            plain = VectorIndex.load_for(reader, directory, centre=caches.centre, kind=caches.kind)
+            if caches.notes and not plain.means:  # centred rows are never updated
+                note_index_for(reader, directory, plain, centre=caches.centre, kind=caches.kind)
+    except ResourceLimit:
+        raise
+    except Exception:
+        return
+    finally:
+        reader.close()
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
 from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.kb import indexer
+from pytest_groove.kb.derived import note_index, vector_cache
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, Settings
 
@@ -24,19 +26,24 @@ SETTINGS = Settings(index=IndexSettings(model="hash"))
 
 
 class RecordingEmbedder:
-    """The hash embedder, recording each call's size; fails on call number ``fail_on``."""
+    """The hash embedder, recording each call's size; fails on call number ``fail_on``,
+    and is slow on call number ``slow_on``."""
 
-    def __init__(self, fail_on: int | None = None) -> None:
+    def __init__(self, fail_on: int | None = None, slow_on: int | None = None) -> None:
         self.inner = HashEmbedder()
         self.name = self.inner.name
         self.dimension = self.inner.dimension
         self.calls: list[int] = []
         self.fail_on = fail_on
+        #: this call takes a fifth of a second
+        self.slow_on = slow_on
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:
         self.calls.append(len(texts))
         if self.fail_on is not None and len(self.calls) == self.fail_on:
             raise RuntimeError("embedder went away")
+        if len(self.calls) == self.slow_on:
+            time.sleep(0.2)
         return self.inner.embed_passages(texts)
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
@@ -152,6 +159,135 @@ def test_frontmatter_only_edits_join_the_group_without_embedding_chunks(tmp_path
     with open_engine(kb, SETTINGS, reindex=False) as engine:
         titles = {h.title for h in engine.search("note section", 50)}
     assert "Renamed" in titles
+
+
+def test_the_writer_thread_gets_the_gil_back_within_a_millisecond_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = make_kb(tmp_path / "kb", 12)
+    monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 9)
+    write = Store.write_documents
+    seen: list[float] = []
+
+    def recording_write(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
+        seen.append(sys.getswitchinterval())
+        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "write_documents", recording_write)
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)
+        run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
+        # shorter while the writer runs, the caller's own again after
+        assert seen and set(seen) == {0.001}
+        assert sys.getswitchinterval() == 0.004
+        # a caller's shorter interval is left as it is
+        sys.setswitchinterval(0.0002)
+        shorter = sys.getswitchinterval()
+        seen.clear()
+        run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), force=True, progress=False)
+        assert seen and set(seen) == {shorter} and sys.getswitchinterval() == shorter
+    finally:
+        sys.setswitchinterval(before)
+
+
+def test_the_rest_sent_behind_a_failing_transaction_is_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = make_kb(tmp_path / "kb", 60)
+    monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 90)
+    write = Store.write_documents
+    calls: list[int] = []
+
+    def failing_first(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
+        calls.append(len(writes))
+        if len(calls) == 1:
+            time.sleep(0.2)  # still writing when the second group is sent behind it
+            raise RuntimeError("disk went away")
+        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "write_documents", failing_first)
+    with pytest.raises(RuntimeError, match="disk went away"):
+        run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
+    assert calls == [30]
+    store = Store.open(index_dir_for(kb.resolve(), SETTINGS, "hash"), create=False)
+    try:
+        assert store.counts() == (0, 0)
+    finally:
+        store.close()
+
+
+def _cache_files(kb: Path) -> dict[str, bytes]:
+    """The flat cache and the note rows a new index keeps (by kind, not by name: a
+    name carries the index's random id and its write generation)."""
+    index_dir = index_dir_for(kb.resolve(), SETTINGS, "hash")
+    (cache,) = index_dir.glob("vectors-*.faiss")
+    store = Store.open(index_dir, create=False)
+    try:
+        rows = store.conn.execute("SELECT * FROM note_rows ORDER BY mode").fetchall()
+    finally:
+        store.close()
+    return {"cache": cache.read_bytes(), "note rows": repr([row[2:] for row in rows]).encode()}
+
+
+def test_the_caches_made_while_the_last_transaction_commits_are_a_full_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = make_kb(tmp_path / "kb", 60)  # 180 chunks: two groups, two transactions
+    monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 90)
+    ahead_done = threading.Event()
+    write = Store.write_documents
+    committed: list[int] = []
+
+    def gated_write(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
+        if committed:  # the last one commits once the caches are made
+            ahead_done.wait(timeout=10)
+        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
+        committed.append(len(writes))
+
+    ahead = indexer._caches_ahead
+    made_ahead: list[int] = []
+
+    def recording_ahead(store: Store, caches: indexer.VectorCaches) -> None:
+        made_ahead.append(len(committed))
+        ahead(store, caches)
+        ahead_done.set()
+
+    updated = vector_cache.updated
+    updates: list[bool] = []
+
+    def recording_updated(*args: object, **kwargs: object) -> object:
+        update = updated(*args, **kwargs)  # type: ignore[arg-type]
+        updates.append(update is not None)
+        return update
+
+    build_rows = note_index.build_rows
+    rows_built: list[int] = []
+
+    def recording_build_rows(store: Store, plain: object) -> object:
+        rows_built.append(len(committed))
+        return build_rows(store, plain)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "write_documents", gated_write)
+    monkeypatch.setattr(indexer, "_caches_ahead", recording_ahead)
+    monkeypatch.setattr(vector_cache, "updated", recording_updated)
+    monkeypatch.setattr(note_index, "build_rows", recording_build_rows)
+    # the second group is embedded once the first is committed: it is the last write
+    run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(slow_on=2), progress=False)
+    # made once, of the first transaction's chunks; after the last one, only its rows added
+    assert made_ahead == [1] and updates == [False, True] and rows_built == [1]
+    made = _cache_files(kb)
+
+    monkeypatch.setattr(indexer, "_caches_ahead", lambda store, caches: None)
+    shutil.rmtree(kb / ".groove")
+    run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
+    assert _cache_files(kb) == made
+    # an index that had chunks already updates its caches after its writes, as before
+    monkeypatch.setattr(indexer, "_caches_ahead", recording_ahead)
+    made_ahead.clear()
+    (kb / "folder0" / "note-0000.md").write_text("## Changed\n\nnew words here.\n")
+    run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
+    assert made_ahead == []
 
 
 def _index_state(kb: Path) -> tuple[object, ...]:

@@ -50,7 +50,7 @@ from pytest_groove.files.seal_pieces import Piece, carried_pieces, pieces_of
 from pytest_groove.kb.derived.family import Check, DerivedFamily, Retention
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import DEFAULT_VECTOR_INDEX
-from pytest_groove.text.scripts import chunk_opening, script_group
+from pytest_groove.text.scripts import script_group
 
 __all__ = [
     "CENTRING_MIN_SHARE",
@@ -513,9 +513,10 @@ def _groups_after(
     codes: npt.NDArray[np.int32],
     added: npt.NDArray[np.int64],
 ) -> tuple[tuple[str, ...], npt.NDArray[np.int32]]:
-    """The kept rows' groups followed by the added chunks' groups (from their openings)."""
-    rows = store.chunk_rows(added.tolist())
-    fresh = [script_group(chunk_opening(rows[int(c)].heading, rows[int(c)].content)) for c in added]
+    """The kept rows' groups followed by the added chunks' groups (from their openings;
+    every added id is above every kept one, so they are the ids from the first on)."""
+    openings = store.chunk_openings(ascii_too=False, from_id=int(added[0])) if len(added) else {}
+    fresh = [script_group(openings.get(int(c), "")) for c in added]
     all_names = tuple(sorted({*names, *fresh}))
     code_of = {name: i for i, name in enumerate(all_names)}
     remap = np.asarray([code_of[n] for n in names], dtype=np.int32)

@@ -428,12 +428,15 @@ class WrittenRows:
         self.batches.append((segment, path))
 
     def segment(self) -> Segment:
-        """Every row added, as one segment."""
+        """Every row added, as one segment (made once: the indexer makes it while its
+        last transaction commits, and the refresh after it takes it)."""
         if self.builder.rows or not self.batches:
             self._close_batch()
-        if len(self.batches) == 1:
-            return self.batches[0][0]
-        return merge_segments([s for s, _ in self.batches], np.zeros(0, dtype=np.int64))
+        if len(self.batches) > 1:
+            whole = merge_segments([s for s, _ in self.batches], np.zeros(0, dtype=np.int64))
+            self.discard()
+            self.batches = [(whole, None)]
+        return self.batches[0][0]
 
     def discard(self) -> None:
         """Remove the scratch files (what was mapped from them stays readable)."""

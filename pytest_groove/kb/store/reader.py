@@ -201,17 +201,18 @@ class StoreReader(StoreConnection):
             memo["chunk_ids"] = ids.copy()
         return ids
 
-    def chunk_openings(self, *, ascii_too: bool = True) -> dict[int, str]:
-        """:func:`~pytest_groove.text.scripts.chunk_opening` of every chunk, by id; without
-        ``ascii_too``, only of those whose heading or opening is not all ASCII (an ASCII
-        opening is in the "other" script group: SQLite leaves those rows out, where a
-        character count differs from the byte count)."""
+    def chunk_openings(self, *, ascii_too: bool = True, from_id: int = 0) -> dict[int, str]:
+        """:func:`~pytest_groove.text.scripts.chunk_opening` of every chunk from id
+        ``from_id`` on, by id; without ``ascii_too``, only of those whose heading or
+        opening is not all ASCII (an ASCII opening is in the "other" script group:
+        SQLite leaves those rows out, where a character count differs from the byte
+        count)."""
         where = (
             ""
             if ascii_too
-            else " WHERE length(CAST(coalesce(heading, '') AS BLOB))"
+            else " AND (length(CAST(coalesce(heading, '') AS BLOB))"
             " != length(coalesce(heading, ''))"
-            " OR length(CAST(substr(content, 1, ?1) AS BLOB)) != length(substr(content, 1, ?1))"
+            " OR length(CAST(substr(content, 1, ?1) AS BLOB)) != length(substr(content, 1, ?1)))"
         )
         # read as bytes: a damaged row must not stop the index from opening (the
         # search that reads it reports the corruption); only the script counts here
@@ -222,8 +223,8 @@ class StoreReader(StoreConnection):
             )
             for cid, heading, content in self.conn.execute(
                 "SELECT id, CAST(heading AS BLOB), CAST(substr(content, 1, ?1) AS BLOB) FROM chunks"
-                + where,
-                (OPENING_CHARS,),
+                " WHERE id >= ?2" + where,
+                (OPENING_CHARS, from_id),
             )
         }
 
