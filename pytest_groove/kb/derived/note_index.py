@@ -232,8 +232,9 @@ def updated_rows(
     added = ids[len(kept_ids) :]
     if 2 * len(added) > len(ids):
         return None  # mostly new rows: a full build reads them at once
-    added_docs = store.documents_of(added.tolist())
-    if len(added_docs) != len(added):
+    # the new rows' ids are above every kept one: the ids from the first on
+    added_docs = store.chunk_documents(from_id=int(added[0])) if len(added) else {}
+    if len(added_docs) != len(added) or any(int(c) not in added_docs for c in added):
         return None
     docs = np.concatenate(
         [old.docs[kept], np.fromiter((added_docs[int(c)] for c in added), np.int64, len(added))]

@@ -490,8 +490,10 @@ def _update_from(
             return None  # centred now: every row moves with its group's mean
     rows = np.zeros((0, dim), dtype=np.float32)
     if len(added):
-        vectors = store.vectors_for(added.tolist())
-        rows = np.stack([vectors[int(cid)] for cid in added]).astype(np.float32)
+        # every added id is above every kept one: they are the ids from the first on
+        read, rows = store.all_vectors(from_id=int(added[0]))
+        if not np.array_equal(read, added):
+            return None
     ids = np.concatenate([old_ids[kept], added])
     if len(ids) != len(current) or rows.shape != (len(added), dim):
         return None

@@ -113,11 +113,14 @@ class StoreReader(StoreConnection):
             "SELECT count(*) FROM chunks WHERE context_text IS NOT NULL AND context_text != ''"
         )
 
-    def all_vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """Every chunk id with its stored embedding, in id order."""
+    def all_vectors(
+        self, from_id: int = 0
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every chunk id from ``from_id`` on with its stored embedding, in id order."""
         ids: list[int] = []
         data = bytearray()  # the rows' bytes end to end: one copy of them, not three
-        for cid, blob in self.conn.execute("SELECT id, embedding FROM chunks ORDER BY id"):
+        sql = "SELECT id, embedding FROM chunks WHERE id >= ? ORDER BY id"
+        for cid, blob in self.conn.execute(sql, (from_id,)):
             ids.append(cid)
             data += blob
         dim = int(self.get_meta("embedding_dim") or "0")
@@ -172,11 +175,13 @@ class StoreReader(StoreConnection):
             )
         }
 
-    def chunk_documents(self) -> dict[int, int]:
-        """Every chunk's document id, by chunk id."""
+    def chunk_documents(self, from_id: int = 0) -> dict[int, int]:
+        """Every chunk's document id, by chunk id (of the chunks from ``from_id`` on)."""
         return {
             int(cid): int(doc_id)
-            for cid, doc_id in self.conn.execute("SELECT id, document_id FROM chunks")
+            for cid, doc_id in self.conn.execute(
+                "SELECT id, document_id FROM chunks WHERE id >= ?", (from_id,)
+            )
         }
 
     def chunk_ids(self) -> npt.NDArray[np.int64]:

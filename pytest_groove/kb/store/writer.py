@@ -118,6 +118,74 @@ def _vector_bytes(vector: npt.NDArray[np.float32]) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
+def _document_ids(conn: apsw.Connection, paths: Sequence[str]) -> dict[str, int]:
+    """The id of each of ``paths`` that has a document row (one statement per few
+    hundred paths: a step per row would give up the GIL per row, see _insert_rows)."""
+    found: dict[str, int] = {}
+    per = _rows_per_statement(conn, 1)
+    for at in range(0, len(paths), per):
+        part = paths[at : at + per]
+        found.update(
+            _pairs(
+                conn,
+                "SELECT json_group_array(json_array(path, id)) FROM documents "
+                f"WHERE path IN ({', '.join('?' * len(part))})",
+                tuple(part),
+            )
+        )
+    return found
+
+
+def _insert_documents(conn: apsw.Connection, rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
+    """Insert new document rows (``StoreWriter._new_document_row``); their ids by path."""
+    if not rows:
+        return {}
+    # AUTOINCREMENT: every id given below is above every id there is now
+    row = conn.execute("SELECT coalesce(max(id), 0) FROM documents").fetchone()
+    before = 0 if row is None else int(row[0])
+    _insert_rows(conn, _INSERT_DOCUMENTS, rows)
+    return _pairs(
+        conn,
+        "SELECT json_group_array(json_array(path, id)) FROM documents WHERE id > ?",
+        (before,),
+    )
+
+
+def _pairs(conn: apsw.Connection, sql: str, params: tuple[Any, ...]) -> dict[str, int]:
+    """The (path, id) pairs of a query's one JSON array, by path."""
+    row = conn.execute(sql, params).fetchone()
+    pairs = json.loads(row[0]) if row is not None else []
+    return {str(path): int(doc_id) for path, doc_id in pairs}
+
+
+def _rows_per_statement(conn: apsw.Connection, width: int) -> int:
+    """Rows of ``width`` values bound by one statement (within SQLite's limit)."""
+    places = conn.limit(apsw.SQLITE_LIMIT_VARIABLE_NUMBER)
+    return max(1, min(_ROWS_PER_INSERT, places // width))
+
+
+def _insert_rows(conn: apsw.Connection, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """``insert`` (``INSERT INTO table(columns) VALUES``) of ``rows``, in order, many
+    to a statement.
+
+    Not ``executemany``: it gives up the GIL around every row, and while the indexer's
+    own thread runs Python, getting it back costs up to the switch interval (5 ms)
+    each time -- about a tenth of a second per 10,000 rows, on the writer thread
+    that a full index waits for.
+    """
+    if not rows:
+        return
+    width = len(rows[0])
+    places = "(" + ", ".join("?" * width) + ")"
+    per = _rows_per_statement(conn, width)
+    for at in range(0, len(rows), per):
+        part = rows[at : at + per]
+        conn.execute(
+            f"{insert} {', '.join([places] * len(part))}",
+            [value for row in part for value in row],
+        )
+
+
 def _runs_of_distinct_paths(writes: Sequence[DocumentWrite]) -> list[Sequence[DocumentWrite]]:
     """``writes`` cut, in order, where a path comes again (a run inserts its new documents
     together, so it must not hold one twice)."""
@@ -309,7 +377,7 @@ class StoreWriter(StoreConnection):
     def _write_run(self, writes: Sequence[DocumentWrite], store_context: bool) -> bool:
         """:meth:`_write_rows` of writes of distinct paths: the known documents updated one
         by one, the new ones inserted together, then every chunk row."""
-        known = self._document_ids([write.path for write in writes])
+        known = _document_ids(self.conn, [write.path for write in writes])
         new_rows: list[tuple[Any, ...]] = []
         for write in writes:
             digest = None
@@ -320,7 +388,7 @@ class StoreWriter(StoreConnection):
                 new_rows.append(self._new_document_row(write, digest))
             else:
                 self._update_document(doc_id, write, digest)
-        known.update(self._insert_documents(new_rows))
+        known.update(_insert_documents(self.conn, new_rows))
         rows: list[tuple[Any, ...]] = []
         for write in writes:
             doc_id = known[write.path]
@@ -328,68 +396,8 @@ class StoreWriter(StoreConnection):
                 self.notes_written.add(doc_id)
             if write.vectors is not None:
                 rows.extend(_chunk_rows(doc_id, write, write.vectors, store_context))
-        self._insert_rows(_INSERT_CHUNKS, rows)
+        _insert_rows(self.conn, _INSERT_CHUNKS, rows)
         return any(write.vectors is not None for write in writes)
-
-    def _document_ids(self, paths: Sequence[str]) -> dict[str, int]:
-        """The id of each of ``paths`` that has a document row (one statement per few
-        hundred paths: a step per row would give up the GIL per row, see _insert_rows)."""
-        found: dict[str, int] = {}
-        per = self._rows_per_statement(1)
-        for at in range(0, len(paths), per):
-            part = paths[at : at + per]
-            found.update(
-                self._pairs(
-                    "SELECT json_group_array(json_array(path, id)) FROM documents "
-                    f"WHERE path IN ({', '.join('?' * len(part))})",
-                    tuple(part),
-                )
-            )
-        return found
-
-    def _insert_documents(self, rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
-        """Insert new document rows (:meth:`_new_document_row`); their ids by path."""
-        if not rows:
-            return {}
-        # AUTOINCREMENT: every id given below is above every id there is now
-        before = self._scalar("SELECT coalesce(max(id), 0) FROM documents")
-        self._insert_rows(_INSERT_DOCUMENTS, rows)
-        return self._pairs(
-            "SELECT json_group_array(json_array(path, id)) FROM documents WHERE id > ?",
-            (before,),
-        )
-
-    def _pairs(self, sql: str, params: tuple[Any, ...]) -> dict[str, int]:
-        """The (path, id) pairs of a query's one JSON array, by path."""
-        row = self.conn.execute(sql, params).fetchone()
-        pairs = json.loads(row[0]) if row is not None else []
-        return {str(path): int(doc_id) for path, doc_id in pairs}
-
-    def _rows_per_statement(self, width: int) -> int:
-        """Rows of ``width`` values bound by one statement (within SQLite's limit)."""
-        places = self.conn.limit(apsw.SQLITE_LIMIT_VARIABLE_NUMBER)
-        return max(1, min(_ROWS_PER_INSERT, places // width))
-
-    def _insert_rows(self, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """``insert`` (``INSERT INTO table(columns) VALUES``) of ``rows``, in order, many
-        to a statement.
-
-        Not ``executemany``: it gives up the GIL around every row, and while the indexer's
-        own thread runs Python, getting it back costs up to the switch interval (5 ms)
-        each time -- about a tenth of a second per 10,000 rows, on the writer thread
-        that a full index waits for.
-        """
-        if not rows:
-            return
-        width = len(rows[0])
-        places = "(" + ", ".join("?" * width) + ")"
-        per = self._rows_per_statement(width)
-        for at in range(0, len(rows), per):
-            part = rows[at : at + per]
-            self.conn.execute(
-                f"{insert} {', '.join([places] * len(part))}",
-                [value for row in part for value in row],
-            )
 
     def _feed_term_table(
         self, writes: Sequence[DocumentWrite], first_new: int, store_context: bool
@@ -415,7 +423,8 @@ class StoreWriter(StoreConnection):
                 "SELECT id FROM chunks WHERE id > ? ORDER BY id", (first_new,)
             )
         ]
-        self._insert_rows(
+        _insert_rows(
+            self.conn,
             "INSERT INTO fts_terms(rowid, heading, context, content) VALUES",
             [(cid, *texts) for cid, texts in zip(new_ids, rendered, strict=True)],
         )

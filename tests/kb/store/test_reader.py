@@ -37,3 +37,33 @@ def test_the_openings_left_out_as_ascii_are_all_in_the_other_group(tmp_path: Pat
     assert all(not every[cid].isascii() for cid in some)
     assert all(script_group(every[cid]) == "other" for cid in set(every) - set(some))
     assert {script_group(text) for text in some.values()} == {"ja", "other"}
+
+
+def test_reads_from_an_id_on_are_the_tail_of_the_full_reads(tmp_path: Path) -> None:
+    # a cache update reads only the chunks added above every kept one
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for number in range(6):
+        heading = "手順" if number % 2 else "Steps"
+        (kb / f"n{number}.md").write_text(
+            f"# Note {number}\n\n## {heading}\n\nstep {number} text.\n\n## More\n\nmore.\n",
+            encoding="utf-8",
+        )
+    run_indexer(kb, SETTINGS, progress=False)
+    store = Store.open(kb / ".groove" / "hash", create=False)
+    try:
+        ids, vectors = store.all_vectors()
+        middle = int(ids[len(ids) // 2])
+        tail_ids, tail_vectors = store.all_vectors(from_id=middle)
+        openings = store.chunk_openings(ascii_too=False)
+        tail_openings = store.chunk_openings(ascii_too=False, from_id=middle)
+        documents = store.chunk_documents()
+        tail_documents = store.chunk_documents(from_id=middle)
+    finally:
+        store.close()
+    at = len(ids) // 2
+    assert tail_ids.tolist() == ids[at:].tolist()
+    assert tail_vectors.tobytes() == vectors[at:].tobytes()
+    assert tail_openings == {cid: text for cid, text in openings.items() if cid >= middle}
+    assert tail_openings and len(tail_openings) < len(openings)
+    assert tail_documents == {cid: doc for cid, doc in documents.items() if cid >= middle}
