@@ -491,7 +491,7 @@ def _update_from(
     rows = np.zeros((0, dim), dtype=np.float32)
     if len(added):
         # every added id is above every kept one: they are the ids from the first on
-        read, rows = store.all_vectors(from_id=int(added[0]))
+        read, rows = store.vectors_from(int(added[0]))
         if not np.array_equal(read, added):
             return None
     ids = np.concatenate([old_ids[kept], added])

@@ -113,9 +113,11 @@ class StoreReader(StoreConnection):
             "SELECT count(*) FROM chunks WHERE context_text IS NOT NULL AND context_text != ''"
         )
 
-    def all_vectors(
-        self, from_id: int = 0
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    def all_vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every chunk id with its stored embedding, in id order."""
+        return self.vectors_from(0)
+
+    def vectors_from(self, from_id: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Every chunk id from ``from_id`` on with its stored embedding, in id order."""
         ids: list[int] = []
         data = bytearray()  # the rows' bytes end to end: one copy of them, not three

@@ -54,7 +54,7 @@ def test_reads_from_an_id_on_are_the_tail_of_the_full_reads(tmp_path: Path) -> N
     try:
         ids, vectors = store.all_vectors()
         middle = int(ids[len(ids) // 2])
-        tail_ids, tail_vectors = store.all_vectors(from_id=middle)
+        tail_ids, tail_vectors = store.vectors_from(middle)
         openings = store.chunk_openings(ascii_too=False)
         tail_openings = store.chunk_openings(ascii_too=False, from_id=middle)
         documents = store.chunk_documents()
