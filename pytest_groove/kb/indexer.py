@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
+
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import (
     GrooveError,
@@ -487,8 +489,8 @@ def _caches_ahead(store: Store, caches: VectorCaches) -> None:
     """The flat caches of the state committed so far, made while a new index's last
     transaction commits: the refresh after it then only adds that transaction's rows
     (:func:`~pytest_groove.kb.derived.vector_cache.updated`,
-    :func:`~pytest_groove.kb.derived.note_index.updated_rows`).  An optimisation: on
-    any failure the refresh makes them in full."""
+    :func:`~pytest_groove.kb.derived.note_index.updated_rows`).  An optimisation: where
+    the index cannot be read here, the refresh makes them in full."""
     if caches.kind != DEFAULT_VECTOR_INDEX:
         return  # an HNSW graph is never updated
     directory = store.path.parent
@@ -497,7 +499,7 @@ def _caches_ahead(store: Store, caches: VectorCaches) -> None:
         reader = Store.open(directory, create=False)
     except ResourceLimit:
         raise
-    except Exception:
+    except (GrooveError, apsw.Error, OSError):
         return
     try:
         with reader.read_snapshot():
@@ -506,7 +508,7 @@ def _caches_ahead(store: Store, caches: VectorCaches) -> None:
                 note_index_for(reader, directory, plain, centre=caches.centre, kind=caches.kind)
     except ResourceLimit:
         raise
-    except Exception:
+    except (GrooveError, apsw.Error, OSError):
         return
     finally:
         reader.close()
