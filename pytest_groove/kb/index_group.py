@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -270,35 +269,26 @@ class WriteGroup:
         self._count(self._in_flight_batch)
         self._in_flight_batch = _Batch()
 
-    def finish(self, while_committing: Callable[[], None] | None = None) -> None:
+    def finish(self) -> None:
         """Embed and write whatever is left, and let it commit.
 
-        The writer is the slower thread at the end, so the rest goes to it at once
-        (behind the transaction in flight, if any), and work that needs no more writes
-        is done while they commit: the word postings' segment (the refresh after the
-        writes takes it) and ``while_committing`` -- when no more chunks are being
-        written than are committed already.
+        The writer is the slower thread at the end, so the rest goes to it at once,
+        behind the transaction in flight, and the word postings' segment is made while
+        they commit (the refresh after the writes takes it).
         """
         self.flush()
         last, last_batch = None, self._queued
         if self._queued.writes:
             last = self._writer.submit(self._write_after, self._in_flight, self._queued.writes)
             self._queued = _Batch()
-        elif self._in_flight is None:
-            self._submit()  # nothing to write: counts the files that needed none
-            return
         if self._written is not None and self._written.rows:
             with contextlib.suppress(OSError):
                 self._written.segment()
-        writing = self._in_flight_batch.chunks + last_batch.chunks
-        committed = self.report.chunks_embedded + self.report.chunks_reused
-        if while_committing is not None and 0 < writing <= committed:
-            while_committing()
         self.wait()
         if last is not None:
             self._in_flight, self._in_flight_batch = last, last_batch
             self.wait()
-        self._submit()  # counts the files that needed no write after them
+        self._submit()  # nothing is left to write: counts the files that needed none
 
     def _write_after(self, previous: Future[None] | None, writes: list[DocumentWrite]) -> None:
         """Write ``writes`` in one transaction (on the writer thread), unless the

@@ -24,8 +24,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
-
 from pytest_groove.embed.base import Embedder
 from pytest_groove.errors import (
     GrooveError,
@@ -34,7 +32,6 @@ from pytest_groove.errors import (
     clip_path,
 )
 from pytest_groove.files.beneath import index_folder_beneath
-from pytest_groove.files.resource_limits import ResourceLimit
 from pytest_groove.files.seal import is_vouched
 from pytest_groove.kb.build_record import (
     context_mode_for,
@@ -328,9 +325,6 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
     written = None
     if build.wants.word_index:
         written = WrittenRows(build.store.chunk_sequence(), build.store.path.parent)
-    ahead = None
-    if build.wants.vector_caches is not None and not build.store.counts()[1]:
-        ahead = functools.partial(_caches_ahead, build.store, build.wants.vector_caches)
     with _vector_lookup(build.store) as lookup:
         group = WriteGroup(
             build.store,
@@ -351,7 +345,7 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
                 forced = force or (embeds_context and item.path in renamed_to)
                 renamed = item.path in renamed_to
                 _index_file(item, stored, forced, renamed, build.settings, scan, group)
-            group.finish(while_committing=ahead)
+            group.finish()
         finally:
             group.shutdown()
     _prune(build.store, scan, stored, build.report)
@@ -483,35 +477,6 @@ def _refresh_vector_caches(store: Store, caches: VectorCaches) -> None:
         return
     if not is_vouched(cache_path(store, directory, centre=centre, kind=kind, notes=True)):
         VectorIndex.load_for(store, directory, centre=centre, kind=kind, notes=True)
-
-
-def _caches_ahead(store: Store, caches: VectorCaches) -> None:
-    """The flat caches of the state committed so far, made while a new index's last
-    transaction commits: the refresh after it then only adds that transaction's rows
-    (:func:`~pytest_groove.kb.derived.vector_cache.updated`,
-    :func:`~pytest_groove.kb.derived.note_index.updated_rows`).  An optimisation: where
-    the index cannot be read here, the refresh makes them in full."""
-    if caches.kind != DEFAULT_VECTOR_INDEX:
-        return  # an HNSW graph is never updated
-    directory = store.path.parent
-    try:
-        # a second connection: the writer thread holds the first
-        reader = Store.open(directory, create=False)
-    except ResourceLimit:
-        raise
-    except (GrooveError, apsw.Error, OSError):
-        return
-    try:
-        with reader.read_snapshot():
-            plain = VectorIndex.load_for(reader, directory, centre=caches.centre, kind=caches.kind)
-            if caches.notes and not plain.means:  # centred rows are never updated
-                note_index_for(reader, directory, plain, centre=caches.centre, kind=caches.kind)
-    except ResourceLimit:
-        raise
-    except (GrooveError, apsw.Error, OSError):
-        return
-    finally:
-        reader.close()
 
 
 @dataclass(frozen=True)

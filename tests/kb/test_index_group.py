@@ -3,6 +3,7 @@ document's rows change together and an interrupted run is completed by the next 
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
 from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.kb import indexer
-from pytest_groove.kb.derived import note_index, vector_cache
+from pytest_groove.kb.derived import word_index
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, Settings
 
@@ -217,77 +218,43 @@ def test_the_rest_sent_behind_a_failing_transaction_is_not_written(
         store.close()
 
 
-def _cache_files(kb: Path) -> dict[str, bytes]:
-    """The flat cache and the note rows a new index keeps (by kind, not by name: a
-    name carries the index's random id and its write generation)."""
-    index_dir = index_dir_for(kb.resolve(), SETTINGS, "hash")
-    (cache,) = index_dir.glob("vectors-*.faiss")
-    store = Store.open(index_dir, create=False)
-    try:
-        rows = store.conn.execute("SELECT * FROM note_rows ORDER BY mode").fetchall()
-    finally:
-        store.close()
-    return {"cache": cache.read_bytes(), "note rows": repr([row[2:] for row in rows]).encode()}
-
-
-def test_the_caches_made_while_the_last_transaction_commits_are_a_full_builds(
+def test_the_word_segment_is_made_while_the_last_transaction_commits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kb = make_kb(tmp_path / "kb", 60)  # 180 chunks: two groups, two transactions
     monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 90)
-    ahead_done = threading.Event()
+    segment_made = threading.Event()
     write = Store.write_documents
     committed: list[int] = []
 
     def gated_write(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
-        if committed:  # the last one commits once the caches are made
-            ahead_done.wait(timeout=10)
+        if committed:  # the last one commits once the segment is made
+            segment_made.wait(timeout=10)
         write(self, writes, store_context=store_context)  # type: ignore[arg-type]
         committed.append(len(writes))
 
-    ahead = indexer._caches_ahead
-    made_ahead: list[int] = []
+    segment = word_index.WrittenRows.segment
+    made_with: list[int] = []
 
-    def recording_ahead(store: Store, caches: indexer.VectorCaches) -> None:
-        made_ahead.append(len(committed))
-        ahead(store, caches)
-        ahead_done.set()
-
-    updated = vector_cache.updated
-    updates: list[bool] = []
-
-    def recording_updated(*args: object, **kwargs: object) -> object:
-        update = updated(*args, **kwargs)  # type: ignore[arg-type]
-        updates.append(update is not None)
-        return update
-
-    build_rows = note_index.build_rows
-    rows_built: list[int] = []
-
-    def recording_build_rows(store: Store, plain: object) -> object:
-        rows_built.append(len(committed))
-        return build_rows(store, plain)  # type: ignore[arg-type]
+    def recording_segment(self: word_index.WrittenRows) -> object:
+        made_with.append(len(committed))
+        try:
+            return segment(self)
+        finally:
+            segment_made.set()
 
     monkeypatch.setattr(Store, "write_documents", gated_write)
-    monkeypatch.setattr(indexer, "_caches_ahead", recording_ahead)
-    monkeypatch.setattr(vector_cache, "updated", recording_updated)
-    monkeypatch.setattr(note_index, "build_rows", recording_build_rows)
+    monkeypatch.setattr(word_index.WrittenRows, "segment", recording_segment)
     # the second group is embedded once the first is committed: it is the last write
     run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(slow_on=2), progress=False)
-    # made once, of the first transaction's chunks; after the last one, only its rows added
-    assert made_ahead == [1] and updates == [False, True] and rows_built == [1]
-    made = _cache_files(kb)
-
-    monkeypatch.setattr(indexer, "_caches_ahead", lambda store, caches: None)
-    shutil.rmtree(kb / ".groove")
-    run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
-    assert _cache_files(kb) == made
-    # an index that had chunks already updates its caches after its writes, as before
-    monkeypatch.setattr(indexer, "_caches_ahead", recording_ahead)
-    made_ahead.clear()
-    (kb / "folder0" / "note-0000.md").write_text("## Changed\n\nnew words here.\n")
-    run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
-    assert made_ahead == []
+    # made once, before the last transaction committed; the refresh took it
+    assert made_with[0] == 1 and committed == [30, 30]
+    store = Store.open(index_dir_for(kb.resolve(), SETTINGS, "hash"), create=False)
+    try:
+        manifest = json.loads(store.get_meta(word_index.WORD_POSTINGS_META) or "{}")
+    finally:
+        store.close()
+    assert len(manifest["segments"]) == 1 and manifest["state"] == [180, 180]
 
 
 def _index_state(kb: Path) -> tuple[object, ...]:

@@ -471,10 +471,6 @@ def _current(
             rows = kept[1]
         elif kept is not None and kept[0] < store.generation:
             older = kept
-        if _LAST is not None and _LAST[0][:2] == key[:2] and _LAST[0][3] == centre:
-            made = _LAST[0][2]  # rows this process made of an older state (the indexer's)
-            if made < store.generation and (older is None or made > older[0]):
-                older = (made, _LAST[1])
     if (
         rows is not None
         and rows.centred == bool(plain.means)
