@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -64,6 +64,23 @@ def make_kb(root: Path, docs: int, sections: int = 3) -> Path:
     return root
 
 
+def around_writes(
+    monkeypatch: pytest.MonkeyPatch,
+    before: Callable[[Sequence[object]], None],
+    after: Callable[[Sequence[object]], None] = lambda writes: None,
+) -> None:
+    """Run ``before(writes)`` on the writer thread ahead of each transaction (it may wait,
+    or raise as a failed write does) and ``after(writes)`` once it is written."""
+    write = Store.write_documents
+
+    def hooked(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
+        before(writes)
+        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
+        after(writes)
+
+    monkeypatch.setattr(Store, "write_documents", hooked)
+
+
 def test_chunks_of_many_documents_go_to_the_embedder_together(kb_eval_copy: Path) -> None:
     embedder = RecordingEmbedder()
     report = run_indexer(kb_eval_copy, SETTINGS, embedder=embedder, progress=False)
@@ -107,12 +124,11 @@ def test_groups_queue_behind_a_busy_writer_and_commit_together(
     write = Store.write_documents
     transactions: list[int] = []
 
-    def slow_write(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
+    def slow(writes: Sequence[object]) -> None:
         time.sleep(0.05)  # a writer slower than the embedder
         transactions.append(len(writes))
-        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Store, "write_documents", slow_write)
+    around_writes(monkeypatch, slow)
     embedder = RecordingEmbedder()
     report = run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
     assert embedder.calls == [3] * 40 and report.added == 40
@@ -167,14 +183,8 @@ def test_the_writer_thread_gets_the_gil_back_within_a_millisecond_while_it_runs(
 ) -> None:
     kb = make_kb(tmp_path / "kb", 12)
     monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 9)
-    write = Store.write_documents
     seen: list[float] = []
-
-    def recording_write(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
-        seen.append(sys.getswitchinterval())
-        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Store, "write_documents", recording_write)
+    around_writes(monkeypatch, lambda writes: seen.append(sys.getswitchinterval()))
     before = sys.getswitchinterval()
     try:
         sys.setswitchinterval(0.004)
@@ -197,17 +207,15 @@ def test_the_rest_sent_behind_a_failing_transaction_is_not_written(
 ) -> None:
     kb = make_kb(tmp_path / "kb", 60)
     monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 90)
-    write = Store.write_documents
     calls: list[int] = []
 
-    def failing_first(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
+    def failing_first(writes: Sequence[object]) -> None:
         calls.append(len(writes))
         if len(calls) == 1:
             time.sleep(0.2)  # still writing when the second group is sent behind it
             raise RuntimeError("disk went away")
-        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Store, "write_documents", failing_first)
+    around_writes(monkeypatch, failing_first)
     with pytest.raises(RuntimeError, match="disk went away"):
         run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(), progress=False)
     assert calls == [30]
@@ -224,14 +232,11 @@ def test_the_word_segment_is_made_while_the_last_transaction_commits(
     kb = make_kb(tmp_path / "kb", 60)  # 180 chunks: two groups, two transactions
     monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 90)
     segment_made = threading.Event()
-    write = Store.write_documents
     committed: list[int] = []
 
-    def gated_write(self: Store, writes: Sequence[object], *, store_context: bool) -> None:
+    def gated(writes: Sequence[object]) -> None:
         if committed:  # the last one commits once the segment is made
             segment_made.wait(timeout=10)
-        write(self, writes, store_context=store_context)  # type: ignore[arg-type]
-        committed.append(len(writes))
 
     segment = word_index.WrittenRows.segment
     made_with: list[int] = []
@@ -243,7 +248,7 @@ def test_the_word_segment_is_made_while_the_last_transaction_commits(
         finally:
             segment_made.set()
 
-    monkeypatch.setattr(Store, "write_documents", gated_write)
+    around_writes(monkeypatch, gated, lambda writes: committed.append(len(writes)))
     monkeypatch.setattr(word_index.WrittenRows, "segment", recording_segment)
     # the second group is embedded once the first is committed: it is the last write
     run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(slow_on=2), progress=False)

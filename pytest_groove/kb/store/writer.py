@@ -107,8 +107,16 @@ _INSERT_DOCUMENTS = (
 )
 #: the keys of ``StoreWriter._doc_meta`` in :data:`_INSERT_DOCUMENTS`'s order
 _DOCUMENT_FIELDS = (
-    *("path", "title", "topic", "category", "depth"),
-    *("tags", "date", "hash", "size", "now"),
+    "path",
+    "title",
+    "topic",
+    "category",
+    "depth",
+    "tags",
+    "date",
+    "hash",
+    "size",
+    "now",
 )
 #: rows inserted by one statement (SQLite's limit on parameters may lower it)
 _ROWS_PER_INSERT = 500

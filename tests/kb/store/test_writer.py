@@ -10,6 +10,7 @@ writing each document in its own transaction leaves.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,6 @@ def test_a_document_row_carries_its_digest_note_and_vectors(tmp_path: Path) -> N
 def test_a_digest_worked_out_by_the_indexer_is_the_one_stored(tmp_path: Path, given: bool) -> None:
     write = write_of("runbook.md", note_text(7, 3), seed=7)
     if given:
-        write = DocumentWrite(**{**write.__dict__, "chunk_digest": "from-the-indexer"})
+        write = replace(write, chunk_digest="from-the-indexer")
     (document,) = written(tmp_path, [[write]])["documents"]
     assert document[5] == ("from-the-indexer" if given else chunk_digest_of(write.doc, True))
