@@ -185,9 +185,11 @@ def _gram_counts(
     )
     a, b, c = points[:starts], points[1 : starts + 1], points[2:]
     # every gram is read as if it were ASCII (others are replaced below: most text is
-    # ASCII, so this avoids masking the big arrays)
-    code = np.left_shift(a, 14, dtype=np.int32)
-    code |= np.left_shift(b, 7, dtype=np.int32)
+    # ASCII, so this avoids masking the big arrays); shifted and or-ed in place
+    code = a.astype(np.int32)
+    code <<= 7
+    code |= b
+    code <<= 7
     code |= c
     other = (
         np.zeros(0, dtype=np.int64)
@@ -197,12 +199,14 @@ def _gram_counts(
     code[other] = 0
     lengths = np.fromiter(map(len, padded), dtype=np.int64, count=len(padded))
     # bin = row * 2 * dim + bucket * 2 + (1 if the sign is negative)
-    row_bin = np.repeat(rows_of * (2 * dim), lengths)[:starts]
-    bins = row_bin + _ascii_bins(code)
+    bins = np.repeat(rows_of * (2 * dim), lengths)[:starts]
+    row_other = bins[other]
+    bins += _ascii_bins(code)
+    del code
     if len(other):
         first, second = a[other].astype(np.int64), b[other].astype(np.int64)
         buckets, signs = _buckets_of((first << 42) | (second << 21) | c[other])
-        bins[other] = row_bin[other] + 2 * buckets + (signs < 0)
+        bins[other] = row_other + 2 * buckets + (signs < 0)
     # the two positions before each text's end start no gram of it
     ends = np.cumsum(lengths)
     dropped = n_rows * 2 * dim

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -127,7 +129,7 @@ class WriteGroup:
         self._term_table = store.keeps_term_table
         #: the written chunks' word postings, counted here while the writer thread
         #: runs SQLite (not read back from the table afterwards)
-        self._written = written
+        self._words = None if written is None else _WordsToCount(written)
         #: read and parsed, not embedded yet
         self._pending: list[_Pending] = []
         self._chunks = 0
@@ -185,11 +187,9 @@ class WriteGroup:
         writer_busy = self._in_flight is not None and not self._in_flight.done()
         if not writer_busy or self._queued.chunks >= self._queue_chunks:
             self._submit()
-        if self._written is not None:
+        if self._words is not None:
             # in the order the writer gives them their ids
-            for doc in written:
-                for c in doc.chunks:
-                    self._written.add(c.heading, c.context if self.contextual else None, c.content)
+            self._words.queue(written, self.contextual)
 
     def _queue_pending(
         self, embedded: KeyedVectors | None, chunk_rows: int
@@ -264,6 +264,8 @@ class WriteGroup:
             return
         future, self._in_flight = self._in_flight, None
         self._bar.doing("writing")
+        if self._words is not None:
+            self._words.count(until=future.done)
         future.result()
         self._bar.doing("")
         self._count(self._in_flight_batch)
@@ -273,17 +275,19 @@ class WriteGroup:
         """Embed and write whatever is left, and let it commit.
 
         The writer is the slower thread at the end, so the rest goes to it at once,
-        behind the transaction in flight, and the word postings' segment is made while
-        they commit (the refresh after the writes takes it).
+        behind the transaction in flight, and the words left are counted and the word
+        postings' segment made while they commit (the refresh after the writes takes it).
         """
         self.flush()
         last, last_batch = None, self._queued
         if self._queued.writes:
             last = self._writer.submit(self._write_after, self._in_flight, self._queued.writes)
             self._queued = _Batch()
-        if self._written is not None and self._written.rows:
-            with contextlib.suppress(OSError):
-                self._written.segment()
+        if self._words is not None:
+            self._words.count()
+            if self._words.written.rows:
+                with contextlib.suppress(OSError):
+                    self._words.written.segment()
         self.wait()
         if last is not None:
             self._in_flight, self._in_flight_batch = last, last_batch
@@ -332,6 +336,44 @@ def _shorter_switch_interval() -> float:
     if before > _WRITER_SWITCH_INTERVAL:
         sys.setswitchinterval(_WRITER_SWITCH_INTERVAL)
     return before
+
+
+#: chunks whose words may wait to be counted (see :class:`_WordsToCount`): bounds the
+#: texts held for them
+_UNCOUNTED_CHUNKS = 4096
+#: chunks counted between two looks at the writer
+_COUNT_STEP = 64
+
+
+@dataclass
+class _WordsToCount:
+    """The written chunks' words, counted while this thread would wait for the writer.
+
+    Counting them costs a full ``hash`` index's main thread about as much as embedding
+    does.  Counted as each group goes to the writer, they delay the next group while
+    the writer waits for it; queued here, they are counted when this thread would
+    wait for a transaction to commit -- above all at the end, while the last ones
+    commit -- and at once past :data:`_UNCOUNTED_CHUNKS` (where the embedder is the
+    slower side, a neural model, this thread never waits).
+    """
+
+    written: WrittenRows
+    #: (heading, context, content) of each chunk not counted yet, in write order
+    rows: deque[tuple[str | None, str | None, str]] = field(default_factory=deque)
+
+    def queue(self, docs: list[ParsedDocument], contextual: bool) -> None:
+        for doc in docs:
+            for c in doc.chunks:
+                self.rows.append((c.heading, c.context if contextual else None, c.content))
+        while len(self.rows) > _UNCOUNTED_CHUNKS:
+            self.written.add(*self.rows.popleft())
+
+    def count(self, until: Callable[[], bool] = lambda: False) -> None:
+        """Count the queued chunks, in order, until ``until()`` (asked every few)."""
+        rows, add = self.rows, self.written.add
+        while rows and not until():
+            for _ in range(min(_COUNT_STEP, len(rows))):
+                add(*rows.popleft())
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import pytest
 from pytest_groove.embed.base import Matrix
 from pytest_groove.embed.hashing import HashEmbedder
 from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
-from pytest_groove.kb import indexer
+from pytest_groove.kb import index_group, indexer
 from pytest_groove.kb.derived import word_index
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, Settings
@@ -260,6 +260,45 @@ def test_the_word_segment_is_made_while_the_last_transaction_commits(
     finally:
         store.close()
     assert len(manifest["segments"]) == 1 and manifest["state"] == [180, 180]
+
+
+def test_words_wait_to_be_counted_until_this_thread_would_wait_for_the_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = make_kb(tmp_path / "kb", 40)  # 120 chunks
+    monkeypatch.setattr(indexer, "EMBED_GROUP_CHUNKS", 3)  # one document per group
+    monkeypatch.setattr(indexer, "WRITE_QUEUE_CHUNKS", 12)
+    monkeypatch.setattr(index_group, "_UNCOUNTED_CHUNKS", 6)
+    around_writes(monkeypatch, lambda writes: time.sleep(0.02))  # slower than the embedder
+    counted: list[int] = []
+    add = word_index.WrittenRows.add
+
+    def counting(self: word_index.WrittenRows, *row: str | None) -> None:
+        counted.append(1)
+        add(self, *row)
+
+    monkeypatch.setattr(word_index.WrittenRows, "add", counting)
+    embedder = RecordingEmbedder()
+    embed = embedder.embed_passages
+    # at each embedder call: chunks of the groups before it not counted yet
+    behind: list[int] = []
+
+    def embedding(texts: Sequence[str]) -> Matrix:
+        behind.append(3 * len(embedder.calls) - len(counted))
+        return embed(texts)
+
+    monkeypatch.setattr(embedder, "embed_passages", embedding)
+    run_indexer(kb, SETTINGS, embedder=embedder, progress=False)
+    # the next group is embedded before the last one's words are counted, never more
+    # than the bound behind; every chunk is counted once, and the refresh took them
+    assert max(behind) > 0 and max(behind) <= 6 + 3
+    assert len(counted) == 120
+    store = Store.open(index_dir_for(kb.resolve(), SETTINGS, "hash"), create=False)
+    try:
+        manifest = json.loads(store.get_meta(word_index.WORD_POSTINGS_META) or "{}")
+    finally:
+        store.close()
+    assert len(manifest["segments"]) == 1 and manifest["state"] == [120, 120]
 
 
 def _index_state(kb: Path) -> tuple[object, ...]:

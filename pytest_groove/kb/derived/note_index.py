@@ -174,8 +174,20 @@ def _unnormalised(
         else centred(chunks, np.zeros(dim, np.float32))
     )
     has = codes < len(notes)
-    rows[has] = rows[has] + notes[codes[has]]
+    if has.all():  # every chunk's note (the usual case): one gather, added in place
+        rows += notes[codes]
+    else:
+        rows[has] = rows[has] + notes[codes[has]]
     return rows
+
+
+def _norms(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """``np.linalg.norm(rows, axis=1)``, the same sums, squared in place (``rows`` is
+    spent); a zero norm as 1."""
+    np.multiply(rows, rows, out=rows)
+    norms: npt.NDArray[np.float32] = np.sqrt(np.add.reduce(rows, axis=1))
+    norms[norms == 0] = 1.0
+    return norms
 
 
 def _row_numbers(
@@ -191,20 +203,24 @@ def _row_numbers(
         block = slice(start, start + _BLOCK_ROWS)
         part = chunks[block]
         if not centred_chunks:
-            norms = np.linalg.norm(part, axis=1)
-            norms[norms == 0] = 1.0
-            scale[block] = 1.0 / norms
-        norms = np.linalg.norm(_unnormalised(part, codes[block], notes, centred_chunks), axis=1)
-        norms[norms == 0] = 1.0
-        inv_norm[block] = 1.0 / norms
+            scale[block] = 1.0 / _norms(np.array(part, dtype=np.float32))
+        inv_norm[block] = 1.0 / _norms(_unnormalised(part, codes[block], notes, centred_chunks))
     return scale, inv_norm
+
+
+def _documents_of(store: Store, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The document of each chunk of ``ids``; -1 where the table has no such chunk."""
+    stored, documents = store.chunk_document_ids()
+    if not len(stored):
+        return np.full(len(ids), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(stored, ids), len(stored) - 1)
+    return np.where(stored[at] == ids, documents[at], -1).astype(np.int64)
 
 
 def build_rows(store: Store, plain: VectorIndex) -> NoteRows:
     """The rows of every chunk of ``plain`` (inside ``store.read_snapshot()``)."""
     ids, chunks = _chunk_matrix(plain)
-    document_of = store.chunk_documents()
-    docs = np.fromiter((document_of.get(int(c), -1) for c in ids), dtype=np.int64, count=len(ids))
+    docs = _documents_of(store, ids)
     note_docs, notes = _centred_notes(store, plain.means, plain.dimension)
     scale, inv_norm = _row_numbers(chunks, _codes(docs, note_docs), notes, bool(plain.means))
     return NoteRows(ids, docs, scale, inv_norm, note_docs, notes, bool(plain.means))
@@ -233,12 +249,12 @@ def updated_rows(
     if 2 * len(added) > len(ids):
         return None  # mostly new rows: a full build reads them at once
     # the new rows' ids are above every kept one: the ids from the first on
-    added_docs = store.chunk_documents(from_id=int(added[0])) if len(added) else {}
-    if len(added_docs) != len(added) or any(int(c) not in added_docs for c in added):
-        return None
-    docs = np.concatenate(
-        [old.docs[kept], np.fromiter((added_docs[int(c)] for c in added), np.int64, len(added))]
+    stored, added_docs = (
+        store.chunk_document_ids(from_id=int(added[0])) if len(added) else (added, added)
     )
+    if not np.array_equal(stored, added):
+        return None
+    docs = np.concatenate([old.docs[kept], added_docs])
     note_docs, notes, changed = _notes_after(store, old, plain.dimension, written)
     redo = np.flatnonzero(np.isin(docs, changed))
     redo = np.union1d(redo, np.arange(len(kept_ids), len(ids)))

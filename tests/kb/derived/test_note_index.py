@@ -185,3 +185,26 @@ def test_an_update_gives_the_numbers_a_full_build_gives(tmp_path: Path) -> None:
         full = note_index.build_rows(engine.store, engine.vectors)
     for name in ("ids", "docs", "scale", "inv_norm", "note_docs", "notes"):
         assert np.array_equal(getattr(updated, name), getattr(full, name)), name
+
+
+@pytest.mark.parametrize("centred", [True, False])
+def test_the_row_numbers_are_the_norms_numpy_gives_bit_for_bit(centred: bool) -> None:
+    # the numbers are worked out in place, a block at a time; a search compares them
+    # with rows made the long way, so they must be the same floats
+    rng = np.random.default_rng(7)
+    chunks = rng.standard_normal((9000, 48)).astype(np.float32)
+    chunks[::97] = 0.0  # zero rows keep a norm of 1
+    notes = rng.standard_normal((40, 48)).astype(np.float32)
+    for codes in (rng.integers(0, 40, 9000), np.where(rng.random(9000) < 0.2, 40, 7)):
+        scale, inv_norm = note_index._row_numbers(chunks, codes, notes, centred)
+        plain = chunks if centred else chunks / _norms_or_one(chunks)[:, None]
+        rows = plain + np.vstack([notes, np.zeros((1, 48), np.float32)])[codes]
+        expected_scale = 1.0 if centred else 1.0 / _norms_or_one(chunks)
+        assert np.array_equal(scale, np.broadcast_to(expected_scale, scale.shape))
+        assert inv_norm.tobytes() == (1.0 / _norms_or_one(rows)).astype(np.float32).tobytes()
+
+
+def _norms_or_one(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1)
+    norms[norms == 0] = 1.0
+    return norms

@@ -59,8 +59,12 @@ def test_reads_from_an_id_on_are_the_tail_of_the_full_reads(tmp_path: Path) -> N
         tail_openings = store.chunk_openings(ascii_too=False, from_id=middle)
         documents = store.chunk_documents()
         tail_documents = store.chunk_documents(from_id=middle)
+        pairs = store.conn.execute("SELECT id, document_id FROM chunks ORDER BY id").fetchall()
+        pair_ids, pair_documents = store.chunk_document_ids()
     finally:
         store.close()
+    # read from the index, as the table holds them
+    assert list(zip(pair_ids.tolist(), pair_documents.tolist(), strict=True)) == pairs
     at = len(ids) // 2
     assert tail_ids.tolist() == ids[at:].tolist()
     assert tail_vectors.tobytes() == vectors[at:].tobytes()
