@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_groove.embed.base import Embedder
@@ -340,11 +340,14 @@ def _index_steps(kb: Path, build: _Build, force: bool, shown: IndexProgress) -> 
             written=written,
         )
         try:
-            for item in scan.files:
+            for at, item in enumerate(scan.files):
                 # with the breadcrumb embedded, a renamed file may get a new one (from its name)
                 forced = force or (embeds_context and item.path in renamed_to)
                 renamed = item.path in renamed_to
                 _index_file(item, stored, forced, renamed, build.settings, scan, group)
+                # its bytes are parsed (the group holds them until it is embedded): not
+                # held for the rest of the run, where the writer's memory peaks
+                scan.files[at] = replace(item, data=b"")
             group.finish()
         finally:
             group.shutdown()
@@ -417,7 +420,7 @@ def _refresh_derived(
     snapshot."""
     words: KeptPostings | None = None
     if wants.vector_caches is not None:
-        scan.files.clear()  # every file's bytes: not held while the caches are made
+        scan.files.clear()  # not held while the caches are made
         # nor the writer's page cache (the caches read few pages), nor the heap they leave
         store.conn.execute("PRAGMA shrink_memory")
         store.conn.execute(f"PRAGMA cache_size=-{READER_CACHE_KIB}")

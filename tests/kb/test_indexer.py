@@ -13,6 +13,7 @@ import pytest
 from pytest_groove.embed.hashing import HashEmbedder
 from pytest_groove.engine.builtin import index_dir_for, open_engine, run_indexer
 from pytest_groove.errors import GrooveError
+from pytest_groove.kb import indexer
 from pytest_groove.kb.store.database import Store
 from pytest_groove.settings.config import IndexSettings, Settings
 from tests.helpers.embedders import RecordingEmbedder
@@ -114,6 +115,25 @@ def test_deleted_file_is_pruned_and_rename_keeps_embeddings(tmp_path: Path) -> N
     with open_engine(kb, SETTINGS, embedder=embedder, reindex=False) as engine:
         paths = {c.path for c in engine.iter_chunk_texts()}
     assert paths == {"renamed.md"}
+
+
+def test_no_file_s_bytes_are_held_once_it_is_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the writer's memory peaks at the end of the files: a KB's bytes must not add to it
+    kb = tmp_path / "kb"
+    for name in ("a", "b", "c"):
+        write(kb, f"{name}.md", f"## {name}\n\n" + f"{name} words " * 10)
+    held: list[int] = []
+    prune = indexer._prune
+
+    def recording(store: Store, scan: indexer._Scan, *args: object) -> None:
+        held.extend(len(item.data) for item in scan.files)
+        prune(store, scan, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(indexer, "_prune", recording)
+    report = run_indexer(kb, SETTINGS, progress=False)
+    assert report.added == 3 and held == [0, 0, 0]
 
 
 def test_force_rebuilds_everything(tmp_path: Path) -> None:
