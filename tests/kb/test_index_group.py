@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -254,11 +255,7 @@ def test_the_word_segment_is_made_while_the_last_transaction_commits(
     run_indexer(kb, SETTINGS, embedder=RecordingEmbedder(slow_on=2), progress=False)
     # made once, before the last transaction committed; the refresh took it
     assert made_with[0] == 1 and committed == [30, 30]
-    store = Store.open(index_dir_for(kb.resolve(), SETTINGS, "hash"), create=False)
-    try:
-        manifest = json.loads(store.get_meta(word_index.WORD_POSTINGS_META) or "{}")
-    finally:
-        store.close()
+    manifest = _kept_word_manifest(kb)
     assert len(manifest["segments"]) == 1 and manifest["state"] == [180, 180]
 
 
@@ -293,12 +290,18 @@ def test_words_wait_to_be_counted_until_this_thread_would_wait_for_the_writer(
     # than the bound behind; every chunk is counted once, and the refresh took them
     assert max(behind) > 0 and max(behind) <= 6 + 3
     assert len(counted) == 120
+    manifest = _kept_word_manifest(kb)
+    assert len(manifest["segments"]) == 1 and manifest["state"] == [120, 120]
+
+
+def _kept_word_manifest(kb: Path) -> dict[str, Any]:
+    """The word postings' manifest the indexer kept in ``kb``'s index."""
     store = Store.open(index_dir_for(kb.resolve(), SETTINGS, "hash"), create=False)
     try:
-        manifest = json.loads(store.get_meta(word_index.WORD_POSTINGS_META) or "{}")
+        manifest: dict[str, Any] = json.loads(store.get_meta(word_index.WORD_POSTINGS_META) or "{}")
+        return manifest
     finally:
         store.close()
-    assert len(manifest["segments"]) == 1 and manifest["state"] == [120, 120]
 
 
 def _index_state(kb: Path) -> tuple[object, ...]:
