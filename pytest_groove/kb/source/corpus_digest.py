@@ -33,23 +33,26 @@ ChunkFields = tuple[int, str | None, str, str | None]
 _LENGTH = struct.Struct("<Q").pack
 
 
-def _update(digest: hashlib._Hash, field: str | None) -> None:
+def _field_bytes(field: str | None) -> bytes:
+    """One field as a digest reads it: a zero byte for None, else one byte, the UTF-8
+    length and the UTF-8 bytes."""
     if field is None:
-        digest.update(b"\x00")
-    else:
-        data = field.encode("utf-8")
-        digest.update(b"\x01" + struct.pack("<Q", len(data)) + data)
+        return b"\x00"
+    data = field.encode("utf-8")
+    return b"\x01" + _LENGTH(len(data)) + data
 
 
 def document_digest(chunks: Iterable[ChunkFields]) -> str:
     """SHA-256 hex over (chunk index, heading, content, context) of each of one
     document's chunks in the order given (chunk order), each field length-prefixed
     (None: one zero byte).  The path is not part of it: a renamed document keeps it."""
-    digest = hashlib.sha256()
-    for index, heading, content, context in chunks:
-        for field in (str(index), heading, content, context):
-            _update(digest, field)
-    return digest.hexdigest()
+    # the fields' bytes joined and hashed at once: one call, not four a chunk
+    parts = [
+        _field_bytes(field)
+        for index, heading, content, context in chunks
+        for field in (str(index), heading, content, context)
+    ]
+    return hashlib.sha256(b"".join(parts)).hexdigest()
 
 
 def corpus_digest(documents: Iterable[tuple[str, str]]) -> str:
@@ -58,12 +61,11 @@ def corpus_digest(documents: Iterable[tuple[str, str]]) -> str:
     Only documents with at least one chunk take part.  Python's str ordering is
     code-point order, the order the digest is defined in.
     """
-    # the bytes _update would feed, joined and hashed at once (one call, not three
-    # a document: a tenth of a second at 100,000 documents)
+    # joined and hashed at once (one call, not three a document: a tenth of a second
+    # at 100,000 documents)
     parts = [_CORPUS_PREFIX]
     for path, document in sorted(documents):
-        data = path.encode("utf-8")
-        parts.append(b"\x01" + _LENGTH(len(data)) + data + bytes.fromhex(document))
+        parts.append(_field_bytes(path) + bytes.fromhex(document))
     return hashlib.sha256(b"".join(parts)).hexdigest()
 
 

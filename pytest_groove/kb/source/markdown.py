@@ -227,6 +227,8 @@ def heading_of(line: str) -> tuple[int, str] | None:
 
 
 def _full_heading(line: str) -> tuple[int, str] | None:
+    if "#" not in line:  # most lines: one scan in C before any copy
+        return None
     stripped = trim(line)
     if stripped.startswith("### "):
         return 3, trim(stripped[4:])

@@ -17,7 +17,12 @@ from pytest_groove.evaluation.finish import finish_evaluation
 from pytest_groove.evaluation.gate.compare import corpus_change
 from pytest_groove.evaluation.history.file import HISTORY_FILE_NAME
 from pytest_groove.evaluation.runs.record import corpus_from_json, corpus_to_json, evaluate_query
-from pytest_groove.kb.source.corpus_digest import DIGEST_VERSION, chunk_digest
+from pytest_groove.kb.source.corpus_digest import (
+    DIGEST_VERSION,
+    chunk_digest,
+    corpus_digest,
+    document_digest,
+)
 from pytest_groove.kb.source.disk_view import read_kb_view
 from pytest_groove.kb.source.records import CorpusSnapshot
 from pytest_groove.kb.store.database import DB_FILE_NAME, SCHEMA_VERSION, Store
@@ -217,3 +222,20 @@ def test_a_baseline_of_the_older_definition_is_never_a_corpus_change(tmp_path: P
     outcome = recorded_run(kb, later)
     assert outcome.json_report["corpus_changed"] is True
     assert "corpus changed since last run (same document and chunk counts" in (outcome.text_report)
+
+
+def test_the_digests_bytes_are_pinned() -> None:
+    """Stored runs and baselines keep these digests: their definition never drifts
+    (values from the field-by-field definition of version 2)."""
+    document = document_digest(
+        [
+            (0, None, "preamble text", None),
+            (1, "Retry", "retry budget — ü", "Alpha > Retry"),
+            (2, "", "", ""),
+        ]
+    )
+    assert document == "072b30198406428772d1c02f5cf853929a2d66f72cf0e4dfe99b215a950eadcc"
+    assert (
+        corpus_digest([("b/ü.md", document), ("a.md", "00" * 32)])
+        == "7f479c319a2c2b58d87be64b46974e47508a92a98d900cebf03d9c694541b0db"
+    )
