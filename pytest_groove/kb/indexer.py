@@ -39,6 +39,7 @@ from pytest_groove.kb.build_record import (
     record_build,
     resolve_context_mode,
 )
+from pytest_groove.kb.checkpoints import checkpoints_apart
 from pytest_groove.kb.derived.cache_check import check_caches, remove_caches
 from pytest_groove.kb.derived.note_index import keeps_note_rows, note_index_for
 from pytest_groove.kb.derived.vector_cache import cache_path
@@ -164,7 +165,8 @@ def _index_open(index_dir: Path, steps: Callable[[Store], IndexReport]) -> Index
         with index_faults(store.path, store.conn):
             check_database(store.conn, store.path)
             store.conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            report = steps(store)
+            with checkpoints_apart(store):
+                report = steps(store)
     finally:
         store.close()
     record_checked(store.path)  # the file as this indexer leaves it
