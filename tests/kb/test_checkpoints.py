@@ -12,7 +12,7 @@ import pytest
 
 from pytest_groove.errors import GrooveError
 from pytest_groove.kb import checkpoints
-from pytest_groove.kb.checkpoints import WAL_CHECKPOINT_PAGES, checkpoints_apart
+from pytest_groove.kb.checkpoints import WAL_CHECKPOINT_PAGES, WAL_RESTART_PAGES, checkpoints_apart
 from pytest_groove.kb.store.database import DB_FILE_NAME, Store
 
 #: more than the WAL pages that call for a checkpoint (4 KiB pages)
@@ -102,3 +102,19 @@ def test_no_thread_is_left_once_the_block_ends(store: Store) -> None:
     with checkpoints_apart(store):
         _write_past_the_checkpoint(store)
     assert not [t for t in threading.enumerate() if t.name == "groove-checkpoints"]
+
+
+def test_the_wal_starts_over_however_long_the_writer_writes(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the thread's checkpoints never let the WAL start over while the writer keeps
+    # appending: past WAL_RESTART_PAGES the commit checkpoints the rest itself
+    monkeypatch.setattr(checkpoints, "_checkpoint", lambda reader: None)
+    wal = store.path.parent / f"{DB_FILE_NAME}-wal"
+    page = store.conn.execute("PRAGMA page_size").fetchone()[0]
+    per_write = len(_PAST_THE_CHECKPOINT) // page + 1
+    with checkpoints_apart(store):
+        for n in range(12):
+            _write_past_the_checkpoint(store, f"write-{n}")
+            assert os.path.getsize(wal) <= (WAL_RESTART_PAGES + 2 * per_write) * (page + 24) + 32
+    assert 12 * per_write > 2 * WAL_RESTART_PAGES  # without the restart it would be far past
