@@ -27,7 +27,6 @@ from pathlib import Path
 
 import apsw
 
-from pytest_groove.errors import GrooveError
 from pytest_groove.kb.store.database import Store
 
 __all__ = ["WAL_CHECKPOINT_PAGES", "WAL_RESTART_PAGES", "checkpoints_apart"]
@@ -93,17 +92,19 @@ class _Checkpointer:
                     _checkpoint(reader)
         finally:
             if reader is not None:
-                reader.close()
+                with contextlib.suppress(Exception):
+                    reader.close()
 
 
 def _opened(folder: Path) -> Store | None:
     """A second connection to the index (None if it cannot be opened now)."""
     try:
         return Store.open(folder, create=False)
-    except (GrooveError, apsw.Error, OSError):
+    except Exception:  # best effort: whatever it is, the close reports it, in one line
         return None
 
 
 def _checkpoint(reader: Store) -> None:
-    with contextlib.suppress(apsw.Error):
+    # best effort, as above: a thread's exception would print a traceback, never that
+    with contextlib.suppress(Exception):
         reader.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)

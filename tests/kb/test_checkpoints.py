@@ -83,16 +83,25 @@ def test_commits_go_on_while_a_checkpoint_is_under_way(
     assert store.get_meta_blob("more-2") == _PAST_THE_CHECKPOINT
 
 
+@pytest.mark.parametrize("error", [GrooveError("no second connection"), RuntimeError("odd")])
 def test_a_connection_that_cannot_be_opened_leaves_the_wal_to_the_close(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch, error: Exception
 ) -> None:
-    def refused(folder: Path, *, create: bool) -> Store:
-        raise GrooveError("no second connection")
+    tried = threading.Event()
 
+    def refused(folder: Path, *, create: bool) -> Store:
+        tried.set()
+        raise error
+
+    escaped: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", escaped.append)  # it prints a traceback
     monkeypatch.setattr(checkpoints.Store, "open", refused)
     before = _database_bytes(store)
     with checkpoints_apart(store):
         _write_past_the_checkpoint(store)
+        assert tried.wait(timeout=30)
+        _write_past_the_checkpoint(store, "again")  # asks again: the thread is still there
+    assert not escaped
     assert store.get_meta_blob("filler") == _PAST_THE_CHECKPOINT
     store.close()
     assert _database_bytes(store) > before + len(_PAST_THE_CHECKPOINT) // 2
