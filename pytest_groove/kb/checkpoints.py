@@ -55,21 +55,30 @@ def checkpoints_apart(store: Store) -> Iterator[None]:
 
 
 class _Checkpointer:
-    """A thread that checkpoints the index when a commit asks, through its own connection."""
+    """A thread that checkpoints the index when a commit asks, through its own connection.
+
+    The thread starts with the first checkpoint asked for: a run that writes little (a
+    no-op re-index before every eval) starts none.
+    """
 
     def __init__(self, store: Store) -> None:
         self._folder = store.path.parent
         self._wanted = threading.Event()
         self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="groove-checkpoints", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
 
     def after_commit(self, conn: apsw.Connection, _name: str, pages: int) -> int:
-        """SQLite's WAL hook: called on the committing thread after every commit."""
+        """SQLite's WAL hook: called on the committing thread after every commit (the
+        connection's commits come one at a time, so the thread is started once)."""
         if pages >= WAL_RESTART_PAGES:
             with contextlib.suppress(apsw.Error):  # as SQLite's own hook: tried again later
                 conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
         elif pages >= WAL_CHECKPOINT_PAGES:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="groove-checkpoints", daemon=True
+                )
+                self._thread.start()
             self._wanted.set()
         return apsw.SQLITE_OK
 
@@ -77,7 +86,8 @@ class _Checkpointer:
         """Let a checkpoint under way finish, and close the thread's connection."""
         self._stopping = True
         self._wanted.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
     def _run(self) -> None:
         reader: Store | None = None

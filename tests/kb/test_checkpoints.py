@@ -95,7 +95,7 @@ def test_a_connection_that_cannot_be_opened_leaves_the_wal_to_the_close(
 
     escaped: list[object] = []
     monkeypatch.setattr(threading, "excepthook", escaped.append)  # it prints a traceback
-    monkeypatch.setattr(checkpoints.Store, "open", refused)
+    monkeypatch.setattr(Store, "open", refused)
     before = _database_bytes(store)
     with checkpoints_apart(store):
         _write_past_the_checkpoint(store)
@@ -120,10 +120,19 @@ def test_the_wal_starts_over_however_long_the_writer_writes(
     # appending: past WAL_RESTART_PAGES the commit checkpoints the rest itself
     monkeypatch.setattr(checkpoints, "_checkpoint", lambda reader: None)
     wal = store.path.parent / f"{DB_FILE_NAME}-wal"
-    page = store.conn.execute("PRAGMA page_size").fetchone()[0]
+    page = store.conn.execute("PRAGMA page_size").fetchone()[0]  # type: ignore[index]
     per_write = len(_PAST_THE_CHECKPOINT) // page + 1
     with checkpoints_apart(store):
         for n in range(12):
             _write_past_the_checkpoint(store, f"write-{n}")
             assert os.path.getsize(wal) <= (WAL_RESTART_PAGES + 2 * per_write) * (page + 24) + 32
     assert 12 * per_write > 2 * WAL_RESTART_PAGES  # without the restart it would be far past
+
+
+def test_a_run_that_writes_little_starts_no_thread(store: Store) -> None:
+    started: list[str] = []
+    with checkpoints_apart(store):
+        with store.transaction():
+            store.set_meta("small", "a few bytes")
+        started = [t.name for t in threading.enumerate() if t.name == "groove-checkpoints"]
+    assert started == []
