@@ -1014,7 +1014,14 @@ def test_any_cut_or_stray_line_is_runs_or_one_warning(
         lines.insert(min(at, len(lines)), text)
     hist.write_text("\n".join(lines)[: cut or None], encoding="utf-8")
     warnings: list[str] = []
-    runs = load_history(hist, warnings=warnings)
+    try:
+        runs = load_history(hist, warnings=warnings)
+    except GrooveError as exc:
+        # the one refusal: a stray line that leaves the file declaring a format this
+        # version does not know (it is left as it is, never rewritten older)
+        assert "was written by a newer pytest-groove" in str(exc)
+        assert any(text == '"format": "3",' for _, text in inserted)
+        return
     # every run read is one of those written, each once, newest first
     assert set(stamps(runs)) <= {1, 2, 3} and stamps(runs) == sorted(
         set(stamps(runs)), reverse=True
